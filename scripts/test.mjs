@@ -1,0 +1,63 @@
+// The project's test command: `npm test` (all tiers), `npm test -- unit`, `npm test -- e2e`.
+// unit: every *.test.ts under src/ and test/unit/ on Node (tsx loader).
+// e2e:  builds the bundle, brings up the local control plane (scripts/testbed up), then runs test/e2e/*.test.ts
+//       once per runtime (Node, then Deno) with AGENT_E2E_RUNTIME set, one file at a time.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const tiers = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const wanted = tiers.length > 0 ? tiers : ['unit', 'e2e'];
+
+function findTests(dir) {
+  const out = [];
+  let entries = [];
+  try {
+    entries = readdirSync(join(root, dir));
+  } catch {
+    return out;
+  }
+  for (const name of entries) {
+    const rel = join(dir, name);
+    if (statSync(join(root, rel)).isDirectory()) out.push(...findTests(rel));
+    else if (name.endsWith('.test.ts')) out.push(rel);
+  }
+  return out.sort();
+}
+
+function run(cmd, args, env = {}) {
+  console.log(`\n$ ${cmd} ${args.map((a) => relative(root, a) || a).join(' ')}`);
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
+  if (r.error) throw r.error;
+  return r.status ?? 1;
+}
+
+function nodeTest(files, env, extra = []) {
+  return run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...extra, ...files], env);
+}
+
+let failed = false;
+if (wanted.includes('unit')) {
+  const files = [...findTests('src'), ...findTests('test/unit')];
+  if (nodeTest(files, {}) !== 0) failed = true;
+}
+if (wanted.includes('e2e') && !failed) {
+  if (run(process.execPath, ['scripts/build.mjs']) !== 0) process.exit(1);
+  const up = spawnSync('bash', ['scripts/testbed', 'up'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = String(up.stdout).trim().split('\n');
+  process.stdout.write(`${lines.slice(0, -1).join('\n')}\n`);
+  if (up.status !== 0) {
+    console.error('test: scripts/testbed up failed');
+    process.exit(1);
+  }
+  const kubeconfig = lines.at(-1);
+  const files = findTests('test/e2e');
+  const runtimes = (process.env.AGENT_E2E_RUNTIMES ?? 'node,deno').split(',');
+  for (const runtime of runtimes) {
+    const env = { KUBECONFIG: kubeconfig, AGENT_E2E_RUNTIME: runtime };
+    if (nodeTest(files, env, ['--test-concurrency=1']) !== 0) failed = true;
+  }
+}
+process.exit(failed ? 1 : 0);
