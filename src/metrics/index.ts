@@ -1,0 +1,7 @@
+export {
+  type ControllerMetrics,
+  createControllerMetrics,
+  FAILURE_KINDS,
+  type FailureKind,
+  PHASES,
+} from './registry.ts';

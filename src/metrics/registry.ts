@@ -1,0 +1,134 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Agent phases, in lifecycle order; every gauge series is pre-initialised for each. */
+export const PHASES = ['Pending', 'Running', 'Succeeded', 'Failed'] as const;
+/** Failure kinds counted by `controller_run_failures_total`. */
+export const FAILURE_KINDS = [
+  'missing_ref',
+  'job_failed',
+  'output_unavailable',
+  'preempted',
+  'build_error',
+] as const;
+export type FailureKind = (typeof FAILURE_KINDS)[number];
+
+/** Seconds buckets spanning a fast admission (ms) to a long agent run (hours). */
+const DURATION_BUCKETS = [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 1800, 3600, 7200, 14400];
+
+/**
+ * The controller's metrics, all on one registry (no global default registry, so tests can make several).
+ * Names follow the reference (`controller_*`) plus Prometheus conventions (`_total`, `_seconds`).
+ */
+export interface ControllerMetrics {
+  readonly registry: Registry;
+  readonly resyncs: Counter;
+  readonly watchReconnects: Counter<'resource'>;
+  readonly agents: Gauge<'phase'>;
+  readonly runsCompleted: Counter<'phase' | 'exit_code'>;
+  readonly runDuration: Histogram<'phase'>;
+  readonly runQueue: Histogram;
+  readonly runFailures: Counter<'kind'>;
+  readonly batchCleanupFailures: Counter;
+  readonly isLeader: Gauge;
+  readonly reconciles: Counter<'result'>;
+  readonly reconcileDuration: Histogram;
+  readonly jobsCreated: Counter;
+  readonly statusPatches: Counter;
+  readonly apiRequestDuration: Histogram<'verb' | 'code'>;
+}
+
+/** Creates the registry and every metric; `withProcessMetrics` adds prom-client's default process metrics. */
+export function createControllerMetrics(withProcessMetrics = true): ControllerMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const m: ControllerMetrics = {
+    registry,
+    resyncs: new Counter({
+      name: 'controller_resyncs_total',
+      help: 'Full LIST resyncs (startup, poll, 410)',
+      registers,
+    }),
+    watchReconnects: new Counter({
+      name: 'controller_watch_reconnects_total',
+      help: 'Watch connections opened after the first, per watched resource',
+      labelNames: ['resource'],
+      registers,
+    }),
+    agents: new Gauge({
+      name: 'controller_agents',
+      help: 'Agents per phase at the last poll',
+      labelNames: ['phase'],
+      registers,
+    }),
+    runsCompleted: new Counter({
+      name: 'controller_runs_completed_total',
+      help: 'Runs that reached a terminal phase',
+      labelNames: ['phase', 'exit_code'],
+      registers,
+    }),
+    runDuration: new Histogram({
+      name: 'controller_run_duration_seconds',
+      help: 'Run duration from startedAt to the terminal status patch',
+      labelNames: ['phase'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    runQueue: new Histogram({
+      name: 'controller_run_queue_seconds',
+      help: 'Time from Agent creation to its Job being created',
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    runFailures: new Counter({
+      name: 'controller_run_failures_total',
+      help: 'Failed runs by kind',
+      labelNames: ['kind'],
+      registers,
+    }),
+    batchCleanupFailures: new Counter({
+      name: 'controller_batch_cleanup_failures_total',
+      help: 'Failed attempts to delete vendor batch resources after a batch run',
+      registers,
+    }),
+    isLeader: new Gauge({
+      name: 'controller_is_leader',
+      help: '1 while this replica holds the Lease',
+      registers,
+    }),
+    reconciles: new Counter({
+      name: 'controller_reconciles_total',
+      help: 'Reconciles by result',
+      labelNames: ['result'],
+      registers,
+    }),
+    reconcileDuration: new Histogram({
+      name: 'controller_reconcile_duration_seconds',
+      help: 'Duration of one Agent reconcile',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    jobsCreated: new Counter({
+      name: 'controller_jobs_created_total',
+      help: 'Jobs created (201)',
+      registers,
+    }),
+    statusPatches: new Counter({
+      name: 'controller_status_patches_total',
+      help: 'Agent status patches accepted',
+      registers,
+    }),
+    apiRequestDuration: new Histogram({
+      name: 'controller_apiserver_request_duration_seconds',
+      help: 'Duration of non-watch API server requests',
+      labelNames: ['verb', 'code'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+  };
+  for (const phase of PHASES) m.agents.set({ phase }, 0);
+  for (const kind of FAILURE_KINDS) m.runFailures.inc({ kind }, 0);
+  for (const result of ['success', 'error', 'requeue', 'conflict']) m.reconciles.inc({ result }, 0);
+  m.isLeader.set(0);
+  if (withProcessMetrics) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
+  return m;
+}

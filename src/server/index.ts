@@ -1,0 +1,2 @@
+export { createApp, type ReadinessCheck, type ServerDeps } from './app.ts';
+export { type RunningServer, serveApp } from './serve.ts';
