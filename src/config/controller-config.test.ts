@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ALL_NAMESPACES, DEFAULT_AGENT_IMAGE, parseControllerConfig } from './controller-config.ts';
+
+const parse = (
+  flags: Parameters<typeof parseControllerConfig>[0],
+  env: Record<string, string>,
+  inCluster?: string,
+) => parseControllerConfig(flags, env, inCluster);
+
+describe('controller configuration', () => {
+  it('uses the reference defaults when nothing is set', () => {
+    const r = parse({}, {});
+    assert.ok(r.ok);
+    assert.equal(r.value.namespace, 'ai-agents');
+    assert.equal(r.value.leaseNamespace, 'ai-agents');
+    assert.equal(r.value.port, 8081);
+    assert.equal(r.value.maxOutputBytes, 262144);
+    assert.equal(r.value.identity, 'agent-controller');
+    assert.equal(r.value.agentImage, DEFAULT_AGENT_IMAGE);
+    assert.equal(r.value.pollIntervalMs, 15000);
+    assert.equal(r.value.leaderElection, true);
+    assert.ok(Object.isFrozen(r.value));
+  });
+
+  it('prefers the flag, then WATCH_NAMESPACE, then the in-cluster namespace', () => {
+    assert.equal(
+      parse({ namespace: 'a' }, { WATCH_NAMESPACE: 'b' }, 'c').ok && parse({ namespace: 'a' }, {}).ok,
+      true,
+    );
+    const flag = parse({ namespace: 'a' }, { WATCH_NAMESPACE: 'b' }, 'c');
+    const env = parse({}, { WATCH_NAMESPACE: 'b' }, 'c');
+    const pod = parse({}, { NAMESPACE: 'x' }, 'c\n');
+    assert.ok(flag.ok && env.ok && pod.ok);
+    assert.equal(flag.value.namespace, 'a');
+    assert.equal(env.value.namespace, 'b');
+    assert.equal(pod.value.namespace, 'c');
+    assert.equal(flag.value.leaseNamespace, 'c', 'the Lease stays in the controller namespace');
+  });
+
+  it('watches all namespaces on --all-namespaces or WATCH_NAMESPACE=*', () => {
+    const a = parse({ allNamespaces: true }, {});
+    const b = parse({}, { WATCH_NAMESPACE: '*' });
+    assert.ok(a.ok && b.ok);
+    assert.equal(a.value.namespace, ALL_NAMESPACES);
+    assert.equal(b.value.namespace, ALL_NAMESPACES);
+  });
+
+  it('takes the identity from POD_NAME, then HOSTNAME', () => {
+    const a = parse({}, { POD_NAME: 'p', HOSTNAME: 'h' });
+    const b = parse({}, { HOSTNAME: 'h' });
+    assert.ok(a.ok && b.ok);
+    assert.equal(a.value.identity, 'p');
+    assert.equal(b.value.identity, 'h');
+  });
+
+  for (const [name, flags, env, message] of [
+    [
+      'a non-numeric MAX_OUTPUT_BYTES',
+      {},
+      { MAX_OUTPUT_BYTES: '12k' },
+      'MAX_OUTPUT_BYTES must be a non-negative integer, got: "12k"',
+    ],
+    [
+      'a negative MAX_OUTPUT_BYTES',
+      {},
+      { MAX_OUTPUT_BYTES: '-1' },
+      'MAX_OUTPUT_BYTES must be a non-negative integer, got: "-1"',
+    ],
+    ['a port out of range', { port: '70000' }, {}, '--port must be a port number (0-65535)'],
+    [
+      'a bad HEALTH_PORT',
+      {},
+      { HEALTH_PORT: 'http' },
+      'HEALTH_PORT must be a non-negative integer, got: "http"',
+    ],
+    [
+      'a bad namespace flag',
+      { namespace: 'Bad_NS' },
+      {},
+      '--namespace is not a valid namespace name: "Bad_NS"',
+    ],
+    [
+      'an unknown log level',
+      { logLevel: 'loud' },
+      {},
+      'log level must be debug, info, warn or error, got: "loud"',
+    ],
+    ['an empty AGENT_IMAGE', {}, { AGENT_IMAGE: '' }, 'AGENT_IMAGE must not be empty'],
+  ] as const) {
+    it(`rejects ${name} with one clear line`, () => {
+      const r = parse(flags, env);
+      assert.equal(r.ok, false);
+      assert.equal(!r.ok && r.error, message);
+    });
+  }
+
+  it('accepts overrides for image, output cap, port, poll interval and leader election', () => {
+    const r = parse(
+      { port: '9090', logLevel: 'debug' },
+      {
+        AGENT_IMAGE: 'img:1',
+        MAX_OUTPUT_BYTES: '0',
+        AGENT_POLL_INTERVAL_MS: '500',
+        AGENT_LEADER_ELECTION: 'false',
+      },
+    );
+    assert.ok(r.ok);
+    assert.deepEqual(
+      [
+        r.value.agentImage,
+        r.value.maxOutputBytes,
+        r.value.port,
+        r.value.pollIntervalMs,
+        r.value.leaderElection,
+        r.value.logLevel,
+      ],
+      ['img:1', 0, 9090, 500, false, 'debug'],
+    );
+  });
+});

@@ -1,0 +1,141 @@
+import * as v from 'valibot';
+import { type LogLevel, parseLogLevel } from '../shared/log.ts';
+import { err, ok, type Result } from '../shared/result.ts';
+import { VERSION } from '../shared/version.ts';
+
+/** Sentinel namespace value meaning "watch every namespace". */
+export const ALL_NAMESPACES = '*';
+
+/** Everything the controller process is configured with, parsed once at start-up. */
+export interface ControllerConfig {
+  readonly kubeconfig: string | undefined;
+  /** The namespace whose Agents are managed, or ALL_NAMESPACES. */
+  readonly namespace: string;
+  /** Where the leader-election Lease lives (the controller's own namespace). */
+  readonly leaseNamespace: string;
+  readonly leaseName: string;
+  readonly identity: string;
+  readonly port: number;
+  readonly agentImage: string;
+  readonly maxOutputBytes: number;
+  readonly logLevel: LogLevel;
+  /** Full LIST + reconcile-all period. */
+  readonly pollIntervalMs: number;
+  readonly leaderElection: boolean;
+}
+
+/** Command-line flags of `controller`, as parsed by node:util parseArgs. */
+export interface ControllerFlags {
+  readonly kubeconfig?: string | undefined;
+  readonly namespace?: string | undefined;
+  readonly allNamespaces?: boolean | undefined;
+  readonly port?: string | undefined;
+  readonly logLevel?: string | undefined;
+}
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const digits = (name: string) =>
+  v.pipe(
+    v.string(),
+    v.regex(
+      /^\d+$/,
+      (issue) => `${name} must be a non-negative integer, got: ${JSON.stringify(issue.input)}`,
+    ),
+    v.transform(Number),
+  );
+const port = (name: string) =>
+  v.pipe(
+    digits(name),
+    v.minValue(0, `${name} must be a port number (0-65535)`),
+    v.maxValue(65535, `${name} must be a port number (0-65535)`),
+  );
+const namespaceName = (name: string) =>
+  v.pipe(
+    v.string(),
+    v.regex(
+      DNS1123_LABEL,
+      (issue) => `${name} is not a valid namespace name: ${JSON.stringify(issue.input)}`,
+    ),
+  );
+
+const EnvSchema = v.object({
+  KUBECONFIG: v.optional(v.string()),
+  WATCH_NAMESPACE: v.optional(v.string()),
+  NAMESPACE: v.optional(v.string()),
+  POD_NAMESPACE: v.optional(v.string()),
+  HEALTH_PORT: v.optional(port('HEALTH_PORT')),
+  AGENT_IMAGE: v.optional(v.pipe(v.string(), v.minLength(1, 'AGENT_IMAGE must not be empty'))),
+  MAX_OUTPUT_BYTES: v.optional(digits('MAX_OUTPUT_BYTES')),
+  POD_NAME: v.optional(v.string()),
+  HOSTNAME: v.optional(v.string()),
+  LOG_LEVEL: v.optional(v.string()),
+  AGENT_POLL_INTERVAL_MS: v.optional(
+    v.pipe(digits('AGENT_POLL_INTERVAL_MS'), v.minValue(100, 'AGENT_POLL_INTERVAL_MS must be at least 100')),
+  ),
+  AGENT_LEADER_ELECTION: v.optional(
+    v.picklist(['true', 'false'], 'AGENT_LEADER_ELECTION must be true or false'),
+  ),
+});
+
+/** The default init-container image: this controller's own image, at this version. */
+export const DEFAULT_AGENT_IMAGE = `ghcr.io/re-cinq/agent-controller:${VERSION}`;
+export const DEFAULT_NAMESPACE = 'ai-agents';
+export const DEFAULT_MAX_OUTPUT_BYTES = 262144;
+
+/**
+ * Parses flags and environment into a frozen config. `inClusterNamespace` is the content of the service-account
+ * namespace file when running in a pod. Precedence: flag, then env, then in-cluster, then defaults.
+ * Errors are one line each, naming the offending variable or flag.
+ */
+export function parseControllerConfig(
+  flags: ControllerFlags,
+  env: Readonly<Record<string, string | undefined>>,
+  inClusterNamespace: string | undefined,
+): Result<ControllerConfig, string> {
+  const parsed = v.safeParse(EnvSchema, env);
+  if (!parsed.success) return err(parsed.issues[0]?.message ?? 'invalid environment');
+  const e = parsed.output;
+  const ownNamespace = (
+    inClusterNamespace?.trim() ||
+    e.POD_NAMESPACE ||
+    e.NAMESPACE ||
+    DEFAULT_NAMESPACE
+  ).trim();
+  let namespace = flags.namespace ?? e.WATCH_NAMESPACE ?? ownNamespace;
+  if (flags.allNamespaces === true || namespace === ALL_NAMESPACES || namespace === '')
+    namespace = ALL_NAMESPACES;
+  if (namespace !== ALL_NAMESPACES) {
+    const ns = v.safeParse(
+      namespaceName(flags.namespace !== undefined ? '--namespace' : 'WATCH_NAMESPACE'),
+      namespace,
+    );
+    if (!ns.success) return err(ns.issues[0]?.message ?? 'invalid namespace');
+  }
+  const own = v.safeParse(namespaceName('the controller namespace'), ownNamespace);
+  if (!own.success) return err(own.issues[0]?.message ?? 'invalid namespace');
+  let listenPort = e.HEALTH_PORT ?? 8081;
+  if (flags.port !== undefined) {
+    const p = v.safeParse(port('--port'), flags.port);
+    if (!p.success) return err(p.issues[0]?.message ?? 'invalid --port');
+    listenPort = p.output;
+  }
+  const levelName = flags.logLevel ?? e.LOG_LEVEL ?? 'info';
+  const logLevel = parseLogLevel(levelName);
+  if (!logLevel)
+    return err(`log level must be debug, info, warn or error, got: ${JSON.stringify(levelName)}`);
+  return ok(
+    Object.freeze({
+      kubeconfig: flags.kubeconfig ?? (e.KUBECONFIG || undefined),
+      namespace,
+      leaseNamespace: ownNamespace,
+      leaseName: 'agent-controller',
+      identity: e.POD_NAME || e.HOSTNAME || 'agent-controller',
+      port: listenPort,
+      agentImage: e.AGENT_IMAGE ?? DEFAULT_AGENT_IMAGE,
+      maxOutputBytes: e.MAX_OUTPUT_BYTES ?? DEFAULT_MAX_OUTPUT_BYTES,
+      logLevel,
+      pollIntervalMs: e.AGENT_POLL_INTERVAL_MS ?? 15000,
+      leaderElection: e.AGENT_LEADER_ELECTION !== 'false',
+    }),
+  );
+}
