@@ -1,0 +1,256 @@
+import * as v from 'valibot';
+import type { Result } from '../shared/result.ts';
+import { ObjectMetaSchema } from './meta.ts';
+import { freeForm, lenientEnum, openapi, parseDefault, parseWith, str } from './schema-kit.ts';
+
+/** Claude permission modes; an unknown string reads as `auto` (the secure default). */
+export const PERMISSION_MODES = ['auto', 'bypass'] as const;
+export type PermissionMode = (typeof PERMISSION_MODES)[number];
+
+/** How runs of a definition execute; an unknown string reads as `job`. */
+export const EXECUTION_MODES = ['job', 'batch', 'realtime'] as const;
+export type ExecutionMode = (typeof EXECUTION_MODES)[number];
+
+/** What a batch run does when its vendor batch times out; an unknown string reads as `fail`. */
+export const BATCH_ON_TIMEOUT = ['fail', 'fallback'] as const;
+export type BatchOnTimeout = (typeof BATCH_ON_TIMEOUT)[number];
+
+/** MCP server transports; an unknown string reads as `stdio`. */
+export const MCP_TRANSPORTS = ['stdio', 'http', 'sse'] as const;
+export type McpTransport = (typeof MCP_TRANSPORTS)[number];
+
+/** Output formats (declared, unused at runtime); an unknown string reads as `text`. */
+export const OUTPUT_FORMATS = ['text', 'json', 'stream-json'] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
+/** Event classes `output.select` can match. Entries with any other event are dropped on parse. */
+export const SELECT_EVENTS = ['tool_call', 'message', 'tool_result', 'result', 'usage'] as const;
+export type SelectEvent = (typeof SELECT_EVENTS)[number];
+
+/** Message roles of a select entry (declared, ignored at runtime); an unknown string reads as `assistant`. */
+export const SELECT_ROLES = ['assistant', 'user'] as const;
+export type SelectRole = (typeof SELECT_ROLES)[number];
+
+/** Output sink types; an unknown string reads as `stdout`. */
+export const SINK_TYPES = ['stdout', 'http', 'file'] as const;
+export type SinkType = (typeof SINK_TYPES)[number];
+
+/** Defaults of `spec.batch`, applied on parse and declared in the CRD. */
+export const DEFAULT_BATCH_MAX_TOKENS = 16000;
+export const DEFAULT_BATCH_TIMEOUT_MINUTES = 1440;
+
+const EnvVarSchema = v.object({
+  name: str('Environment variable name; reserved names are dropped.'),
+  value: str('Literal value.'),
+});
+export type EnvVar = v.InferOutput<typeof EnvVarSchema>;
+
+const SecretRefSchema = v.object({
+  name: str('Environment variable to expose the secret as; reserved names are dropped.'),
+  ref: str('Key in the Secret agent-secrets.'),
+});
+export type SecretRef = v.InferOutput<typeof SecretRefSchema>;
+
+const McpServerSchema = v.object({
+  name: str('Server name in the MCP configuration.'),
+  transport: v.pipe(lenientEnum(MCP_TRANSPORTS), v.description('Transport: stdio, http or sse.')),
+  command: v.optional(str('Command of a stdio server.')),
+  args: v.optional(v.pipe(v.array(v.string()), v.description('Arguments of a stdio server.'))),
+  url: v.optional(str('URL of an http or sse server.')),
+  headers_secret: v.optional(str('Key in agent-secrets holding the Authorization value for the server.')),
+});
+export type McpServer = v.InferOutput<typeof McpServerSchema>;
+
+const RepoSchema = v.object({
+  name: str('Repository name; also the default checkout directory.'),
+  url: str('Clone URL.'),
+  ref: v.optional(str('Branch, tag or commit to check out.')),
+  path: v.optional(str('Checkout directory below the workspace.')),
+  token_secret: v.optional(str('Key in agent-secrets holding a token for the clone.')),
+});
+export type Repo = v.InferOutput<typeof RepoSchema>;
+
+const ConversationSchema = v.object({
+  source: v.optional(str('Base URL of the conversation store.')),
+  id: v.optional(str('Conversation to restore before the run.')),
+  pin: v.optional(str('Conversation id to save after the run (and Claude session id).')),
+  headers_secret: v.optional(str('Key in agent-secrets holding a header line for the store.')),
+});
+export type Conversation = v.InferOutput<typeof ConversationSchema>;
+
+/** `spec.resources`: what the run environment gets (env, secrets, MCP servers, repos, skills, conversation). */
+export const ResourcesSchema = v.pipe(
+  v.object({
+    env: parseDefault(v.pipe(v.array(EnvVarSchema), v.description('Literal environment variables.')), []),
+    secrets: parseDefault(
+      v.pipe(v.array(SecretRefSchema), v.description('Environment variables from the Secret agent-secrets.')),
+      [],
+    ),
+    mcp_servers: parseDefault(
+      v.pipe(v.array(McpServerSchema), v.description('MCP servers handed to the agent CLI.')),
+      [],
+    ),
+    repos: parseDefault(
+      v.pipe(v.array(RepoSchema), v.description('Repositories cloned before the run.')),
+      [],
+    ),
+    skills: parseDefault(
+      v.pipe(v.array(v.string()), v.description('Skill names installed before the run.')),
+      [],
+    ),
+    skills_source: v.optional(str('Base URL skills are fetched from.')),
+    conversation: v.optional(
+      v.pipe(ConversationSchema, v.description('Conversation restored before and saved after the run.')),
+    ),
+  }),
+  v.description('Run environment: env, secrets, MCP servers, repositories, skills, conversation.'),
+);
+export type Resources = v.InferOutput<typeof ResourcesSchema>;
+
+const knownSelectEvents: readonly string[] = SELECT_EVENTS;
+
+const SelectEntryWireSchema = v.object({
+  event: v.pipe(
+    v.string(),
+    openapi<string>({ enum: SELECT_EVENTS }),
+    v.description('Event class: tool_call, message, tool_result, result or usage.'),
+  ),
+  tool: v.optional(str('Only tool events of this tool name.')),
+  role: v.optional(v.pipe(lenientEnum(SELECT_ROLES), v.description('Message role (ignored at runtime).'))),
+  contains: v.optional(str('Only events whose text contains this substring.')),
+});
+
+/** One `output.select` entry, with a known event class. */
+export type SelectEntry = Omit<v.InferOutput<typeof SelectEntryWireSchema>, 'event'> & { event: SelectEvent };
+
+const SinkSchema = v.object({
+  type: v.pipe(lenientEnum(SINK_TYPES), v.description('Sink type: stdout, http or file.')),
+  url: v.optional(str('URL an http sink POSTs each event to.')),
+  headers_secret: v.optional(str('Key in agent-secrets holding header lines for an http sink.')),
+  path: v.optional(str('File a file sink appends events to.')),
+});
+export type Sink = v.InferOutput<typeof SinkSchema>;
+
+const WatchEntrySchema = v.object({
+  event: str('Event name reported for the file.'),
+  path: str('File below the workspace reported after the run.'),
+});
+export type WatchEntry = v.InferOutput<typeof WatchEntrySchema>;
+
+/** `spec.output`: where run events go and which of them. */
+export const OutputSchema = v.pipe(
+  v.object({
+    format: v.optional(
+      v.pipe(lenientEnum(OUTPUT_FORMATS), v.description('Result format (declared, unused).')),
+    ),
+    schema: v.optional(freeForm('JSON Schema of the result (declared, unused).')),
+    select: parseDefault(
+      v.pipe(
+        v.array(SelectEntryWireSchema),
+        v.description('Filters for events sent to sinks; empty passes everything.'),
+        v.transform((entries): SelectEntry[] =>
+          entries.flatMap((e) =>
+            knownSelectEvents.includes(e.event) ? [{ ...e, event: e.event as SelectEvent }] : [],
+          ),
+        ),
+      ),
+      [],
+    ),
+    sinks: parseDefault(v.pipe(v.array(SinkSchema), v.description('Destinations of run events.')), []),
+    watch: parseDefault(
+      v.pipe(v.array(WatchEntrySchema), v.description('Files reported as events after the run.')),
+      [],
+    ),
+  }),
+  v.description('Output routing of run events.'),
+);
+export type Output = v.InferOutput<typeof OutputSchema>;
+
+/** `spec.batch`: settings of batch execution. */
+export const BatchSchema = v.pipe(
+  v.object({
+    maxTokens: v.optional(
+      v.pipe(v.number(), v.integer(), v.minValue(1), v.description('max_tokens of the batch request.')),
+      DEFAULT_BATCH_MAX_TOKENS,
+    ),
+    timeoutMinutes: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(1),
+        v.description('Minutes to wait for the vendor batch before onTimeout applies.'),
+      ),
+      DEFAULT_BATCH_TIMEOUT_MINUTES,
+    ),
+    onTimeout: v.optional(
+      v.pipe(
+        lenientEnum(BATCH_ON_TIMEOUT),
+        v.description('On timeout: fail the run, or fallback to a Job run of the same recipe.'),
+      ),
+      'fail',
+    ),
+  }),
+  v.description('Batch execution settings (execution: batch).'),
+);
+export type BatchConfig = v.InferOutput<typeof BatchSchema>;
+
+/** `AgentDefinition.spec`: a reusable recipe for a coding-agent task. Wire names are snake_case where shown. */
+export const AgentDefinitionSpecSchema = v.pipe(
+  v.object({
+    description: v.optional(str('Human-readable description (not used at runtime).')),
+    model: v.optional(str('Model the runs use unless the Agent sets one; default claude-opus-5-5.')),
+    prompt: str('Prompt template; {placeholder}s are filled from Agent parameters.'),
+    allowed_tools: parseDefault(
+      v.pipe(v.array(v.string()), v.description('Tools the agent may use without asking (auto mode).')),
+      [],
+    ),
+    disallowed_tools: parseDefault(
+      v.pipe(v.array(v.string()), v.description('Tools the agent must not use (every mode).')),
+      [],
+    ),
+    permission_mode: parseDefault(
+      v.pipe(lenientEnum(PERMISSION_MODES), v.description('Permission mode: auto (default) or bypass.')),
+      'auto',
+    ),
+    max_turns: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(1),
+        v.description('Turn cap of the agent; absent = uncapped.'),
+      ),
+    ),
+    resources: parseDefault(ResourcesSchema, {}),
+    output: parseDefault(OutputSchema, {}),
+    tool_config: v.optional(freeForm('Vendor-specific settings; the exec vendor reads tool_config.command.')),
+    execution: v.optional(
+      v.pipe(
+        lenientEnum(EXECUTION_MODES),
+        v.description('How runs execute: job (default), batch or realtime.'),
+      ),
+      'job',
+    ),
+    batch: parseDefault(BatchSchema, {}),
+  }),
+  v.description('The recipe: model, prompt, tools, environment and output routing.'),
+);
+export type AgentDefinitionSpec = v.InferOutput<typeof AgentDefinitionSpecSchema>;
+
+/** An AgentDefinition as read from the API server. AgentDefinitions have no status. */
+export const AgentDefinitionSchema = v.object({
+  apiVersion: v.optional(v.string()),
+  kind: v.optional(v.string()),
+  metadata: ObjectMetaSchema,
+  spec: AgentDefinitionSpecSchema,
+});
+export type AgentDefinition = v.InferOutput<typeof AgentDefinitionSchema>;
+
+/**
+ * Parses an AgentDefinition read from the API server: unknown fields dropped, absent lists empty, absent
+ * `permission_mode` `auto`, `execution` `job`, `batch` defaulted; unknown enum strings read as the first member;
+ * `output.select` entries with an unknown event are dropped (never widened to `tool_call`). A type mismatch or a
+ * missing required field (`prompt`, list entry keys) is an error naming the field path.
+ */
+export function parseAgentDefinition(u: unknown): Result<AgentDefinition, string> {
+  return parseWith(AgentDefinitionSchema, u, 'AgentDefinition');
+}

@@ -1,0 +1,106 @@
+import * as v from 'valibot';
+import type { Result } from '../shared/result.ts';
+import { ConditionsSchema, ObjectMetaSchema } from './meta.ts';
+import { dateTime, int, lenientEnum, objectRef, parseDefault, parseWith, str } from './schema-kit.ts';
+
+/** Phases of an Agent run. The controller never writes `Pending`; an Agent without status reads as `Pending`. */
+export const AGENT_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed'] as const;
+export type AgentPhase = (typeof AGENT_PHASES)[number];
+
+/** Phases after which the controller never touches the run again. */
+export const TERMINAL_PHASES: readonly AgentPhase[] = ['Succeeded', 'Failed'];
+
+/** True for `Succeeded` and `Failed`. */
+export function isTerminalPhase(phase: AgentPhase): boolean {
+  return phase === 'Succeeded' || phase === 'Failed';
+}
+
+/** `Agent.spec`: one execution of a recipe inside a Station. */
+export const AgentSpecSchema = v.pipe(
+  v.object({
+    stationRef: objectRef('Name of the Station (same namespace) whose template and recipe this run uses.'),
+    taskId: v.optional(str('External correlation id; exposed to the run as TASK_ID.')),
+    targetRepo: v.optional(str('GitHub owner/name the task is about; exposed as TARGET_REPO (not cloned).')),
+    branch: v.optional(str('Branch name the task is about; exposed as BRANCH_NAME.')),
+    parameters: parseDefault(
+      v.pipe(
+        v.record(v.string(), v.string()),
+        v.description('Values for {placeholder}s in the prompt; also exposed as AGENT_PARAMETERS (JSON).'),
+      ),
+      {},
+    ),
+    model: v.optional(
+      str(
+        'Model for this run; overrides the AgentDefinition model. Default claude-opus-5-5 when neither is set.',
+      ),
+    ),
+    resumeSession: v.optional(
+      str('Session id of an earlier run to continue instead of starting a new session.'),
+    ),
+  }),
+  v.description('Desired run: the Station to run in and the task inputs.'),
+);
+export type AgentSpec = v.InferOutput<typeof AgentSpecSchema>;
+
+/** `Agent.status`: owned by the controller; every field optional on the wire. */
+export const AgentStatusSchema = v.pipe(
+  v.object({
+    phase: parseDefault(
+      v.pipe(lenientEnum(AGENT_PHASES), v.description('Run phase: Pending, Running, Succeeded or Failed.')),
+      'Pending',
+    ),
+    jobName: v.optional(str('Name of the Job that executes the run.')),
+    startedAt: v.optional(dateTime('Time the run started (its Job was created).')),
+    completedAt: v.optional(dateTime('Time the run reached a terminal phase.')),
+    exitCode: v.optional(int('Exit code of the run; 0 only for Succeeded.')),
+    output: v.optional(str('Capped tail of the agent container log.')),
+    failureReason: v.optional(str('Why the run failed or why its output is unavailable.')),
+    prUrl: v.optional(
+      str('URL of a pull request opened by the run (declared for compatibility, not written).'),
+    ),
+    conditions: parseDefault(ConditionsSchema, []),
+    observedGeneration: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(0),
+        v.description('The .metadata.generation the status was computed from.'),
+      ),
+    ),
+    batchId: v.optional(str('Id of the vendor batch that carries the run (batch execution).')),
+    batchProvider: v.optional(str('Vendor of the batch: anthropic, openai or gemini (batch execution).')),
+    batchFallback: v.optional(
+      v.pipe(v.boolean(), v.description('True when a batch run timed out and fell back to a Job run.')),
+    ),
+    batchCleanupAttempts: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(0),
+        v.description('Failed attempts to cancel or delete the vendor batch so far.'),
+      ),
+    ),
+    sessionId: v.optional(str('Agent CLI session id of the run, usable as resumeSession of a later run.')),
+  }),
+  v.description('Observed state of the run, written by the controller.'),
+);
+export type AgentStatus = v.InferOutput<typeof AgentStatusSchema>;
+
+/** An Agent as read from the API server; `status` defaults to `{ phase: 'Pending', … }` when absent. */
+export const AgentSchema = v.object({
+  apiVersion: v.optional(v.string()),
+  kind: v.optional(v.string()),
+  metadata: ObjectMetaSchema,
+  spec: AgentSpecSchema,
+  status: parseDefault(AgentStatusSchema, {}),
+});
+export type Agent = v.InferOutput<typeof AgentSchema>;
+
+/**
+ * Parses an Agent read from the API server, leniently as the reference does: unknown fields are dropped, absent
+ * optional fields take their defaults, an unknown phase string reads as `Pending`. A type mismatch or a missing
+ * required field is an error naming the field path.
+ */
+export function parseAgent(u: unknown): Result<Agent, string> {
+  return parseWith(AgentSchema, u, 'Agent');
+}

@@ -1,0 +1,86 @@
+import * as v from 'valibot';
+import type { Result } from '../shared/result.ts';
+import { ObjectMetaSchema } from './meta.ts';
+import { freeForm, lenientEnum, objectRef, parseDefault, parseWith } from './schema-kit.ts';
+
+/** Station concurrency policies; an unknown string reads as `Allow`. */
+export const CONCURRENCY_POLICIES = ['Allow', 'Forbid', 'Replace'] as const;
+export type ConcurrencyPolicy = (typeof CONCURRENCY_POLICIES)[number];
+
+/** Default `deadlineMinutes` of a Station (CRD default and parse default). */
+export const DEFAULT_DEADLINE_MINUTES = 30;
+/** Default successful/failed history limits of a Station (CRD default and parse default). */
+export const DEFAULT_HISTORY_LIMIT = 3;
+
+/** `Station.spec`: a runtime template pairing a recipe (AgentDefinition) with a Pod template. */
+export const StationSpecSchema = v.pipe(
+  v.object({
+    agentDefRef: objectRef('Name of the AgentDefinition (same namespace) this Station runs.'),
+    deadlineMinutes: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(1),
+        v.description('Run deadline in minutes; becomes the Job activeDeadlineSeconds.'),
+      ),
+      DEFAULT_DEADLINE_MINUTES,
+    ),
+    successfulRunsHistoryLimit: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(0),
+        v.description('Succeeded Agents of this Station to keep; older ones are deleted.'),
+      ),
+      DEFAULT_HISTORY_LIMIT,
+    ),
+    failedRunsHistoryLimit: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(0),
+        v.description('Failed Agents of this Station to keep; older ones are deleted.'),
+      ),
+      DEFAULT_HISTORY_LIMIT,
+    ),
+    maxConcurrentRuns: parseDefault(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(0),
+        v.description('Most runs of this Station at once; 0 or absent means unlimited.'),
+      ),
+      0,
+    ),
+    concurrencyPolicy: parseDefault(
+      v.pipe(
+        lenientEnum(CONCURRENCY_POLICIES),
+        v.description(
+          'What a new run does at the limit: Allow waits, Forbid caps at one run, Replace cancels the oldest run.',
+        ),
+      ),
+      'Allow',
+    ),
+    template: freeForm('Pod template (PodTemplateSpec) for runs; the container named agent runs the recipe.'),
+  }),
+  v.description('Runtime template of the Station.'),
+);
+export type StationSpec = v.InferOutput<typeof StationSpecSchema>;
+
+/** A Station as read from the API server. Stations have no status. */
+export const StationSchema = v.object({
+  apiVersion: v.optional(v.string()),
+  kind: v.optional(v.string()),
+  metadata: ObjectMetaSchema,
+  spec: StationSpecSchema,
+});
+export type Station = v.InferOutput<typeof StationSchema>;
+
+/**
+ * Parses a Station read from the API server: unknown fields dropped, absent fields defaulted (deadline 30,
+ * history limits 3, maxConcurrentRuns 0, concurrencyPolicy Allow), an unknown policy string reads as `Allow`.
+ * A type mismatch, a missing `agentDefRef`/`template`, or a value outside the CRD bounds is an error.
+ */
+export function parseStation(u: unknown): Result<Station, string> {
+  return parseWith(StationSchema, u, 'Station');
+}
