@@ -1,0 +1,129 @@
+/**
+ * Pure readers of a finished run: the Job's verdict (`parseJobOutcome`), which pod speaks for it (`pickRunPod`),
+ * the agent container's exit code, and the exit-code rules (`coherentExitCode`), reference §5.3–5.5 with our
+ * changes: the early Job conditions `SuccessCriteriaMet` / `FailureTarget` count as verdicts (Kubernetes >= 1.31
+ * adds them before `Complete` / `Failed`), and a vanished Job is a failure with exit code 1 (decision a).
+ */
+
+/** The agent container's name in every run pod. */
+export const AGENT_CONTAINER = 'agent';
+
+/** The Job fields the outcome depends on (structural, so any parsed Job fits). */
+export interface JobStatusView {
+  readonly status?:
+    | {
+        readonly conditions?:
+          | readonly {
+              readonly type?: string | undefined;
+              readonly status?: string | undefined;
+              readonly reason?: string | undefined;
+              readonly message?: string | undefined;
+            }[]
+          | undefined;
+        readonly succeeded?: number | undefined;
+        readonly failed?: number | undefined;
+      }
+    | undefined;
+}
+
+/** The pod fields the outcome depends on. */
+export interface PodView {
+  readonly metadata?:
+    | { readonly name?: string | undefined; readonly creationTimestamp?: string | undefined }
+    | undefined;
+  readonly status?:
+    | {
+        readonly containerStatuses?:
+          | readonly {
+              readonly name?: string | undefined;
+              readonly state?:
+                | { readonly terminated?: { readonly exitCode?: number | undefined } | undefined }
+                | undefined;
+            }[]
+          | undefined;
+      }
+    | undefined;
+}
+
+/** The Job's verdict. `early` marks a verdict read from `SuccessCriteriaMet` / `FailureTarget`. */
+export type JobOutcome =
+  | { readonly kind: 'running' }
+  | { readonly kind: 'succeeded'; readonly early: boolean }
+  | { readonly kind: 'failed'; readonly reason: string; readonly early: boolean };
+
+const VERDICTS = [
+  { type: 'Complete', kind: 'succeeded', early: false },
+  { type: 'Failed', kind: 'failed', early: false },
+  { type: 'SuccessCriteriaMet', kind: 'succeeded', early: true },
+  { type: 'FailureTarget', kind: 'failed', early: true },
+] as const;
+
+/**
+ * Reads the Job's verdict. Guarantees:
+ * - a `True` condition decides, checked in the order `Complete`, `Failed`, `SuccessCriteriaMet`, `FailureTarget`
+ *   (final conditions first, so their reason wins over the early one);
+ * - a failure reason is `"<reason>: <message>"` when both are set, else whichever is non-empty, else `Job failed`;
+ * - without a terminal condition, `status.succeeded > 0` means succeeded and `status.failed > 0` failed with
+ *   reason `Job failed` (a Job with backoffLimit 0 is over after one failed pod);
+ * - anything else (including `Suspended`) is `running`.
+ */
+export function parseJobOutcome(job: JobStatusView): JobOutcome {
+  const conditions = job.status?.conditions ?? [];
+  for (const verdict of VERDICTS) {
+    const c = conditions.find((x) => x.type === verdict.type && x.status === 'True');
+    if (c === undefined) continue;
+    if (verdict.kind === 'succeeded') return { kind: 'succeeded', early: verdict.early };
+    return { kind: 'failed', reason: jobFailureReason(c.reason, c.message), early: verdict.early };
+  }
+  if ((job.status?.succeeded ?? 0) > 0) return { kind: 'succeeded', early: false };
+  if ((job.status?.failed ?? 0) > 0) return { kind: 'failed', reason: 'Job failed', early: false };
+  return { kind: 'running' };
+}
+
+/** `"<reason>: <message>"`, or whichever part is non-empty, or `Job failed`. */
+export function jobFailureReason(reason: string | undefined, message: string | undefined): string {
+  const r = reason?.trim() ?? '';
+  const m = message?.trim() ?? '';
+  if (r !== '' && m !== '') return `${r}: ${m}`;
+  if (r !== '') return r;
+  if (m !== '') return m;
+  return 'Job failed';
+}
+
+/** True once the Job has a verdict: the shell then gathers the run's pod and log (see `RunEvidence`). */
+export function isJobFinished(job: JobStatusView): boolean {
+  return parseJobOutcome(job).kind !== 'running';
+}
+
+/**
+ * The pod whose log and exit code stand for the run: among `pods` (the Job's pods, `job-name=<job>`), the one whose
+ * agent container has terminated, newest first (creationTimestamp, then name); else the newest pod; else undefined.
+ * With backoffLimit 0 a Job has one pod, so this only matters after evictions or manual retries.
+ */
+export function pickRunPod<P extends PodView>(pods: readonly P[]): P | undefined {
+  const newestFirst = [...pods].sort((a, b) => {
+    const ta = Date.parse(a.metadata?.creationTimestamp ?? '');
+    const tb = Date.parse(b.metadata?.creationTimestamp ?? '');
+    const na = Number.isNaN(ta) ? Number.NEGATIVE_INFINITY : ta;
+    const nb = Number.isNaN(tb) ? Number.NEGATIVE_INFINITY : tb;
+    if (na !== nb) return nb - na;
+    return (b.metadata?.name ?? '').localeCompare(a.metadata?.name ?? '');
+  });
+  return newestFirst.find((p) => agentExitCode(p) !== undefined) ?? newestFirst[0];
+}
+
+/** The agent container's `state.terminated.exitCode`, or undefined when it has not terminated (or is absent). */
+export function agentExitCode(pod: PodView): number | undefined {
+  const status = pod.status?.containerStatuses?.find((c) => c.name === AGENT_CONTAINER);
+  return status?.state?.terminated?.exitCode;
+}
+
+/**
+ * The exit code written to `status.exitCode` (§5.5, decision a):
+ * Succeeded → 0 whatever the pod said; Failed → the pod's code when non-zero, else 1. A Failed run therefore never
+ * reports 0 and a Succeeded run never reports non-zero.
+ */
+export function coherentExitCode(phase: 'Succeeded' | 'Failed', podExitCode: number | undefined): number {
+  if (phase === 'Succeeded') return 0;
+  return podExitCode !== undefined && podExitCode !== 0 ? podExitCode : 1;
+}

@@ -1,0 +1,77 @@
+/**
+ * Every string the reconcile core writes for humans and tools: condition types and reasons, Event reasons,
+ * `status.failureReason` texts. One place, so tests, docs and the e2e suite can refer to the same constants.
+ *
+ * Conditions on an Agent (metav1.Condition shape, all carry `observedGeneration`):
+ *
+ * | phase     | `Ready`                          | `Complete`          | `Failed`                  |
+ * |-----------|----------------------------------|---------------------|---------------------------|
+ * | queued    | False, `Queued`                  | absent              | absent                    |
+ * | Running   | False, `Running`                 | absent              | absent                    |
+ * | Succeeded | True, `Succeeded`                | True, `Succeeded`   | absent                    |
+ * | Failed    | False, failure reason (below)    | absent              | True, failure reason      |
+ *
+ * So `kubectl wait --for=condition=Complete agent/x` waits for success, `--for=condition=Failed` for failure and
+ * `--for=condition=Ready` for a usable result; like a Job's conditions, `Complete` and `Failed` appear only at the
+ * end and never together.
+ */
+
+/** Condition type: the run's result is available (True only once Succeeded). */
+export const CONDITION_READY = 'Ready';
+/** Condition type: the run finished successfully (present only on Succeeded). */
+export const CONDITION_COMPLETE = 'Complete';
+/** Condition type: the run failed (present only on Failed). */
+export const CONDITION_FAILED = 'Failed';
+
+/** Condition and Event reasons (stable CamelCase; safe to match on). */
+export const REASON = {
+  /** Waiting for a free run slot under the Station's concurrency limit. */
+  queued: 'Queued',
+  /** The Job was created (or an existing Job owned by this Agent adopted); the run is in progress. */
+  started: 'Started',
+  /** Condition reason while the run is in progress. */
+  running: 'Running',
+  /** The Job completed; the run Succeeded. */
+  succeeded: 'Succeeded',
+  /** The Station or its AgentDefinition does not exist (permanent, no retry). */
+  missingReference: 'MissingReference',
+  /** The Job could not be built, or the API server rejected it (decision b). */
+  buildFailed: 'BuildFailed',
+  /** A Job with the run's name exists and belongs to another owner. */
+  jobNotOwned: 'JobNotOwned',
+  /** The Job failed (including its deadline). */
+  jobFailed: 'JobFailed',
+  /** The Job disappeared before its result was read (decision a). */
+  jobGarbageCollected: 'JobGarbageCollected',
+  /** The run finished but its pod or log could not be read; `status.output` is empty. */
+  outputUnavailable: 'OutputUnavailable',
+  /** Event on the Agent deleted to make room under concurrencyPolicy Replace. */
+  preempted: 'Preempted',
+  /** Event on the Agent that deleted another one under concurrencyPolicy Replace. */
+  preempting: 'Preempting',
+} as const;
+
+export type Reason = (typeof REASON)[keyof typeof REASON];
+
+/** `status.failureReason` when the Station or AgentDefinition is missing (exact reference string). */
+export const FAILURE_MISSING_REF = 'Station or AgentDefinition not found';
+/** `status.failureReason` when the Job vanished while the Agent was Running (exact reference string). */
+export const FAILURE_JOB_GONE =
+  'run record unavailable: Job garbage-collected before its result was observed';
+/** `status.failureReason` when the run's pod is gone and the Job gave no reason (exact reference string). */
+export const FAILURE_POD_GONE = 'run output unavailable: pod garbage-collected';
+/** Reason used when a Job failed without a condition reason or message (exact reference string). */
+export const FAILURE_JOB_FAILED = 'Job failed';
+
+/** `status.failureReason` for a Job that cannot be built; `detail` is the builder's message. */
+export const failureBuild = (detail: string): string => `Job build failed: ${detail}`;
+/** `status.failureReason` for a Job the API server refused to create (422 / 400). */
+export const failureRejected = (detail: string): string => `Job rejected by the API server: ${detail}`;
+/** `status.failureReason` when a Job of the run's name belongs to another owner. */
+export const failureNotOwned = (jobName: string): string =>
+  `Job ${jobName} already exists and is not owned by this Agent`;
+/** `status.failureReason` when the pod or its log could not be read for another reason than garbage collection. */
+export const failureOutputUnavailable = (detail: string): string => `run output unavailable: ${detail}`;
+/** Why an Agent was deleted by a newer run under concurrencyPolicy Replace. */
+export const preemptedMessage = (by: string, station: string): string =>
+  `preempted by Agent ${by}: Station ${station} is at its concurrency limit (concurrencyPolicy Replace)`;

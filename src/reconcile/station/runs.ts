@@ -1,0 +1,106 @@
+/**
+ * The Agent fields the Station-level rules (admission, pruning) read, plus the shared orderings.
+ * Structural, so any parsed Agent fits.
+ */
+
+/** The run phases; an absent or unknown phase reads as `Pending` (reference §1.4). */
+export type RunPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed';
+
+/** What admission and pruning read from an Agent. */
+export interface AgentRunView {
+  readonly metadata: {
+    readonly name?: string | undefined;
+    readonly namespace?: string | undefined;
+    readonly uid?: string | undefined;
+    readonly resourceVersion?: string | undefined;
+    readonly creationTimestamp?: string | undefined;
+    readonly deletionTimestamp?: string | undefined;
+  };
+  readonly spec: { readonly stationRef: string };
+  readonly status?:
+    | {
+        readonly phase?: string | undefined;
+        readonly startedAt?: string | undefined;
+        readonly completedAt?: string | undefined;
+      }
+    | undefined;
+}
+
+/** The Agent's phase; absent or unknown → `Pending`. */
+export function runPhase(agent: AgentRunView): RunPhase {
+  const p = agent.status?.phase;
+  return p === 'Running' || p === 'Succeeded' || p === 'Failed' ? p : 'Pending';
+}
+
+/** True for `Succeeded` and `Failed`. */
+export function isTerminal(agent: AgentRunView): boolean {
+  const p = runPhase(agent);
+  return p === 'Succeeded' || p === 'Failed';
+}
+
+/** True when both denote the same object: equal uids when both are known, else equal namespace and name. */
+export function isSameAgent(a: AgentRunView, b: AgentRunView): boolean {
+  if (a.metadata.uid !== undefined && b.metadata.uid !== undefined) return a.metadata.uid === b.metadata.uid;
+  return a.metadata.namespace === b.metadata.namespace && a.metadata.name === b.metadata.name;
+}
+
+/**
+ * True when `agent` runs in `station` (`spec.stationRef`) in the namespace `namespace` (an Agent without a
+ * namespace matches any, which only happens in hand-made test objects).
+ */
+export function inStation(agent: AgentRunView, station: string, namespace: string | undefined): boolean {
+  if (agent.spec.stationRef !== station) return false;
+  const ns = agent.metadata.namespace;
+  return namespace === undefined || ns === undefined || ns === namespace;
+}
+
+/** Epoch ms of an RFC 3339 string; `fallback` when absent or unparseable. */
+export function timeOf(value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const t = Date.parse(value);
+  return Number.isNaN(t) ? fallback : t;
+}
+
+const byName = (a: AgentRunView, b: AgentRunView): number => {
+  const na = a.metadata.name ?? '';
+  const nb = b.metadata.name ?? '';
+  if (na !== nb) return na < nb ? -1 : 1;
+  const ua = a.metadata.uid ?? '';
+  const ub = b.metadata.uid ?? '';
+  return ua === ub ? 0 : ua < ub ? -1 : 1;
+};
+
+/**
+ * Queue order (decision d): creationTimestamp ascending, ties by name (then uid). A missing or unparseable
+ * timestamp sorts last. Total and deterministic, so every path computes the same order.
+ */
+export function compareQueueOrder(a: AgentRunView, b: AgentRunView): number {
+  const ta = timeOf(a.metadata.creationTimestamp, Number.POSITIVE_INFINITY);
+  const tb = timeOf(b.metadata.creationTimestamp, Number.POSITIVE_INFINITY);
+  if (ta !== tb) return ta < tb ? -1 : 1;
+  return byName(a, b);
+}
+
+/**
+ * Age order of Running runs, oldest first: startedAt ascending (falling back to creationTimestamp when absent),
+ * then queue order.
+ */
+export function compareStartOrder(a: AgentRunView, b: AgentRunView): number {
+  const ca = timeOf(a.metadata.creationTimestamp, Number.POSITIVE_INFINITY);
+  const cb = timeOf(b.metadata.creationTimestamp, Number.POSITIVE_INFINITY);
+  const sa = timeOf(a.status?.startedAt, ca);
+  const sb = timeOf(b.status?.startedAt, cb);
+  if (sa !== sb) return sa < sb ? -1 : 1;
+  return compareQueueOrder(a, b);
+}
+
+/**
+ * History order, newest first: completedAt descending; a missing or unparseable completedAt sorts oldest
+ * (reference §5.7); ties by queue order, newest first.
+ */
+export function compareHistoryOrder(a: AgentRunView, b: AgentRunView): number {
+  const ta = timeOf(a.status?.completedAt, Number.NEGATIVE_INFINITY);
+  const tb = timeOf(b.status?.completedAt, Number.NEGATIVE_INFINITY);
+  if (ta !== tb) return ta > tb ? -1 : 1;
+  return -compareQueueOrder(a, b);
+}
