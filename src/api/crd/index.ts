@@ -1,0 +1,10 @@
+export { buildCrd, CRD_KINDS, type CustomResourceDefinition, type PrinterColumn } from './build-crd.ts';
+export {
+  CRD_FILE_HEADER,
+  CRD_FILE_PATHS,
+  type GeneratedFile,
+  renderCrdFile,
+  renderCrdFiles,
+} from './files.ts';
+export { CrdSchemaError, type JsonSchemaProps, toOpenApi } from './openapi.ts';
+export { toYaml, yamlString } from './yaml.ts';
