@@ -1,0 +1,21 @@
+// Gemini CLI argv (vendors.md 6.3; the reference has no Gemini vendor).
+
+import { permissionModeOf, present, type VendorRunInput } from './input.ts';
+
+/**
+ * `gemini --output-format stream-json --model <m> [--approval-mode=yolo | --allowed-tools=T …]
+ * [--resume <id> | --session-id <pin>] --prompt=<prompt>`.
+ * The prompt goes last, bound with `=` to `--prompt` (headless mode; `--resume` needs `-p` rather than a
+ * positional prompt): a value bound with `=` is never parsed as a flag, which is what the `--` fence guarantees
+ * for the other CLIs. Tool names are bound with `=` too, so the array option cannot swallow the next argument.
+ * Disallowed tools, max turns and MCP servers have no Gemini CLI flag (they live in its settings) and are ignored.
+ */
+export function geminiArgv(input: VendorRunInput): string[] {
+  const argv = ['gemini', '--output-format', 'stream-json', '--model', input.model];
+  if (permissionModeOf(input.permissionMode) === 'bypass') argv.push('--approval-mode=yolo');
+  else for (const tool of present(input.allowedTools)) argv.push(`--allowed-tools=${tool}`);
+  if (input.resumeSession) argv.push('--resume', input.resumeSession);
+  else if (input.conversationPin) argv.push('--session-id', input.conversationPin);
+  argv.push(`--prompt=${input.prompt}`);
+  return argv;
+}

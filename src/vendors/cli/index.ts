@@ -1,0 +1,27 @@
+// Public surface of the vendor CLI recipes: routing, argv builders, vendor facts and stdout line classifiers.
+// Pure: nothing here does I/O.
+
+export { sessionIdProblem, type VendorCommand, vendorCommand } from './argv.ts';
+export { CLAUDE_SETTINGS_PATH, claudeArgv, claudeMcpConfig } from './claude.ts';
+export { codexArgv } from './codex.ts';
+export {
+  type ClassifiedEvent,
+  classifySelectEvent,
+  SELECT_EVENTS,
+  type SelectEvent,
+} from './events.ts';
+export { EXEC_ERRORS, execArgv } from './exec.ts';
+export { geminiArgv } from './gemini.ts';
+export { type Installer, VENDOR_INFO, type VendorInfo } from './info.ts';
+export { type McpServerSpec, type PermissionMode, permissionModeOf, type VendorRunInput } from './input.ts';
+export { mcpHeaderEnvName } from './mcp.ts';
+export { opencodeArgv, opencodeModel } from './opencode.ts';
+export { DEFAULT_MODEL, resolveModel, VENDORS, type Vendor, vendorForModel } from './route.ts';
+export {
+  classifyEvent,
+  classifyLine,
+  isTerminal,
+  type LineClass,
+  type LineKind,
+  parseLine,
+} from './terminal.ts';

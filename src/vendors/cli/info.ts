@@ -1,0 +1,64 @@
+// Static facts about each vendor CLI that the init container and the supervisor need (reference-system.md 7.8, 8, 9).
+
+import type { Vendor } from './route.ts';
+
+/** How the init container installs a vendor CLI when it is missing. */
+export interface Installer {
+  /** Shell line run with `bash -o pipefail -c`; a no-op when the CLI is already on PATH. */
+  readonly script: string;
+  /** Executables the script needs; missing ones are installed with the image's package manager first. */
+  readonly requires: readonly string[];
+}
+
+/** Facts about one vendor CLI. */
+export interface VendorInfo {
+  /** Executable name on PATH (`exec` has none of its own: it runs `tool_config.command`). */
+  readonly binary: string | undefined;
+  /** Conversation state folder relative to HOME, saved and restored for continuity; undefined = none. */
+  readonly stateDir: string | undefined;
+  /** Installer, or undefined when nothing is installed. */
+  readonly installer: Installer | undefined;
+}
+
+const curlInstaller = (
+  binary: string,
+  url: string,
+  shell: 'bash' | 'sh',
+  requires: readonly string[],
+): Installer => ({
+  script: `command -v ${binary} >/dev/null 2>&1 || curl -fsSL ${url} | ${shell}`,
+  requires,
+});
+
+/**
+ * Vendor facts. OpenCode installs into `$HOME/.opencode/bin`, which our run PATH includes (the reference's did not).
+ * Gemini CLI is an npm package; it is installed under `$HOME/.local` and runs on the injected runtime
+ * (`/agent/bin` is on the run PATH), so it needs `npm` only in the init container.
+ */
+export const VENDOR_INFO: Readonly<Record<Vendor, VendorInfo>> = {
+  claude: {
+    binary: 'claude',
+    stateDir: '.claude/projects',
+    installer: curlInstaller('claude', 'https://claude.ai/install.sh', 'bash', ['bash', 'curl', 'sha256sum']),
+  },
+  codex: {
+    binary: 'codex',
+    stateDir: '.codex/sessions',
+    installer: curlInstaller('codex', 'https://chatgpt.com/codex/install.sh', 'sh', ['bash', 'curl', 'tar']),
+  },
+  opencode: {
+    binary: 'opencode',
+    stateDir: undefined,
+    installer: curlInstaller('opencode', 'https://opencode.ai/install', 'bash', ['bash', 'curl', 'tar']),
+  },
+  gemini: {
+    binary: 'gemini',
+    stateDir: '.gemini/tmp',
+    installer: {
+      script:
+        'command -v gemini >/dev/null 2>&1 || npm install -g --prefix "$HOME/.local" @google/gemini-cli',
+      requires: ['bash', 'npm'],
+    },
+  },
+  exec: { binary: undefined, stateDir: undefined, installer: undefined },
+};
