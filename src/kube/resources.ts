@@ -1,0 +1,53 @@
+import type { ResourceType } from './paths.ts';
+
+/** Core and built-in resource types the generic client and its tests use. Domain types live in src/api. */
+export const CONFIG_MAPS: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'configmaps',
+  kind: 'ConfigMap',
+  namespaced: true,
+};
+export const NAMESPACES: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'namespaces',
+  kind: 'Namespace',
+  namespaced: false,
+};
+export const PODS: ResourceType = { group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true };
+export const SECRETS: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'secrets',
+  kind: 'Secret',
+  namespaced: true,
+};
+export const SERVICE_ACCOUNTS: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'serviceaccounts',
+  kind: 'ServiceAccount',
+  namespaced: true,
+};
+export const EVENTS: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'events',
+  kind: 'Event',
+  namespaced: true,
+};
+export const JOBS: ResourceType = {
+  group: 'batch',
+  version: 'v1',
+  plural: 'jobs',
+  kind: 'Job',
+  namespaced: true,
+};
+export const LEASES: ResourceType = {
+  group: 'coordination.k8s.io',
+  version: 'v1',
+  plural: 'leases',
+  kind: 'Lease',
+  namespaced: true,
+};

@@ -1,0 +1,248 @@
+import * as v from 'valibot';
+import { describeKubeError, type KubeError } from '../kube/errors.ts';
+import { listAll } from '../kube/list.ts';
+import { type KubeObject, KubeObjectSchema, objectKey } from '../kube/meta.ts';
+import type { ResourceType } from '../kube/paths.ts';
+import type { Transport } from '../kube/transport.ts';
+import { DEFAULT_WATCH_IDLE_MS, type WatchEvent, watchOnce, watchTimeoutSeconds } from '../kube/watch.ts';
+import type { Logger } from '../shared/log.ts';
+import type { Result } from '../shared/result.ts';
+import { err, ok } from '../shared/result.ts';
+import { type BackoffPolicy, DEFAULT_BACKOFF } from './backoff.ts';
+import type { Clock } from './clock.ts';
+import { anySignal } from './signals.ts';
+import { type Change, Store, type StoreReader } from './store.ts';
+import {
+  INITIAL_WATCHER_STATE,
+  type ListReason,
+  nextWatcherStep,
+  type WatcherOutcome,
+  type WatcherState,
+  type WatcherStep,
+} from './watcher.ts';
+
+/** Observability hooks (metrics); all optional, all synchronous, must not throw. */
+export interface InformerHooks {
+  /** A LIST starts (initial, after a 410, on request, or retrying a failed LIST). */
+  readonly onList?: (reason: ListReason) => void;
+  /** A WATCH connects after the first one (a reconnect). */
+  readonly onReconnect?: () => void;
+  readonly onListError?: (error: KubeError) => void;
+  readonly onWatchError?: (error: KubeError) => void;
+}
+
+export interface InformerOptions<T extends KubeObject> {
+  readonly transport: Transport;
+  readonly resource: ResourceType;
+  /** Namespace to watch; undefined = all namespaces (or a cluster-scoped type). */
+  readonly namespace?: string | undefined;
+  readonly labelSelector?: string | undefined;
+  readonly fieldSelector?: string | undefined;
+  /** Validates every object read; invalid ones are logged and skipped. Default: any object with metadata. */
+  readonly schema?: v.GenericSchema<unknown, T>;
+  readonly clock: Clock;
+  /** Uniform [0, 1): backoff jitter and watch timeouts. */
+  readonly random: () => number;
+  readonly logger: Logger;
+  /** LIST page size (default 500). */
+  readonly pageSize?: number;
+  /** Watch idle limit (default 90 000 ms). */
+  readonly idleTimeoutMs?: number;
+  /** Server-side watch lifetime (default 300 s + up to 300 s jitter). */
+  readonly watchTimeoutSeconds?: (random: number) => number;
+  readonly backoff?: BackoffPolicy;
+  /** Receives every change to the cache, in order, synchronously; must not throw. */
+  readonly onChange?: (change: Change<T>) => void;
+  readonly hooks?: InformerHooks;
+}
+
+/** A summary of one completed LIST. */
+export interface ListSummary {
+  readonly items: number;
+  readonly resourceVersion: string;
+}
+
+export interface Informer<T extends KubeObject> {
+  readonly store: StoreReader<T>;
+  /** Resolves after the first LIST was applied to the store. */
+  readonly ready: Promise<void>;
+  /**
+   * Runs LIST + WATCH until `signal` aborts (then resolves). Call once. Guarantees: the store holds the state of the
+   * last LIST plus every event after it; a 410 re-lists (paginated) and replaces the store; any other failure backs
+   * off and re-watches from the last resourceVersion without re-listing.
+   */
+  run(signal: AbortSignal): Promise<void>;
+  /**
+   * Forces a fresh paginated LIST now (the periodic poll): the current watch is stopped, the store replaced (changes
+   * emitted), and watching resumes from the new list's resourceVersion. Resolves with the outcome of a LIST started
+   * after this call; `aborted` when the informer is not running.
+   */
+  resync(): Promise<Result<ListSummary, KubeError>>;
+  /** The last resourceVersion seen, if any. */
+  resourceVersion(): string | undefined;
+}
+
+/** Creates an informer; nothing happens until `run`. */
+export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): Informer<T> {
+  const schema = (opts.schema ?? KubeObjectSchema) as v.GenericSchema<unknown, T>;
+  const store = new Store<T>();
+  const policy = opts.backoff ?? DEFAULT_BACKOFF;
+  const hooks = opts.hooks ?? {};
+  const log = opts.logger.with({ resource: opts.resource.plural, namespace: opts.namespace ?? '*' });
+  const emit = (c: Change<T>): void => opts.onChange?.(c);
+  let running = false;
+  let rv: string | undefined;
+  let waiters: Array<(r: Result<ListSummary, KubeError>) => void> = [];
+  /** Aborts the current watch or backoff sleep when a resync is requested. */
+  let interrupt: AbortController | undefined;
+
+  const list = async (reason: ListReason, signal: AbortSignal): Promise<WatcherOutcome | undefined> => {
+    const served = waiters;
+    waiters = [];
+    hooks.onList?.(reason);
+    const r = await listAll(opts.transport, opts.resource, schema, {
+      namespace: opts.namespace,
+      labelSelector: opts.labelSelector,
+      fieldSelector: opts.fieldSelector,
+      limit: opts.pageSize,
+      signal,
+    });
+    if (!r.ok) {
+      for (const w of served) w(r);
+      if (signal.aborted) return undefined;
+      hooks.onListError?.(r.error);
+      log.warn('List failed', { reason, error: describeKubeError(r.error) });
+      return { kind: 'listFailed', error: r.error };
+    }
+    for (const bad of r.value.invalid)
+      log.warn('Skipped invalid object', { name: bad.name, ns: bad.namespace, error: bad.message });
+    const changes = store.replace(r.value.items);
+    rv = r.value.resourceVersion;
+    log.debug('Listed', { reason, items: r.value.items.length, pages: r.value.pages, resourceVersion: rv });
+    for (const c of changes) emit(c);
+    const summary = { items: r.value.items.length, resourceVersion: r.value.resourceVersion };
+    for (const w of served) w(ok(summary));
+    return { kind: 'listed', resourceVersion: r.value.resourceVersion };
+  };
+
+  const applyEvent = (ev: WatchEvent): void => {
+    if (ev.resourceVersion !== undefined) rv = ev.resourceVersion;
+    if (ev.kind === 'bookmark') return;
+    const parsed = schemaParse(schema, ev.object);
+    if (ev.type === 'DELETED') {
+      const key = parsed.ok ? objectKey(parsed.value) : rawKey(ev.object);
+      const old = store.delete(key);
+      const last = parsed.ok ? parsed.value : old;
+      if (old !== undefined && last !== undefined) emit({ type: 'deleted', object: last });
+      return;
+    }
+    if (!parsed.ok) {
+      log.warn('Skipped invalid object', { name: rawKey(ev.object), error: parsed.error });
+      return;
+    }
+    emit(store.upsert(parsed.value));
+  };
+
+  let watches = 0;
+  const watch = async (from: string, signal: AbortSignal): Promise<WatcherOutcome | undefined> => {
+    if (watches++ > 0) hooks.onReconnect?.();
+    interrupt = new AbortController();
+    const both = anySignal(signal, interrupt.signal);
+    rv = from;
+    const started = opts.clock.now();
+    const end = await watchOnce(
+      opts.transport,
+      opts.resource,
+      {
+        namespace: opts.namespace,
+        labelSelector: opts.labelSelector,
+        fieldSelector: opts.fieldSelector,
+        resourceVersion: from,
+        timeoutSeconds: (opts.watchTimeoutSeconds ?? watchTimeoutSeconds)(opts.random()),
+        idleTimeoutMs: opts.idleTimeoutMs ?? DEFAULT_WATCH_IDLE_MS,
+        signal: both.signal,
+      },
+      applyEvent,
+      (message) => log.warn('Skipped watch line', { error: message }),
+    );
+    both.dispose();
+    interrupt = undefined;
+    if (end.kind === 'aborted') return signal.aborted ? undefined : { kind: 'resyncRequested' };
+    if (end.kind === 'failed') {
+      hooks.onWatchError?.(end.error);
+      log.info('Watch failed, resuming from the last resourceVersion', {
+        resourceVersion: rv,
+        error: describeKubeError(end.error),
+      });
+    } else if (end.kind === 'gone') {
+      log.info('Watch expired, re-listing', { message: end.message });
+    }
+    return { kind: 'watchEnded', end, resourceVersion: rv ?? from, durationMs: opts.clock.now() - started };
+  };
+
+  const execute = async (step: WatcherStep, signal: AbortSignal): Promise<WatcherOutcome | undefined> => {
+    if (signal.aborted) return undefined;
+    if (step.kind !== 'list' && waiters.length > 0) return { kind: 'resyncRequested' };
+    switch (step.kind) {
+      case 'list':
+        return list(step.reason, signal);
+      case 'watch':
+        return watch(step.resourceVersion, signal);
+      case 'sleep': {
+        interrupt = new AbortController();
+        const both = anySignal(signal, interrupt.signal);
+        const slept = await opts.clock.sleep(step.ms, both.signal);
+        both.dispose();
+        interrupt = undefined;
+        if (signal.aborted) return undefined;
+        if (!slept) return { kind: 'resyncRequested' };
+        return execute(step.next, signal);
+      }
+    }
+  };
+
+  const informer: Informer<T> = {
+    store,
+    ready: store.ready,
+    async run(signal) {
+      if (running) throw new Error('informer already running');
+      running = true;
+      let state: WatcherState = INITIAL_WATCHER_STATE;
+      let outcome: WatcherOutcome | undefined = { kind: 'start' };
+      try {
+        while (outcome !== undefined && !signal.aborted) {
+          const next = nextWatcherStep(state, outcome, opts.clock.now(), opts.random(), policy);
+          state = next.state;
+          outcome = await execute(next.step, signal);
+        }
+      } finally {
+        running = false;
+        const pending = waiters;
+        waiters = [];
+        for (const w of pending) w(err({ kind: 'aborted', message: 'informer stopped' }));
+      }
+    },
+    resync() {
+      if (!running) return Promise.resolve(err({ kind: 'aborted', message: 'informer not running' }));
+      return new Promise((resolve) => {
+        waiters.push(resolve);
+        interrupt?.abort();
+      });
+    },
+    resourceVersion: () => rv,
+  };
+  return informer;
+}
+
+function schemaParse<T>(schema: v.GenericSchema<unknown, T>, value: unknown): Result<T, string> {
+  const r = v.safeParse(schema, value);
+  return r.success ? ok(r.output) : err(r.issues[0]?.message ?? 'invalid');
+}
+
+function rawKey(obj: Readonly<Record<string, unknown>>): string {
+  const meta = obj.metadata;
+  if (typeof meta !== 'object' || meta === null) return '';
+  const m = meta as Record<string, unknown>;
+  const name = typeof m.name === 'string' ? m.name : '';
+  return typeof m.namespace === 'string' && m.namespace !== '' ? `${m.namespace}/${name}` : name;
+}

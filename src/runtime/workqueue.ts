@@ -1,0 +1,204 @@
+import type { Logger } from '../shared/log.ts';
+import { type BackoffPolicy, baseDelay } from './backoff.ts';
+import type { Clock } from './clock.ts';
+
+/** What the handler says about one key. */
+export type WorkResult =
+  /** Done: the key's failure count is forgotten. */
+  | { readonly kind: 'done' }
+  /** Failed: retried after the key's next exponential delay (5 ms × 2^n, capped at 1000 s). */
+  | { readonly kind: 'retry'; readonly reason?: string }
+  /** Done for now, look again after `ms` (failure count forgotten). */
+  | { readonly kind: 'requeueAfter'; readonly ms: number };
+
+/** Metric hooks (workqueue_* family); optional, synchronous, must not throw. */
+export interface WorkQueueHooks {
+  readonly onAdd?: () => void;
+  readonly onRetry?: () => void;
+  readonly onDepth?: (depth: number) => void;
+  /** Time a key waited ready in the queue before a worker took it. */
+  readonly onQueueLatency?: (ms: number) => void;
+  /** Time the handler took. */
+  readonly onWorkDuration?: (ms: number) => void;
+}
+
+/** controller-runtime's per-item rate limiter: 5 ms × 2^n, capped at 1000 s, no jitter. */
+export const DEFAULT_ITEM_BACKOFF: BackoffPolicy = {
+  initialMs: 5,
+  factor: 2,
+  maxMs: 1_000_000,
+  jitter: 0,
+  resetAfterMs: Number.POSITIVE_INFINITY,
+};
+
+export interface WorkQueueOptions {
+  readonly clock: Clock;
+  /** How many different keys may be processed at once (default 1). */
+  readonly concurrency?: number;
+  readonly handler: (key: string) => Promise<WorkResult>;
+  readonly backoff?: BackoffPolicy;
+  readonly hooks?: WorkQueueHooks;
+  readonly logger?: Logger;
+}
+
+/**
+ * A queue of keys (never objects) feeding a bounded pool of workers.
+ * Guarantees:
+ * - a key is queued at most once (adds merge);
+ * - a key is never processed concurrently with itself: an add while it is processing runs it once more afterwards;
+ * - `addAfter` keeps the earliest due time per key; an immediate add supersedes a pending delayed one;
+ * - failures back off per key exponentially; success (`done`, `requeueAfter`) forgets the key's failures;
+ * - a handler that throws counts as `retry`.
+ */
+export interface WorkQueue {
+  add(key: string): void;
+  /** Adds after `ms` (≤ 0: now). Keeps whichever due time is earlier. */
+  addAfter(key: string, ms: number): void;
+  /** Adds after the key's next backoff delay and counts a failure. */
+  addRateLimited(key: string): void;
+  /** Resets the key's failure count. */
+  forget(key: string): void;
+  /** Failures recorded for a key since it was last forgotten. */
+  numRequeues(key: string): number;
+  /** Ready keys not yet taken by a worker. */
+  depth(): number;
+  /** Keys waiting for a delay. */
+  delayed(): number;
+  /** Keys being processed now. */
+  active(): number;
+  /** Starts the workers (adds before this just accumulate). */
+  start(): void;
+  /**
+   * Stops accepting keys and cancels delayed ones. With `drain: true` the workers first finish every ready key;
+   * otherwise ready keys are dropped. Resolves once no handler is running.
+   */
+  shutdown(opts?: { readonly drain?: boolean }): Promise<void>;
+}
+
+/** Creates a work queue. */
+export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
+  const clock = opts.clock;
+  const concurrency = Math.max(1, opts.concurrency ?? 1);
+  const policy = opts.backoff ?? DEFAULT_ITEM_BACKOFF;
+  const hooks = opts.hooks ?? {};
+  /** Ready keys in FIFO order with the time they became ready. */
+  const ready = new Map<string, number>();
+  const processing = new Set<string>();
+  /** Keys added while processing: re-queued when their run finishes. */
+  const dirty = new Set<string>();
+  const waiting = new Map<string, { due: number; cancel: () => void }>();
+  const failures = new Map<string, number>();
+  let started = false;
+  let stopping = false;
+  let idle: (() => void) | undefined;
+
+  const depthChanged = (): void => hooks.onDepth?.(ready.size);
+
+  const pump = (): void => {
+    if (!started) return;
+    while (processing.size < concurrency && ready.size > 0) {
+      const first = ready.entries().next();
+      if (first.done) break;
+      const [key, since] = first.value;
+      ready.delete(key);
+      processing.add(key);
+      hooks.onQueueLatency?.(clock.now() - since);
+      void work(key);
+    }
+    depthChanged();
+    if (stopping && processing.size === 0 && ready.size === 0) idle?.();
+  };
+
+  const work = async (key: string): Promise<void> => {
+    const begin = clock.now();
+    let result: WorkResult;
+    try {
+      result = await opts.handler(key);
+    } catch (e) {
+      opts.logger?.error('Work handler threw', { key, error: e instanceof Error ? e.message : String(e) });
+      result = { kind: 'retry', reason: 'threw' };
+    }
+    hooks.onWorkDuration?.(clock.now() - begin);
+    processing.delete(key);
+    switch (result.kind) {
+      case 'done':
+        queue.forget(key);
+        break;
+      case 'retry':
+        hooks.onRetry?.();
+        queue.addRateLimited(key);
+        break;
+      case 'requeueAfter':
+        queue.forget(key);
+        queue.addAfter(key, result.ms);
+        break;
+    }
+    if (dirty.delete(key)) enqueue(key);
+    pump();
+  };
+
+  const enqueue = (key: string): void => {
+    if (stopping) return;
+    const w = waiting.get(key);
+    if (w) {
+      w.cancel();
+      waiting.delete(key);
+    }
+    if (processing.has(key)) {
+      dirty.add(key);
+      return;
+    }
+    if (ready.has(key)) return;
+    ready.set(key, clock.now());
+    hooks.onAdd?.();
+    pump();
+  };
+
+  const queue: WorkQueue = {
+    add: enqueue,
+    addAfter(key, ms) {
+      if (stopping) return;
+      if (ms <= 0) return enqueue(key);
+      if (ready.has(key)) return;
+      const due = clock.now() + ms;
+      const w = waiting.get(key);
+      if (w && w.due <= due) return;
+      w?.cancel();
+      const cancel = clock.setTimer(ms, () => {
+        waiting.delete(key);
+        enqueue(key);
+      });
+      waiting.set(key, { due, cancel });
+    },
+    addRateLimited(key) {
+      const n = failures.get(key) ?? 0;
+      failures.set(key, n + 1);
+      queue.addAfter(key, baseDelay(policy, n));
+    },
+    forget(key) {
+      failures.delete(key);
+    },
+    numRequeues: (key) => failures.get(key) ?? 0,
+    depth: () => ready.size,
+    delayed: () => waiting.size,
+    active: () => processing.size,
+    start() {
+      started = true;
+      pump();
+    },
+    shutdown(o = {}) {
+      stopping = true;
+      for (const w of waiting.values()) w.cancel();
+      waiting.clear();
+      dirty.clear();
+      if (!o.drain || !started) ready.clear();
+      depthChanged();
+      return new Promise<void>((resolve) => {
+        idle = resolve;
+        pump();
+        if (processing.size === 0 && ready.size === 0) resolve();
+      });
+    },
+  };
+  return queue;
+}
