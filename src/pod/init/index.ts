@@ -25,6 +25,7 @@ export { choosePackageManager, installCommands, type PackageManager, packageFor 
 export {
   ALLOWED_REPO_SCHEMES,
   credentialHelper,
+  isLoopbackHost,
   normalizeRepoUrl,
   planRepo,
   type RepoDecision,

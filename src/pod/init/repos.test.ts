@@ -24,6 +24,9 @@ describe('normalizeRepoUrl', () => {
     ['git@github.com:owner/repo.git', 'git@github.com:owner/repo.git'],
     ['file:///tmp/origin.git', 'file:///tmp/origin.git'],
     ['file://localhost/tmp/origin.git', 'file:///tmp/origin.git'],
+    ['http://127.0.0.1:8080/o/r.git', 'http://127.0.0.1:8080/o/r.git'],
+    ['http://tok:x@localhost/o/r.git', 'http://localhost/o/r.git'],
+    ['http://[::1]:9/r.git', 'http://[::1]:9/r.git'],
   ];
   for (const [raw, want] of accepted) {
     it(`accepts ${raw}`, () => assert.deepEqual(normalizeRepoUrl(raw), { ok: true, value: want }));
@@ -34,7 +37,8 @@ describe('normalizeRepoUrl', () => {
     ['-c', /option-shaped/],
     ['https://github.com/a b', /whitespace/],
     ['https://github.com/a\nb', /whitespace/],
-    ['http://github.com/a/b', /scheme "http"/],
+    ['http://github.com/a/b', /loopback hosts only/],
+    ['http://10.0.0.1/a/b', /loopback hosts only/],
     ['git://github.com/a/b', /scheme "git"/],
     ['ext::sh -c touch% /tmp/pwned', /whitespace/],
     ['ext::sh', /transport::address/],

@@ -2,8 +2,18 @@ import { err, ok, type Result } from '../../shared/result.ts';
 import { isStrictlyBelow, normalizeAbsolute, type RepoSpec } from './config.ts';
 import type { Step } from './steps.ts';
 
-/** URL schemes a repository may use. `file` serves local origins (tests, pre-seeded volumes). */
-export const ALLOWED_REPO_SCHEMES: readonly string[] = ['https', 'ssh', 'file'];
+/**
+ * URL schemes a repository may use. `file` serves local origins (tests, pre-seeded volumes); `http` is allowed
+ * only for loopback hosts (a token sent in clear never leaves the machine).
+ */
+export const ALLOWED_REPO_SCHEMES: readonly string[] = ['https', 'ssh', 'file', 'http'];
+
+/** True for `localhost`, `127.0.0.0/8` and `[::1]`. */
+export function isLoopbackHost(hostname: string): boolean {
+  return (
+    hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
+  );
+}
 
 const UNSAFE_CHARS = /[\s\u0000-\u001f\u007f]/;
 const SHORTHAND = /^[A-Za-z0-9_][A-Za-z0-9_.-]*\/[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
@@ -14,9 +24,10 @@ const SECRET_KEY_NAME = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 /**
  * Turns a repository URL from the recipe into the URL handed to git, or refuses it.
  * Guarantees for an accepted URL: it does not start with `-`, holds no whitespace or control characters, uses
- * one of ALLOWED_REPO_SCHEMES (or scp-like `user@host:path`, which is ssh), and carries no password
+ * one of ALLOWED_REPO_SCHEMES (or scp-like `user@host:path`, which is ssh; http only to loopback), and carries no password
  * (https/file lose all userinfo; ssh keeps only its login). `owner/name` becomes `https://github.com/owner/name.git`.
- * Refused: option-shaped strings, git's `transport::address` form, local paths, `http`, `git` and other schemes.
+ * Refused: option-shaped strings, git's `transport::address` form, local paths, non-loopback `http`, `git` and
+ * other schemes.
  */
 export function normalizeRepoUrl(raw: string): Result<string, string> {
   if (raw === '') return err('empty URL');
@@ -47,6 +58,8 @@ export function normalizeRepoUrl(raw: string): Result<string, string> {
     return ok(`file://${url.pathname}`);
   }
   if (url.hostname === '') return err('URL has no host');
+  if (scheme === 'http' && !isLoopbackHost(url.hostname))
+    return err('plain http is allowed for loopback hosts only');
   if (scheme === 'ssh') {
     url.password = '';
   } else {
