@@ -1,3 +1,5 @@
+import type { Agent, Station } from '../../api/index.ts';
+import type { Action } from '../actions.ts';
 import { type AgentRunView, compareHistoryOrder, inStation, runPhase } from './runs.ts';
 
 /** The Station settings pruning reads; absent limits take the CRD default 3, negative ones count as 0. */
@@ -56,4 +58,29 @@ export function selectHistoryToPrune<A extends AgentRunView>(
     }
   }
   return out;
+}
+
+/**
+ * The history sweep of one Station as actions (run it on every poll, before reconciling, and after every terminal
+ * transition): one `deleteAgent` with `purpose: 'prune'` and the Agent's resourceVersion per choice of
+ * `selectHistoryToPrune`, in its order.
+ */
+export function pruneActions(
+  station: Station,
+  agents: readonly Agent[],
+  exclude: (agent: Agent) => boolean = () => false,
+): Action[] {
+  const history: StationHistory = {
+    name: station.metadata.name,
+    namespace: station.metadata.namespace,
+    successfulRunsHistoryLimit: station.spec.successfulRunsHistoryLimit,
+    failedRunsHistoryLimit: station.spec.failedRunsHistoryLimit,
+  };
+  return selectHistoryToPrune(history, agents, exclude).map(({ agent, phase, limit }) => ({
+    kind: 'deleteAgent',
+    ref: { namespace: agent.metadata.namespace, name: agent.metadata.name, uid: agent.metadata.uid },
+    resourceVersion: agent.metadata.resourceVersion,
+    purpose: 'prune',
+    reason: `history limit: Station ${station.metadata.name} keeps ${limit} ${phase} run${limit === 1 ? '' : 's'}`,
+  }));
 }

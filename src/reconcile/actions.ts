@@ -1,0 +1,114 @@
+import type { AgentPhase } from '../api/index.ts';
+import type { StatusCondition } from './conditions.ts';
+
+/**
+ * Decisions are data: `decide` returns a `Decision`, and the executor (src/effects) is the only code that writes.
+ *
+ * Executor contract (the core relies on it):
+ * - Actions run **in array order**, one at a time. A decision is one transition; its later actions
+ *   (status, events, metrics) assume the earlier writes happened.
+ * - `createJob`: 201 → continue. 409 `AlreadyExists` → stop this decision, GET the Job and call `decide` again
+ *   with `job: {kind: 'present', job, evidence: {kind: 'notGathered'}}` (at most once per reconcile); decide
+ *   adopts a Job whose controller ownerReference is this Agent's uid and fails the Agent otherwise. 422 `Invalid`
+ *   or 400 → stop, call `decide` again with `jobRejected: {message}` (the Agent fails, decision b). Any other
+ *   error → stop, the reconcile errors and is retried with backoff.
+ * - `patchStatus`: merge patch of `/status` with `metadata.resourceVersion` as precondition. 409 → the decision
+ *   is superseded: stop, drop the rest, no retry (the change that bumped the resourceVersion triggers the next
+ *   reconcile, which recomputes from fresh state). Events and metrics after it are therefore recorded once.
+ * - `deleteAgent` (preconditions.resourceVersion, default propagation): 200/202 → continue; 404 → already gone,
+ *   continue. 409 → for `purpose: 'preempt'` stop and drop the rest (the victim changed, perhaps it finished;
+ *   the next reconcile recomputes); for `purpose: 'prune'` skip it and continue with the next action.
+ * - `recordEvent` and `observeMetric` are best effort: a failure is logged and never stops the decision.
+ */
+
+/** The object an action is about. Always an Agent (`agents.re-cinq.com/v1alpha1`). */
+export interface AgentRef {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+}
+
+/**
+ * A merge patch of Agent `.status`. Absent fields are left untouched; `conditions` is always the complete list
+ * (merge patch replaces arrays whole).
+ */
+export interface AgentStatusPatch {
+  readonly phase?: AgentPhase;
+  readonly jobName?: string;
+  readonly startedAt?: string;
+  readonly completedAt?: string;
+  readonly exitCode?: number;
+  readonly output?: string;
+  readonly failureReason?: string;
+  readonly observedGeneration?: number;
+  readonly conditions: readonly StatusCondition[];
+}
+
+/** Failure kinds of `controller_run_failures_total{kind}`. */
+export const RUN_FAILURE_KINDS = [
+  'missing_ref',
+  'job_failed',
+  'output_unavailable',
+  'preempted',
+  'build_error',
+] as const;
+export type RunFailureKind = (typeof RUN_FAILURE_KINDS)[number];
+
+/** One metric observation; the executor maps each to its Prometheus series. */
+export type MetricObservation =
+  /** `controller_runs_completed_total{phase, exit_code}`; `exitCode` absent when none was written. */
+  | { readonly metric: 'runCompleted'; readonly phase: 'Succeeded' | 'Failed'; readonly exitCode?: number }
+  /** `controller_run_duration_seconds{phase}`: startedAt to the terminal patch. */
+  | { readonly metric: 'runDuration'; readonly phase: 'Succeeded' | 'Failed'; readonly seconds: number }
+  /** `controller_run_queue_seconds`: creationTimestamp to Job creation. */
+  | { readonly metric: 'runQueue'; readonly seconds: number }
+  /** `controller_run_failures_total{kind}`. */
+  | { readonly metric: 'runFailure'; readonly kind: RunFailureKind };
+
+/** A Job manifest ready to POST (built by src/jobs). */
+export interface JobManifest {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: { readonly name: string; readonly namespace: string };
+}
+
+/** Everything the reconcile core can ask the executor to do. */
+export type Action =
+  | { readonly kind: 'createJob'; readonly job: JobManifest }
+  | {
+      readonly kind: 'patchStatus';
+      readonly ref: AgentRef;
+      readonly resourceVersion: string;
+      readonly status: AgentStatusPatch;
+    }
+  | {
+      readonly kind: 'deleteAgent';
+      readonly ref: AgentRef;
+      readonly resourceVersion: string;
+      /** `prune`: history over the Station's limit; `preempt`: a Running run replaced under `Replace`. */
+      readonly purpose: 'prune' | 'preempt';
+      /** Human-readable why, for the log. */
+      readonly reason: string;
+    }
+  | {
+      readonly kind: 'recordEvent';
+      readonly ref: AgentRef;
+      readonly type: 'Normal' | 'Warning';
+      /** Stable CamelCase reason (see REASON). */
+      readonly reason: string;
+      readonly message: string;
+    }
+  | { readonly kind: 'observeMetric'; readonly observation: MetricObservation };
+
+/** The outcome of one `decide` call. */
+export interface Decision {
+  readonly actions: readonly Action[];
+  /** Reconcile this Agent again after this many ms even if nothing changes (backstop while queued or running). */
+  readonly requeueAfterMs?: number;
+  /**
+   * Set when the snapshot lacks an observation decide needs; `actions` is then empty. The shell gathers it and
+   * calls decide again: `job` → read the Job; `runEvidence` → the Job has finished: list its pods, pick one with
+   * `pickRunPod`, read its agent log.
+   */
+  readonly needs?: 'job' | 'runEvidence';
+}

@@ -1,0 +1,816 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Agent } from '../../api/index.ts';
+import { jobNameFor } from '../../jobs/names.ts';
+import type { Action, AgentStatusPatch, Decision, MetricObservation } from '../actions.ts';
+import { findCondition } from '../conditions.ts';
+import {
+  FAILURE_JOB_GONE,
+  FAILURE_MISSING_REF,
+  FAILURE_POD_GONE,
+  failureBuild,
+  failureNotOwned,
+  failureOutputUnavailable,
+  failureRejected,
+  REASON,
+} from '../reasons.ts';
+import type { JobObservation, RunEvidence, Snapshot } from '../snapshot.ts';
+import {
+  agent,
+  at,
+  complete,
+  deadlineExceeded,
+  definition,
+  failedBackoff,
+  failingBuilder,
+  failureTarget,
+  fakeBuilder,
+  finished,
+  iso,
+  job,
+  NS,
+  pod,
+  running,
+  station,
+  successCriteriaMet,
+} from '../test-fixtures.ts';
+import { decide, type JobBuilder, STALE_JOB_RETRY_MS } from './decide.ts';
+
+const OPTIONS = { agentImage: 'agent-controller:e2e', maxOutputBytes: 262144, requeueMs: 15000 };
+const NOW = at(60);
+
+function snap(a: Agent, over: Partial<Snapshot> = {}): Snapshot {
+  return {
+    agent: a,
+    station: station(),
+    definition: definition(),
+    job: { kind: 'unknown' },
+    siblings: [a],
+    options: OPTIONS,
+    ...over,
+  };
+}
+
+const present = (
+  j: ReturnType<typeof job>,
+  evidence: RunEvidence = { kind: 'notGathered' },
+): JobObservation => ({
+  kind: 'present',
+  job: j,
+  evidence,
+});
+const withPod = (
+  name: string,
+  exitCode: number | undefined,
+  log = 'hello from the agent\n',
+): RunEvidence => ({
+  kind: 'pod',
+  pod: pod(name, exitCode),
+  log: { kind: 'read', text: log },
+});
+
+// ------------------------------------------------------------------------------------------------ inspection
+
+const kinds = (d: Decision) => d.actions.map((a) => a.kind);
+const patches = (d: Decision) =>
+  d.actions.filter((a): a is Extract<Action, { kind: 'patchStatus' }> => a.kind === 'patchStatus');
+const onlyPatch = (d: Decision): AgentStatusPatch => {
+  const p = patches(d);
+  assert.equal(p.length, 1, `expected one status patch, got ${kinds(d).join(',')}`);
+  return p[0]!.status;
+};
+const events = (d: Decision) =>
+  d.actions.filter((a): a is Extract<Action, { kind: 'recordEvent' }> => a.kind === 'recordEvent');
+const metrics = (d: Decision): MetricObservation[] =>
+  d.actions.flatMap((a) => (a.kind === 'observeMetric' ? [a.observation] : []));
+const deletes = (d: Decision) =>
+  d.actions.filter((a): a is Extract<Action, { kind: 'deleteAgent' }> => a.kind === 'deleteAgent');
+const failureKinds = (d: Decision) => metrics(d).flatMap((m) => (m.metric === 'runFailure' ? [m.kind] : []));
+
+/** Invariants every decision must satisfy, checked on every row. */
+function checkInvariants(s: Snapshot, d: Decision): void {
+  for (const p of patches(d)) {
+    assert.equal(p.resourceVersion, s.agent.metadata.resourceVersion, 'every patch carries the Agent rv');
+    assert.equal(p.ref.uid, s.agent.metadata.uid);
+    assert.equal(
+      p.status.observedGeneration,
+      s.agent.metadata.generation,
+      'observedGeneration on the status',
+    );
+    assert.ok(p.status.conditions.length > 0, 'every patch sets conditions');
+    for (const c of p.status.conditions) {
+      assert.match(c.reason, /^[A-Z][A-Za-z]*$/, 'condition reasons are CamelCase');
+      assert.equal(c.observedGeneration, s.agent.metadata.generation, 'observedGeneration on conditions');
+    }
+    // Every transition is announced with an Event on the Agent.
+    assert.ok(
+      events(d).some((e) => e.ref.uid === s.agent.metadata.uid),
+      `a status patch without an Event: ${kinds(d).join(',')}`,
+    );
+    if (p.status.phase === 'Failed') {
+      assert.ok(
+        events(d).some((e) => e.type === 'Warning' && e.ref.uid === s.agent.metadata.uid),
+        'failures are Warning events',
+      );
+      assert.equal(findCondition(p.status.conditions, 'Failed')?.status, 'True');
+      assert.equal(findCondition(p.status.conditions, 'Ready')?.status, 'False');
+      assert.equal(findCondition(p.status.conditions, 'Complete'), undefined);
+      if (p.status.exitCode !== undefined) assert.notEqual(p.status.exitCode, 0, 'Failed never reports 0');
+      assert.ok(p.status.completedAt, 'terminal patches set completedAt');
+    }
+    if (p.status.phase === 'Succeeded') {
+      assert.equal(p.status.exitCode, 0);
+      assert.equal(findCondition(p.status.conditions, 'Complete')?.status, 'True');
+      assert.equal(findCondition(p.status.conditions, 'Ready')?.status, 'True');
+      assert.equal(findCondition(p.status.conditions, 'Failed'), undefined);
+    }
+  }
+  for (const e of events(d)) assert.match(e.reason, /^[A-Z][A-Za-z]*$/, 'event reasons are CamelCase');
+  for (const del of deletes(d)) assert.ok(del.resourceVersion !== '', 'deletes carry a resourceVersion');
+  // Order: the Job exists before the Agent says Running; victims are gone before the new Job.
+  const k = kinds(d);
+  if (k.includes('createJob')) {
+    assert.ok(k.indexOf('createJob') < k.indexOf('patchStatus'), 'createJob before the Running patch');
+    const lastPreempt = d.actions.findLastIndex((a) => a.kind === 'deleteAgent' && a.purpose === 'preempt');
+    assert.ok(lastPreempt < k.indexOf('createJob'), 'preemption before createJob');
+  }
+  const firstPrune = d.actions.findIndex((a) => a.kind === 'deleteAgent' && a.purpose === 'prune');
+  if (firstPrune >= 0) assert.ok(k.indexOf('patchStatus') < firstPrune, 'prune after the terminal patch');
+  if (d.needs !== undefined) assert.equal(d.actions.length, 0, 'an incomplete decision has no actions');
+}
+
+function run(s: Snapshot, build: JobBuilder = fakeBuilder(), now = NOW): Decision {
+  const d = decide(s, now, build);
+  checkInvariants(s, d);
+  return d;
+}
+
+// ------------------------------------------------------------------------------------------------ the table
+
+describe('decide: terminal and deleted Agents', () => {
+  const rows: [string, Snapshot][] = [
+    ['Succeeded', snap(finished('a', 'Succeeded', 10))],
+    ['Failed', snap(finished('a', 'Failed', 10))],
+    ['Succeeded with its Job gone', snap(finished('a', 'Succeeded', 10), { job: { kind: 'absent' } })],
+    ['Failed with a missing Station', snap(finished('a', 'Failed', 10), { station: null, definition: null })],
+    [
+      'Succeeded over a history limit of 0',
+      snap(finished('a', 'Succeeded', 10), {
+        station: station('stn', { successfulRunsHistoryLimit: 0 }),
+        siblings: [finished('old', 'Succeeded', 1)],
+      }),
+    ],
+    ['a Pending Agent being deleted', snap(agent('a', { deleting: true }))],
+    ['a Running Agent being deleted', snap(running('a', { deleting: true }), { job: { kind: 'absent' } })],
+  ];
+  for (const [name, s] of rows) {
+    it(`does nothing at all for ${name}`, () => {
+      const build = fakeBuilder();
+      assert.deepEqual(run(s, build), { actions: [] });
+      assert.equal(build.calls.length, 0, 'no Job is even built');
+    });
+  }
+});
+
+describe('decide: Pending with missing references', () => {
+  it('fails without retry when the Station is missing', () => {
+    const d = run(snap(agent('a'), { station: null, definition: null }));
+    const st = onlyPatch(d);
+    assert.equal(st.phase, 'Failed');
+    assert.equal(st.failureReason, FAILURE_MISSING_REF);
+    assert.equal(st.failureReason, 'Station or AgentDefinition not found');
+    assert.equal(st.completedAt, NOW.toISOString());
+    assert.equal(st.jobName, undefined);
+    assert.equal(st.exitCode, undefined);
+    assert.equal(st.startedAt, undefined);
+    assert.equal(d.requeueAfterMs, undefined, 'no retry');
+    assert.equal(findCondition(st.conditions, 'Failed')?.reason, REASON.missingReference);
+    assert.deepEqual(
+      events(d).map((e) => [e.type, e.reason, e.message]),
+      [['Warning', 'MissingReference', 'Station stn not found']],
+    );
+    assert.deepEqual(metrics(d), [
+      { metric: 'runCompleted', phase: 'Failed' },
+      { metric: 'runFailure', kind: 'missing_ref' },
+    ]);
+    assert.ok(!kinds(d).includes('createJob'));
+  });
+
+  it('fails the same way when the AgentDefinition is missing, naming it, and sweeps the Station history', () => {
+    const s = snap(agent('a', { created: 50 }), {
+      definition: null,
+      station: station('stn', { failedRunsHistoryLimit: 1 }),
+      siblings: [finished('f-old', 'Failed', 1), finished('f-new', 'Failed', 2)],
+    });
+    const d = run(s);
+    const st = onlyPatch(d);
+    assert.equal(st.failureReason, FAILURE_MISSING_REF);
+    assert.equal(events(d)[0]?.message, 'AgentDefinition def of Station stn not found');
+    assert.deepEqual(failureKinds(d), ['missing_ref']);
+    // The new failure is the newest Failed run and is kept; with limit 1 both older ones go.
+    assert.deepEqual(
+      deletes(d).map((x) => x.ref.name),
+      ['f-new', 'f-old'],
+    );
+  });
+
+  it('is not timed (no duration or queue metric)', () => {
+    const d = run(snap(agent('a'), { station: null, definition: null }));
+    assert.ok(!metrics(d).some((m) => m.metric === 'runDuration' || m.metric === 'runQueue'));
+  });
+});
+
+describe('decide: Pending start', () => {
+  it('creates the Job, then patches Running with jobName and startedAt', () => {
+    const build = fakeBuilder();
+    const a = agent('a', { created: 20 });
+    const d = run(snap(a), build);
+    assert.deepEqual(kinds(d), ['createJob', 'patchStatus', 'recordEvent', 'observeMetric']);
+    const create = d.actions[0];
+    assert.equal(create?.kind === 'createJob' && create.job.metadata.name, jobNameFor('a'));
+    const st = onlyPatch(d);
+    assert.deepEqual(
+      { phase: st.phase, jobName: st.jobName, startedAt: st.startedAt },
+      { phase: 'Running', jobName: jobNameFor('a'), startedAt: NOW.toISOString() },
+    );
+    assert.equal(findCondition(st.conditions, 'Ready')?.reason, REASON.running);
+    assert.equal(findCondition(st.conditions, 'Ready')?.status, 'False');
+    assert.deepEqual(
+      events(d).map((e) => [e.type, e.reason]),
+      [['Normal', 'Started']],
+    );
+    assert.deepEqual(metrics(d), [{ metric: 'runQueue', seconds: 40 }]);
+    assert.equal(d.requeueAfterMs, OPTIONS.requeueMs);
+    // The builder got the run's objects, the image and the Job creation time.
+    assert.equal(build.calls.length, 1);
+    assert.equal(build.calls[0]?.agentImage, OPTIONS.agentImage);
+    assert.equal(build.calls[0]?.now, NOW);
+    assert.equal(build.calls[0]?.station.metadata.name, 'stn');
+    assert.equal(build.calls[0]?.definition.metadata.name, 'def');
+  });
+
+  it('fails with the builder reason when the Job cannot be built (decision b), before admission', () => {
+    const full = [running('r'), agent('a', { created: 5 })];
+    const s = snap(full[1]!, { siblings: full, station: station('stn', { concurrencyPolicy: 'Forbid' }) });
+    const d = run(s, failingBuilder("Station template has no container named 'agent'"));
+    const st = onlyPatch(d);
+    assert.equal(st.phase, 'Failed');
+    assert.equal(st.failureReason, failureBuild("Station template has no container named 'agent'"));
+    assert.equal(st.failureReason, "Job build failed: Station template has no container named 'agent'");
+    assert.equal(st.exitCode, undefined);
+    assert.ok(!kinds(d).includes('createJob'));
+    assert.equal(events(d)[0]?.reason, 'BuildFailed');
+    assert.deepEqual(failureKinds(d), ['build_error']);
+  });
+
+  it('fails when the API server rejected the Job (422)', () => {
+    const build = fakeBuilder();
+    const d = run(snap(agent('a'), { jobRejected: { message: 'spec.template: Invalid value' } }), build);
+    const st = onlyPatch(d);
+    assert.equal(st.failureReason, failureRejected('spec.template: Invalid value'));
+    assert.equal(st.failureReason, 'Job rejected by the API server: spec.template: Invalid value');
+    assert.deepEqual(failureKinds(d), ['build_error']);
+    assert.equal(build.calls.length, 0);
+  });
+
+  it('adopts an existing Job owned by this Agent (createJob 409 follow-up) without creating another', () => {
+    const a = agent('a', { created: 0 });
+    const d = run(snap(a, { job: present(job('a', { created: 3 })) }));
+    assert.deepEqual(kinds(d), ['patchStatus', 'recordEvent', 'observeMetric']);
+    const st = onlyPatch(d);
+    assert.equal(st.phase, 'Running');
+    assert.equal(st.jobName, jobNameFor('a'));
+    assert.equal(st.startedAt, iso(3), 'startedAt is the Job creation');
+    assert.equal(events(d)[0]?.message, `Adopted existing Job ${jobNameFor('a')}`);
+    assert.deepEqual(metrics(d), [{ metric: 'runQueue', seconds: 3 }]);
+  });
+
+  it('adopts regardless of capacity (the run already exists)', () => {
+    const a = agent('a', { created: 9 });
+    const s = snap(a, {
+      job: present(job('a')),
+      siblings: [running('r'), a],
+      station: station('stn', { concurrencyPolicy: 'Forbid' }),
+    });
+    assert.equal(onlyPatch(run(s)).phase, 'Running');
+  });
+
+  it('fails when the Job of its name belongs to another owner', () => {
+    const foreign = job('a', { owner: { name: 'someone', uid: 'uid-x', kind: 'CronJob' } });
+    const d = run(snap(agent('a'), { job: present(foreign) }));
+    const st = onlyPatch(d);
+    assert.equal(st.phase, 'Failed');
+    assert.equal(st.failureReason, failureNotOwned(jobNameFor('a')));
+    assert.equal(st.failureReason, `Job ${jobNameFor('a')} already exists and is not owned by this Agent`);
+    assert.equal(findCondition(st.conditions, 'Failed')?.reason, REASON.jobNotOwned);
+    assert.deepEqual(failureKinds(d), ['build_error']);
+    const orphan = run(snap(agent('a'), { job: present(job('a', { owner: null })) }));
+    assert.equal(onlyPatch(orphan).failureReason, failureNotOwned(jobNameFor('a')));
+  });
+
+  it('waits for garbage collection of a Job left by an earlier Agent of the same name', () => {
+    const stale = job('a', { owner: { name: 'a', uid: 'uid-previous' } });
+    assert.deepEqual(run(snap(agent('a'), { job: present(stale) })), {
+      actions: [],
+      requeueAfterMs: STALE_JOB_RETRY_MS,
+    });
+    const deleting = job('a', { owner: { name: 'x', uid: 'uid-x', kind: 'Thing' }, deleting: true });
+    assert.deepEqual(run(snap(agent('a'), { job: present(deleting) })), {
+      actions: [],
+      requeueAfterMs: STALE_JOB_RETRY_MS,
+    });
+  });
+});
+
+describe('decide: Pending admission', () => {
+  const limited = (spec: Record<string, unknown>) => station('stn', spec);
+
+  it('queues under Allow at the limit: Pending + Ready=False/Queued + Event, then requeues quietly', () => {
+    const a = agent('a', { created: 10 });
+    const s = snap(a, {
+      siblings: [running('r1'), running('r2'), a],
+      station: limited({ maxConcurrentRuns: 2 }),
+    });
+    const d = run(s);
+    assert.deepEqual(kinds(d), ['patchStatus', 'recordEvent']);
+    const st = onlyPatch(d);
+    assert.equal(st.phase, 'Pending');
+    const ready = findCondition(st.conditions, 'Ready');
+    assert.equal(ready?.status, 'False');
+    assert.equal(ready?.reason, 'Queued');
+    assert.equal(
+      ready?.message,
+      'Waiting for a free run slot: Station stn allows 2 runs at once (concurrencyPolicy Allow)',
+    );
+    assert.deepEqual(
+      events(d).map((e) => [e.type, e.reason]),
+      [['Normal', 'Queued']],
+    );
+    assert.equal(d.requeueAfterMs, OPTIONS.requeueMs);
+    // Once the condition is recorded, waiting again writes nothing.
+    const queued = agent('a', { created: 10, status: { phase: 'Pending', conditions: st.conditions } });
+    const again = run(
+      { ...s, agent: queued, siblings: [running('r1'), running('r2'), queued] },
+      fakeBuilder(),
+      at(90),
+    );
+    assert.deepEqual(again, { actions: [], requeueAfterMs: OPTIONS.requeueMs });
+  });
+
+  it('queues under Forbid behind one Running run even with maxConcurrentRuns 0', () => {
+    const a = agent('a', { created: 10 });
+    const d = run(
+      snap(a, { siblings: [running('r'), a], station: limited({ concurrencyPolicy: 'Forbid' }) }),
+    );
+    assert.equal(onlyPatch(d).phase, 'Pending');
+    assert.ok(!kinds(d).includes('createJob'));
+    assert.ok(!kinds(d).includes('deleteAgent'));
+  });
+
+  it('starts once a slot frees, keeping the Ready lastTransitionTime (status unchanged)', () => {
+    const a = agent('a', { created: 10 });
+    const s = snap(a, { siblings: [running('r'), a], station: limited({ maxConcurrentRuns: 1 }) });
+    const queuedAt = at(20);
+    const q = decide(s, queuedAt, fakeBuilder());
+    const queued = agent('a', {
+      created: 10,
+      status: { phase: 'Pending', conditions: onlyPatch(q).conditions },
+    });
+    const d = run(
+      { ...s, agent: queued, siblings: [finished('r', 'Succeeded', 30), queued] },
+      fakeBuilder(),
+      at(40),
+    );
+    const ready = findCondition(onlyPatch(d).conditions, 'Ready');
+    assert.equal(ready?.reason, 'Running');
+    assert.equal(ready?.lastTransitionTime, '2025-03-01T12:00:20Z', 'Ready stayed False: time unchanged');
+    assert.equal(kinds(d)[0], 'createJob');
+  });
+
+  it('preempts the oldest Running run under Replace, with its resourceVersion, before creating the Job', () => {
+    const a = agent('a', { created: 100 });
+    const old = running('old', { started: 5, rv: '111' });
+    const young = running('young', { started: 50, rv: '222' });
+    const s = snap(a, {
+      siblings: [young, old, a],
+      station: limited({ concurrencyPolicy: 'Replace', maxConcurrentRuns: 0 }),
+    });
+    const d = run(s);
+    const del = deletes(d);
+    // Two Running under the forced limit of one: both go, oldest first.
+    assert.deepEqual(
+      del.map((x) => [x.ref.name, x.resourceVersion, x.purpose]),
+      [
+        ['old', '111', 'preempt'],
+        ['young', '222', 'preempt'],
+      ],
+    );
+    assert.equal(
+      del[0]?.reason,
+      'preempted by Agent a: Station stn is at its concurrency limit (concurrencyPolicy Replace)',
+    );
+    const victimEvents = events(d).filter((e) => e.ref.name === 'old');
+    assert.deepEqual(
+      victimEvents.map((e) => [e.type, e.reason]),
+      [['Warning', 'Preempted']],
+    );
+    assert.deepEqual(failureKinds(d), ['preempted', 'preempted']);
+    assert.ok(events(d).some((e) => e.ref.name === 'a' && e.reason === 'Preempting'));
+    assert.equal(onlyPatch(d).phase, 'Running');
+  });
+
+  it('preempts exactly one run when the Replace Station is at its limit', () => {
+    const a = agent('a', { created: 100 });
+    const d = run(
+      snap(a, {
+        siblings: [running('only', { rv: '5' }), a],
+        station: limited({ concurrencyPolicy: 'Replace' }),
+      }),
+    );
+    assert.deepEqual(
+      deletes(d).map((x) => x.ref.name),
+      ['only'],
+    );
+    assert.deepEqual(failureKinds(d), ['preempted']);
+  });
+
+  it('admits a burst of N Pending with limit K: exactly the K oldest get a Job, counted identically each time', () => {
+    const n = 12;
+    const k = 4;
+    // Creation order differs from name and list order.
+    const burst = Array.from({ length: n }, (_, i) => agent(`a${i}`, { created: (i * 5) % n }));
+    const s = (a: Agent): Snapshot =>
+      snap(a, { siblings: burst, station: limited({ maxConcurrentRuns: k }) });
+    const started = burst.filter((a) => kinds(run(s(a))).includes('createJob')).map((a) => a.metadata.name);
+    const oldest = [...burst]
+      .sort((x, y) => Date.parse(x.metadata.creationTimestamp) - Date.parse(y.metadata.creationTimestamp))
+      .slice(0, k)
+      .map((a) => a.metadata.name);
+    assert.deepEqual(started.sort(), oldest.sort());
+  });
+});
+
+describe('decide: Running', () => {
+  const jobName = jobNameFor('a');
+
+  it('asks for the Job when it was not read', () => {
+    assert.deepEqual(run(snap(running('a'))), { actions: [], needs: 'job' });
+  });
+
+  it('does nothing while the Job runs, and requeues at the poll interval', () => {
+    assert.deepEqual(run(snap(running('a'), { job: present(job('a')) })), {
+      actions: [],
+      requeueAfterMs: OPTIONS.requeueMs,
+    });
+    const suspended = job('a', { conditions: [{ type: 'Suspended', status: 'True' }] });
+    assert.equal(run(snap(running('a'), { job: present(suspended) })).actions.length, 0);
+  });
+
+  it('asks for the pod and log once the Job has finished', () => {
+    for (const conditions of [complete, successCriteriaMet, failedBackoff, failureTarget]) {
+      assert.deepEqual(run(snap(running('a'), { job: present(job('a', { conditions })) })), {
+        actions: [],
+        needs: 'runEvidence',
+      });
+    }
+  });
+
+  const succeededRows: [string, JobObservation][] = [
+    ['Complete', present(job('a', { conditions: complete }), withPod('a', 0))],
+    [
+      'SuccessCriteriaMet (Kubernetes >= 1.31)',
+      present(job('a', { conditions: successCriteriaMet }), withPod('a', 0)),
+    ],
+    ['succeeded count only', present(job('a', { succeeded: 1 }), withPod('a', 0))],
+    ['Complete while the pod reports 9', present(job('a', { conditions: complete }), withPod('a', 9))],
+  ];
+  for (const [name, observation] of succeededRows) {
+    it(`ends Succeeded with exitCode 0 on ${name}`, () => {
+      const d = run(snap(running('a', { started: 10 }), { job: observation }));
+      const st = onlyPatch(d);
+      assert.deepEqual(
+        {
+          phase: st.phase,
+          jobName: st.jobName,
+          exitCode: st.exitCode,
+          output: st.output,
+          completedAt: st.completedAt,
+          failureReason: st.failureReason,
+        },
+        {
+          phase: 'Succeeded',
+          jobName,
+          exitCode: 0,
+          output: 'hello from the agent\n',
+          completedAt: NOW.toISOString(),
+          failureReason: undefined,
+        },
+      );
+      assert.equal(findCondition(st.conditions, 'Ready')?.reason, 'Succeeded');
+      assert.deepEqual(
+        events(d).map((e) => [e.type, e.reason, e.message]),
+        [['Normal', 'Succeeded', `Job ${jobName} completed`]],
+      );
+      assert.deepEqual(metrics(d), [
+        { metric: 'runCompleted', phase: 'Succeeded', exitCode: 0 },
+        { metric: 'runDuration', phase: 'Succeeded', seconds: 50 },
+      ]);
+      assert.equal(d.requeueAfterMs, undefined);
+    });
+  }
+
+  const failedRows: [string, JobObservation, number, string][] = [
+    [
+      'Failed, pod exit 7',
+      present(job('a', { conditions: failedBackoff }), withPod('a', 7)),
+      7,
+      'BackoffLimitExceeded: Job has reached the specified backoff limit',
+    ],
+    [
+      'FailureTarget (Kubernetes >= 1.31), pod exit 3',
+      present(job('a', { conditions: failureTarget }), withPod('a', 3)),
+      3,
+      'BackoffLimitExceeded: Job has reached the specified backoff limit',
+    ],
+    [
+      'DeadlineExceeded, pod exit 0',
+      present(job('a', { conditions: deadlineExceeded }), withPod('a', 0)),
+      1,
+      'DeadlineExceeded: Job was active longer than specified deadline',
+    ],
+    [
+      'DeadlineExceeded, agent container never terminated',
+      present(job('a', { conditions: deadlineExceeded }), withPod('a', undefined)),
+      1,
+      'DeadlineExceeded: Job was active longer than specified deadline',
+    ],
+    [
+      'failed count only, pod exit 137',
+      present(job('a', { failed: 1 }), withPod('a', 137)),
+      137,
+      'Job failed',
+    ],
+  ];
+  for (const [name, observation, exitCode, reason] of failedRows) {
+    it(`ends Failed with exitCode ${exitCode} on ${name}`, () => {
+      const d = run(snap(running('a', { started: 10 }), { job: observation }));
+      const st = onlyPatch(d);
+      assert.equal(st.phase, 'Failed');
+      assert.equal(st.exitCode, exitCode);
+      assert.equal(st.failureReason, reason);
+      assert.equal(st.output, 'hello from the agent\n');
+      assert.equal(st.jobName, jobName);
+      assert.equal(findCondition(st.conditions, 'Failed')?.reason, 'JobFailed');
+      assert.equal(
+        findCondition(st.conditions, 'Failed')?.message,
+        `Job ${jobName} failed with exit code ${exitCode}: ${reason}`,
+      );
+      assert.deepEqual(
+        events(d).map((e) => [e.type, e.reason]),
+        [['Warning', 'JobFailed']],
+      );
+      assert.deepEqual(metrics(d), [
+        { metric: 'runCompleted', phase: 'Failed', exitCode },
+        { metric: 'runDuration', phase: 'Failed', seconds: 50 },
+        { metric: 'runFailure', kind: 'job_failed' },
+      ]);
+    });
+  }
+
+  it('caps the output to maxOutputBytes with the truncation marker', () => {
+    const log = `${'x'.repeat(100)}TAIL`;
+    const s = snap(running('a'), {
+      job: present(job('a', { conditions: complete }), withPod('a', 0, log)),
+      options: { ...OPTIONS, maxOutputBytes: 4 },
+    });
+    assert.equal(onlyPatch(run(s)).output, '...[truncated 100 bytes]...\nTAIL');
+  });
+
+  it('ends Succeeded with "run output unavailable: pod garbage-collected" when the pod is gone', () => {
+    const d = run(
+      snap(running('a'), { job: present(job('a', { conditions: complete }), { kind: 'podGone' }) }),
+    );
+    const st = onlyPatch(d);
+    assert.equal(st.phase, 'Succeeded');
+    assert.equal(st.exitCode, 0);
+    assert.equal(st.output, '');
+    assert.equal(st.failureReason, FAILURE_POD_GONE);
+    assert.equal(st.failureReason, 'run output unavailable: pod garbage-collected');
+    assert.deepEqual(
+      events(d).map((e) => [e.type, e.reason]),
+      [
+        ['Normal', 'Succeeded'],
+        ['Warning', 'OutputUnavailable'],
+      ],
+    );
+    assert.deepEqual(failureKinds(d), ['output_unavailable']);
+  });
+
+  it('ends Failed keeping the Job reason when the pod is gone', () => {
+    const d = run(
+      snap(running('a'), { job: present(job('a', { conditions: deadlineExceeded }), { kind: 'podGone' }) }),
+    );
+    const st = onlyPatch(d);
+    assert.equal(st.phase, 'Failed');
+    assert.equal(st.exitCode, 1);
+    assert.equal(st.failureReason, 'DeadlineExceeded: Job was active longer than specified deadline');
+    assert.deepEqual(failureKinds(d), ['job_failed', 'output_unavailable']);
+  });
+
+  it('ends the run even when the pod lookup or the log read failed', () => {
+    const lookup = run(
+      snap(running('a'), {
+        job: present(job('a', { conditions: complete }), {
+          kind: 'unavailable',
+          detail: 'pod list timed out',
+        }),
+      }),
+    );
+    assert.equal(onlyPatch(lookup).failureReason, failureOutputUnavailable('pod list timed out'));
+    assert.equal(onlyPatch(lookup).failureReason, 'run output unavailable: pod list timed out');
+    const logGone = run(
+      snap(running('a'), {
+        job: present(job('a', { conditions: failedBackoff }), {
+          kind: 'pod',
+          pod: pod('a', 5),
+          log: { kind: 'unavailable', detail: 'container agent is waiting to start' },
+        }),
+      }),
+    );
+    const st = onlyPatch(logGone);
+    assert.equal(st.phase, 'Failed');
+    assert.equal(st.exitCode, 5, 'the exit code still comes from the pod');
+    assert.equal(st.output, '');
+    assert.equal(st.failureReason, 'BackoffLimitExceeded: Job has reached the specified backoff limit');
+    assert.deepEqual(failureKinds(logGone), ['job_failed', 'output_unavailable']);
+    const okLogGone = run(
+      snap(running('a'), {
+        job: present(job('a', { conditions: complete }), {
+          kind: 'pod',
+          pod: pod('a', 0),
+          log: { kind: 'unavailable', detail: 'log read failed' },
+        }),
+      }),
+    );
+    assert.equal(onlyPatch(okLogGone).failureReason, 'run output unavailable: log read failed');
+  });
+
+  it('ends Failed with exitCode 1 when the Job is gone (decision a)', () => {
+    const d = run(snap(running('a', { started: 30 }), { job: { kind: 'absent' } }));
+    const st = onlyPatch(d);
+    assert.deepEqual(
+      {
+        phase: st.phase,
+        jobName: st.jobName,
+        exitCode: st.exitCode,
+        output: st.output,
+        failureReason: st.failureReason,
+      },
+      { phase: 'Failed', jobName, exitCode: 1, output: '', failureReason: FAILURE_JOB_GONE },
+    );
+    assert.equal(
+      st.failureReason,
+      'run record unavailable: Job garbage-collected before its result was observed',
+    );
+    assert.equal(findCondition(st.conditions, 'Failed')?.reason, 'JobGarbageCollected');
+    assert.deepEqual(metrics(d), [
+      { metric: 'runCompleted', phase: 'Failed', exitCode: 1 },
+      { metric: 'runDuration', phase: 'Failed', seconds: 30 },
+      { metric: 'runFailure', kind: 'output_unavailable' },
+    ]);
+  });
+
+  it('derives the Job name from the Agent name when status.jobName is empty', () => {
+    const a = running('a', { status: { jobName: '' } });
+    assert.equal(onlyPatch(run(snap(a, { job: { kind: 'absent' } }))).jobName, jobName);
+  });
+
+  it('treats a Job of its name owned by someone else as its own Job gone', () => {
+    const other = job('a', { owner: { name: 'a', uid: 'uid-previous' }, conditions: complete });
+    const st = onlyPatch(run(snap(running('a'), { job: present(other, withPod('a', 0)) })));
+    assert.equal(st.phase, 'Failed');
+    assert.equal(st.failureReason, FAILURE_JOB_GONE);
+  });
+
+  it('leaves duration out when startedAt is missing', () => {
+    const a = agent('a', { status: { phase: 'Running', jobName } });
+    const d = run(snap(a, { job: present(job('a', { conditions: complete }), withPod('a', 0)) }));
+    assert.ok(!metrics(d).some((m) => m.metric === 'runDuration'));
+  });
+});
+
+describe('decide: history pruning after a terminal transition', () => {
+  it('prunes the Station history as it will be after the transition, never the Agent itself', () => {
+    const a = running('a', { started: 10 });
+    const siblings = [
+      finished('s1', 'Succeeded', 5, { rv: '51' }),
+      finished('s2', 'Succeeded', 6, { rv: '52' }),
+      finished('f1', 'Failed', 7, { rv: '71' }),
+      finished('elsewhere', 'Succeeded', 1, { station: 'other' }),
+      running('busy'),
+      a,
+    ];
+    const s = snap(a, {
+      siblings,
+      station: station('stn', { successfulRunsHistoryLimit: 2, failedRunsHistoryLimit: 0 }),
+      job: present(job('a', { conditions: complete }), withPod('a', 0)),
+    });
+    const d = run(s);
+    // a becomes the newest Succeeded: keep a and s2, drop s1; Failed limit 0 drops f1.
+    assert.deepEqual(
+      deletes(d).map((x) => [x.ref.name, x.resourceVersion, x.purpose]),
+      [
+        ['s1', '51', 'prune'],
+        ['f1', '71', 'prune'],
+      ],
+    );
+    assert.equal(deletes(d)[0]?.reason, 'history limit: Station stn keeps 2 Succeeded runs');
+    assert.equal(deletes(d)[1]?.reason, 'history limit: Station stn keeps 0 Failed runs');
+  });
+
+  it('keeps the Agent itself even with a limit of 0 (the next sweep deletes it)', () => {
+    const a = running('a');
+    const d = run(
+      snap(a, {
+        siblings: [a],
+        station: station('stn', { failedRunsHistoryLimit: 0 }),
+        job: { kind: 'absent' },
+      }),
+    );
+    assert.deepEqual(deletes(d), []);
+  });
+
+  it('skips pruning when the Station no longer exists', () => {
+    const a = running('a');
+    const d = run(
+      snap(a, {
+        station: null,
+        definition: null,
+        siblings: [
+          finished('s1', 'Succeeded', 1),
+          finished('s2', 'Succeeded', 2),
+          finished('s3', 'Succeeded', 3),
+          finished('s4', 'Succeeded', 4),
+          a,
+        ],
+        job: { kind: 'absent' },
+      }),
+    );
+    assert.equal(onlyPatch(d).phase, 'Failed');
+    assert.deepEqual(deletes(d), []);
+  });
+});
+
+describe('decide: conditions across the lifecycle', () => {
+  it('walks Queued → Running → Succeeded with lastTransitionTime moving only on status changes', () => {
+    let a = agent('a', { created: 0, generation: 3 });
+    const st = station('stn', { maxConcurrentRuns: 1 });
+    const blocker = running('r');
+    const q = run(snap(a, { station: st, siblings: [blocker, a] }), fakeBuilder(), at(10));
+    a = agent('a', {
+      created: 0,
+      generation: 3,
+      status: { phase: 'Pending', conditions: onlyPatch(q).conditions },
+    });
+    const r = run(snap(a, { station: st, siblings: [a] }), fakeBuilder(), at(20));
+    const rs = onlyPatch(r);
+    a = agent('a', {
+      created: 0,
+      generation: 3,
+      status: { phase: 'Running', jobName: rs.jobName, startedAt: rs.startedAt, conditions: rs.conditions },
+    });
+    const done = run(
+      snap(a, {
+        station: st,
+        siblings: [a],
+        job: present(job('a', { conditions: complete }), withPod('a', 0)),
+      }),
+      fakeBuilder(),
+      at(30),
+    );
+    const conds = onlyPatch(done).conditions;
+    assert.deepEqual(
+      conds.map((c) => [c.type, c.status, c.reason, c.lastTransitionTime, c.observedGeneration]),
+      [
+        ['Ready', 'True', 'Succeeded', '2025-03-01T12:00:30Z', 3],
+        ['Complete', 'True', 'Succeeded', '2025-03-01T12:00:30Z', 3],
+      ],
+    );
+    assert.equal(onlyPatch(r).conditions[0]?.lastTransitionTime, '2025-03-01T12:00:10Z');
+  });
+
+  it('omits observedGeneration when the Agent has no generation', () => {
+    const raw = agent('a');
+    const a: Agent = { ...raw, metadata: { ...raw.metadata, generation: undefined } };
+    const d = decide(snap(a, { station: null, definition: null }), NOW, fakeBuilder());
+    const st = onlyPatch(d);
+    assert.equal('observedGeneration' in st, false);
+  });
+});
+
+describe('decide: namespaces', () => {
+  it('addresses every action to the Agent namespace', () => {
+    const d = run(snap(agent('a'), { station: null, definition: null }));
+    for (const act of d.actions) if ('ref' in act) assert.equal(act.ref.namespace, NS);
+  });
+});

@@ -1,0 +1,48 @@
+// The pure reconcile core: decide(snapshot, now) → Decision. No I/O, no clock, no randomness.
+export * from './actions.ts';
+export {
+  type BuildRequest,
+  decide,
+  type JobBuilder,
+  jobOwnership,
+  STALE_JOB_RETRY_MS,
+} from './agent/decide.ts';
+export {
+  AGENT_CONTAINER,
+  agentExitCode,
+  coherentExitCode,
+  isJobFinished,
+  type JobOutcome,
+  jobFailureReason,
+  parseJobOutcome,
+  pickRunPod,
+} from './agent/outcome.ts';
+export { MAX_CONDITION_MESSAGE, MAX_EVENT_MESSAGE } from './agent/status.ts';
+export * from './conditions.ts';
+export * from './reasons.ts';
+export type { JobObservation, LogRead, ReconcileOptions, RunEvidence, Snapshot } from './snapshot.ts';
+export {
+  type Admission,
+  type AdmissionCounts,
+  admit,
+  type ConcurrencyPolicy,
+  concurrencyPolicyOf,
+  effectiveMaxRuns,
+  type StationConcurrency,
+} from './station/admission.ts';
+export {
+  DEFAULT_HISTORY_LIMIT,
+  type PruneChoice,
+  pruneActions,
+  type StationHistory,
+  selectHistoryToPrune,
+} from './station/prune.ts';
+export {
+  type AgentRunView,
+  compareHistoryOrder,
+  compareQueueOrder,
+  compareStartOrder,
+  isTerminal,
+  type RunPhase,
+  runPhase,
+} from './station/runs.ts';

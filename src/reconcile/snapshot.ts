@@ -1,0 +1,68 @@
+import type { Agent, AgentDefinition, Job, Pod, Station } from '../api/index.ts';
+
+/** Controller settings the decisions depend on. */
+export interface ReconcileOptions {
+  /** Image of the run pod's init container (controller env `AGENT_IMAGE`). */
+  readonly agentImage: string;
+  /** Cap of `status.output` in bytes (`MAX_OUTPUT_BYTES`, default 262144). */
+  readonly maxOutputBytes: number;
+  /**
+   * Backstop re-check period while a run is in progress or queued (the poll interval, ~15 s). Job and Agent
+   * watches normally wake the reconcile earlier.
+   */
+  readonly requeueMs: number;
+}
+
+/** The pod log read for a finished run (`container=agent`, tail). */
+export type LogRead =
+  | { readonly kind: 'read'; readonly text: string | Uint8Array }
+  /** The log could not be read (400 from the kubelet, pod deleted between reads, timeout…); `detail` says why. */
+  | { readonly kind: 'unavailable'; readonly detail: string };
+
+/**
+ * What the shell found about a finished run's pod. The shell gathers it only once the Job has a verdict
+ * (`isJobFinished(job)`), picks the pod with `pickRunPod(pods)` and reads that pod's agent container log.
+ */
+export type RunEvidence =
+  /** Not gathered (yet). For a finished Job, decide answers `needs: 'runEvidence'`. */
+  | { readonly kind: 'notGathered' }
+  /** No pod matches `job-name=<job>`: it was garbage-collected. */
+  | { readonly kind: 'podGone' }
+  /** The pod lookup itself failed for good; `detail` says why. The run still ends, with no output. */
+  | { readonly kind: 'unavailable'; readonly detail: string }
+  | { readonly kind: 'pod'; readonly pod: Pod; readonly log: LogRead };
+
+/** What is known about the run's Job (named `status.jobName`, else `jobNameFor(agent name)`). */
+export type JobObservation =
+  /** Not read. Fine for a Pending Agent (the create tells); for a Running one decide answers `needs: 'job'`. */
+  | { readonly kind: 'unknown' }
+  /** Confirmed absent (404, or not in a synced Job cache). */
+  | { readonly kind: 'absent' }
+  | { readonly kind: 'present'; readonly job: Job; readonly evidence: RunEvidence };
+
+/**
+ * The observed world of one Agent: everything `decide` reads. Built by the shell from caches and a few live reads.
+ *
+ * `station` and `definition` are `null` when the API server answered 404. A lookup that failed otherwise must
+ * not produce a snapshot at all (the reconcile errors and is retried), because a `null` fails a Pending Agent
+ * permanently. `definition` is read only for Pending Agents; `station` for Pending Agents and for pruning after a
+ * terminal transition.
+ */
+export interface Snapshot {
+  readonly agent: Agent;
+  readonly station: Station | null;
+  readonly definition: AgentDefinition | null;
+  readonly job: JobObservation;
+  /**
+   * Agents of the Agent's namespace that may share its Station (the whole namespace is fine: admission and
+   * pruning filter by `spec.stationRef`). May or may not include the Agent itself. Must come from one consistent
+   * source (the shared cache) on every path, so admission counts the same way everywhere.
+   */
+  readonly siblings: readonly Agent[];
+  /**
+   * Set by the executor after the API server refused to create the Job (422 Invalid or 400 BadRequest) with the
+   * Status message; decide then fails the Agent (decision b).
+   */
+  readonly jobRejected?: { readonly message: string } | undefined;
+  readonly options: ReconcileOptions;
+}
