@@ -6,6 +6,8 @@ import { err, ok, type Result } from '../shared/result.ts';
  * They describe OpenAPI facts valibot has no action for; they never change what a parse accepts.
  */
 export interface OpenApiHints {
+  /** OpenAPI `type` for schemas valibot cannot type itself (`v.custom`). */
+  readonly type?: 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array';
   /** OpenAPI `format`, e.g. `date-time`. */
   readonly format?: string;
   /** OpenAPI `enum` for a string whose parse is lenient (see `lenientEnum`). */
@@ -57,11 +59,18 @@ export function parseDefault<
   return v.pipe(v.optional(schema, value), openapi({ omitDefault: true }));
 }
 
+function isJsonObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
 /** A free-form JSON object kept as is (`x-kubernetes-preserve-unknown-fields: true` in the CRD). */
 export function freeForm(description: string) {
   return v.pipe(
-    v.record(v.string(), v.unknown()),
-    openapi<Record<string, unknown>>({ preserveUnknownFields: true }),
+    v.custom<Record<string, unknown>>(
+      isJsonObject,
+      (issue) => `Invalid type: Expected Object but received ${issue.received}`,
+    ),
+    openapi<Record<string, unknown>>({ type: 'object', preserveUnknownFields: true }),
     v.description(description),
   );
 }

@@ -127,6 +127,8 @@ function convertType(node: SchemaNode, path: string): JsonSchemaProps {
     }
     case 'unknown':
     case 'any':
+    case 'custom':
+      // No wire type of its own: an `openapi({ type })` or free-form hint in the pipe must supply it.
       return {};
     default:
       if (OBJECT_TYPES.has(node.type)) return convertObject(node, path);
@@ -217,6 +219,7 @@ function applyAction(props: JsonSchemaProps, action: ActionNode, path: string): 
 
 function applyHints(props: JsonSchemaProps, hints: OpenApiHints | undefined, path: string): void {
   if (hints === undefined) return;
+  if (hints.type !== undefined) props.type = hints.type;
   if (hints.format !== undefined) props.format = hints.format;
   if (hints.enum !== undefined) props.enum = [...hints.enum];
   if (hints.preserveUnknownFields === true) props['x-kubernetes-preserve-unknown-fields'] = true;
