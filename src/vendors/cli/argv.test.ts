@@ -5,7 +5,7 @@ import { claudeMcpConfig } from './claude.ts';
 import { EXEC_ERRORS } from './exec.ts';
 import type { VendorRunInput } from './input.ts';
 import { opencodeModel } from './opencode.ts';
-import { DEFAULT_MODEL, resolveModel, type Vendor, vendorForModel } from './route.ts';
+import { DEFAULT_MODEL, type Vendor, vendorForModel } from './route.ts';
 
 describe('vendorForModel', () => {
   const cases: ReadonlyArray<readonly [string, Vendor]> = [
@@ -36,20 +36,11 @@ describe('vendorForModel', () => {
   }
 });
 
-describe('resolveModel', () => {
-  const cases: ReadonlyArray<readonly [string | undefined, string | undefined, string]> = [
-    ['gpt-6-sol', 'claude-haiku-5-5', 'gpt-6-sol'],
-    [undefined, 'claude-haiku-5-5', 'claude-haiku-5-5'],
-    ['', 'claude-haiku-5-5', 'claude-haiku-5-5'],
-    [undefined, undefined, 'claude-opus-5-5'],
-    ['', '', 'claude-opus-5-5'],
-    ['  ', undefined, 'claude-opus-5-5'],
-  ];
-  for (const [agent, def, want] of cases) {
-    it(`agent ${JSON.stringify(agent)}, definition ${JSON.stringify(def)} → ${want}`, () =>
-      assert.equal(resolveModel(agent, def), want));
-  }
-  it('defaults to claude-opus-5-5', () => assert.equal(DEFAULT_MODEL, 'claude-opus-5-5'));
+describe('DEFAULT_MODEL', () => {
+  it('is claude-opus-5-5 and routes to claude', () => {
+    assert.equal(DEFAULT_MODEL, 'claude-opus-5-5');
+    assert.equal(vendorForModel(DEFAULT_MODEL), 'claude');
+  });
 });
 
 const base: VendorRunInput = { model: DEFAULT_MODEL, prompt: 'Fix it' };

@@ -16,7 +16,7 @@ export { type Installer, VENDOR_INFO, type VendorInfo } from './info.ts';
 export { type McpServerSpec, type PermissionMode, permissionModeOf, type VendorRunInput } from './input.ts';
 export { mcpHeaderEnvName } from './mcp.ts';
 export { opencodeArgv, opencodeModel } from './opencode.ts';
-export { DEFAULT_MODEL, resolveModel, VENDORS, type Vendor, vendorForModel } from './route.ts';
+export { DEFAULT_MODEL, VENDORS, type Vendor, vendorForModel } from './route.ts';
 export {
   classifyEvent,
   classifyLine,

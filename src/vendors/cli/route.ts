@@ -1,20 +1,11 @@
 // Vendor routing from the model (reference-system.md 9, plus an explicit Gemini branch; vendors.md 5).
 
-/** Default model everywhere: used when neither the Agent nor its AgentDefinition names one. */
-export const DEFAULT_MODEL = 'claude-opus-5-5';
+/** Default model everywhere (defined once in the API layer). */
+export { DEFAULT_MODEL } from '../../api/model.ts';
 
 /** The agent CLIs a run pod can drive. */
 export const VENDORS = ['claude', 'codex', 'opencode', 'gemini', 'exec'] as const;
 export type Vendor = (typeof VENDORS)[number];
-
-/**
- * The model a run uses: the Agent's `spec.model`, else the AgentDefinition's, else {@link DEFAULT_MODEL}.
- * Empty and whitespace-only strings count as unset. Never returns an empty string.
- */
-export function resolveModel(agentModel: string | undefined, definitionModel: string | undefined): string {
-  for (const m of [agentModel, definitionModel]) if (m !== undefined && m.trim() !== '') return m;
-  return DEFAULT_MODEL;
-}
 
 /**
  * The vendor CLI for a model, decided on the lowercased model in this order: `exec` exactly → exec; contains

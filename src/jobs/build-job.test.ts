@@ -1,0 +1,688 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  type Agent,
+  type AgentDefinition,
+  parseAgent,
+  parseAgentDefinition,
+  parseStation,
+  type Station,
+} from '../api/index.ts';
+import type { Result } from '../shared/result.ts';
+import { type BuildJobInput, buildJob, type JobManifest } from './build-job.ts';
+import { TEMPLATE_ERRORS } from './pod-template.ts';
+
+const NOW = new Date('2026-11-30T12:00:00Z');
+const NOW_MS = NOW.getTime();
+const IMAGE = 'ghcr.io/example/agent-controller:1.2.3';
+const PATH = '/agent/.local/bin:/agent/.opencode/bin:/usr/local/bin:/usr/bin:/bin:/agent/bin';
+
+const must = <T>(r: Result<T, string>): T => {
+  if (!r.ok) throw new Error(r.error);
+  return r.value;
+};
+const meta = (name: string, uid: string) => ({
+  name,
+  namespace: 'team-a',
+  uid,
+  resourceVersion: '42',
+  creationTimestamp: '2026-11-30T11:59:00Z',
+});
+
+// The objects as the API server returns them (wire JSON), parsed the way the controller parses them.
+const agentJson = {
+  apiVersion: 'agents.re-cinq.com/v1alpha1',
+  kind: 'Agent',
+  metadata: meta('bug-fixer-run-6ltzm', 'uid-agent-1'),
+  spec: {
+    stationRef: 'bug-fixer',
+    taskId: 'JIRA-7',
+    targetRepo: 'acme/app',
+    branch: 'fix/login',
+    parameters: { ticket: 'JIRA-7', repo: 'acme/app' },
+  },
+};
+const stationJson = {
+  apiVersion: 'agents.re-cinq.com/v1alpha1',
+  kind: 'Station',
+  metadata: meta('bug-fixer', 'uid-station-1'),
+  spec: {
+    agentDefRef: 'fixer',
+    deadlineMinutes: 20,
+    template: {
+      metadata: {
+        labels: { team: 'a', 'agents.re-cinq.com/component': 'spoofed' },
+        annotations: { note: 'x' },
+      },
+      spec: {
+        serviceAccountName: 'runner',
+        nodeSelector: { pool: 'agents' },
+        tolerations: [{ key: 'agents', operator: 'Exists' }],
+        initContainers: [{ name: 'old-init', image: 'busybox', securityContext: { privileged: false } }],
+        containers: [
+          {
+            name: 'agent',
+            image: 'ghcr.io/example/agent-base:bookworm',
+            workingDir: '/workspace/app',
+            command: ['/bin/false'],
+            env: [{ name: 'LOST', value: 'station env on the agent container is replaced' }],
+            volumeMounts: [
+              { name: 'cache', mountPath: '/cache' },
+              { name: 'agent', mountPath: '/elsewhere' },
+            ],
+            securityContext: { runAsUser: 0 },
+          },
+          { name: 'proxy', image: 'envoy:1', ports: [{ containerPort: 8080 }] },
+        ],
+        volumes: [
+          { name: 'cache', emptyDir: { sizeLimit: '1Gi' } },
+          { name: 'workspace', persistentVolumeClaim: { claimName: 'ws' } },
+        ],
+        restartPolicy: 'Always',
+        securityContext: { runAsUser: 0 },
+        automountServiceAccountToken: true,
+      },
+    },
+  },
+};
+const definitionJson = {
+  apiVersion: 'agents.re-cinq.com/v1alpha1',
+  kind: 'AgentDefinition',
+  metadata: meta('fixer', 'uid-def-1'),
+  spec: {
+    prompt: 'Fix {ticket} in {repo}; keep {unknown}',
+    allowed_tools: ['Read', 'Edit'],
+    disallowed_tools: ['WebFetch'],
+    max_turns: 12,
+    resources: {
+      env: [{ name: 'LOG_LEVEL', value: 'debug' }],
+      secrets: [{ name: 'ANTHROPIC_API_KEY', ref: 'anthropic-key' }],
+      repos: [{ name: 'app', url: 'acme/app', ref: 'main', token_secret: 'GITHUB_TOKEN' }],
+    },
+    output: { sinks: [{ type: 'http', url: 'https://hooks.example/run', headers_secret: 'HOOK_AUTH' }] },
+  },
+};
+
+const agent = must(parseAgent(agentJson));
+const station = must(parseStation(stationJson));
+const definition = must(parseAgentDefinition(definitionJson));
+const input: BuildJobInput = { agent, station, definition, agentImage: IMAGE, now: NOW };
+
+const secretRef = (name: string, key: string) => ({
+  name,
+  valueFrom: { secretKeyRef: { name: 'agent-secrets', key, optional: false } },
+});
+
+const expectedEnv = [
+  {
+    name: 'AGENT_SINKS',
+    value: '[{"type":"http","url":"https://hooks.example/run","headers_secret":"HOOK_AUTH"}]',
+  },
+  secretRef('HOOK_AUTH', 'HOOK_AUTH'),
+  {
+    name: 'AGENT_REPOS',
+    value: '[{"name":"app","url":"acme/app","ref":"main","token_secret":"GITHUB_TOKEN"}]',
+  },
+  { name: 'AGENT_SKILLS', value: '[]' },
+  { name: 'AGENT_SKILLS_SOURCE', value: '' },
+  { name: 'AGENT_CONVERSATION_AUTH', value: '' },
+  { name: 'AGENT_CONVERSATION_SOURCE', value: '' },
+  { name: 'AGENT_CONVERSATION_ID', value: '' },
+  { name: 'AGENT_CONVERSATION_PIN', value: '' },
+  { name: 'AGENT_DEADLINE_MS', value: '1190000' },
+  { name: 'AGENT_DEADLINE_AT', value: String(NOW_MS + 1190000) },
+  secretRef('GITHUB_TOKEN', 'GITHUB_TOKEN'),
+  secretRef('GH_TOKEN', 'GITHUB_TOKEN'),
+  { name: 'WORKSPACE_DIR', value: '/workspace' },
+  { name: 'AGENT_PARAMETERS', value: '{"ticket":"JIRA-7","repo":"acme/app"}' },
+  { name: 'TARGET_REPO', value: 'acme/app' },
+  { name: 'BRANCH_NAME', value: 'fix/login' },
+  { name: 'AGENT_MODEL', value: 'claude-opus-5-5' },
+  { name: 'AGENT_NAME', value: 'bug-fixer-run-6ltzm' },
+  { name: 'STATION_NAME', value: 'bug-fixer' },
+  { name: 'TASK_ID', value: 'JIRA-7' },
+  { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+  { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+  { name: 'LOG_LEVEL', value: 'debug' },
+  secretRef('ANTHROPIC_API_KEY', 'anthropic-key'),
+  { name: 'HOME', value: '/agent' },
+  { name: 'PATH', value: PATH },
+];
+
+const runMounts = [
+  { name: 'agent', mountPath: '/agent' },
+  { name: 'workspace', mountPath: '/workspace' },
+];
+
+const expectedJob = {
+  apiVersion: 'batch/v1',
+  kind: 'Job',
+  metadata: {
+    name: 'agent-job-bug-fixer-run-6ltzm',
+    namespace: 'team-a',
+    labels: {
+      'agents.re-cinq.com/component': 'job',
+      'agents.re-cinq.com/agent': 'bug-fixer-run-6ltzm',
+      'agents.re-cinq.com/station': 'bug-fixer',
+    },
+    annotations: { 'agents.re-cinq.com/agent-uid': 'uid-agent-1' },
+    ownerReferences: [
+      {
+        apiVersion: 'agents.re-cinq.com/v1alpha1',
+        kind: 'Agent',
+        name: 'bug-fixer-run-6ltzm',
+        uid: 'uid-agent-1',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ],
+  },
+  spec: {
+    ttlSecondsAfterFinished: 3600,
+    activeDeadlineSeconds: 1200,
+    backoffLimit: 0,
+    template: {
+      metadata: {
+        labels: {
+          team: 'a',
+          'agents.re-cinq.com/component': 'job',
+          'agents.re-cinq.com/agent': 'bug-fixer-run-6ltzm',
+          'agents.re-cinq.com/station': 'bug-fixer',
+        },
+        annotations: { note: 'x', 'cluster-autoscaler.kubernetes.io/safe-to-evict': 'false' },
+      },
+      spec: {
+        serviceAccountName: 'runner',
+        nodeSelector: { pool: 'agents' },
+        tolerations: [{ key: 'agents', operator: 'Exists' }],
+        initContainers: [
+          {
+            name: 'init',
+            image: IMAGE,
+            args: ['init'],
+            env: expectedEnv,
+            volumeMounts: runMounts,
+            securityContext: {
+              runAsUser: 0,
+              allowPrivilegeEscalation: false,
+              capabilities: { drop: ['ALL'], add: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETUID', 'SETGID'] },
+              seccompProfile: { type: 'RuntimeDefault' },
+            },
+            resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '2Gi' } },
+          },
+        ],
+        containers: [
+          {
+            name: 'agent',
+            image: 'ghcr.io/example/agent-base:bookworm',
+            workingDir: '/workspace/app',
+            command: [
+              '/agent/bin/node',
+              '/agent/bin/agent-controller.mjs',
+              'supervisor',
+              '--',
+              'claude',
+              '--print',
+              '--verbose',
+              '--output-format',
+              'stream-json',
+              '--model',
+              'claude-opus-5-5',
+              '--allowedTools',
+              'Read',
+              '--allowedTools',
+              'Edit',
+              '--disallowedTools',
+              'WebFetch',
+              '--settings',
+              '/agent/.claude/settings.json',
+              '--max-turns',
+              '12',
+              '--',
+              'Fix JIRA-7 in acme/app; keep {unknown}',
+            ],
+            env: expectedEnv,
+            volumeMounts: [{ name: 'cache', mountPath: '/cache' }, ...runMounts],
+            securityContext: {
+              runAsNonRoot: true,
+              runAsUser: 1000,
+              runAsGroup: 1000,
+              allowPrivilegeEscalation: false,
+              capabilities: { drop: ['ALL'] },
+              seccompProfile: { type: 'RuntimeDefault' },
+            },
+            resources: { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '2Gi' } },
+          },
+          { name: 'proxy', image: 'envoy:1', ports: [{ containerPort: 8080 }] },
+        ],
+        volumes: [
+          { name: 'cache', emptyDir: { sizeLimit: '1Gi' } },
+          { name: 'agent', emptyDir: {} },
+          { name: 'workspace', emptyDir: {} },
+        ],
+        restartPolicy: 'Never',
+        securityContext: { fsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+        automountServiceAccountToken: false,
+      },
+    },
+  },
+};
+
+const built = (i: BuildJobInput = input): JobManifest => must(buildJob(i));
+const podSpec = (job: JobManifest) => job.spec.template.spec as Record<string, unknown>;
+const agentContainer = (job: JobManifest) =>
+  (podSpec(job).containers as Record<string, unknown>[]).find((c) => c.name === 'agent') as Record<
+    string,
+    unknown
+  >;
+const withTemplate = (template: unknown): Station => ({
+  ...station,
+  spec: { ...station.spec, template: template as Record<string, unknown> },
+});
+const withDefinition = (spec: Record<string, unknown>): AgentDefinition =>
+  must(parseAgentDefinition({ ...definitionJson, spec: { ...definitionJson.spec, ...spec } }));
+const withAgent = (patch: { name?: string; spec?: Record<string, unknown> }): Agent =>
+  must(
+    parseAgent({
+      ...agentJson,
+      metadata: { ...agentJson.metadata, name: patch.name ?? agentJson.metadata.name },
+      spec: { ...agentJson.spec, ...patch.spec },
+    }),
+  );
+
+describe('buildJob golden object', () => {
+  const job = built();
+  it('matches the expected Job field by field', () => {
+    assert.equal(job.apiVersion, expectedJob.apiVersion);
+    assert.equal(job.kind, expectedJob.kind);
+    assert.deepEqual(job.metadata, expectedJob.metadata);
+    const { template, ...rest } = job.spec;
+    const { template: wantTemplate, ...wantRest } = expectedJob.spec;
+    assert.deepEqual(rest, wantRest);
+    assert.deepEqual(template.metadata, wantTemplate.metadata);
+    const spec = template.spec as Record<string, unknown>;
+    for (const key of Object.keys(wantTemplate.spec) as (keyof typeof wantTemplate.spec)[]) {
+      assert.deepEqual(spec[key], wantTemplate.spec[key], `spec.template.spec.${key}`);
+    }
+  });
+  it('matches the expected Job as a whole (nothing extra)', () => {
+    assert.deepEqual(job, expectedJob);
+  });
+  it('is JSON-clean (survives a JSON round trip unchanged)', () => {
+    assert.deepEqual(JSON.parse(JSON.stringify(job)), job);
+  });
+  it('does not modify the Station template', () => {
+    assert.deepEqual(station.spec.template, stationJson.spec.template);
+  });
+  it('is deterministic', () => {
+    assert.deepEqual(built(), job);
+  });
+});
+
+describe('buildJob template validation', () => {
+  const agentC = { name: 'agent', image: 'img' };
+  const cases: ReadonlyArray<readonly [string, unknown, string]> = [
+    ['null template', null, 'Station template must be an object'],
+    ['array template', [agentC], 'Station template must be an object'],
+    ['string template', 'pod', 'Station template must be an object'],
+    ['no spec', { metadata: {} }, 'Station template needs a spec'],
+    ['null spec', { spec: null }, 'Station template needs a spec'],
+    ['no containers', { spec: {} }, 'Station template.spec.containers is required'],
+    ['null containers', { spec: { containers: null } }, 'Station template.spec.containers is required'],
+    [
+      'hostNetwork',
+      { spec: { hostNetwork: true, containers: [agentC] } },
+      'Station template must not enable hostNetwork on an agent run pod',
+    ],
+    [
+      'hostPID',
+      { spec: { hostPID: true, containers: [agentC] } },
+      'Station template must not enable hostPID on an agent run pod',
+    ],
+    [
+      'hostIPC',
+      { spec: { hostIPC: true, containers: [agentC] } },
+      'Station template must not enable hostIPC on an agent run pod',
+    ],
+    [
+      'hostPath volume',
+      { spec: { containers: [agentC], volumes: [{ name: 'h', hostPath: { path: '/' } }] } },
+      'Station template must not mount a hostPath volume into an agent run pod',
+    ],
+    [
+      'hostPath key even when null',
+      { spec: { containers: [agentC], volumes: [{ name: 'h', hostPath: null }] } },
+      'Station template must not mount a hostPath volume into an agent run pod',
+    ],
+    [
+      'privileged sidecar',
+      { spec: { containers: [agentC, { name: 's', securityContext: { privileged: true } }] } },
+      'Station template container must not be privileged',
+    ],
+    [
+      'privileged agent',
+      { spec: { containers: [{ ...agentC, securityContext: { privileged: true } }] } },
+      'Station template container must not be privileged',
+    ],
+    [
+      'no agent container',
+      { spec: { containers: [{ name: 'main' }] } },
+      "Station template has no container named 'agent'",
+    ],
+    ['empty containers', { spec: { containers: [] } }, "Station template has no container named 'agent'"],
+    // Our additions.
+    ['containers not a list', { spec: { containers: { agent: {} } } }, TEMPLATE_ERRORS.containersNotList],
+    ['container not an object', { spec: { containers: [agentC, 'x'] } }, TEMPLATE_ERRORS.containerNotObject],
+    ['volumes not a list', { spec: { containers: [agentC], volumes: {} } }, TEMPLATE_ERRORS.volumesNotList],
+    [
+      'volume not an object',
+      { spec: { containers: [agentC], volumes: [7] } },
+      TEMPLATE_ERRORS.volumeNotObject,
+    ],
+    [
+      'hostPort on a sidecar',
+      { spec: { containers: [agentC, { name: 's', ports: [{ containerPort: 80, hostPort: 80 }] }] } },
+      'Station template container must not use a hostPort on an agent run pod',
+    ],
+    [
+      'SYS_ADMIN on a sidecar',
+      {
+        spec: {
+          containers: [
+            agentC,
+            { name: 's', securityContext: { capabilities: { add: ['NET_BIND_SERVICE', 'SYS_ADMIN'] } } },
+          ],
+        },
+      },
+      'Station template container must not add capability SYS_ADMIN on an agent run pod',
+    ],
+    [
+      'CAP_SYS_PTRACE on a sidecar',
+      {
+        spec: {
+          containers: [agentC, { name: 's', securityContext: { capabilities: { add: ['CAP_SYS_PTRACE'] } } }],
+        },
+      },
+      'Station template container must not add capability CAP_SYS_PTRACE on an agent run pod',
+    ],
+    [
+      'Windows host process',
+      {
+        spec: {
+          containers: [agentC, { name: 's', securityContext: { windowsOptions: { hostProcess: true } } }],
+        },
+      },
+      TEMPLATE_ERRORS.hostProcess,
+    ],
+    [
+      'unmasked proc',
+      { spec: { containers: [agentC, { name: 's', securityContext: { procMount: 'Unmasked' } }] } },
+      TEMPLATE_ERRORS.procMount,
+    ],
+    [
+      'args on the agent container',
+      { spec: { containers: [{ ...agentC, args: ['--extra'] }] } },
+      TEMPLATE_ERRORS.agentArgs,
+    ],
+    [
+      'agent volumeMounts not a list',
+      { spec: { containers: [{ ...agentC, volumeMounts: { name: 'x' } }] } },
+      TEMPLATE_ERRORS.mountsNotList,
+    ],
+    [
+      'privileged wins over our additions (reference order)',
+      {
+        spec: {
+          containers: [
+            { name: 'a', ports: [{ hostPort: 1 }] },
+            { name: 'b', securityContext: { privileged: true } },
+          ],
+        },
+      },
+      'Station template container must not be privileged',
+    ],
+  ];
+  for (const [name, template, error] of cases) {
+    it(`${name} → ${error}`, () => {
+      assert.deepEqual(buildJob({ ...input, station: withTemplate(template) }), { ok: false, error });
+    });
+  }
+
+  it('spells the reference error strings exactly', () => {
+    assert.equal(TEMPLATE_ERRORS.notObject, 'Station template must be an object');
+    assert.equal(TEMPLATE_ERRORS.noSpec, 'Station template needs a spec');
+    assert.equal(TEMPLATE_ERRORS.noContainers, 'Station template.spec.containers is required');
+    assert.equal(
+      TEMPLATE_ERRORS.hostPath,
+      'Station template must not mount a hostPath volume into an agent run pod',
+    );
+    assert.equal(TEMPLATE_ERRORS.privileged, 'Station template container must not be privileged');
+    assert.equal(TEMPLATE_ERRORS.noAgent, "Station template has no container named 'agent'");
+  });
+
+  it('accepts allowed shapes: hostPort 0, baseline capabilities, empty args, false host flags', () => {
+    const job = buildJob({
+      ...input,
+      station: withTemplate({
+        spec: {
+          hostNetwork: false,
+          hostPID: false,
+          containers: [
+            { ...agentC, args: [], volumeMounts: null },
+            {
+              name: 's',
+              ports: [{ containerPort: 80, hostPort: 0 }],
+              securityContext: {
+                privileged: false,
+                capabilities: { add: ['NET_BIND_SERVICE'] },
+                procMount: 'Default',
+              },
+            },
+          ],
+          volumes: null,
+        },
+      }),
+    });
+    assert.ok(job.ok, job.ok ? '' : job.error);
+    const agentSpec = agentContainer(job.value);
+    assert.equal('args' in agentSpec, false);
+    assert.deepEqual(agentSpec.volumeMounts, runMounts);
+    assert.deepEqual(podSpec(job.value).volumes, [
+      { name: 'agent', emptyDir: {} },
+      { name: 'workspace', emptyDir: {} },
+    ]);
+  });
+});
+
+describe('buildJob rewrite details', () => {
+  it('keeps resources: {} and explicit resources as they are, defaults null', () => {
+    const cases: ReadonlyArray<readonly [unknown, unknown]> = [
+      [{}, {}],
+      [{ limits: { cpu: '2' } }, { limits: { cpu: '2' } }],
+      [null, { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '2Gi' } }],
+    ];
+    for (const [resources, want] of cases) {
+      const job = built({
+        ...input,
+        station: withTemplate({ spec: { containers: [{ name: 'agent', resources }] } }),
+      });
+      assert.deepEqual(agentContainer(job).resources, want);
+    }
+  });
+
+  it('tolerates null or non-object metadata and labels; our labels win', () => {
+    for (const metadata of [null, 'x', { labels: null, annotations: 7 }, { labels: ['a'] }]) {
+      const job = built({
+        ...input,
+        station: withTemplate({ metadata, spec: { containers: [{ name: 'agent' }] } }),
+      });
+      assert.deepEqual(job.spec.template.metadata, {
+        labels: expectedJob.metadata.labels,
+        annotations: { 'cluster-autoscaler.kubernetes.io/safe-to-evict': 'false' },
+      });
+    }
+    const job = built({
+      ...input,
+      station: withTemplate({
+        metadata: {
+          name: 'kept',
+          labels: { 'agents.re-cinq.com/agent': 'other' },
+          annotations: { 'cluster-autoscaler.kubernetes.io/safe-to-evict': 'true' },
+        },
+        spec: { containers: [{ name: 'agent' }] },
+      }),
+    });
+    assert.deepEqual(job.spec.template.metadata, {
+      name: 'kept',
+      labels: expectedJob.metadata.labels,
+      annotations: { 'cluster-autoscaler.kubernetes.io/safe-to-evict': 'false' },
+    });
+  });
+
+  it('hash-truncates a long Agent name in the Job name and the agent label', () => {
+    const name = 'an-extremely-long-agent-name-that-runs-well-past-the-sixty-three-char-limit';
+    const job = built({ ...input, agent: withAgent({ name }) });
+    assert.equal(job.metadata.name, 'agent-job-an-extremely-long-agent-name-that-runs-well-1a4440fa');
+    assert.equal(
+      job.metadata.labels['agents.re-cinq.com/agent'],
+      'an-extremely-long-agent-name-that-runs-well-past-the-s-7ae605e8',
+    );
+    assert.equal(job.metadata.ownerReferences[0].name, name);
+    const env = agentContainer(job).env as { name: string; value?: string }[];
+    assert.equal(env.find((e) => e.name === 'AGENT_NAME')?.value, name);
+  });
+
+  it('derives the deadlines from the Station, clamped to at least a minute', () => {
+    for (const [minutes, seconds] of [
+      [1, 60],
+      [30, 1800],
+      [0, 60],
+      [-3, 60],
+    ] as const) {
+      const s: Station = { ...station, spec: { ...station.spec, deadlineMinutes: minutes } };
+      const job = built({ ...input, station: s });
+      assert.equal(job.spec.activeDeadlineSeconds, seconds);
+      const env = agentContainer(job).env as { name: string; value?: string }[];
+      assert.equal(env.find((e) => e.name === 'AGENT_DEADLINE_MS')?.value, String(seconds * 1000 - 10000));
+      assert.equal(
+        env.find((e) => e.name === 'AGENT_DEADLINE_AT')?.value,
+        String(NOW_MS + seconds * 1000 - 10000),
+      );
+    }
+  });
+
+  it('resolves the model: Agent, else definition, else claude-opus-5-5, and routes on it', () => {
+    const cases: ReadonlyArray<readonly [string | undefined, string | undefined, string, string]> = [
+      [undefined, undefined, 'claude-opus-5-5', 'claude'],
+      [undefined, 'gpt-6-sol', 'gpt-6-sol', 'codex'],
+      ['gemini-3.8-flash', 'gpt-6-sol', 'gemini-3.8-flash', 'gemini'],
+      ['', 'opencode/anthropic/claude-opus-5-5', 'opencode/anthropic/claude-opus-5-5', 'opencode'],
+    ];
+    for (const [agentModel, defModel, model, program] of cases) {
+      const job = built({
+        ...input,
+        agent: withAgent({ spec: agentModel === undefined ? {} : { model: agentModel } }),
+        definition: withDefinition(defModel === undefined ? {} : { model: defModel }),
+      });
+      const c = agentContainer(job);
+      const env = c.env as { name: string; value?: string }[];
+      assert.equal(env.find((e) => e.name === 'AGENT_MODEL')?.value, model);
+      assert.equal((c.command as string[])[4], program);
+    }
+  });
+
+  it('passes resumeSession and the conversation pin to the vendor argv', () => {
+    const job = built({
+      ...input,
+      agent: withAgent({ spec: { resumeSession: 'sess-9' } }),
+      definition: withDefinition({
+        resources: { ...definitionJson.spec.resources, conversation: { source: 'https://c', pin: 'pin-9' } },
+      }),
+    });
+    const argv = agentContainer(job).command as string[];
+    assert.deepEqual(argv.slice(-7), [
+      '--resume',
+      'sess-9',
+      '--fork-session',
+      '--session-id',
+      'pin-9',
+      '--',
+      'Fix JIRA-7 in acme/app; keep {unknown}',
+    ]);
+    const env = agentContainer(job).env as { name: string; value?: string }[];
+    assert.equal(env.find((e) => e.name === 'AGENT_CONVERSATION_PIN')?.value, 'pin-9');
+  });
+
+  it('runs an exec recipe and fails one without a command (decision b)', () => {
+    const ok = built({
+      ...input,
+      definition: withDefinition({ model: 'exec', tool_config: { command: ['/bin/echo', 'hi'] } }),
+    });
+    assert.deepEqual(agentContainer(ok).command, [
+      '/agent/bin/node',
+      '/agent/bin/agent-controller.mjs',
+      'supervisor',
+      '--',
+      '/bin/echo',
+      'hi',
+      'Fix JIRA-7 in acme/app; keep {unknown}',
+    ]);
+    assert.deepEqual(buildJob({ ...input, definition: withDefinition({ model: 'exec' }) }), {
+      ok: false,
+      error: 'exec recipe needs tool_config.command (the argv to spawn)',
+    });
+    assert.deepEqual(
+      buildJob({ ...input, definition: withDefinition({ model: 'exec', tool_config: { command: [1] } }) }),
+      {
+        ok: false,
+        error: 'exec recipe tool_config.command entries must be strings',
+      },
+    );
+  });
+
+  it('never puts a reserved MCP header env into the MCP config', () => {
+    const job = built({
+      ...input,
+      definition: withDefinition({
+        resources: {
+          mcp_servers: [
+            { name: 'good', transport: 'http', url: 'https://g', headers_secret: 'good-auth' },
+            { name: 'bad', transport: 'http', url: 'https://b', headers_secret: 'home' },
+          ],
+        },
+      }),
+    });
+    const argv = agentContainer(job).command as string[];
+    const config = argv[argv.indexOf('--mcp-config') + 1];
+    assert.equal(
+      config,
+      '{"mcpServers":{"good":{"type":"http","url":"https://g","headers":{"Authorization":"$' +
+        '{GOOD_AUTH}"}},"bad":{"type":"http","url":"https://b"}}}',
+    );
+    const env = agentContainer(job).env as { name: string }[];
+    assert.ok(env.some((e) => e.name === 'GOOD_AUTH'));
+    assert.equal(env.filter((e) => e.name === 'HOME').length, 1);
+  });
+
+  it('gives the init and agent containers equal env arrays that are not shared objects', () => {
+    const job = built();
+    const init = (podSpec(job).initContainers as Record<string, unknown>[])[0] as Record<string, unknown>;
+    assert.deepEqual(init.env, agentContainer(job).env);
+    assert.notEqual(init.env, agentContainer(job).env);
+  });
+
+  it('fails a flag-shaped resume id, an invalid time and an empty image', () => {
+    assert.deepEqual(buildJob({ ...input, agent: withAgent({ spec: { resumeSession: '-x' } }) }), {
+      ok: false,
+      error: `spec.resumeSession "-x" must not start with '-'`,
+    });
+    assert.deepEqual(buildJob({ ...input, now: new Date(Number.NaN) }), {
+      ok: false,
+      error: 'the Job creation time is not a valid date',
+    });
+    assert.deepEqual(buildJob({ ...input, agentImage: ' ' }), {
+      ok: false,
+      error: 'the controller has no AGENT_IMAGE for the init container',
+    });
+  });
+});

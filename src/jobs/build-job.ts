@@ -1,0 +1,184 @@
+// The Job that runs one Agent (reference-system.md 2.1-2.13, with decisions (b) and (h) and AGENT_DEADLINE_AT).
+
+import {
+  type Agent,
+  type AgentDefinition,
+  API_VERSION,
+  JOB_API_VERSION,
+  KIND_AGENT,
+  resolveModel,
+  type Station,
+} from '../api/index.ts';
+import { err, ok, type Result } from '../shared/result.ts';
+import { vendorCommand } from '../vendors/cli/argv.ts';
+import { supervisorCommand } from './bundle.ts';
+import {
+  clampDeadlineMinutes,
+  headerEnvName,
+  isReservedEnvName,
+  type McpServerInput,
+  runEnv,
+} from './env.ts';
+import {
+  ANNOTATION_AGENT_UID,
+  COMPONENT_JOB,
+  jobNameFor,
+  LABEL_AGENT,
+  LABEL_COMPONENT,
+  LABEL_STATION,
+  safeName,
+} from './names.ts';
+import { type JsonObject, wirePodTemplate } from './pod-template.ts';
+import { renderPrompt } from './prompt.ts';
+
+/** Seconds a finished run Job is kept before the TTL controller deletes it. */
+export const JOB_TTL_SECONDS_AFTER_FINISHED = 3600;
+/** Retries of a run pod: none, a failed run is final. */
+export const JOB_BACKOFF_LIMIT = 0;
+
+/** A batch/v1 Job manifest ready to POST. */
+export interface JobManifest {
+  readonly apiVersion: typeof JOB_API_VERSION;
+  readonly kind: 'Job';
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace: string;
+    readonly labels: Readonly<Record<string, string>>;
+    readonly annotations: Readonly<Record<string, string>>;
+    readonly ownerReferences: readonly [
+      {
+        readonly apiVersion: string;
+        readonly kind: string;
+        readonly name: string;
+        readonly uid: string;
+        readonly controller: true;
+        readonly blockOwnerDeletion: true;
+      },
+    ];
+  };
+  readonly spec: {
+    readonly ttlSecondsAfterFinished: number;
+    readonly activeDeadlineSeconds: number;
+    readonly backoffLimit: number;
+    readonly template: JsonObject;
+  };
+}
+
+/** Everything one Job is built from. */
+export interface BuildJobInput {
+  readonly agent: Agent;
+  readonly station: Station;
+  readonly definition: AgentDefinition;
+  /** Image of the init container: the controller's `AGENT_IMAGE`. */
+  readonly agentImage: string;
+  /** Job creation time; `AGENT_DEADLINE_AT` counts from it. */
+  readonly now: Date;
+}
+
+/** Why a Job cannot be built: one line, shown after `Job build failed: ` in `status.failureReason`. */
+export type BuildError = string;
+
+/** Labels of a run: on the Job (our addition, for the Job watch) and forced onto its pod template. */
+export function runLabels(agentName: string, stationName: string): Record<string, string> {
+  return {
+    [LABEL_COMPONENT]: COMPONENT_JOB,
+    [LABEL_AGENT]: safeName(agentName),
+    [LABEL_STATION]: safeName(stationName),
+  };
+}
+
+/** MCP servers as the vendor argv sees them: a reserved `headers_secret` is blanked (never sent as a header). */
+function mcpForArgv(servers: readonly McpServerInput[]): McpServerInput[] {
+  return servers.map((s) =>
+    s.headers_secret !== undefined && isReservedEnvName(headerEnvName(s.headers_secret))
+      ? { ...s, headers_secret: '' }
+      : s,
+  );
+}
+
+/** The vendor command of a run: resolved model, rendered prompt, recipe options. */
+function vendorCommandFor(agent: Agent, definition: AgentDefinition) {
+  const d = definition.spec;
+  return vendorCommand({
+    model: resolveModel(agent, definition),
+    prompt: renderPrompt(d.prompt, agent.spec.parameters),
+    permissionMode: d.permission_mode,
+    allowedTools: d.allowed_tools,
+    disallowedTools: d.disallowed_tools,
+    maxTurns: d.max_turns,
+    mcpServers: mcpForArgv(d.resources.mcp_servers),
+    resumeSession: agent.spec.resumeSession,
+    conversationPin: d.resources.conversation?.pin,
+    toolConfig: d.tool_config,
+  });
+}
+
+/**
+ * Builds the Job that runs `agent` in `station` with `definition`. Pure and total: never throws, never reads the
+ * clock. The Job is named `jobNameFor(agent)`, lives in the Agent's namespace, is controlled by the Agent
+ * (ownerReference with controller and blockOwnerDeletion), carries the run labels and the Agent uid annotation,
+ * has ttlSecondsAfterFinished 3600, backoffLimit 0, activeDeadlineSeconds `max(1, deadlineMinutes) * 60`, and a
+ * pod template wired from the Station's (see `wirePodTemplate`) whose agent container runs the supervisor around
+ * the vendor argv of the resolved model with the rendered prompt. Errors (decision (b): the run fails with the
+ * message): an invalid Station template or host escape, an exec recipe without a usable command, a flag-shaped
+ * resume id or pin, an empty `agentImage`, an invalid `now`.
+ */
+export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> {
+  const { agent, station, definition } = input;
+  const now = input.now.getTime();
+  if (!Number.isFinite(now)) return err('the Job creation time is not a valid date');
+  if (input.agentImage.trim() === '') return err('the controller has no AGENT_IMAGE for the init container');
+
+  const command = vendorCommandFor(agent, definition);
+  if (!command.ok) return command;
+
+  const d = definition.spec;
+  const env = runEnv({
+    agentName: agent.metadata.name,
+    stationName: station.metadata.name,
+    taskId: agent.spec.taskId,
+    targetRepo: agent.spec.targetRepo,
+    branch: agent.spec.branch,
+    parameters: agent.spec.parameters,
+    model: resolveModel(agent, definition),
+    deadlineMinutes: station.spec.deadlineMinutes,
+    now,
+    resources: d.resources,
+    output: d.output,
+  });
+  const labels = runLabels(agent.metadata.name, station.metadata.name);
+  const template = wirePodTemplate(station.spec.template as unknown, {
+    command: supervisorCommand(command.value.argv),
+    env,
+    initImage: input.agentImage,
+    labels,
+  });
+  if (!template.ok) return template;
+
+  return ok({
+    apiVersion: JOB_API_VERSION,
+    kind: 'Job',
+    metadata: {
+      name: jobNameFor(agent.metadata.name),
+      namespace: agent.metadata.namespace,
+      labels,
+      annotations: { [ANNOTATION_AGENT_UID]: agent.metadata.uid },
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: KIND_AGENT,
+          name: agent.metadata.name,
+          uid: agent.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    spec: {
+      ttlSecondsAfterFinished: JOB_TTL_SECONDS_AFTER_FINISHED,
+      activeDeadlineSeconds: clampDeadlineMinutes(station.spec.deadlineMinutes) * 60,
+      backoffLimit: JOB_BACKOFF_LIMIT,
+      template: template.value,
+    },
+  });
+}

@@ -1,0 +1,244 @@
+// Validation and rewrite of a Station's pod template (reference-system.md 2.3, 2.6, 2.8-2.10).
+
+import { err, ok, type Result } from '../shared/result.ts';
+import {
+  AGENT_CONTAINER_NAME,
+  AGENT_VOLUME_NAME,
+  BUNDLE_ROOT,
+  DEFAULT_WORKSPACE,
+  INIT_ARGS,
+  INIT_CONTAINER_NAME,
+  WORKSPACE_VOLUME_NAME,
+} from './bundle.ts';
+import type { EnvVar } from './env.ts';
+import { ANNOTATION_SAFE_TO_EVICT } from './names.ts';
+
+/** A JSON object (the Station template is free-form JSON). */
+export type JsonObject = Record<string, unknown>;
+
+/** Validation errors of a Station template, exactly as `status.failureReason` shows them (after its prefix). */
+export const TEMPLATE_ERRORS = {
+  notObject: 'Station template must be an object',
+  noSpec: 'Station template needs a spec',
+  noContainers: 'Station template.spec.containers is required',
+  hostNamespace: (field: 'hostNetwork' | 'hostPID' | 'hostIPC') =>
+    `Station template must not enable ${field} on an agent run pod`,
+  hostPath: 'Station template must not mount a hostPath volume into an agent run pod',
+  privileged: 'Station template container must not be privileged',
+  noAgent: "Station template has no container named 'agent'",
+  // Our additions: further host escapes, and shapes the rewrite cannot work with.
+  hostPort: 'Station template container must not use a hostPort on an agent run pod',
+  capability: (cap: string) =>
+    `Station template container must not add capability ${cap} on an agent run pod`,
+  hostProcess: 'Station template container must not run as a Windows host process on an agent run pod',
+  procMount: 'Station template container must not unmask /proc on an agent run pod',
+  agentArgs:
+    "Station template container 'agent' must not set args: the run command is built from the recipe and args would follow the prompt",
+  containersNotList: 'Station template.spec.containers must be a list of containers',
+  containerNotObject: 'Station template.spec.containers entries must be objects',
+  volumesNotList: 'Station template.spec.volumes must be a list of volumes',
+  volumeNotObject: 'Station template.spec.volumes entries must be objects',
+  mountsNotList: "Station template container 'agent' volumeMounts must be a list of objects",
+} as const;
+
+/**
+ * Capabilities Pod Security "baseline" lets a container add; adding anything else (SYS_ADMIN, NET_ADMIN,
+ * SYS_PTRACE, …) is refused as a host escape.
+ */
+export const BASELINE_CAPABILITIES: ReadonlySet<string> = new Set([
+  'AUDIT_WRITE',
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'FOWNER',
+  'FSETID',
+  'KILL',
+  'MKNOD',
+  'NET_BIND_SERVICE',
+  'SETFCAP',
+  'SETGID',
+  'SETPCAP',
+  'SETUID',
+  'SYS_CHROOT',
+]);
+
+/** Security context of the agent container (replaces the Station's). */
+export const AGENT_SECURITY_CONTEXT: JsonObject = {
+  runAsNonRoot: true,
+  runAsUser: 1000,
+  runAsGroup: 1000,
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'] },
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+/** Security context of the pod (replaces the Station's). */
+export const POD_SECURITY_CONTEXT: JsonObject = { fsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } };
+/** Security context of the init container: root with the five capabilities provisioning and chown need. */
+export const INIT_SECURITY_CONTEXT: JsonObject = {
+  runAsUser: 0,
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'], add: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETUID', 'SETGID'] },
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+/** Agent container resources, applied only when the Station sets none (no CPU limit). */
+export const AGENT_DEFAULT_RESOURCES: JsonObject = {
+  requests: { cpu: '100m', memory: '256Mi' },
+  limits: { memory: '2Gi' },
+};
+/** Init container resources (2Gi: vendor installers peak above 512Mi). */
+export const INIT_RESOURCES: JsonObject = {
+  requests: { cpu: '50m', memory: '128Mi' },
+  limits: { memory: '2Gi' },
+};
+
+const isObject = (u: unknown): u is JsonObject => typeof u === 'object' && u !== null && !Array.isArray(u);
+const clone = <T>(u: T): T => structuredClone(u);
+
+/** The two volume mounts both run containers get. */
+export function runVolumeMounts(): JsonObject[] {
+  return [
+    { name: AGENT_VOLUME_NAME, mountPath: BUNDLE_ROOT },
+    { name: WORKSPACE_VOLUME_NAME, mountPath: DEFAULT_WORKSPACE },
+  ];
+}
+
+/** What the rewrite puts into the pod besides the Station's template. */
+export interface PodWiring {
+  /** Full command of the agent container. */
+  readonly command: readonly string[];
+  /** Run env, shared by the init and agent containers. */
+  readonly env: readonly EnvVar[];
+  /** Image of the init container (controller `AGENT_IMAGE`). */
+  readonly initImage: string;
+  /** Labels forced onto the pod template (ours win). */
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/** Our host-escape refusals beyond the reference's, for every container of the template (sidecars included). */
+function containerEscape(container: JsonObject): string | undefined {
+  for (const port of Array.isArray(container.ports) ? container.ports : []) {
+    if (isObject(port) && port.hostPort !== undefined && port.hostPort !== null && port.hostPort !== 0) {
+      return TEMPLATE_ERRORS.hostPort;
+    }
+  }
+  const sc = container.securityContext;
+  if (!isObject(sc)) return undefined;
+  const add = isObject(sc.capabilities) && Array.isArray(sc.capabilities.add) ? sc.capabilities.add : [];
+  for (const cap of add) {
+    const name = String(cap).toUpperCase().replace(/^CAP_/, '');
+    if (!BASELINE_CAPABILITIES.has(name)) return TEMPLATE_ERRORS.capability(String(cap));
+  }
+  if (isObject(sc.windowsOptions) && sc.windowsOptions.hostProcess === true)
+    return TEMPLATE_ERRORS.hostProcess;
+  if (sc.procMount !== undefined && sc.procMount !== null && sc.procMount !== 'Default') {
+    return TEMPLATE_ERRORS.procMount;
+  }
+  return undefined;
+}
+
+const isPrivileged = (container: JsonObject): boolean =>
+  isObject(container.securityContext) && container.securityContext.privileged === true;
+
+/**
+ * Checks a Station template in the reference's order (object, spec, containers, host namespaces, hostPath volumes,
+ * privileged containers, the `agent` container), plus our refusals (hostPort, capabilities beyond Pod Security
+ * baseline, Windows host process, unmasked /proc, `args` on the agent container) and shape checks. Returns the
+ * first problem as a one-line message, or undefined when the template can be wired.
+ */
+export function templateProblem(template: unknown): string | undefined {
+  if (!isObject(template)) return TEMPLATE_ERRORS.notObject;
+  const spec = template.spec;
+  if (!isObject(spec)) return TEMPLATE_ERRORS.noSpec;
+  if (spec.containers === undefined || spec.containers === null) return TEMPLATE_ERRORS.noContainers;
+  if (!Array.isArray(spec.containers)) return TEMPLATE_ERRORS.containersNotList;
+  for (const field of ['hostNetwork', 'hostPID', 'hostIPC'] as const) {
+    if (spec[field] === true) return TEMPLATE_ERRORS.hostNamespace(field);
+  }
+  if (spec.volumes !== undefined && spec.volumes !== null) {
+    if (!Array.isArray(spec.volumes)) return TEMPLATE_ERRORS.volumesNotList;
+    for (const volume of spec.volumes) {
+      if (!isObject(volume)) return TEMPLATE_ERRORS.volumeNotObject;
+      if ('hostPath' in volume) return TEMPLATE_ERRORS.hostPath;
+    }
+  }
+  const containers: unknown[] = spec.containers;
+  if (!containers.every(isObject)) return TEMPLATE_ERRORS.containerNotObject;
+  if (containers.some(isPrivileged)) return TEMPLATE_ERRORS.privileged;
+  const agent = containers.find((c) => c.name === AGENT_CONTAINER_NAME);
+  if (agent === undefined) return TEMPLATE_ERRORS.noAgent;
+  for (const container of containers) {
+    const refusal = containerEscape(container);
+    if (refusal !== undefined) return refusal;
+  }
+  if (
+    agent.args !== undefined &&
+    agent.args !== null &&
+    !(Array.isArray(agent.args) && agent.args.length === 0)
+  ) {
+    return TEMPLATE_ERRORS.agentArgs;
+  }
+  const mounts = agent.volumeMounts;
+  if (mounts !== undefined && mounts !== null && (!Array.isArray(mounts) || !mounts.every(isObject))) {
+    return TEMPLATE_ERRORS.mountsNotList;
+  }
+  return undefined;
+}
+
+const notRunVolume = (entry: JsonObject): boolean =>
+  entry.name !== AGENT_VOLUME_NAME && entry.name !== WORKSPACE_VOLUME_NAME;
+
+const stringMap = (u: unknown): Record<string, unknown> => (isObject(u) ? u : {});
+
+/**
+ * Validates (see {@link templateProblem}) and rewrites a deep copy of a Station template into the run pod
+ * template; the input is never modified. The `agent` container gets the supervisor command, the run env, the
+ * `agent`/`workspace` mounts (replacing Station mounts of those names), the hardened security context and default
+ * resources when it has no `resources`; init containers are replaced by the injecting `init` container; the
+ * `agent`/`workspace` emptyDirs replace Station volumes of those names; restartPolicy Never, the pod security
+ * context, no service-account token, merged labels (ours win) and `safe-to-evict: "false"` are forced. Sidecars,
+ * nodeSelector, tolerations, affinity and other fields are preserved.
+ */
+export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<JsonObject, string> {
+  const problem = templateProblem(template);
+  if (problem !== undefined) return err(problem);
+  const pod = clone(template as JsonObject);
+  const spec = pod.spec as JsonObject;
+  const containers = spec.containers as JsonObject[];
+
+  const metadata = stringMap(pod.metadata);
+  metadata.labels = { ...stringMap(metadata.labels), ...wiring.labels };
+  metadata.annotations = { ...stringMap(metadata.annotations), [ANNOTATION_SAFE_TO_EVICT]: 'false' };
+  pod.metadata = metadata;
+
+  const index = containers.findIndex((c) => c.name === AGENT_CONTAINER_NAME);
+  const agent = containers[index] as JsonObject;
+  agent.command = [...wiring.command];
+  delete agent.args;
+  agent.env = clone(wiring.env) as unknown[];
+  const stationMounts = Array.isArray(agent.volumeMounts) ? (agent.volumeMounts as JsonObject[]) : [];
+  agent.volumeMounts = [...stationMounts.filter(notRunVolume), ...runVolumeMounts()];
+  agent.securityContext = clone(AGENT_SECURITY_CONTEXT);
+  if (agent.resources === undefined || agent.resources === null)
+    agent.resources = clone(AGENT_DEFAULT_RESOURCES);
+
+  spec.initContainers = [
+    {
+      name: INIT_CONTAINER_NAME,
+      image: wiring.initImage,
+      args: [...INIT_ARGS],
+      env: clone(wiring.env) as unknown[],
+      volumeMounts: runVolumeMounts(),
+      securityContext: clone(INIT_SECURITY_CONTEXT),
+      resources: clone(INIT_RESOURCES),
+    },
+  ];
+  const stationVolumes = Array.isArray(spec.volumes) ? (spec.volumes as JsonObject[]) : [];
+  spec.volumes = [
+    ...stationVolumes.filter(notRunVolume),
+    { name: AGENT_VOLUME_NAME, emptyDir: {} },
+    { name: WORKSPACE_VOLUME_NAME, emptyDir: {} },
+  ];
+  spec.restartPolicy = 'Never';
+  spec.securityContext = clone(POD_SECURITY_CONTEXT);
+  spec.automountServiceAccountToken = false;
+  return ok(pod);
+}
