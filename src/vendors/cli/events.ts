@@ -2,11 +2,11 @@
 // OpenCode and Gemini CLI rules instead of the reference's Claude rules for every non-Codex CLI.
 
 import * as v from 'valibot';
+import type { SelectEvent } from '../../api/agent-definition.ts';
 import type { Vendor } from './route.ts';
 
-/** Event classes an `output.select` entry can name. */
-export const SELECT_EVENTS = ['tool_call', 'message', 'tool_result', 'result', 'usage'] as const;
-export type SelectEvent = (typeof SELECT_EVENTS)[number];
+/** Event classes an `output.select` entry can name (defined once in the API layer). */
+export { SELECT_EVENTS, type SelectEvent } from '../../api/agent-definition.ts';
 
 /** The class of one agent line, with the tool name and text a selector can match on. */
 export interface ClassifiedEvent {
