@@ -1,4 +1,5 @@
 import type { AgentPhase } from '../api/index.ts';
+import type { JobManifest } from '../jobs/index.ts';
 import type { StatusCondition } from './conditions.ts';
 
 /**
@@ -65,12 +66,8 @@ export type MetricObservation =
   /** `controller_run_failures_total{kind}`. */
   | { readonly metric: 'runFailure'; readonly kind: RunFailureKind };
 
-/** A Job manifest ready to POST (built by src/jobs). */
-export interface JobManifest {
-  readonly apiVersion: string;
-  readonly kind: string;
-  readonly metadata: { readonly name: string; readonly namespace: string };
-}
+/** A Job manifest ready to POST, as built by src/jobs `buildJob`. */
+export type { JobManifest };
 
 /** Everything the reconcile core can ask the executor to do. */
 export type Action =

@@ -11,9 +11,8 @@ import {
   parseStation,
   type Station,
 } from '../api/index.ts';
-import { jobNameFor } from '../jobs/names.ts';
-import { err, ok } from '../shared/result.ts';
-import type { JobManifest } from './actions.ts';
+import { buildJob, jobNameFor } from '../jobs/index.ts';
+import { err } from '../shared/result.ts';
 import type { JobBuilder } from './agent/decide.ts';
 
 export const NS = 'team';
@@ -211,17 +210,12 @@ export function pod(agentName: string, exitCode: number | undefined): Pod {
   );
 }
 
-/** A builder that succeeds with a minimal manifest named by jobNameFor, recording its requests. */
-export function fakeBuilder(): JobBuilder & { readonly calls: Parameters<JobBuilder>[0][] } {
+/** The real builder (src/jobs `buildJob`), recording its requests. */
+export function recordingBuilder(): JobBuilder & { readonly calls: Parameters<JobBuilder>[0][] } {
   const calls: Parameters<JobBuilder>[0][] = [];
   const build: JobBuilder = (req) => {
     calls.push(req);
-    const manifest: JobManifest = {
-      apiVersion: 'batch/v1',
-      kind: 'Job',
-      metadata: { name: jobNameFor(req.agent.metadata.name), namespace: req.agent.metadata.namespace },
-    };
-    return ok(manifest);
+    return buildJob(req);
   };
   return Object.assign(build, { calls });
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Agent } from '../../api/index.ts';
-import { jobNameFor } from '../../jobs/names.ts';
+import { jobNameFor } from '../../jobs/index.ts';
 import type { Action, AgentStatusPatch, Decision, MetricObservation } from '../actions.ts';
 import { findCondition } from '../conditions.ts';
 import {
@@ -24,12 +24,12 @@ import {
   failedBackoff,
   failingBuilder,
   failureTarget,
-  fakeBuilder,
   finished,
   iso,
   job,
   NS,
   pod,
+  recordingBuilder,
   running,
   station,
   successCriteriaMet,
@@ -139,7 +139,7 @@ function checkInvariants(s: Snapshot, d: Decision): void {
   if (d.needs !== undefined) assert.equal(d.actions.length, 0, 'an incomplete decision has no actions');
 }
 
-function run(s: Snapshot, build: JobBuilder = fakeBuilder(), now = NOW): Decision {
+function run(s: Snapshot, build: JobBuilder = recordingBuilder(), now = NOW): Decision {
   const d = decide(s, now, build);
   checkInvariants(s, d);
   return d;
@@ -165,7 +165,7 @@ describe('decide: terminal and deleted Agents', () => {
   ];
   for (const [name, s] of rows) {
     it(`does nothing at all for ${name}`, () => {
-      const build = fakeBuilder();
+      const build = recordingBuilder();
       assert.deepEqual(run(s, build), { actions: [] });
       assert.equal(build.calls.length, 0, 'no Job is even built');
     });
@@ -222,7 +222,7 @@ describe('decide: Pending with missing references', () => {
 
 describe('decide: Pending start', () => {
   it('creates the Job, then patches Running with jobName and startedAt', () => {
-    const build = fakeBuilder();
+    const build = recordingBuilder();
     const a = agent('a', { created: 20 });
     const d = run(snap(a), build);
     assert.deepEqual(kinds(d), ['createJob', 'patchStatus', 'recordEvent', 'observeMetric']);
@@ -263,8 +263,35 @@ describe('decide: Pending start', () => {
     assert.deepEqual(failureKinds(d), ['build_error']);
   });
 
+  it('builds the Job with src/jobs by default: owned by the Agent, in its namespace', () => {
+    const d = decide(snap(agent('a')), NOW);
+    const create = d.actions.find((x) => x.kind === 'createJob');
+    assert.ok(create?.kind === 'createJob');
+    assert.equal(create.job.metadata.name, jobNameFor('a'));
+    assert.equal(create.job.metadata.namespace, NS);
+    assert.deepEqual(
+      create.job.metadata.ownerReferences.map((r) => [
+        r.kind,
+        r.name,
+        r.uid,
+        r.controller,
+        r.blockOwnerDeletion,
+      ]),
+      [['Agent', 'a', 'uid-a', true, true]],
+    );
+  });
+
+  it('fails with the real builder reason for a Station template without an agent container', () => {
+    const s = snap(agent('a'), {
+      station: station('stn', { template: { spec: { containers: [{ name: 'main', image: 'busybox' }] } } }),
+    });
+    const st = onlyPatch(run(s));
+    assert.equal(st.phase, 'Failed');
+    assert.equal(st.failureReason, "Job build failed: Station template has no container named 'agent'");
+  });
+
   it('fails when the API server rejected the Job (422)', () => {
-    const build = fakeBuilder();
+    const build = recordingBuilder();
     const d = run(snap(agent('a'), { jobRejected: { message: 'spec.template: Invalid value' } }), build);
     const st = onlyPatch(d);
     assert.equal(st.failureReason, failureRejected('spec.template: Invalid value'));
@@ -351,7 +378,7 @@ describe('decide: Pending admission', () => {
     const queued = agent('a', { created: 10, status: { phase: 'Pending', conditions: st.conditions } });
     const again = run(
       { ...s, agent: queued, siblings: [running('r1'), running('r2'), queued] },
-      fakeBuilder(),
+      recordingBuilder(),
       at(90),
     );
     assert.deepEqual(again, { actions: [], requeueAfterMs: OPTIONS.requeueMs });
@@ -371,14 +398,14 @@ describe('decide: Pending admission', () => {
     const a = agent('a', { created: 10 });
     const s = snap(a, { siblings: [running('r'), a], station: limited({ maxConcurrentRuns: 1 }) });
     const queuedAt = at(20);
-    const q = decide(s, queuedAt, fakeBuilder());
+    const q = decide(s, queuedAt, recordingBuilder());
     const queued = agent('a', {
       created: 10,
       status: { phase: 'Pending', conditions: onlyPatch(q).conditions },
     });
     const d = run(
       { ...s, agent: queued, siblings: [finished('r', 'Succeeded', 30), queued] },
-      fakeBuilder(),
+      recordingBuilder(),
       at(40),
     );
     const ready = findCondition(onlyPatch(d).conditions, 'Ready');
@@ -766,13 +793,13 @@ describe('decide: conditions across the lifecycle', () => {
     let a = agent('a', { created: 0, generation: 3 });
     const st = station('stn', { maxConcurrentRuns: 1 });
     const blocker = running('r');
-    const q = run(snap(a, { station: st, siblings: [blocker, a] }), fakeBuilder(), at(10));
+    const q = run(snap(a, { station: st, siblings: [blocker, a] }), recordingBuilder(), at(10));
     a = agent('a', {
       created: 0,
       generation: 3,
       status: { phase: 'Pending', conditions: onlyPatch(q).conditions },
     });
-    const r = run(snap(a, { station: st, siblings: [a] }), fakeBuilder(), at(20));
+    const r = run(snap(a, { station: st, siblings: [a] }), recordingBuilder(), at(20));
     const rs = onlyPatch(r);
     a = agent('a', {
       created: 0,
@@ -785,7 +812,7 @@ describe('decide: conditions across the lifecycle', () => {
         siblings: [a],
         job: present(job('a', { conditions: complete }), withPod('a', 0)),
       }),
-      fakeBuilder(),
+      recordingBuilder(),
       at(30),
     );
     const conds = onlyPatch(done).conditions;
@@ -802,7 +829,7 @@ describe('decide: conditions across the lifecycle', () => {
   it('omits observedGeneration when the Agent has no generation', () => {
     const raw = agent('a');
     const a: Agent = { ...raw, metadata: { ...raw.metadata, generation: undefined } };
-    const d = decide(snap(a, { station: null, definition: null }), NOW, fakeBuilder());
+    const d = decide(snap(a, { station: null, definition: null }), NOW, recordingBuilder());
     const st = onlyPatch(d);
     assert.equal('observedGeneration' in st, false);
   });

@@ -1,0 +1,230 @@
+import { type Agent, GROUP, type Job, KIND_AGENT } from '../../api/index.ts';
+import type { BuildJobInput } from '../../jobs/index.ts';
+import type { Result } from '../../shared/result.ts';
+import type { Action, Decision, JobManifest, RunFailureKind } from '../actions.ts';
+import { conditionsSatisfied } from '../conditions.ts';
+import {
+  FAILURE_MISSING_REF,
+  failureBuild,
+  failureNotOwned,
+  failureRejected,
+  preemptedMessage,
+  REASON,
+} from '../reasons.ts';
+import type { Snapshot } from '../snapshot.ts';
+import { admit } from '../station/admission.ts';
+import {
+  agentRef,
+  event,
+  failedConditions,
+  formatStatusTime,
+  queuedConditions,
+  runningConditions,
+  statusPatch,
+} from './status.ts';
+import { pruneAfter, secondsBetween } from './transition.ts';
+
+/** What the Job builder receives: the run's objects, the init image and the Job creation time. */
+export type BuildRequest = BuildJobInput;
+
+/**
+ * Builds the run's Job, or says in one line why it cannot be built (bad template, host escape, …). Pure.
+ * `decide` uses src/jobs `buildJob` unless told otherwise.
+ */
+export type JobBuilder = (request: BuildRequest) => Result<JobManifest, string>;
+
+/** Re-check period while a Job left by an earlier Agent of the same name waits for garbage collection. */
+export const STALE_JOB_RETRY_MS = 2000;
+
+/** The Pending rows of the decision table (see `decide`). */
+export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decision {
+  const { agent, station, definition } = s;
+  if (station === null || definition === null) {
+    const message =
+      station === null
+        ? `Station ${agent.spec.stationRef} not found`
+        : `AgentDefinition ${station.spec.agentDefRef} of Station ${station.metadata.name} not found`;
+    return failBeforeStart(s, now, {
+      kind: 'missing_ref',
+      reason: REASON.missingReference,
+      failureReason: FAILURE_MISSING_REF,
+      message,
+    });
+  }
+  if (s.jobRejected !== undefined) {
+    const failureReason = failureRejected(s.jobRejected.message);
+    return failBeforeStart(s, now, {
+      kind: 'build_error',
+      reason: REASON.buildFailed,
+      failureReason,
+      message: failureReason,
+    });
+  }
+  if (s.job.kind === 'present') {
+    const job = s.job.job;
+    switch (jobOwnership(job, agent)) {
+      case 'owned':
+        return adopt(s, job, now);
+      case 'stale':
+        return { actions: [], requeueAfterMs: STALE_JOB_RETRY_MS };
+      case 'foreign': {
+        const failureReason = failureNotOwned(job.metadata.name);
+        return failBeforeStart(s, now, {
+          kind: 'build_error',
+          reason: REASON.jobNotOwned,
+          failureReason,
+          message: failureReason,
+        });
+      }
+    }
+  }
+  const built = build({ agent, station, definition, agentImage: s.options.agentImage, now });
+  if (!built.ok) {
+    const failureReason = failureBuild(built.error);
+    return failBeforeStart(s, now, {
+      kind: 'build_error',
+      reason: REASON.buildFailed,
+      failureReason,
+      message: failureReason,
+    });
+  }
+  const verdict = admit(agent, s.siblings, {
+    name: station.metadata.name,
+    maxConcurrentRuns: station.spec.maxConcurrentRuns,
+    concurrencyPolicy: station.spec.concurrencyPolicy,
+  });
+  if (verdict.kind === 'wait') {
+    const limit = verdict.limit;
+    const message = `Waiting for a free run slot: Station ${station.metadata.name} allows ${limit} run${limit === 1 ? '' : 's'} at once (concurrencyPolicy ${verdict.policy})`;
+    const updates = queuedConditions(message);
+    const stamped = updates.map((u) => ({ ...u, observedGeneration: agent.metadata.generation }));
+    if (conditionsSatisfied(agent.status.conditions, stamped)) {
+      return { actions: [], requeueAfterMs: s.options.requeueMs };
+    }
+    return {
+      actions: [
+        statusPatch(agent, { phase: 'Pending' }, updates, now),
+        event(agentRef(agent), 'Normal', REASON.queued, message),
+      ],
+      requeueAfterMs: s.options.requeueMs,
+    };
+  }
+  const actions: Action[] = [];
+  if (verdict.kind === 'replace') {
+    const reason = preemptedMessage(agent.metadata.name, station.metadata.name);
+    for (const victim of verdict.victims) {
+      const victimRef = agentRef(victim);
+      actions.push(
+        {
+          kind: 'deleteAgent',
+          ref: victimRef,
+          resourceVersion: victim.metadata.resourceVersion,
+          purpose: 'preempt',
+          reason,
+        },
+        event(victimRef, 'Warning', REASON.preempted, reason),
+        { kind: 'observeMetric', observation: { metric: 'runFailure', kind: 'preempted' } },
+        event(
+          agentRef(agent),
+          'Normal',
+          REASON.preempting,
+          `Deleted Agent ${victim.metadata.name} to make room (Station ${station.metadata.name}, concurrencyPolicy Replace)`,
+        ),
+      );
+    }
+  }
+  const jobName = built.value.metadata.name;
+  actions.push(
+    { kind: 'createJob', job: built.value },
+    ...startActions(agent, jobName, formatStatusTime(now), `Created Job ${jobName}`, now, now),
+  );
+  return { actions, requeueAfterMs: s.options.requeueMs };
+}
+
+/** Running + jobName + startedAt, the Started event and the queue-time metric. */
+function startActions(
+  agent: Agent,
+  jobName: string,
+  startedAt: string,
+  message: string,
+  jobCreated: Date,
+  now: Date,
+): Action[] {
+  const queued = secondsBetween(agent.metadata.creationTimestamp, jobCreated);
+  return [
+    statusPatch(
+      agent,
+      { phase: 'Running', jobName, startedAt },
+      runningConditions(`Job ${jobName} is running`),
+      now,
+    ),
+    event(agentRef(agent), 'Normal', REASON.started, message),
+    ...(queued !== undefined
+      ? [{ kind: 'observeMetric' as const, observation: { metric: 'runQueue' as const, seconds: queued } }]
+      : []),
+  ];
+}
+
+function adopt(s: Snapshot, job: Job, now: Date): Decision {
+  const created = Date.parse(job.metadata.creationTimestamp);
+  const jobCreated = Number.isNaN(created) ? now : new Date(created);
+  const startedAt = s.agent.status.startedAt ?? formatStatusTime(jobCreated);
+  return {
+    actions: startActions(
+      s.agent,
+      job.metadata.name,
+      startedAt,
+      `Adopted existing Job ${job.metadata.name}`,
+      jobCreated,
+      now,
+    ),
+    requeueAfterMs: s.options.requeueMs,
+  };
+}
+
+/**
+ * Whose Job this is: `owned` when its controller ownerReference names this Agent's uid; `stale` when it is
+ * being deleted or its controller is an earlier Agent of the same name (garbage collection will remove it);
+ * `foreign` otherwise.
+ */
+export function jobOwnership(job: Job, agent: Agent): 'owned' | 'stale' | 'foreign' {
+  const owner = job.metadata.ownerReferences.find((r) => r.controller === true);
+  if (owner !== undefined && owner.uid === agent.metadata.uid) return 'owned';
+  if (job.metadata.deletionTimestamp !== undefined) return 'stale';
+  if (
+    owner !== undefined &&
+    owner.kind === KIND_AGENT &&
+    owner.apiVersion.startsWith(`${GROUP}/`) &&
+    owner.name === agent.metadata.name
+  ) {
+    return 'stale';
+  }
+  return 'foreign';
+}
+
+interface EarlyFailure {
+  readonly kind: RunFailureKind;
+  readonly reason: string;
+  readonly failureReason: string;
+  readonly message: string;
+}
+
+/** A Pending Agent fails without a run: no jobName, no exitCode, not timed. */
+function failBeforeStart(s: Snapshot, now: Date, f: EarlyFailure): Decision {
+  const { agent } = s;
+  const completedAt = formatStatusTime(now);
+  return {
+    actions: [
+      statusPatch(
+        agent,
+        { phase: 'Failed', failureReason: f.failureReason, completedAt },
+        failedConditions(f.reason, f.message),
+        now,
+      ),
+      event(agentRef(agent), 'Warning', f.reason, f.message),
+      { kind: 'observeMetric', observation: { metric: 'runCompleted', phase: 'Failed' } },
+      { kind: 'observeMetric', observation: { metric: 'runFailure', kind: f.kind } },
+      ...pruneAfter(s, 'Failed', completedAt),
+    ],
+  };
+}

@@ -1,0 +1,153 @@
+import { capOutput, jobNameFor } from '../../jobs/index.ts';
+import type { Action, Decision, RunFailureKind } from '../actions.ts';
+import { FAILURE_JOB_GONE, FAILURE_POD_GONE, failureOutputUnavailable, REASON } from '../reasons.ts';
+import type { RunEvidence, Snapshot } from '../snapshot.ts';
+import { agentExitCode, coherentExitCode, parseJobOutcome } from './outcome.ts';
+import { jobOwnership } from './pending.ts';
+import {
+  agentRef,
+  event,
+  failedConditions,
+  formatStatusTime,
+  statusPatch,
+  succeededConditions,
+} from './status.ts';
+import { pruneAfter, secondsBetween } from './transition.ts';
+
+/** The Running rows of the decision table (see `decide`). */
+export function decideRunning(s: Snapshot, now: Date): Decision {
+  const { agent } = s;
+  const jobName = agent.status.jobName || jobNameFor(agent.metadata.name);
+  if (s.job.kind === 'unknown') return { actions: [], needs: 'job' };
+  if (s.job.kind === 'absent' || jobOwnership(s.job.job, agent) !== 'owned') {
+    return finish(s, now, {
+      phase: 'Failed',
+      jobName,
+      exitCode: 1,
+      output: '',
+      failureReason: FAILURE_JOB_GONE,
+      reason: REASON.jobGarbageCollected,
+      message: `Job ${jobName} was garbage-collected before its result was observed`,
+      failureKinds: ['output_unavailable'],
+      extraEvents: [],
+    });
+  }
+  const outcome = parseJobOutcome(s.job.job);
+  if (outcome.kind === 'running') return { actions: [], requeueAfterMs: s.options.requeueMs };
+  const evidence = s.job.evidence;
+  if (evidence.kind === 'notGathered') return { actions: [], needs: 'runEvidence' };
+  const phase = outcome.kind === 'succeeded' ? 'Succeeded' : 'Failed';
+  const read = readEvidence(evidence, s.options.maxOutputBytes);
+  const exitCode = coherentExitCode(phase, read.podExitCode);
+  const failureKinds: RunFailureKind[] = [];
+  if (phase === 'Failed') failureKinds.push('job_failed');
+  if (read.unavailable !== undefined) failureKinds.push('output_unavailable');
+  const extraEvents =
+    read.unavailable !== undefined
+      ? [{ type: 'Warning' as const, reason: REASON.outputUnavailable, message: read.unavailable }]
+      : [];
+  if (outcome.kind === 'succeeded') {
+    return finish(s, now, {
+      phase,
+      jobName,
+      exitCode,
+      output: read.output,
+      ...(read.unavailable !== undefined ? { failureReason: read.unavailable } : {}),
+      reason: REASON.succeeded,
+      message: `Job ${jobName} completed`,
+      failureKinds,
+      extraEvents,
+    });
+  }
+  return finish(s, now, {
+    phase,
+    jobName,
+    exitCode,
+    output: read.output,
+    failureReason: outcome.reason,
+    reason: REASON.jobFailed,
+    message: `Job ${jobName} failed with exit code ${exitCode}: ${outcome.reason}`,
+    failureKinds,
+    extraEvents,
+  });
+}
+
+interface EvidenceRead {
+  readonly output: string;
+  readonly podExitCode: number | undefined;
+  /** Why the output is unavailable (a `status.failureReason` text), when it is. */
+  readonly unavailable: string | undefined;
+}
+
+function readEvidence(
+  evidence: Exclude<RunEvidence, { kind: 'notGathered' }>,
+  maxOutputBytes: number,
+): EvidenceRead {
+  switch (evidence.kind) {
+    case 'podGone':
+      return { output: '', podExitCode: undefined, unavailable: FAILURE_POD_GONE };
+    case 'unavailable':
+      return { output: '', podExitCode: undefined, unavailable: failureOutputUnavailable(evidence.detail) };
+    case 'pod': {
+      const podExitCode = agentExitCode(evidence.pod);
+      if (evidence.log.kind === 'unavailable') {
+        return { output: '', podExitCode, unavailable: failureOutputUnavailable(evidence.log.detail) };
+      }
+      return { output: capOutput(evidence.log.text, maxOutputBytes), podExitCode, unavailable: undefined };
+    }
+  }
+}
+
+interface Completion {
+  readonly phase: 'Succeeded' | 'Failed';
+  readonly jobName: string;
+  readonly exitCode: number;
+  readonly output: string;
+  readonly failureReason?: string;
+  /** Condition and Event reason of the transition. */
+  readonly reason: string;
+  readonly message: string;
+  readonly failureKinds: readonly RunFailureKind[];
+  readonly extraEvents: readonly { type: 'Normal' | 'Warning'; reason: string; message: string }[];
+}
+
+/** The terminal transition of a run that started: status, events, metrics, then the history sweep. */
+function finish(s: Snapshot, now: Date, c: Completion): Decision {
+  const { agent } = s;
+  const completedAt = formatStatusTime(now);
+  const ref = agentRef(agent);
+  const conditions =
+    c.phase === 'Succeeded' ? succeededConditions(c.message) : failedConditions(c.reason, c.message);
+  const duration = secondsBetween(agent.status.startedAt, now);
+  const actions: Action[] = [
+    statusPatch(
+      agent,
+      {
+        phase: c.phase,
+        jobName: c.jobName,
+        exitCode: c.exitCode,
+        output: c.output,
+        ...(c.failureReason !== undefined ? { failureReason: c.failureReason } : {}),
+        completedAt,
+      },
+      conditions,
+      now,
+    ),
+    event(ref, c.phase === 'Succeeded' ? 'Normal' : 'Warning', c.reason, c.message),
+    ...c.extraEvents.map((e) => event(ref, e.type, e.reason, e.message)),
+    { kind: 'observeMetric', observation: { metric: 'runCompleted', phase: c.phase, exitCode: c.exitCode } },
+    ...(duration !== undefined
+      ? [
+          {
+            kind: 'observeMetric' as const,
+            observation: { metric: 'runDuration' as const, phase: c.phase, seconds: duration },
+          },
+        ]
+      : []),
+    ...c.failureKinds.map(
+      (kind): Action => ({ kind: 'observeMetric', observation: { metric: 'runFailure', kind } }),
+    ),
+    ...pruneAfter(s, c.phase, completedAt),
+  ];
+  return { actions };
+}
