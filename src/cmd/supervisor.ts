@@ -1,4 +1,8 @@
+import { runSupervisor, waitForFlush } from '../pod/supervisor/index.ts';
 import { type Command, parseFlags, UsageError } from './usage.ts';
+
+/** How long the supervisor waits for its own stdout/stderr to drain before the hard exit. */
+const FLUSH_BEFORE_EXIT_MS = 2000;
 
 export const supervisorCommand: Command = {
   name: 'supervisor',
@@ -7,8 +11,19 @@ export const supervisorCommand: Command = {
     'Usage: agent-controller supervisor -- <command> [args...]',
     '',
     'Runs the agent CLI as a child process, forwards signals, and streams its output',
-    'to stdout and the configured sinks. Configuration comes from the run environment.',
+    'to stdout and the configured sinks. Configuration comes from the run environment:',
+    '  AGENT_SINKS, AGENT_NOTIFY_URL, AGENT_SINK_RETRY_ATTEMPTS/_BASE_MS/_MAX_MS, AGENT_SINK_FLUSH_MS,',
+    '  AGENT_SELECT, AGENT_WATCH, WORKSPACE_DIR, AGENT_MODEL, AGENT_EXIT_GRACE_MS,',
+    '  AGENT_DEADLINE_MS, AGENT_DEADLINE_AT, AGENT_CONVERSATION_SOURCE/_PIN/_AUTH, HOME,',
+    '  AGENT_NAME, STATION_NAME, TASK_ID, POD_NAME, POD_NAMESPACE.',
+    '',
+    "Exit code: the agent's own; 124 at the run deadline; 1 when the agent cannot be started.",
   ].join('\n'),
+  /**
+   * Runs the supervisor and then exits the process itself (a hard exit, after flushing stdout and stderr for at
+   * most 2 s), so a leftover grandchild holding the agent's pipes cannot keep the pod alive. Returns only for
+   * `--help` and usage errors.
+   */
   async run(io) {
     const dash = io.argv.indexOf('--');
     const own = dash === -1 ? io.argv : io.argv.slice(0, dash);
@@ -19,7 +34,18 @@ export const supervisorCommand: Command = {
     }
     const child = dash === -1 ? [] : io.argv.slice(dash + 1);
     if (child.length === 0) throw new UsageError('missing the command to supervise after --');
-    io.stderr('agent-controller supervisor: not implemented yet\n');
-    return 1;
+    const code = await runSupervisor({
+      argv: child,
+      env: io.env,
+      stdout: process.stdout,
+      stderr: process.stderr,
+      now: Date.now,
+      onSignal: (signal, handler) => {
+        process.on(signal, handler);
+        return () => void process.off(signal, handler);
+      },
+    });
+    await waitForFlush([process.stdout, process.stderr], FLUSH_BEFORE_EXIT_MS);
+    process.exit(code);
   },
 };

@@ -4,7 +4,7 @@ import type { Env } from './env.ts';
 import { DOUBLE_WRAP_MESSAGE, type EventSource, type ParsedLine, wrapLine } from './envelope.ts';
 import { headersFromSecretEnv } from './headers.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS, type FetchLike, postWithRetry } from './http.ts';
-import { redactUrl } from './redact.ts';
+import { redactUrl, scrubUrl } from './redact.ts';
 import type { RetryConfig } from './retry.ts';
 import type { SinkConfig } from './sink-config.ts';
 
@@ -259,7 +259,7 @@ function httpQueue(
       options.log.error(`${options.tag} http sink failed after retries: ${shown}`, {
         attempts: outcome.attempts,
         ...(outcome.status !== undefined ? { status: outcome.status } : {}),
-        ...(outcome.error !== undefined ? { error: scrub(outcome.error, sink.url, shown) } : {}),
+        ...(outcome.error !== undefined ? { error: scrubUrl(outcome.error, sink.url) } : {}),
       });
     }
     downUntil = now() + cooldownMs;
@@ -290,15 +290,4 @@ function fileQueue(sink: SinkConfig & { type: 'file' }, options: EventSinkOption
     options.maxQueued ?? 1000,
     options.maxQueuedBytes ?? 32 * 1024 * 1024,
   );
-}
-
-/** Replaces every spelling of `url` in an error message with its redacted form. */
-function scrub(message: string, url: string, shown: string): string {
-  let out = message.split(url).join(shown);
-  try {
-    out = out.split(new URL(url).href).join(shown);
-  } catch {
-    // not a URL: nothing more to hide
-  }
-  return out;
 }

@@ -49,6 +49,6 @@ export {
   type LifecycleStatus,
   lifecycleEvent,
 } from './lifecycle.ts';
-export { redactUrl } from './redact.ts';
+export { redactUrl, scrubUrl } from './redact.ts';
 export { backoffAfter, DEFAULT_RETRY, parseRetryConfig, type RetryConfig } from './retry.ts';
 export { isHttpUrl, parseSinkConfig, RESERVED_ENV_NAMES, type SinkConfig } from './sink-config.ts';

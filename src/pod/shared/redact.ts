@@ -11,3 +11,15 @@ export function redactUrl(text: string): string {
     return '<invalid url>';
   }
 }
+
+/** Replaces every spelling of `url` inside `message` (as given, and as normalized by `URL`) with `redactUrl(url)`. */
+export function scrubUrl(message: string, url: string): string {
+  const shown = redactUrl(url);
+  let out = message.split(url).join(shown);
+  try {
+    out = out.split(new URL(url).href).join(shown);
+  } catch {
+    // not a URL: nothing more to hide
+  }
+  return out;
+}

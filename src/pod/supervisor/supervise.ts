@@ -1,0 +1,356 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import { delimiter, isAbsolute, join } from 'node:path';
+import { createLogger, type Logger } from '../../shared/log.ts';
+import {
+  agentFailedBeforeStart,
+  agentFinished,
+  agentStarted,
+  createEventSink,
+  type Env,
+  type ParsedLine,
+  parseLine,
+} from '../shared/index.ts';
+import { effectiveDeadline, parseSupervisorConfig, type SupervisorConfig } from './config.ts';
+import { saveConversation } from './conversation.ts';
+import { LineSplitter, MAX_LINE_BYTES } from './line-splitter.ts';
+import { initialOutcome, nextWakeAt, type OutcomeEvent, type OutcomeState, step } from './outcome.ts';
+import { BareOutput, type WritableLike } from './output.ts';
+import { selected } from './select.ts';
+import { terminalOf } from './terminal.ts';
+import { collectFileEvents } from './watch.ts';
+
+/** Signals the supervisor handles itself. */
+export type HandledSignal = 'SIGTERM' | 'SIGINT' | 'SIGPIPE';
+
+/** The process-level capabilities the supervisor runs on; `cmd/supervisor.ts` binds them to `process`. */
+export interface SupervisorIo {
+  /** The agent argv (everything after `--`), non-empty. */
+  readonly argv: readonly string[];
+  readonly env: Env;
+  readonly stdout: WritableLike;
+  readonly stderr: WritableLike;
+  /** Wall clock, epoch ms (the absolute deadline is wall-clock time). */
+  readonly now: () => number;
+  /** Installs a handler for `signal` (replacing the default action); returns its removal. */
+  readonly onSignal: (signal: HandledSignal, handler: () => void) => () => void;
+}
+
+/** How long to wait for the agent's pipes to reach EOF after it exits (reference §7.1 step 10). */
+export const PIPE_DRAIN_MS = 2000;
+/** After the run deadline, everything must be over this much later (the kubelet kills the pod ≈ 10 s after it). */
+export const HARD_STOP_AFTER_DEADLINE_MS = 8000;
+/** The smallest budget any closing step gets, even when the hard stop has passed. */
+export const MIN_STEP_BUDGET_MS = 250;
+/** Upper bound for the conversation upload. */
+export const CONVERSATION_TIMEOUT_MS = 30000;
+/** Longest single timer; longer waits are re-armed (setTimeout overflows past 2^31 − 1 ms). */
+const MAX_TIMER_MS = 3_600_000;
+
+/**
+ * Runs the agent CLI under supervision (reference §7.1): streams its stdout as bare lines to stdout and, when
+ * selected, wrapped to the sinks; tags its stderr `[agent] `; forwards SIGTERM/SIGINT to its process group; ends the
+ * run on exit, after a terminal event plus grace, or at the run deadline (124); then emits file events, saves the
+ * conversation and emits the terminal lifecycle event. Resolves to the exit code; never rejects for agent, sink or
+ * environment problems. The caller must hard-exit with the code (grandchildren may still hold the pipes).
+ */
+export async function runSupervisor(io: SupervisorIo): Promise<number> {
+  const startedAt = io.now();
+  const errOut = new BareOutput(io.stderr, () => undefined);
+  const log = createLogger('info', (line) => errOut.write(line));
+  const { config, warnings } = parseSupervisorConfig(io.env);
+  for (const w of warnings) log.warn(w);
+  const out = new BareOutput(io.stdout, (error) =>
+    log.warn('[supervisor] stdout is closed; bare output lines are dropped from now on', {
+      error: describe(error),
+    }),
+  );
+  const sinks = createEventSink({
+    sinks: config.sinks,
+    retry: config.retry,
+    source: config.source,
+    env: io.env,
+    log,
+    tag: '[supervisor]',
+  });
+  const emitEvent = (event: object): void => {
+    out.line(JSON.stringify(event));
+    sinks.deliverEvent(event);
+  };
+  const deadlineAt = effectiveDeadline(startedAt, config);
+  const hardStopAt = deadlineAt === undefined ? undefined : deadlineAt + HARD_STOP_AFTER_DEADLINE_MS;
+  const budget = (want: number): number =>
+    hardStopAt === undefined ? want : Math.max(MIN_STEP_BUDGET_MS, Math.min(want, hardStopAt - io.now()));
+
+  // Signals first, so nothing arriving during the spawn is lost.
+  let child: ChildProcess | undefined;
+  let childGone = false;
+  const pending: Array<'SIGTERM' | 'SIGINT'> = [];
+  const forward = (signal: 'SIGTERM' | 'SIGINT'): void => {
+    if (child?.pid === undefined) pending.push(signal);
+    else if (!childGone) signalGroup(child, signal);
+  };
+  const removers = [
+    io.onSignal('SIGTERM', () => forward('SIGTERM')),
+    io.onSignal('SIGINT', () => forward('SIGINT')),
+    io.onSignal('SIGPIPE', () => undefined),
+  ];
+  try {
+    return await supervise();
+  } finally {
+    for (const remove of removers) remove();
+  }
+
+  async function supervise(): Promise<number> {
+    const [file, ...args] = io.argv;
+    if (file === undefined || !(await locate(file, io.env))) {
+      log.error(`[supervisor] agent not found: ${file ?? ''}`);
+      emitEvent(agentFailedBeforeStart('not-found'));
+      await sinks.close(budget(config.flushMs));
+      return 1;
+    }
+
+    const spawned = await spawnAgent(file, args, io.env);
+    if (!spawned.ok) {
+      log.error(`[supervisor] failed to start the agent: ${spawned.error}`, { agent: file });
+      emitEvent(agentFailedBeforeStart('spawn'));
+      await sinks.close(budget(config.flushMs));
+      return 1;
+    }
+    child = spawned.child;
+    emitEvent(agentStarted());
+    for (const signal of pending.splice(0)) signalGroup(child, signal);
+
+    // The outcome state machine, driven by exit, terminal and timer events.
+    let state: OutcomeState = initialOutcome({
+      graceMs: config.graceMs,
+      ...(deadlineAt !== undefined ? { deadlineAt } : {}),
+    });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let settle: (code: number) => void = () => undefined;
+    const outcome = new Promise<number>((resolve) => {
+      settle = resolve;
+    });
+    const feed = (event: OutcomeEvent): void => {
+      const next = step(state, event);
+      state = next.state;
+      for (const action of next.actions) {
+        if (action.type === 'signal') {
+          if (!childGone && child) signalGroup(child, action.signal);
+        } else log[action.level](action.msg);
+      }
+      clearTimeout(timer);
+      const wake = nextWakeAt(state);
+      if (wake !== undefined) {
+        const delay = Math.min(Math.max(0, wake - io.now()), MAX_TIMER_MS);
+        timer = setTimeout(() => feed({ type: 'tick', now: io.now() }), delay);
+      }
+      if (state.phase.tag === 'done') settle(state.phase.code);
+    };
+
+    let terminalSeen = false;
+    const onStdoutLine = (line: string): void => {
+      if (line.trim() === '') return;
+      out.line(line);
+      const parsed: ParsedLine = parseLine(line);
+      if (!terminalSeen && parsed.json) {
+        const terminal = terminalOf(config.vendor, parsed.value);
+        if (terminal) {
+          terminalSeen = true;
+          feed({ type: 'terminal', ok: terminal.ok, now: io.now() });
+        }
+      }
+      if (sinks.count > 0 && selected(config.selectors, config.vendor, parsed))
+        sinks.deliver(line, { parsed });
+    };
+    const onStderrLine = (line: string): void => errOut.line(`[agent] ${line}`);
+    const stdoutDone = pump(child, 'stdout', onStdoutLine, out, log);
+    const stderrDone = pump(child, 'stderr', onStderrLine, errOut, log);
+
+    void spawned.exited.then(({ code, signal }) => {
+      childGone = true;
+      feed({ type: 'exit', code, signal, now: io.now() });
+    });
+    child.on('error', (error) => log.warn('[supervisor] agent process error', { error: describe(error) }));
+    feed({ type: 'tick', now: io.now() });
+
+    const code = await outcome;
+    clearTimeout(timer);
+
+    const drained = await within(Promise.all([stdoutDone, stderrDone]), budget(PIPE_DRAIN_MS));
+    if (!drained) {
+      log.warn(
+        '[supervisor] agent output pipes still open after the agent ended; a leftover process holds them',
+      );
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+    }
+
+    if (config.watch.length > 0) {
+      const files = await collectFileEvents(config.workspace, config.watch);
+      for (const r of files.refused) {
+        log.warn(`[supervisor] output.watch path ${r.why}; no file event`, {
+          event: r.entry.event,
+          path: r.entry.path,
+        });
+      }
+      for (const event of files.events) emitEvent(event);
+    }
+
+    if (config.conversation) {
+      const remaining = hardStopAt === undefined ? CONVERSATION_TIMEOUT_MS : (hardStopAt - io.now()) / 2;
+      await saveConversation(config.conversation, {
+        env: io.env,
+        log,
+        retry: config.retry,
+        timeoutMs: Math.max(MIN_STEP_BUDGET_MS, Math.min(CONVERSATION_TIMEOUT_MS, remaining)),
+      });
+    }
+
+    emitEvent(agentFinished(code));
+    await sinks.close(budget(config.flushMs));
+    return code;
+  }
+}
+
+/** Reads one of the child's pipes line by line until EOF; resolves when the pipe ends, closes or fails. */
+function pump(
+  child: ChildProcess,
+  which: 'stdout' | 'stderr',
+  onLine: (line: string) => void,
+  out: BareOutput,
+  log: Logger,
+): Promise<void> {
+  const stream = child[which];
+  if (!stream) return Promise.resolve();
+  const splitter = new LineSplitter(MAX_LINE_BYTES);
+  const tooLong = (n: number): void => {
+    if (n > 0) log.warn(`[supervisor] dropped ${n} agent ${which} line(s) over ${MAX_LINE_BYTES} bytes`);
+  };
+  return new Promise<void>((resolve) => {
+    let ended = false;
+    const end = (): void => {
+      if (ended) return;
+      ended = true;
+      const rest = splitter.end();
+      tooLong(rest.oversized);
+      for (const line of rest.lines) onLine(line);
+      resolve();
+    };
+    stream.on('data', (chunk: Uint8Array) => {
+      const r = splitter.push(chunk);
+      tooLong(r.oversized);
+      for (const line of r.lines) onLine(line);
+      if (out.congested) {
+        stream.pause();
+        void out.drained().then(() => stream.resume());
+      }
+    });
+    stream.on('end', end);
+    stream.on('close', end);
+    stream.on('error', (error) => {
+      log.warn(`[supervisor] reading agent ${which} failed`, { error: describe(error) });
+      end();
+    });
+  });
+}
+
+/** Sends `signal` to the child's process group (it leads its own), falling back to the child alone. */
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  const pid = child.pid;
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    try {
+      child.kill(signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** True when `file` names an existing file: a path (contains `/`) as given, a bare name searched on `PATH`. */
+async function locate(file: string, env: Env): Promise<boolean> {
+  if (file === '') return false;
+  if (file.includes('/')) return isFile(file);
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (dir === '' || !isAbsolute(dir)) continue;
+    const candidate = join(dir, file);
+    if ((await isFile(candidate)) && (await executable(candidate))) return true;
+  }
+  return false;
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+async function executable(path: string): Promise<boolean> {
+  try {
+    await access(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** How the child ended: an exit code, or the signal that killed it. */
+interface ExitInfo {
+  readonly code: number | null;
+  readonly signal: string | null;
+}
+
+type Spawned = { ok: true; child: ChildProcess; exited: Promise<ExitInfo> } | { ok: false; error: string };
+
+/** Spawns the agent in its own process group with stdin closed and both output pipes captured. */
+function spawnAgent(file: string, args: readonly string[], env: Env): Promise<Spawned> {
+  return new Promise((resolve) => {
+    let child: ChildProcess;
+    try {
+      child = spawn(file, args, {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+        env: env as NodeJS.ProcessEnv,
+      });
+    } catch (error) {
+      resolve({ ok: false, error: describe(error) });
+      return;
+    }
+    // Listen for the exit right away, so an agent that ends at once is never missed.
+    const exited = new Promise<ExitInfo>((done) =>
+      child.once('exit', (code, signal) => done({ code, signal })),
+    );
+    const onError = (error: unknown): void => resolve({ ok: false, error: describe(error) });
+    child.once('error', onError);
+    child.once('spawn', () => {
+      child.off('error', onError);
+      resolve({ ok: true, child, exited });
+    });
+  });
+}
+
+/** Resolves true if `promise` settles within `ms`, false otherwise. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Re-exported for tests and composition: the parsed configuration type. */
+export type { SupervisorConfig };

@@ -1,0 +1,306 @@
+#!/usr/bin/env node
+// A stand-in for a vendor CLI (Claude Code, Codex, Gemini CLI), driven entirely by environment variables.
+// Plain Node ESM without dependencies, so it runs anywhere `node` does (also under the test node agent).
+//
+//   MOCK_MODE          emit (default) | signal | crash | orphan | linger | wedge
+//   MOCK_LINES         number of payload lines (default 1): `{"i":1}` … or, with MOCK_STYLE, assistant messages
+//   MOCK_STYLE         claude | codex | gemini: print that CLI's stream-JSON shapes, ending with its terminal event
+//   MOCK_TEXT          assistant text for styled output (default "hello from the mock agent")
+//   MOCK_TOOL          with MOCK_STYLE: also emit one tool call (and its result) for this tool name
+//   MOCK_RESULT_ERROR  =1: the styled terminal event reports an error
+//   MOCK_EXIT          exit code (default 0)
+//   MOCK_STDERR        one line of text on stderr
+//   MOCK_STDERR_LINES  number of numbered stderr lines
+//   MOCK_WRITE_FILE    write this file first (parent directories created); body MOCK_WRITE_BODY (default {"ok":true})
+//   MOCK_IGNORE_TERM   =1: ignore SIGTERM
+//   MOCK_DELAY_MS      pause between payload lines (default 0)
+//   MOCK_ORPHAN_SECONDS  how long the orphan of MOCK_MODE=orphan lives (default 30)
+//   MOCK_EXPECT_ENV    JSON object {NAME: value}: any mismatch → message on stderr, exit 7
+//   AGENT_EXPECT_API_KEY  like the reference mock: must equal ANTHROPIC_API_KEY, else exit 7
+//   MOCK_PRINT         one raw line printed as it is before the payload (e.g. an already-wrapped envelope)
+//   MOCK_LIST_DIR      print {"dir":…,"entries":[…]} for this directory (sorted names), before the payload
+//
+// Modes: emit = print and exit; signal = print {"started":1}, wait for SIGTERM/SIGINT/SIGHUP, print {"signal":N},
+// exit MOCK_EXIT; crash = SIGKILL itself; orphan = leave a detached `sleep` holding stdout/stderr, print
+// {"orphan":pid}, emit, exit; linger = print the terminal event, then hang; wedge = ignore SIGTERM and hang, never
+// printing a terminal event.
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+const env = process.env;
+const int = (name, fallback) => {
+  const n = Number.parseInt(env[name] ?? '', 10);
+  return Number.isFinite(n) ? n : fallback;
+};
+const mode = env.MOCK_MODE || 'emit';
+const style = env.MOCK_STYLE || '';
+const lines = int('MOCK_LINES', 1);
+const exitCode = int('MOCK_EXIT', 0);
+const delayMs = int('MOCK_DELAY_MS', 0);
+const text = env.MOCK_TEXT || 'hello from the mock agent';
+const tool = env.MOCK_TOOL || '';
+const resultError = env.MOCK_RESULT_ERROR === '1';
+const session = '3f1e8a52-6c0d-4b7e-9a41-2d5c7e9b0a11';
+
+const out = (value) => process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value)}\n`);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Keeps the process alive until `release()`; exiting naturally lets Node flush piped stdout. */
+let keepAlive;
+const hold = () => {
+  keepAlive ??= setInterval(() => undefined, 1 << 30);
+};
+const finish = (code) => {
+  clearInterval(keepAlive);
+  process.exitCode = code;
+};
+
+function checkExpectations() {
+  const problems = [];
+  if (env.AGENT_EXPECT_API_KEY !== undefined && env.ANTHROPIC_API_KEY !== env.AGENT_EXPECT_API_KEY) {
+    problems.push('ANTHROPIC_API_KEY does not match AGENT_EXPECT_API_KEY');
+  }
+  if (env.MOCK_EXPECT_ENV) {
+    let expected = {};
+    try {
+      expected = JSON.parse(env.MOCK_EXPECT_ENV);
+    } catch {
+      problems.push('MOCK_EXPECT_ENV is not JSON');
+    }
+    for (const [name, value] of Object.entries(expected)) {
+      if (env[name] !== value) problems.push(`env ${name} does not have the expected value`);
+    }
+  }
+  if (problems.length > 0) {
+    for (const p of problems) process.stderr.write(`mock-agent: ${p}\n`);
+    return false;
+  }
+  return true;
+}
+
+/** The stream-JSON lines of one styled run: everything before the terminal event, then the terminal event. */
+function styled() {
+  const body = [];
+  let terminal;
+  const messages = Array.from({ length: Math.max(0, lines) }, (_, k) =>
+    lines > 1 ? `${text} ${k + 1}` : text,
+  );
+  if (style === 'claude') {
+    body.push({
+      type: 'system',
+      subtype: 'init',
+      session_id: session,
+      cwd: process.cwd(),
+      model: env.AGENT_MODEL || 'claude-opus-5-5',
+      tools: tool ? [tool] : [],
+      mcp_servers: [],
+      permissionMode: 'default',
+    });
+    if (tool) {
+      body.push({
+        type: 'assistant',
+        message: {
+          id: 'msg_mock_tool',
+          type: 'message',
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'toolu_mock_1', name: tool, input: { command: 'ls' } }],
+        },
+        parent_tool_use_id: null,
+        session_id: session,
+      });
+      body.push({
+        type: 'user',
+        message: {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: 'toolu_mock_1', content: 'ok' }],
+        },
+        parent_tool_use_id: null,
+        session_id: session,
+      });
+    }
+    messages.forEach((m, k) => {
+      body.push({
+        type: 'assistant',
+        message: {
+          id: `msg_mock_${k}`,
+          type: 'message',
+          role: 'assistant',
+          model: env.AGENT_MODEL || 'claude-opus-5-5',
+          content: [{ type: 'text', text: m }],
+          stop_reason: 'end_turn',
+          usage: { input_tokens: 10, output_tokens: 5 },
+        },
+        parent_tool_use_id: null,
+        session_id: session,
+      });
+    });
+    terminal = resultError
+      ? {
+          type: 'result',
+          subtype: 'error_during_execution',
+          is_error: true,
+          duration_ms: 12,
+          num_turns: 1,
+          session_id: session,
+          errors: ['mock failure'],
+        }
+      : {
+          type: 'result',
+          subtype: 'success',
+          is_error: false,
+          duration_ms: 12,
+          num_turns: 1,
+          result: messages.at(-1) ?? text,
+          session_id: session,
+          total_cost_usd: 0,
+          usage: { input_tokens: 10, output_tokens: 5 },
+        };
+  } else if (style === 'codex') {
+    body.push({ type: 'thread.started', thread_id: session }, { type: 'turn.started' });
+    let n = 0;
+    if (tool) {
+      const item = { id: `item_${n++}`, type: 'command_execution', command: tool, aggregated_output: '' };
+      body.push({ type: 'item.started', item: { ...item, exit_code: null, status: 'in_progress' } });
+      body.push({
+        type: 'item.completed',
+        item: { ...item, aggregated_output: 'ok', exit_code: 0, status: 'completed' },
+      });
+    }
+    for (const m of messages)
+      body.push({ type: 'item.completed', item: { id: `item_${n++}`, type: 'agent_message', text: m } });
+    terminal = resultError
+      ? { type: 'turn.failed', error: { message: 'mock failure' } }
+      : { type: 'turn.completed', usage: { input_tokens: 10, cached_input_tokens: 0, output_tokens: 5 } };
+  } else if (style === 'gemini') {
+    const ts = '2026-11-30T12:00:00.000Z';
+    body.push({
+      type: 'init',
+      timestamp: ts,
+      session_id: session,
+      model: env.AGENT_MODEL || 'gemini-3.8-flash',
+    });
+    body.push({ type: 'message', timestamp: ts, role: 'user', content: 'the prompt' });
+    if (tool) {
+      body.push({ type: 'tool_use', timestamp: ts, tool_name: tool, tool_id: 'tool_1', parameters: {} });
+      body.push({ type: 'tool_result', timestamp: ts, tool_id: 'tool_1', status: 'success', output: 'ok' });
+    }
+    for (const m of messages)
+      body.push({ type: 'message', timestamp: ts, role: 'assistant', content: m, delta: true });
+    const stats = {
+      total_tokens: 15,
+      input_tokens: 10,
+      output_tokens: 5,
+      cached: 0,
+      input: 10,
+      duration_ms: 12,
+      tool_calls: tool ? 1 : 0,
+    };
+    terminal = resultError
+      ? {
+          type: 'result',
+          timestamp: ts,
+          status: 'error',
+          error: { type: 'mock', message: 'mock failure' },
+          stats,
+        }
+      : { type: 'result', timestamp: ts, status: 'success', stats };
+  } else {
+    for (let i = 1; i <= lines; i++) body.push({ i });
+    terminal = undefined;
+  }
+  return { body, terminal };
+}
+
+async function emitPayload({ withTerminal }) {
+  const { body, terminal } = styled();
+  for (const line of body) {
+    out(line);
+    if (delayMs > 0) await sleep(delayMs);
+  }
+  if (withTerminal && terminal) out(terminal);
+}
+
+function claudeResultLine() {
+  return {
+    type: 'result',
+    subtype: 'success',
+    is_error: false,
+    result: text,
+    session_id: session,
+    num_turns: 1,
+  };
+}
+
+async function main() {
+  if (env.MOCK_IGNORE_TERM === '1' || mode === 'wedge') process.on('SIGTERM', () => undefined);
+  if (!checkExpectations()) {
+    finish(7);
+    return;
+  }
+  if (env.MOCK_WRITE_FILE) {
+    mkdirSync(dirname(env.MOCK_WRITE_FILE), { recursive: true });
+    writeFileSync(env.MOCK_WRITE_FILE, env.MOCK_WRITE_BODY ?? '{"ok":true}');
+  }
+  if (env.MOCK_STDERR) process.stderr.write(`${env.MOCK_STDERR}\n`);
+  const stderrLines = int('MOCK_STDERR_LINES', 0);
+  for (let i = 1; i <= stderrLines; i++) process.stderr.write(`mock stderr line ${i} of ${stderrLines}\n`);
+  if (env.MOCK_LIST_DIR) {
+    let entries = [];
+    try {
+      entries = readdirSync(env.MOCK_LIST_DIR).sort();
+    } catch (error) {
+      process.stderr.write(`mock-agent: cannot list ${env.MOCK_LIST_DIR}: ${error.message}\n`);
+    }
+    out({ dir: env.MOCK_LIST_DIR, entries });
+  }
+
+  if (env.MOCK_PRINT) out(env.MOCK_PRINT);
+
+  switch (mode) {
+    case 'emit':
+      await emitPayload({ withTerminal: true });
+      finish(exitCode);
+      return;
+    case 'signal': {
+      hold();
+      const numbers = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 };
+      for (const [name, number] of Object.entries(numbers)) {
+        process.on(name, () => {
+          out({ signal: number });
+          finish(exitCode);
+          for (const n of Object.keys(numbers)) process.removeAllListeners(n);
+        });
+      }
+      out({ started: 1 });
+      return;
+    }
+    case 'crash':
+      out({ crashing: true });
+      await sleep(20);
+      process.kill(process.pid, 'SIGKILL');
+      return;
+    case 'orphan': {
+      const seconds = String(int('MOCK_ORPHAN_SECONDS', 30));
+      const orphan = spawn('sleep', [seconds], { detached: true, stdio: ['ignore', 'inherit', 'inherit'] });
+      orphan.unref();
+      out({ orphan: orphan.pid });
+      await emitPayload({ withTerminal: true });
+      finish(exitCode);
+      return;
+    }
+    case 'linger':
+      hold();
+      await emitPayload({ withTerminal: false });
+      out(style ? styled().terminal : claudeResultLine());
+      return;
+    case 'wedge':
+      hold();
+      await emitPayload({ withTerminal: false });
+      return;
+    default:
+      process.stderr.write(`mock-agent: unknown MOCK_MODE ${mode}\n`);
+      finish(2);
+  }
+}
+
+await main();
