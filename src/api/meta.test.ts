@@ -48,3 +48,28 @@ describe('parseList', () => {
     assert.equal(parseList('x', parseAgent).ok, false);
   });
 });
+
+describe('parse error messages', () => {
+  it('cut a huge received value so the error stays one short line', () => {
+    const r = parseAgent({
+      metadata: storedMeta('a'),
+      spec: { stationRef: 's' },
+      status: { exitCode: 'x'.repeat(100_000) },
+    });
+    assert.equal(r.ok, false);
+    if (!r.ok) {
+      assert.match(r.error, /^invalid Agent: status\.exitCode: Invalid type/);
+      assert.ok(r.error.length < 300, `length ${r.error.length}`);
+      assert.equal(r.error.includes('\n'), false);
+    }
+  });
+
+  it('name at most five issues and count the rest', () => {
+    const r = parseAgent({
+      metadata: {},
+      spec: { stationRef: 1 },
+    });
+    assert.equal(r.ok, false);
+    if (!r.ok) assert.match(r.error, /\(\d+ more\)$/);
+  });
+});

@@ -98,11 +98,21 @@ export function objectRef(description: string) {
   return v.pipe(v.string(), v.regex(DNS1123_SUBDOMAIN), v.maxLength(253), v.description(description));
 }
 
-/** Formats valibot issues as one line: `path: message; path: message` (at most `max` issues). */
+/** Longest issue message kept by `formatIssues` (valibot quotes received strings in full). */
+const MAX_MESSAGE_CHARS = 200;
+
+/**
+ * Formats valibot issues as one line: `path: message; path: message` (at most `max` issues, each message cut
+ * to 200 characters so a huge received value cannot flood a log line or a status field).
+ */
 export function formatIssues(issues: readonly v.BaseIssue<unknown>[], max = 5): string {
   const parts = issues.slice(0, max).map((issue) => {
     const path = v.getDotPath(issue);
-    return path ? `${path}: ${issue.message}` : issue.message;
+    const message =
+      issue.message.length > MAX_MESSAGE_CHARS
+        ? `${issue.message.slice(0, MAX_MESSAGE_CHARS)}…`
+        : issue.message;
+    return path ? `${path}: ${message}` : message;
   });
   if (issues.length > max) parts.push(`(${issues.length - max} more)`);
   return parts.join('; ');
