@@ -1,0 +1,221 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  createFakeTransport,
+  type FakeReply,
+  type FakeRequest,
+  type FakeStreamControl,
+} from '../kube/fake-transport.ts';
+import type { KubeObject } from '../kube/meta.ts';
+import { CONFIG_MAPS } from '../kube/resources.ts';
+import { createLogger } from '../shared/log.ts';
+import { flushMicrotasks, ManualClock } from './clock.ts';
+import { createInformer } from './informer.ts';
+import type { Change } from './store.ts';
+
+const cm = (name: string, rv: string) => ({
+  metadata: { name, namespace: 'n', resourceVersion: rv },
+  data: { v: rv },
+});
+const line = (type: string, obj: object) => `${JSON.stringify({ type, object: obj })}\n`;
+
+type StreamScript = (req: FakeRequest, ctl: FakeStreamControl) => Promise<FakeReply | 'end'>;
+
+/** A scripted API server: LIST answers from `objects` in pages of 2; each WATCH runs the next script. */
+function scriptedServer(initial: ReturnType<typeof cm>[], listRv: string) {
+  const state = { objects: initial, listRv };
+  const streams: StreamScript[] = [];
+  const t = createFakeTransport({
+    request: (req) => {
+      const start = req.query.continue === undefined ? 0 : Number(req.query.continue);
+      const limit = Number(req.query.limit);
+      const items = state.objects.slice(start, start + limit);
+      const next = start + limit < state.objects.length ? String(start + limit) : undefined;
+      return {
+        status: 200,
+        body: { metadata: { resourceVersion: state.listRv, ...(next ? { continue: next } : {}) }, items },
+      };
+    },
+    stream: (req, ctl) => {
+      const script = streams.shift();
+      return script ? script(req, ctl) : ctl.aborted().then(() => 'end' as const);
+    },
+  });
+  return { t, state, streams };
+}
+
+const watches = (t: { requests: FakeRequest[] }) => t.requests.filter((r) => r.query.watch === 1);
+const lists = (t: { requests: FakeRequest[] }) => t.requests.filter((r) => r.query.watch === undefined);
+
+async function until(cond: () => boolean, clock: ManualClock, what: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (cond()) return;
+    await flushMicrotasks();
+  }
+  assert.fail(`condition not reached: ${what} (clock at ${clock.now()})`);
+}
+
+describe('createInformer', () => {
+  const logger = createLogger('error', () => {});
+
+  it('lists (paginated), watches from the list rv, applies events, resumes after failures without re-listing, re-lists on 410', async () => {
+    const srv = scriptedServer([cm('a', '1'), cm('b', '2'), cm('c', '3')], '10');
+    const clock = new ManualClock();
+    const changes: string[] = [];
+    const counters = { lists: [] as string[], reconnects: 0, watchErrors: 0 };
+    const inf = createInformer<KubeObject>({
+      transport: srv.t,
+      resource: CONFIG_MAPS,
+      namespace: 'n',
+      clock,
+      random: () => 0,
+      logger,
+      pageSize: 2,
+      onChange: (c: Change<KubeObject>) =>
+        changes.push(
+          `${c.type}:${c.object.metadata.name}@${c.object.metadata.resourceVersion}${c.type === 'modified' ? `<${c.old.metadata.resourceVersion}` : ''}`,
+        ),
+      hooks: {
+        onList: (r) => counters.lists.push(r),
+        onReconnect: () => counters.reconnects++,
+        onWatchError: () => counters.watchErrors++,
+      },
+    });
+    // watch 1: two events, a bookmark, then the connection drops
+    srv.streams.push(async (_r, ctl) => {
+      ctl.push(line('MODIFIED', cm('a', '11')));
+      ctl.push(line('ADDED', cm('d', '12')));
+      ctl.push(line('BOOKMARK', { kind: 'ConfigMap', metadata: { resourceVersion: '15' } }));
+      return { error: { kind: 'network', message: 'ECONNRESET' } };
+    });
+    // watch 2: delete, then in-stream 410
+    srv.streams.push(async (_r, ctl) => {
+      ctl.push(line('DELETED', cm('b', '16')));
+      srv.state.objects = [cm('a', '11'), cm('c', '17'), cm('e', '18')];
+      srv.state.listRv = '20';
+      ctl.push(
+        line('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' }),
+      );
+      await ctl.aborted();
+      return 'end';
+    });
+    const ctl = new AbortController();
+    const running = inf.run(ctl.signal);
+    await inf.ready;
+    assert.deepEqual(inf.store.keys().sort(), ['n/a', 'n/b', 'n/c']);
+    await until(() => watches(srv.t).length === 1 && changes.length >= 5, clock, 'first watch events');
+    assert.equal(watches(srv.t)[0]?.query.resourceVersion, '10');
+    assert.equal(watches(srv.t)[0]?.query.allowWatchBookmarks, true);
+    assert.equal(inf.store.get('n/d')?.metadata.resourceVersion, '12');
+    assert.equal(inf.resourceVersion(), '15');
+    // backoff before re-watching: nothing happens until 800 ms passed
+    await clock.advance(799);
+    assert.equal(watches(srv.t).length, 1);
+    await clock.advance(1);
+    await until(() => watches(srv.t).length >= 2, clock, 'second watch');
+    assert.equal(watches(srv.t)[1]?.query.resourceVersion, '15', 're-watch from the bookmark rv');
+    await until(() => lists(srv.t).length === 4, clock, 'relist after 410 (two pages each)');
+    await until(() => watches(srv.t).length === 3, clock, 'third watch');
+    assert.equal(watches(srv.t)[2]?.query.resourceVersion, '20');
+    assert.deepEqual(inf.store.keys().sort(), ['n/a', 'n/c', 'n/e']);
+    assert.deepEqual(counters.lists, ['initial', 'gone']);
+    assert.equal(counters.reconnects, 2);
+    assert.equal(counters.watchErrors, 1);
+    assert.deepEqual(changes, [
+      'added:a@1',
+      'added:b@2',
+      'added:c@3',
+      'modified:a@11<1',
+      'added:d@12',
+      'deleted:b@16',
+      'modified:c@17<3',
+      'added:e@18',
+      'deleted:d@12',
+    ]);
+    ctl.abort();
+    await running;
+  });
+
+  it('resync stops the watch, re-lists, and resumes from the new rv', async () => {
+    const srv = scriptedServer([cm('a', '1')], '5');
+    const clock = new ManualClock();
+    const inf = createInformer<KubeObject>({
+      transport: srv.t,
+      resource: CONFIG_MAPS,
+      namespace: 'n',
+      clock,
+      random: () => 0,
+      logger,
+    });
+    const ctl = new AbortController();
+    const running = inf.run(ctl.signal);
+    await inf.ready;
+    await until(() => watches(srv.t).length === 1, clock, 'watch');
+    srv.state.objects = [cm('a', '6'), cm('b', '7')];
+    srv.state.listRv = '8';
+    const r = await inf.resync();
+    assert.ok(r.ok);
+    assert.deepEqual(r.value, { items: 2, resourceVersion: '8' });
+    assert.equal(inf.store.get('n/a')?.metadata.resourceVersion, '6');
+    await until(() => watches(srv.t).length === 2, clock, 'second watch');
+    assert.equal(watches(srv.t)[1]?.query.resourceVersion, '8');
+    ctl.abort();
+    await running;
+    const after = await inf.resync();
+    assert.ok(!after.ok && after.error.kind === 'aborted');
+  });
+
+  it('retries a failed initial list with backoff and becomes ready once it succeeds', async () => {
+    let fail = true;
+    const clock = new ManualClock();
+    const t = createFakeTransport({
+      request: () =>
+        fail
+          ? { error: { kind: 'network', message: 'refused' } }
+          : { status: 200, body: { metadata: { resourceVersion: '3' }, items: [cm('a', '1')] } },
+      stream: (_r, c) => c.aborted().then(() => 'end' as const),
+    });
+    const inf = createInformer<KubeObject>({
+      transport: t,
+      resource: CONFIG_MAPS,
+      clock,
+      random: () => 0,
+      logger,
+    });
+    const ctl = new AbortController();
+    const running = inf.run(ctl.signal);
+    await until(() => t.requests.length === 1, clock, 'first list');
+    assert.equal(inf.store.hasSynced(), false);
+    await clock.advance(800);
+    await until(() => t.requests.length === 2, clock, 'second list');
+    fail = false;
+    await clock.advance(1600);
+    await inf.ready;
+    assert.equal(inf.store.size, 1);
+    ctl.abort();
+    await running;
+  });
+
+  it('skips objects that fail the schema and stops promptly while backing off', async () => {
+    const srv = scriptedServer([cm('a', '1')], '5');
+    srv.streams.push(async (_r, c) => {
+      c.push(line('ADDED', { metadata: { name: 'bad', namespace: 'n', resourceVersion: 7 } }));
+      return { error: { kind: 'network', message: 'x' } };
+    });
+    const clock = new ManualClock();
+    const inf = createInformer<KubeObject>({
+      transport: srv.t,
+      resource: CONFIG_MAPS,
+      clock,
+      random: () => 0,
+      logger,
+    });
+    const ctl = new AbortController();
+    const running = inf.run(ctl.signal);
+    await inf.ready;
+    await until(() => clock.pending() > 0, clock, 'backoff sleep');
+    assert.deepEqual(inf.store.keys(), ['n/a']);
+    ctl.abort();
+    await running;
+  });
+});

@@ -1,0 +1,272 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { flushMicrotasks, ManualClock } from './clock.ts';
+import { createWorkQueue, type WorkResult } from './workqueue.ts';
+
+interface Deferred {
+  resolve: (r: WorkResult) => void;
+}
+
+/** A handler whose runs finish only when the test says so. */
+function controlledHandler() {
+  const calls: string[] = [];
+  const running = new Map<string, Deferred[]>();
+  let concurrent = 0;
+  let maxConcurrent = 0;
+  const perKeyActive = new Map<string, number>();
+  let sameKeyOverlap = false;
+  const handler = (key: string): Promise<WorkResult> => {
+    calls.push(key);
+    concurrent++;
+    maxConcurrent = Math.max(maxConcurrent, concurrent);
+    const active = (perKeyActive.get(key) ?? 0) + 1;
+    perKeyActive.set(key, active);
+    if (active > 1) sameKeyOverlap = true;
+    return new Promise<WorkResult>((resolve) => {
+      const list = running.get(key) ?? [];
+      list.push({
+        resolve: (r) => {
+          concurrent--;
+          perKeyActive.set(key, (perKeyActive.get(key) ?? 1) - 1);
+          resolve(r);
+        },
+      });
+      running.set(key, list);
+    });
+  };
+  const finish = async (key: string, r: WorkResult = { kind: 'done' }): Promise<void> => {
+    const d = running.get(key)?.shift();
+    assert.ok(d, `no run of ${key} in progress`);
+    d.resolve(r);
+    await flushMicrotasks();
+  };
+  return { handler, calls, finish, stats: () => ({ maxConcurrent, sameKeyOverlap }) };
+}
+
+describe('createWorkQueue', () => {
+  it('merges duplicate adds of a waiting key', async () => {
+    const clock = new ManualClock();
+    const h = controlledHandler();
+    const q = createWorkQueue({ clock, handler: h.handler });
+    q.add('a');
+    q.add('b');
+    q.add('a');
+    assert.equal(q.depth(), 2);
+    q.start();
+    await flushMicrotasks();
+    await h.finish('a');
+    await h.finish('b');
+    assert.deepEqual(h.calls, ['a', 'b']);
+  });
+
+  it('never runs a key concurrently with itself; an add during processing runs it once more afterwards', async () => {
+    const clock = new ManualClock();
+    const h = controlledHandler();
+    const q = createWorkQueue({ clock, handler: h.handler, concurrency: 4 });
+    q.start();
+    q.add('a');
+    await flushMicrotasks();
+    q.add('a');
+    q.add('a');
+    await flushMicrotasks();
+    assert.deepEqual(h.calls, ['a']);
+    assert.equal(q.active(), 1);
+    await h.finish('a');
+    assert.deepEqual(h.calls, ['a', 'a']);
+    await h.finish('a');
+    assert.deepEqual(h.calls, ['a', 'a']);
+    assert.equal(h.stats().sameKeyOverlap, false);
+  });
+
+  it('limits concurrency across keys and processes in FIFO order', async () => {
+    const clock = new ManualClock();
+    const h = controlledHandler();
+    const q = createWorkQueue({ clock, handler: h.handler, concurrency: 2 });
+    for (const k of ['a', 'b', 'c', 'd']) q.add(k);
+    q.start();
+    await flushMicrotasks();
+    assert.deepEqual(h.calls, ['a', 'b']);
+    await h.finish('b');
+    assert.deepEqual(h.calls, ['a', 'b', 'c']);
+    await h.finish('a');
+    await h.finish('c');
+    await h.finish('d');
+    assert.deepEqual(h.calls, ['a', 'b', 'c', 'd']);
+    assert.equal(h.stats().maxConcurrent, 2);
+  });
+
+  it('keeps the earliest addAfter', async () => {
+    const clock = new ManualClock();
+    const h = controlledHandler();
+    const q = createWorkQueue({ clock, handler: h.handler });
+    q.start();
+    q.addAfter('a', 10_000);
+    q.addAfter('a', 3_000);
+    q.addAfter('a', 8_000);
+    assert.equal(q.delayed(), 1);
+    await clock.advance(2_999);
+    assert.deepEqual(h.calls, []);
+    await clock.advance(1);
+    assert.deepEqual(h.calls, ['a']);
+    await h.finish('a');
+    await clock.advance(20_000);
+    assert.deepEqual(h.calls, ['a']);
+  });
+
+  it('lets an immediate add supersede a delayed one, and ignores addAfter for a ready key', async () => {
+    const clock = new ManualClock();
+    const h = controlledHandler();
+    const q = createWorkQueue({ clock, handler: h.handler });
+    q.addAfter('a', 5_000);
+    q.add('a');
+    assert.equal(q.delayed(), 0);
+    q.addAfter('a', 1_000);
+    assert.equal(q.delayed(), 0);
+    q.start();
+    await flushMicrotasks();
+    await h.finish('a');
+    await clock.advance(10_000);
+    assert.deepEqual(h.calls, ['a']);
+  });
+
+  it('backs off a failing key exponentially and forgets failures on success', async () => {
+    const clock = new ManualClock();
+    const h = controlledHandler();
+    const q = createWorkQueue({ clock, handler: h.handler });
+    q.start();
+    q.add('a');
+    await flushMicrotasks();
+    const times: number[] = [];
+    const t0 = clock.now();
+    for (let i = 0; i < 5; i++) {
+      times.push(clock.now() - t0);
+      await h.finish('a', { kind: 'retry' });
+      assert.equal(q.numRequeues('a'), i + 1);
+      const due = clock.nextDue();
+      assert.ok(due !== undefined);
+      await clock.advance(due - clock.now());
+    }
+    assert.deepEqual(times, [0, 5, 15, 35, 75]);
+    await h.finish('a', { kind: 'done' });
+    assert.equal(q.numRequeues('a'), 0);
+  });
+
+  it('caps the per-key delay at 1000 s', async () => {
+    const clock = new ManualClock();
+    const q = createWorkQueue({ clock, handler: async () => ({ kind: 'retry' }) });
+    q.start();
+    q.add('a');
+    await flushMicrotasks();
+    const delays: number[] = [];
+    for (let i = 0; i < 21; i++) {
+      const due = clock.nextDue();
+      assert.ok(due !== undefined);
+      delays.push(due - clock.now());
+      await clock.advance(due - clock.now());
+    }
+    assert.deepEqual(delays.slice(0, 4), [5, 10, 20, 40]);
+    assert.equal(delays[17], 655_360);
+    assert.deepEqual(delays.slice(18), [1_000_000, 1_000_000, 1_000_000]);
+  });
+
+  it('requeues after the asked delay and forgets failures', async () => {
+    const clock = new ManualClock();
+    const h = controlledHandler();
+    const q = createWorkQueue({ clock, handler: h.handler });
+    q.start();
+    q.add('a');
+    await flushMicrotasks();
+    await h.finish('a', { kind: 'retry' });
+    await clock.advance(5);
+    await h.finish('a', { kind: 'requeueAfter', ms: 15_000 });
+    assert.equal(q.numRequeues('a'), 0);
+    await clock.advance(14_999);
+    assert.equal(h.calls.length, 2);
+    await clock.advance(1);
+    assert.equal(h.calls.length, 3);
+  });
+
+  it('treats a throwing handler as a retry', async () => {
+    const clock = new ManualClock();
+    let n = 0;
+    const q = createWorkQueue({
+      clock,
+      handler: async () => {
+        n++;
+        throw new Error('boom');
+      },
+    });
+    q.start();
+    q.add('a');
+    await flushMicrotasks();
+    assert.equal(n, 1);
+    assert.equal(q.numRequeues('a'), 1);
+    await clock.advance(5);
+    assert.equal(n, 2);
+  });
+
+  it('shutdown with drain finishes ready keys, drops delayed ones and refuses new adds', async () => {
+    const clock = new ManualClock();
+    const h = controlledHandler();
+    const q = createWorkQueue({ clock, handler: h.handler });
+    q.start();
+    q.add('a');
+    q.add('b');
+    q.addAfter('c', 1000);
+    await flushMicrotasks();
+    let done = false;
+    const stopped = q.shutdown({ drain: true }).then(() => {
+      done = true;
+    });
+    q.add('d');
+    await h.finish('a');
+    assert.equal(done, false);
+    await h.finish('b');
+    await stopped;
+    await clock.advance(5000);
+    assert.deepEqual(h.calls, ['a', 'b']);
+  });
+
+  it('shutdown without drain waits only for running handlers', async () => {
+    const clock = new ManualClock();
+    const h = controlledHandler();
+    const q = createWorkQueue({ clock, handler: h.handler });
+    q.start();
+    q.add('a');
+    q.add('b');
+    await flushMicrotasks();
+    let done = false;
+    const stopped = q.shutdown().then(() => {
+      done = true;
+    });
+    await flushMicrotasks();
+    assert.equal(done, false);
+    await h.finish('a', { kind: 'retry' });
+    await stopped;
+    assert.deepEqual(h.calls, ['a']);
+    assert.equal(q.delayed(), 0);
+  });
+
+  it('reports metrics hooks', async () => {
+    const clock = new ManualClock();
+    const h = controlledHandler();
+    const seen: string[] = [];
+    const q = createWorkQueue({
+      clock,
+      handler: h.handler,
+      hooks: {
+        onAdd: () => seen.push('add'),
+        onRetry: () => seen.push('retry'),
+        onQueueLatency: (ms) => seen.push(`wait:${ms}`),
+        onWorkDuration: (ms) => seen.push(`work:${ms}`),
+      },
+    });
+    q.add('a');
+    await clock.advance(7);
+    q.start();
+    await flushMicrotasks();
+    await clock.advance(3);
+    await h.finish('a', { kind: 'retry' });
+    assert.deepEqual(seen, ['add', 'wait:7', 'work:3', 'retry']);
+  });
+});
