@@ -3,6 +3,7 @@ export * from './actions.ts';
 export {
   type BuildRequest,
   decide,
+  EARLY_VERDICT_RETRY_MS,
   type JobBuilder,
   jobOwnership,
   STALE_JOB_RETRY_MS,

@@ -34,7 +34,7 @@ import {
   station,
   successCriteriaMet,
 } from '../test-fixtures.ts';
-import { decide, type JobBuilder, STALE_JOB_RETRY_MS } from './decide.ts';
+import { decide, EARLY_VERDICT_RETRY_MS, type JobBuilder, STALE_JOB_RETRY_MS } from './decide.ts';
 
 const OPTIONS = { agentImage: 'agent-controller:e2e', maxOutputBytes: 262144, requeueMs: 15000 };
 const NOW = at(60);
@@ -603,6 +603,30 @@ describe('decide: Running', () => {
       ]);
     });
   }
+
+  it('waits after an early verdict while the agent container is still stopping, then accepts the final one', () => {
+    const stopping = present(job('a', { conditions: failureTarget }), withPod('a', undefined));
+    assert.deepEqual(run(snap(running('a'), { job: stopping })), {
+      actions: [],
+      requeueAfterMs: EARLY_VERDICT_RETRY_MS,
+    });
+    const early = present(job('a', { conditions: successCriteriaMet }), withPod('a', undefined));
+    assert.equal(run(snap(running('a'), { job: early })).actions.length, 0);
+    // A short poll interval caps the wait.
+    const fast = run(snap(running('a'), { job: stopping, options: { ...OPTIONS, requeueMs: 500 } }));
+    assert.equal(fast.requeueAfterMs, 500);
+    // The early verdict with the pod gone ends the run at once.
+    const gone = present(job('a', { conditions: failureTarget }), { kind: 'podGone' });
+    assert.equal(onlyPatch(run(snap(running('a'), { job: gone }))).phase, 'Failed');
+    // The final verdict is accepted even though the container never reported an exit code.
+    const final = present(
+      job('a', { conditions: [...failureTarget, ...deadlineExceeded] }),
+      withPod('a', undefined),
+    );
+    const st = onlyPatch(run(snap(running('a'), { job: final })));
+    assert.equal(st.exitCode, 1);
+    assert.equal(st.failureReason, 'DeadlineExceeded: Job was active longer than specified deadline');
+  });
 
   it('caps the output to maxOutputBytes with the truncation marker', () => {
     const log = `${'x'.repeat(100)}TAIL`;

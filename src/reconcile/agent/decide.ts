@@ -5,6 +5,7 @@ import { decidePending, type JobBuilder } from './pending.ts';
 import { decideRunning } from './running.ts';
 
 export { type BuildRequest, type JobBuilder, jobOwnership, STALE_JOB_RETRY_MS } from './pending.ts';
+export { EARLY_VERDICT_RETRY_MS } from './running.ts';
 
 const NOTHING: Decision = { actions: [] };
 
@@ -28,7 +29,8 @@ const NOTHING: Decision = { actions: [] };
  *   - Job not read → `needs: 'job'`; still running → nothing, requeue.
  *   - finished (`Complete`/`SuccessCriteriaMet` → Succeeded, exitCode 0; `Failed`/`FailureTarget` → Failed,
  *     exitCode = the agent container's non-zero code else 1, failureReason `<reason>: <message>`); pod and log
- *     not gathered → `needs: 'runEvidence'`; output = capped log tail; pod gone → terminal anyway, keeping the
+ *     not gathered → `needs: 'runEvidence'`; an early verdict while the agent container is still stopping →
+ *     wait for it (the final condition is always accepted); output = capped log tail; pod gone → terminal anyway, keeping the
  *     Job's reason, else `run output unavailable: pod garbage-collected` (`output_unavailable`).
  *   - Job gone (or replaced by one this Agent does not own) → Failed, exitCode 1,
  *     `run record unavailable: Job garbage-collected before its result was observed`.

@@ -14,6 +14,9 @@ import {
 } from './status.ts';
 import { pruneAfter, secondsBetween } from './transition.ts';
 
+/** Re-check period after an early Job verdict while the agent container is still stopping. */
+export const EARLY_VERDICT_RETRY_MS = 2000;
+
 /** The Running rows of the decision table (see `decide`). */
 export function decideRunning(s: Snapshot, now: Date): Decision {
   const { agent } = s;
@@ -36,6 +39,12 @@ export function decideRunning(s: Snapshot, now: Date): Decision {
   if (outcome.kind === 'running') return { actions: [], requeueAfterMs: s.options.requeueMs };
   const evidence = s.job.evidence;
   if (evidence.kind === 'notGathered') return { actions: [], needs: 'runEvidence' };
+  if (outcome.early && evidence.kind === 'pod' && agentExitCode(evidence.pod) === undefined) {
+    // FailureTarget / SuccessCriteriaMet while the agent container is still being stopped: its exit code and the
+    // end of its log are not final yet. The final Complete / Failed condition follows once the pod is gone or
+    // stopped, and is always accepted, so this wait cannot stall the run.
+    return { actions: [], requeueAfterMs: Math.min(EARLY_VERDICT_RETRY_MS, s.options.requeueMs) };
+  }
   const phase = outcome.kind === 'succeeded' ? 'Succeeded' : 'Failed';
   const read = readEvidence(evidence, s.options.maxOutputBytes);
   const exitCode = coherentExitCode(phase, read.podExitCode);
