@@ -1,0 +1,560 @@
+// The hermetic test control plane: etcd, kube-apiserver, kube-controller-manager and the test node agent,
+// all on 127.0.0.1. Run through `scripts/testbed up|down|status|env` (the wrapper holds a lock so
+// concurrent callers share one instance). Human-readable progress goes to stderr; `up` prints the admin
+// kubeconfig path as the LAST line of stdout.
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { arch } from 'node:os';
+import { dirname, join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { apiPath, KubeClient } from '../test/support/kube-client.ts';
+import {
+  type ProcRecord,
+  procAlive,
+  procStart,
+  readProcRecords,
+  writeProcRecords,
+} from '../test/support/proc.ts';
+import { NodeSchema } from '../test/support/schemas.ts';
+import { readTestbedInfo, type TestbedInfo } from '../test/support/testbed.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const STATE = process.env.AGENT_TESTBED_DIR ?? join(ROOT, '.testbed');
+const CERTS = join(STATE, 'certs');
+const LOGS = join(STATE, 'logs');
+const KUBECONFIG = join(STATE, 'admin.kubeconfig');
+const PIDS = join(STATE, 'pids.json');
+const NODE_STATE = join(STATE, 'node');
+const NODE_NAME = 'testbed-node';
+/** A built-in resource nobody else uses; its watch cache is off so watches hit etcd (410 after compaction). */
+const UNCACHED_RESOURCE = 'podtemplates';
+const START_TIMEOUT_MS = Number(process.env.AGENT_TESTBED_START_TIMEOUT_MS ?? 90_000);
+
+function say(message: string): void {
+  process.stderr.write(`testbed: ${message}\n`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes: recorded as pid + kernel start time so a recycled pid is never signalled by mistake.
+
+const alive = procAlive;
+const readRecords = readProcRecords;
+const writeRecords = (records: readonly ProcRecord[]): void => writeProcRecords(PIDS, records);
+
+async function stopProcess(rec: ProcRecord, graceMs: number, group = false): Promise<void> {
+  if (!alive(rec)) return;
+  const target = group ? -rec.pid : rec.pid;
+  try {
+    process.kill(target, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + graceMs;
+  while (alive(rec) && Date.now() < deadline) await delay(50);
+  if (alive(rec)) {
+    say(`${rec.name} (pid ${rec.pid}) ignored SIGTERM for ${graceMs} ms; sending SIGKILL`);
+    try {
+      process.kill(target, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    while (alive(rec)) await delay(20);
+  }
+}
+
+function startDaemon(
+  name: string,
+  command: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+): ProcRecord {
+  const log = join(LOGS, `${name}.log`);
+  const fd = openSync(log, 'a');
+  const child = spawn(command, args, { cwd: ROOT, detached: true, stdio: ['ignore', fd, fd], env });
+  closeSync(fd);
+  child.unref();
+  const pid = child.pid;
+  if (pid === undefined) throw new Error(`could not start ${name} (${command})`);
+  const start = procStart(pid);
+  if (start === undefined) throw new Error(`${name} exited at once; see ${log}`);
+  return { name, pid, start };
+}
+
+function tail(file: string, lines = 25): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Certificates (openssl, ECDSA P-256, envtest style).
+
+function openssl(args: readonly string[]): void {
+  const r = spawnSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  if (r.error) throw new Error(`openssl is required: ${r.error.message}`);
+  if (r.status !== 0) throw new Error(`openssl ${args[0]} failed: ${r.stderr.trim()}`);
+}
+
+function certValid(crt: string): boolean {
+  if (!existsSync(crt)) return false;
+  return (
+    spawnSync('openssl', ['x509', '-checkend', '86400', '-noout', '-in', crt], { stdio: 'ignore' }).status ===
+    0
+  );
+}
+
+function leaf(name: string, subject: string, ext: string): void {
+  const key = join(CERTS, `${name}.key`);
+  const csr = join(CERTS, `${name}.csr`);
+  const extFile = join(CERTS, `${name}.ext`);
+  openssl(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', key]);
+  openssl(['req', '-new', '-key', key, '-subj', subject, '-out', csr]);
+  writeFileSync(extFile, `${ext}\n`);
+  openssl([
+    'x509',
+    '-req',
+    '-in',
+    csr,
+    '-CA',
+    join(CERTS, 'ca.crt'),
+    '-CAkey',
+    join(CERTS, 'ca.key'),
+    '-set_serial',
+    `0x${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`,
+    '-days',
+    '30',
+    '-extfile',
+    extFile,
+    '-out',
+    join(CERTS, `${name}.crt`),
+  ]);
+  rmSync(csr);
+  rmSync(extFile);
+}
+
+function ensureCerts(): void {
+  const all = ['ca', 'apiserver', 'admin', 'kubelet-client', 'kubelet-serving'].map((n) =>
+    join(CERTS, `${n}.crt`),
+  );
+  if (all.every(certValid) && existsSync(join(CERTS, 'sa.key')) && existsSync(join(CERTS, 'sa.pub'))) return;
+  say('generating certificates');
+  rmSync(CERTS, { recursive: true, force: true });
+  mkdirSync(CERTS, { recursive: true, mode: 0o700 });
+  const caKey = join(CERTS, 'ca.key');
+  openssl(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', caKey]);
+  openssl([
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    caKey,
+    '-subj',
+    '/O=agent-controller/CN=agent-controller-testbed-ca',
+    '-days',
+    '30',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
+    '-out',
+    join(CERTS, 'ca.crt'),
+  ]);
+  const server = 'keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth';
+  const client = 'keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth';
+  leaf(
+    'apiserver',
+    '/CN=kube-apiserver',
+    `${server}\nsubjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1`,
+  );
+  leaf('admin', '/O=system:masters/CN=admin', client);
+  leaf('kubelet-client', '/O=system:masters/CN=kube-apiserver-kubelet-client', client);
+  leaf(
+    'kubelet-serving',
+    `/O=system:nodes/CN=system:node:${NODE_NAME}`,
+    `${server}\nsubjectAltName=IP:127.0.0.1`,
+  );
+  openssl([
+    'genpkey',
+    '-algorithm',
+    'EC',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-out',
+    join(CERTS, 'sa.key'),
+  ]);
+  openssl(['pkey', '-in', join(CERTS, 'sa.key'), '-pubout', '-out', join(CERTS, 'sa.pub')]);
+}
+
+function writeKubeconfig(apiserverPort: number): void {
+  const b64 = (name: string): string => readFileSync(join(CERTS, name)).toString('base64');
+  const config = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      {
+        name: 'testbed',
+        cluster: {
+          server: `https://127.0.0.1:${apiserverPort}`,
+          'certificate-authority-data': b64('ca.crt'),
+        },
+      },
+    ],
+    users: [
+      {
+        name: 'admin',
+        user: { 'client-certificate-data': b64('admin.crt'), 'client-key-data': b64('admin.key') },
+      },
+    ],
+    contexts: [{ name: 'testbed', context: { cluster: 'testbed', user: 'admin', namespace: 'default' } }],
+    'current-context': 'testbed',
+    preferences: {},
+  };
+  writeFileSync(KUBECONFIG, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** Distinct free TCP ports on 127.0.0.1 (all held open together, then released). */
+async function freePorts(count: number): Promise<number[]> {
+  const servers: Server[] = [];
+  try {
+    const ports: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const server = createServer();
+      servers.push(server);
+      await new Promise<void>((resolvePromise, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', resolvePromise);
+      });
+      const addr = server.address();
+      if (addr === null || typeof addr === 'string') throw new Error('no port');
+      ports.push(addr.port);
+    }
+    return ports;
+  } finally {
+    await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  }
+}
+
+function binaries(): string {
+  const r = spawnSync('bash', [join(ROOT, 'scripts', 'build-kube-binaries')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error('scripts/build-kube-binaries failed');
+  const bin = r.stdout.trim().split('\n').at(-1);
+  if (!bin) throw new Error('scripts/build-kube-binaries printed no folder');
+  return bin;
+}
+
+function imageTable(): string {
+  const file = join(STATE, 'images.json');
+  const bundle = join(ROOT, 'dist', 'agent-controller.mjs');
+  const table = {
+    'agent-controller:e2e': { entrypoint: [process.execPath, bundle] },
+    'agent-controller:e2e-deno': {
+      entrypoint: [join(ROOT, 'node_modules', '.bin', 'deno'), 'run', '-A', bundle],
+      env: { DENO_NO_UPDATE_CHECK: '1', DENO_NO_PROMPT: '1' },
+    },
+  };
+  writeFileSync(file, `${JSON.stringify(table, null, 2)}\n`);
+  return file;
+}
+
+class FatalStart extends Error {
+  constructor(
+    message: string,
+    readonly component: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Polls `attempt` until it yields a value; fails fast when one of `procs` dies, else at the deadline. */
+async function waitFor<T>(
+  what: string,
+  procs: readonly ProcRecord[],
+  attempt: () => Promise<T | undefined>,
+  timeoutMs = START_TIMEOUT_MS,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown = 'nothing yet';
+  for (;;) {
+    const dead = procs.find((p) => !alive(p));
+    if (dead) throw new FatalStart(`${dead.name} exited while waiting for ${what}`, dead.name);
+    try {
+      const value = await attempt();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error instanceof Error ? error.message : error;
+    }
+    if (Date.now() >= deadline) {
+      throw new FatalStart(
+        `timed out waiting for ${what} (last: ${String(last)})`,
+        procs.at(-1)?.name ?? 'testbed',
+      );
+    }
+    await delay(100);
+  }
+}
+
+async function healthy(info: TestbedInfo | undefined): Promise<boolean> {
+  if (!info) return false;
+  const records = readRecords(PIDS);
+  if (records.length < 4 || !records.every(alive)) return false;
+  const client = KubeClient.fromKubeconfig(KUBECONFIG);
+  try {
+    const ready = await client.request('GET', '/readyz', { timeoutMs: 3000 });
+    if (ready.status !== 200) return false;
+    const node = await client.tryGet(apiPath('v1', 'nodes', { name: NODE_NAME }), NodeSchema);
+    return node?.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+  } catch {
+    return false;
+  } finally {
+    client.close();
+  }
+}
+
+async function down(): Promise<void> {
+  const records = readRecords(PIDS);
+  // Reverse start order: the node agent first (it stops its pods), etcd last.
+  for (const rec of [...records].reverse()) {
+    if (!alive(rec)) continue;
+    say(`stopping ${rec.name} (pid ${rec.pid})`);
+    await stopProcess(rec, rec.name === 'node-agent' ? 40_000 : 15_000);
+  }
+  // Pod processes the node agent could not stop (e.g. it was killed): their process groups.
+  for (const rec of readRecords(join(NODE_STATE, 'processes.json'))) {
+    if (alive(rec)) {
+      say(`stopping leftover pod process ${rec.name} (pid ${rec.pid})`);
+      await stopProcess(rec, 2_000, true);
+    }
+  }
+  rmSync(PIDS, { force: true });
+}
+
+async function up(): Promise<void> {
+  const started = Date.now();
+  if (await healthy(readTestbedInfo(KUBECONFIG))) {
+    say(`already running; logs in ${LOGS}`);
+    process.stdout.write(`${KUBECONFIG}\n`);
+    return;
+  }
+  await down();
+  for (const dir of ['etcd', 'node', 'logs', 'apiserver-certs'])
+    rmSync(join(STATE, dir), { recursive: true, force: true });
+  rmSync(join(STATE, 'testbed.json'), { force: true });
+  mkdirSync(LOGS, { recursive: true });
+  mkdirSync(NODE_STATE, { recursive: true });
+  const bin = binaries();
+  ensureCerts();
+  const [etcdPort, peerPort, apiPort, kubeletPort] = (await freePorts(4)) as [number, number, number, number];
+  writeKubeconfig(apiPort);
+  const env = { ...process.env };
+  delete env.KUBECONFIG;
+  const procs: ProcRecord[] = [];
+  const record = (rec: ProcRecord): ProcRecord => {
+    procs.push(rec);
+    writeRecords(procs);
+    return rec;
+  };
+  const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+  try {
+    record(
+      startDaemon(
+        'etcd',
+        join(bin, 'etcd'),
+        [
+          '--name=testbed',
+          `--data-dir=${join(STATE, 'etcd')}`,
+          `--listen-client-urls=${etcdUrl}`,
+          `--advertise-client-urls=${etcdUrl}`,
+          `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+          `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+          `--initial-cluster=testbed=http://127.0.0.1:${peerPort}`,
+          '--unsafe-no-fsync=true',
+          '--enable-grpc-gateway=true',
+          '--log-level=warn',
+        ],
+        env,
+      ),
+    );
+    await waitFor('etcd health', procs, async () => {
+      const res = await fetch(`${etcdUrl}/health`);
+      return res.ok && (await res.text()).includes('"true"') ? true : undefined;
+    });
+    const c = (name: string): string => join(CERTS, name);
+    record(
+      startDaemon(
+        'kube-apiserver',
+        join(bin, 'kube-apiserver'),
+        [
+          `--etcd-servers=${etcdUrl}`,
+          '--bind-address=127.0.0.1',
+          '--advertise-address=127.0.0.1',
+          `--secure-port=${apiPort}`,
+          `--cert-dir=${join(STATE, 'apiserver-certs')}`,
+          `--tls-cert-file=${c('apiserver.crt')}`,
+          `--tls-private-key-file=${c('apiserver.key')}`,
+          `--client-ca-file=${c('ca.crt')}`,
+          '--authorization-mode=RBAC',
+          `--service-account-issuer=https://127.0.0.1:${apiPort}`,
+          `--service-account-key-file=${c('sa.pub')}`,
+          `--service-account-signing-key-file=${c('sa.key')}`,
+          '--service-cluster-ip-range=10.0.0.0/24',
+          '--disable-admission-plugins=ServiceAccount',
+          '--endpoint-reconciler-type=none',
+          '--allow-privileged=true',
+          `--kubelet-client-certificate=${c('kubelet-client.crt')}`,
+          `--kubelet-client-key=${c('kubelet-client.key')}`,
+          `--kubelet-certificate-authority=${c('ca.crt')}`,
+          '--kubelet-preferred-address-types=InternalIP',
+          `--watch-cache-sizes=${UNCACHED_RESOURCE}#0`,
+          '--profiling=false',
+        ],
+        env,
+      ),
+    );
+    const client = KubeClient.fromKubeconfig(KUBECONFIG);
+    try {
+      await waitFor('kube-apiserver /readyz', procs, async () => {
+        const res = await client.request('GET', '/readyz', { timeoutMs: 2000 });
+        return res.status === 200 ? true : undefined;
+      });
+      record(
+        startDaemon(
+          'kube-controller-manager',
+          join(bin, 'kube-controller-manager'),
+          [
+            `--kubeconfig=${KUBECONFIG}`,
+            [
+              '--controllers=job-controller',
+              'garbage-collector-controller',
+              'ttl-after-finished-controller',
+              'namespace-controller',
+              'serviceaccount-controller',
+              'serviceaccount-token-controller',
+              'root-ca-certificate-publisher-controller',
+              'deployment-controller',
+              'replicaset-controller',
+            ].join(','),
+            '--leader-elect=false',
+            '--secure-port=0',
+            '--use-service-account-credentials=false',
+            `--service-account-private-key-file=${c('sa.key')}`,
+            `--root-ca-file=${c('ca.crt')}`,
+          ],
+          env,
+        ),
+      );
+      const images = imageTable();
+      record(
+        startDaemon(
+          'node-agent',
+          process.execPath,
+          [
+            '--import',
+            'tsx',
+            join(ROOT, 'test', 'node-agent', 'main.ts'),
+            `--kubeconfig=${KUBECONFIG}`,
+            `--node-name=${NODE_NAME}`,
+            `--port=${kubeletPort}`,
+            `--state-dir=${NODE_STATE}`,
+            `--tls-cert=${c('kubelet-serving.crt')}`,
+            `--tls-key=${c('kubelet-serving.key')}`,
+            `--client-ca=${c('ca.crt')}`,
+            `--images=${images}`,
+            ...(process.env.AGENT_TESTBED_IMAGES
+              ? [`--extra-images=${process.env.AGENT_TESTBED_IMAGES}`]
+              : []),
+          ],
+          env,
+        ),
+      );
+      await waitFor('the test node to be Ready', procs, async () => {
+        const node = await client.tryGet(apiPath('v1', 'nodes', { name: NODE_NAME }), NodeSchema);
+        return node?.status.conditions?.some((x) => x.type === 'Ready' && x.status === 'True')
+          ? true
+          : undefined;
+      });
+      await waitFor('the default ServiceAccount', procs, () =>
+        client.tryGet(apiPath('v1', 'serviceaccounts', { namespace: 'default', name: 'default' })),
+      );
+    } finally {
+      client.close();
+    }
+  } catch (error) {
+    const component = error instanceof FatalStart ? error.component : undefined;
+    say(`start failed: ${error instanceof Error ? error.message : String(error)}`);
+    if (component)
+      say(`last lines of ${join(LOGS, `${component}.log`)}:\n${tail(join(LOGS, `${component}.log`))}`);
+    await down();
+    process.exitCode = 1;
+    return;
+  }
+  const info: TestbedInfo = {
+    kubeconfig: KUBECONFIG,
+    apiserver: `https://127.0.0.1:${apiPort}`,
+    etcd: etcdUrl,
+    nodeName: NODE_NAME,
+    kubeletPort,
+    logDir: LOGS,
+    uncachedResource: UNCACHED_RESOURCE,
+    imageTable: join(STATE, 'images.json'),
+  };
+  writeFileSync(join(STATE, 'testbed.json'), `${JSON.stringify(info, null, 2)}\n`);
+  say(
+    `ready in ${((Date.now() - started) / 1000).toFixed(1)} s (${arch()}); API ${info.apiserver}; logs in ${LOGS}`,
+  );
+  process.stdout.write(`${KUBECONFIG}\n`);
+}
+
+async function status(): Promise<void> {
+  const records = readRecords(PIDS);
+  if (records.length === 0) {
+    say('not running');
+    process.exitCode = 1;
+    return;
+  }
+  for (const rec of records)
+    say(`${rec.name.padEnd(24)} pid ${rec.pid} ${alive(rec) ? 'running' : 'NOT RUNNING'}`);
+  const ok = await healthy(readTestbedInfo(KUBECONFIG));
+  say(ok ? `healthy; kubeconfig ${KUBECONFIG}; logs in ${LOGS}` : 'NOT healthy');
+  if (!ok) process.exitCode = 1;
+}
+
+async function envCommand(): Promise<void> {
+  if (!(await healthy(readTestbedInfo(KUBECONFIG)))) {
+    say('not running (try: scripts/testbed up)');
+    process.exitCode = 1;
+    return;
+  }
+  process.stdout.write(`export KUBECONFIG=${KUBECONFIG}\n`);
+}
+
+const USAGE = `Usage: scripts/testbed up|down|status|env
+
+  up      start (or reuse) the local control plane; prints the admin kubeconfig path last on stdout
+  down    stop everything up started (safe to call twice)
+  status  show the components and whether the control plane is healthy (exit 1 if not)
+  env     print "export KUBECONFIG=..." for a running control plane
+
+State, certificates and logs live in \${AGENT_TESTBED_DIR:-<repo>/.testbed}.
+Extra image table entries: AGENT_TESTBED_IMAGES=<json file> (read by up).`;
+
+const commands: Record<string, () => Promise<void>> = { up, down, status, env: envCommand };
+const name = process.argv[2] ?? '';
+const run = commands[name];
+if (name === '--help' || name === '-h' || name === 'help') {
+  process.stdout.write(`${USAGE}\n`);
+} else if (!run || process.argv.length > 3) {
+  process.stderr.write(`testbed: unknown command "${process.argv.slice(2).join(' ')}" (try --help)\n`);
+  process.exitCode = 2;
+} else {
+  mkdirSync(STATE, { recursive: true });
+  await run();
+}

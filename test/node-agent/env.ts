@@ -1,0 +1,184 @@
+// Container environment, resolved like the kubelet: envFrom first, then env in order, each value
+// `$(VAR)`-expanded against what is defined so far. Secrets and ConfigMaps come from injected lookups.
+import { err, ok, type Result } from '../../src/shared/result.ts';
+import { expandVars, type Waiting } from './plan.ts';
+import type { Container } from './pod-spec.ts';
+
+/** Reads Secret / ConfigMap data (values already decoded); undefined when the object does not exist. */
+export interface EnvSources {
+  secret(namespace: string, name: string): Promise<Readonly<Record<string, string>> | undefined>;
+  configMap(namespace: string, name: string): Promise<Readonly<Record<string, string>> | undefined>;
+}
+
+/** What the downward API (fieldRef) can expose about the pod. */
+export interface PodFacts {
+  readonly name: string;
+  readonly namespace: string;
+  readonly uid: string;
+  readonly nodeName: string;
+  readonly serviceAccountName: string;
+  readonly hostIP: string;
+  readonly podIP: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
+}
+
+/** Node capacity used when a resourceFieldRef asks for a limit the container does not set. */
+export const NODE_CAPACITY = { cpu: '8', memory: '16Gi', 'ephemeral-storage': '100Gi', pods: '110' } as const;
+
+const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+
+const SUFFIX: Record<string, number> = {
+  '': 1,
+  m: 1e-3,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
+};
+
+/** Parses a resource quantity ("500m", "1Gi", "2", 3); undefined when malformed. */
+export function parseQuantity(q: string | number): number | undefined {
+  if (typeof q === 'number') return q;
+  const m = /^([0-9.]+(?:[eE][-+]?[0-9]+)?)([a-zA-Z]*)$/.exec(q.trim());
+  if (!m) return undefined;
+  const scale = SUFFIX[m[2] ?? ''];
+  const n = Number(m[1]);
+  return scale === undefined || Number.isNaN(n) ? undefined : n * scale;
+}
+
+function fieldValue(path: string, facts: PodFacts): string | undefined {
+  const keyed = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
+  if (keyed) return (keyed[1] === 'labels' ? facts.labels : facts.annotations)[keyed[2] ?? ''] ?? '';
+  switch (path) {
+    case 'metadata.name':
+      return facts.name;
+    case 'metadata.namespace':
+      return facts.namespace;
+    case 'metadata.uid':
+      return facts.uid;
+    case 'spec.nodeName':
+      return facts.nodeName;
+    case 'spec.serviceAccountName':
+      return facts.serviceAccountName;
+    case 'status.hostIP':
+    case 'status.hostIPs':
+      return facts.hostIP;
+    case 'status.podIP':
+    case 'status.podIPs':
+      return facts.podIP;
+    default:
+      return undefined;
+  }
+}
+
+function resourceValue(
+  ref: { resource: string; containerName?: string | undefined; divisor?: unknown },
+  container: Container,
+  all: readonly Container[],
+): string | undefined {
+  const target = ref.containerName ? all.find((c) => c.name === ref.containerName) : container;
+  if (!target) return undefined;
+  const [kind, name] = ref.resource.split('.', 2) as [string, string | undefined];
+  if ((kind !== 'limits' && kind !== 'requests') || name === undefined) return undefined;
+  const set =
+    target.resources?.[kind]?.[name] ?? (kind === 'requests' ? target.resources?.limits?.[name] : undefined);
+  const capacity = NODE_CAPACITY[name as keyof typeof NODE_CAPACITY];
+  const raw = set ?? (kind === 'limits' ? capacity : name === 'cpu' || name === 'memory' ? '0' : undefined);
+  if (raw === undefined) return undefined;
+  const value = parseQuantity(raw);
+  const divisor =
+    typeof ref.divisor === 'string' || typeof ref.divisor === 'number' ? parseQuantity(ref.divisor) : 1;
+  if (value === undefined || divisor === undefined || divisor === 0) return undefined;
+  return String(Math.ceil(value / divisor - 1e-9));
+}
+
+/**
+ * Resolves a container's environment in Kubernetes order. A missing Secret/ConfigMap or key that is
+ * not optional gives the kubelet's CreateContainerConfigError message; the caller retries later.
+ */
+export async function resolveEnv(
+  container: Container,
+  allContainers: readonly Container[],
+  facts: PodFacts,
+  sources: EnvSources,
+): Promise<Result<Map<string, string>, Waiting>> {
+  const env = new Map<string, string>();
+  const fail = (message: string): Result<never, Waiting> =>
+    err({ reason: 'CreateContainerConfigError', message });
+  const ns = facts.namespace;
+  for (const from of container.envFrom) {
+    const prefix = from.prefix ?? '';
+    if (from.configMapRef) {
+      const data = await sources.configMap(ns, from.configMapRef.name);
+      if (!data) {
+        if (from.configMapRef.optional) continue;
+        return fail(`configmap "${from.configMapRef.name}" not found`);
+      }
+      for (const [k, val] of Object.entries(data)) if (ENV_NAME.test(prefix + k)) env.set(prefix + k, val);
+    } else if (from.secretRef) {
+      const data = await sources.secret(ns, from.secretRef.name);
+      if (!data) {
+        if (from.secretRef.optional) continue;
+        return fail(`secret "${from.secretRef.name}" not found`);
+      }
+      for (const [k, val] of Object.entries(data)) if (ENV_NAME.test(prefix + k)) env.set(prefix + k, val);
+    }
+  }
+  for (const e of container.env) {
+    const from = e.valueFrom;
+    if (!from) {
+      env.set(
+        e.name,
+        expandVars(e.value ?? '', (n) => env.get(n)),
+      );
+      continue;
+    }
+    if (from.fieldRef) {
+      const value = fieldValue(from.fieldRef.fieldPath, facts);
+      if (value === undefined) return fail(`unsupported fieldPath: ${from.fieldRef.fieldPath}`);
+      env.set(e.name, value);
+    } else if (from.resourceFieldRef) {
+      const value = resourceValue(from.resourceFieldRef, container, allContainers);
+      if (value === undefined) return fail(`unsupported resourceFieldRef: ${from.resourceFieldRef.resource}`);
+      env.set(e.name, value);
+    } else if (from.secretKeyRef) {
+      const ref = from.secretKeyRef;
+      const data = await sources.secret(ns, ref.name);
+      if (!data) {
+        if (ref.optional) continue;
+        return fail(`secret "${ref.name}" not found`);
+      }
+      const value = data[ref.key];
+      if (value === undefined) {
+        if (ref.optional) continue;
+        return fail(`couldn't find key ${ref.key} in Secret ${ns}/${ref.name}`);
+      }
+      env.set(e.name, value);
+    } else if (from.configMapKeyRef) {
+      const ref = from.configMapKeyRef;
+      const data = await sources.configMap(ns, ref.name);
+      if (!data) {
+        if (ref.optional) continue;
+        return fail(`configmap "${ref.name}" not found`);
+      }
+      const value = data[ref.key];
+      if (value === undefined) {
+        if (ref.optional) continue;
+        return fail(`couldn't find key ${ref.key} in ConfigMap ${ns}/${ref.name}`);
+      }
+      env.set(e.name, value);
+    } else {
+      return fail(`env var "${e.name}": unsupported valueFrom`);
+    }
+  }
+  return ok(env);
+}

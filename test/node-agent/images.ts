@@ -1,0 +1,53 @@
+import { readFileSync } from 'node:fs';
+import * as v from 'valibot';
+
+/** What a container image's config says: entrypoint, default args, env, working dir, user. */
+interface ImageConfig {
+  entrypoint: string[];
+  cmd: string[];
+  env: Record<string, string>;
+  workingDir: string | undefined;
+  user: number | undefined;
+}
+
+/** One image the test node can "run": a bare entrypoint array or an image config object. */
+const ImageEntrySchema = v.union([
+  v.pipe(
+    v.array(v.string()),
+    v.transform(
+      (entrypoint): ImageConfig => ({ entrypoint, cmd: [], env: {}, workingDir: undefined, user: undefined }),
+    ),
+  ),
+  v.object({
+    entrypoint: v.array(v.string()),
+    cmd: v.optional(v.array(v.string()), []),
+    env: v.optional(v.record(v.string(), v.string()), {}),
+    workingDir: v.optional(v.string()),
+    user: v.optional(v.number()),
+  }),
+]);
+export type ImageEntry = v.InferOutput<typeof ImageEntrySchema>;
+
+/** `{ "<image>": ["entrypoint", ...] | {entrypoint, cmd?, env?, workingDir?, user?} }`. */
+export const ImageTableSchema = v.record(v.string(), ImageEntrySchema);
+export type ImageTable = v.InferOutput<typeof ImageTableSchema>;
+
+/**
+ * Reads and merges image tables (later files win). Files are read on every call so entries can be
+ * added while the node runs. Throws with the file name when a file is missing or malformed.
+ */
+export function loadImageTables(files: readonly string[]): ImageTable {
+  const table: ImageTable = {};
+  for (const file of files) {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (error) {
+      throw new Error(`image table ${file}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    const parsed = v.safeParse(ImageTableSchema, raw);
+    if (!parsed.success) throw new Error(`image table ${file}: ${v.summarize(parsed.issues)}`);
+    Object.assign(table, parsed.output);
+  }
+  return table;
+}

@@ -1,0 +1,11 @@
+export { NodeAgent, type NodeAgentOptions } from './agent.ts';
+export { type EnvSources, type PodFacts, parseQuantity, resolveEnv } from './env.ts';
+export { type ImageEntry, type ImageTable, loadImageTables } from './images.ts';
+export { IpPool } from './ip-pool.ts';
+export { startKubeletServer } from './kubelet-server.ts';
+export { ContainerLogWriter, type LogEntry, type LogQuery, parseCriLog, renderLog } from './logs.ts';
+export * from './plan.ts';
+export { type NodePod, NodePodSchema, type PodSpec, PodSpecSchema } from './pod-spec.ts';
+export { PodWorker, type WorkerDeps } from './pod-worker.ts';
+export { findHostTools, type HostTools, setprivArgs, spawnContainer, wrapperScript } from './process.ts';
+export { buildPodStatus, kubeTime, type PodRun, podConditions, podPhase } from './status.ts';

@@ -1,0 +1,283 @@
+// Pure decisions of the test node agent: which pods it refuses, what argv a container runs, as whom,
+// with which mounts. No I/O: the file system is only consulted through injected functions.
+import { posix } from 'node:path';
+import { err, ok, type Result } from '../../src/shared/result.ts';
+import type { ImageEntry } from './images.ts';
+import type { Container, PodSpec, VolumeMount } from './pod-spec.ts';
+
+/** Why the node will not run a pod (it ends Failed with this reason and message). */
+export interface Refusal {
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** Why a container cannot start yet: reported as `state.waiting` (the kubelet retries). */
+export interface Waiting {
+  readonly reason: string;
+  readonly message: string;
+}
+
+/**
+ * Admission: refuses pods that would escape to the host (hostPath volumes, privileged containers) and
+ * pods using features the test node does not implement (restartable init containers, volume types
+ * other than emptyDir/secret/configMap). Undefined means the pod is admitted.
+ */
+export function admitPod(spec: PodSpec): Refusal | undefined {
+  for (const vol of spec.volumes) {
+    if (vol.hostPath !== undefined) {
+      return {
+        reason: 'HostPathVolumeRefused',
+        message: `the test node refuses pods with hostPath volumes (volume "${vol.name}")`,
+      };
+    }
+    if (vol.emptyDir === undefined && vol.secret === undefined && vol.configMap === undefined) {
+      const kind = Object.keys(vol).find((k) => k !== 'name') ?? 'unknown';
+      return {
+        reason: 'UnsupportedPodFeature',
+        message: `the test node supports only emptyDir, secret and configMap volumes (volume "${vol.name}" is ${kind})`,
+      };
+    }
+  }
+  for (const c of [...spec.initContainers, ...spec.containers]) {
+    if (c.securityContext?.privileged === true) {
+      return {
+        reason: 'PrivilegedContainerRefused',
+        message: `the test node refuses privileged containers (container "${c.name}")`,
+      };
+    }
+  }
+  for (const c of spec.initContainers) {
+    if (c.restartPolicy !== undefined) {
+      return {
+        reason: 'UnsupportedPodFeature',
+        message: `the test node does not run restartable init containers (container "${c.name}")`,
+      };
+    }
+  }
+  return undefined;
+}
+
+/** Whether the pod's nodeSelector matches the node's labels (the only scheduling rule the node checks). */
+export function selectorMatches(
+  selector: Readonly<Record<string, string>>,
+  labels: Readonly<Record<string, string>>,
+) {
+  return Object.entries(selector).every(([k, val]) => labels[k] === val);
+}
+
+/**
+ * Kubernetes `$(VAR)` expansion (as in command, args and env values): `$(NAME)` becomes the value when
+ * NAME is defined, and stays literally otherwise; `$$` is an escaped `$`; any other `$` is kept.
+ */
+export function expandVars(text: string, lookup: (name: string) => string | undefined): string {
+  let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (ch !== '$' || i + 1 >= text.length) {
+      out += ch;
+      continue;
+    }
+    const next = text[i + 1];
+    if (next === '$') {
+      out += '$';
+      i++;
+    } else if (next === '(') {
+      const close = text.indexOf(')', i + 2);
+      if (close === -1) {
+        out += text.slice(i);
+        break;
+      }
+      const name = text.slice(i + 2, close);
+      const value = name === '' ? undefined : lookup(name);
+      out += value ?? `$(${name})`;
+      i = close;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+/**
+ * The argv a container runs, with Kubernetes semantics: `command` replaces the image entrypoint and
+ * `args` its default arguments; both are `$(VAR)`-expanded. An image missing from the table can only
+ * run with an explicit `command` (a host program).
+ */
+export function resolveArgv(
+  container: Container,
+  image: ImageEntry | undefined,
+  env: ReadonlyMap<string, string>,
+): Result<string[], Waiting> {
+  const expand = (list: readonly string[]): string[] => list.map((s) => expandVars(s, (n) => env.get(n)));
+  const args = expand(container.args);
+  if (container.command.length > 0) return ok([...expand(container.command), ...args]);
+  if (!image) {
+    return err({
+      reason: 'ErrImagePull',
+      message: `image "${container.image}" is not in the test node's image table and the container has no command`,
+    });
+  }
+  const argv = [...image.entrypoint, ...(container.args.length > 0 ? args : image.cmd)];
+  if (argv.length === 0) {
+    return err({ reason: 'CreateContainerError', message: 'no command specified' });
+  }
+  return ok(argv);
+}
+
+/** The Linux identity a container process runs with. */
+export interface Identity {
+  readonly uid: number;
+  readonly gid: number;
+  /** Supplementary groups (fsGroup and supplementalGroups). */
+  readonly groups: readonly number[];
+  readonly noNewPrivs: boolean;
+  /** Capability bounding set, lowercase names without the cap_ prefix. */
+  readonly capabilities: readonly string[];
+}
+
+/** The capabilities a container runtime grants by default (containerd/Docker default set). */
+export const DEFAULT_CAPABILITIES = [
+  'chown',
+  'dac_override',
+  'fowner',
+  'fsetid',
+  'kill',
+  'setgid',
+  'setuid',
+  'setpcap',
+  'net_bind_service',
+  'net_raw',
+  'sys_chroot',
+  'mknod',
+  'audit_write',
+  'setfcap',
+] as const;
+
+function capName(name: string): string {
+  return name.toLowerCase().replace(/^cap_/, '');
+}
+
+/**
+ * Resolves who a container runs as: container securityContext over pod securityContext over the image's
+ * user (default root); gid defaults to 0; fsGroup and supplementalGroups become supplementary groups.
+ * `runAsNonRoot` with uid 0 is a CreateContainerConfigError, as in the kubelet.
+ */
+export function resolveIdentity(
+  spec: PodSpec,
+  container: Container,
+  image: ImageEntry | undefined,
+  podRef: string,
+): Result<Identity, Waiting> {
+  const cs = container.securityContext ?? {};
+  const ps = spec.securityContext;
+  const uid = cs.runAsUser ?? ps.runAsUser ?? image?.user ?? 0;
+  const gid = cs.runAsGroup ?? ps.runAsGroup ?? 0;
+  const nonRoot = cs.runAsNonRoot ?? ps.runAsNonRoot ?? false;
+  if (nonRoot && uid === 0) {
+    return err({
+      reason: 'CreateContainerConfigError',
+      message: `container has runAsNonRoot and image will run as root (pod: "${podRef}", container: ${container.name})`,
+    });
+  }
+  const groups = [
+    ...new Set([...(ps.fsGroup !== undefined ? [ps.fsGroup] : []), ...(ps.supplementalGroups ?? [])]),
+  ];
+  const drop = (cs.capabilities?.drop ?? []).map(capName);
+  const add = (cs.capabilities?.add ?? []).map(capName);
+  const base: string[] = drop.includes('all') ? [] : DEFAULT_CAPABILITIES.filter((c) => !drop.includes(c));
+  const capabilities = [...new Set([...base, ...add.filter((c) => c !== 'all')])];
+  return ok({ uid, gid, groups, noNewPrivs: cs.allowPrivilegeEscalation === false, capabilities });
+}
+
+/** One bind mount inside a container's private mount namespace. */
+export interface MountPlan {
+  readonly source: string;
+  readonly target: string;
+  readonly readOnly: boolean;
+}
+
+/**
+ * Plans a container's bind mounts from its volumeMounts and the host folders backing the pod's volumes.
+ * subPaths must stay inside their volume. Sorted so parents are mounted before children.
+ */
+export function planMounts(
+  mounts: readonly VolumeMount[],
+  volumeDirs: ReadonlyMap<string, string>,
+): Result<MountPlan[], Waiting> {
+  const plan: MountPlan[] = [];
+  for (const m of mounts) {
+    const dir = volumeDirs.get(m.name);
+    if (dir === undefined) {
+      return err({
+        reason: 'CreateContainerConfigError',
+        message: `volume "${m.name}" not found in the pod`,
+      });
+    }
+    if (!posix.isAbsolute(m.mountPath)) {
+      return err({
+        reason: 'CreateContainerConfigError',
+        message: `mountPath "${m.mountPath}" is not absolute`,
+      });
+    }
+    const sub = m.subPath ?? '';
+    if (posix.isAbsolute(sub) || sub.split('/').includes('..')) {
+      return err({
+        reason: 'CreateContainerConfigError',
+        message: `subPath "${sub}" must stay inside the volume`,
+      });
+    }
+    plan.push({
+      source: sub === '' ? dir : posix.join(dir, sub),
+      target: posix.normalize(m.mountPath),
+      readOnly: m.readOnly === true,
+    });
+  }
+  return ok(plan.sort((a, b) => a.target.split('/').length - b.target.split('/').length));
+}
+
+/** Where a container path lives on the host, given its mounts (the innermost mount wins). */
+export function hostPathFor(path: string, mounts: readonly MountPlan[]): string {
+  const normal = posix.normalize(path);
+  let best: MountPlan | undefined;
+  for (const m of mounts) {
+    const inside = normal === m.target || normal.startsWith(m.target === '/' ? '/' : `${m.target}/`);
+    if (inside && (!best || m.target.length >= best.target.length)) best = m;
+  }
+  if (!best) return normal;
+  return posix.join(best.source, posix.relative(best.target, normal));
+}
+
+/**
+ * Finds the executable a container would run, looking through its mounts: a path with a slash is
+ * taken as is (relative to the working dir), a bare name is searched in PATH. Returns undefined when
+ * nothing executable is found (the runtime's StartError).
+ */
+export function findExecutable(
+  argv0: string,
+  path: string,
+  workingDir: string,
+  mounts: readonly MountPlan[],
+  isExecutable: (hostPath: string) => boolean,
+): string | undefined {
+  if (argv0 === '') return undefined;
+  const candidates = argv0.includes('/')
+    ? [posix.resolve(workingDir, argv0)]
+    : path
+        .split(':')
+        .filter((d) => d !== '')
+        .map((d) => posix.join(posix.resolve(workingDir, d), argv0));
+  return candidates.find((c) => isExecutable(hostPathFor(c, mounts)));
+}
+
+/** The PATH a container gets when neither its env nor its image sets one (the OCI default). */
+export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** Restart back-off after `restarts` restarts: 1 s doubling, capped at 10 s (the kubelet uses 10 s → 5 min). */
+export function restartBackoffMs(restarts: number): number {
+  return Math.min(10_000, 1000 * 2 ** Math.min(restarts, 10));
+}
+
+/** Whether a container that exited with `exitCode` is restarted under the pod's restartPolicy. */
+export function shouldRestart(policy: PodSpec['restartPolicy'], exitCode: number): boolean {
+  return policy === 'Always' || (policy === 'OnFailure' && exitCode !== 0);
+}

@@ -1,0 +1,154 @@
+import * as v from 'valibot';
+import { ObjectMetaSchema, PodStatusSchema } from '../support/schemas.ts';
+
+const KeyRef = v.looseObject({
+  name: v.optional(v.string(), ''),
+  key: v.string(),
+  optional: v.optional(v.boolean()),
+});
+
+const EnvVarSchema = v.looseObject({
+  name: v.string(),
+  value: v.optional(v.string()),
+  valueFrom: v.optional(
+    v.looseObject({
+      fieldRef: v.optional(v.looseObject({ fieldPath: v.string() })),
+      resourceFieldRef: v.optional(
+        v.looseObject({
+          resource: v.string(),
+          containerName: v.optional(v.string()),
+          divisor: v.optional(v.unknown()),
+        }),
+      ),
+      secretKeyRef: v.optional(KeyRef),
+      configMapKeyRef: v.optional(KeyRef),
+    }),
+  ),
+});
+export type EnvVar = v.InferOutput<typeof EnvVarSchema>;
+
+const EnvFromSchema = v.looseObject({
+  prefix: v.optional(v.string()),
+  secretRef: v.optional(
+    v.looseObject({ name: v.optional(v.string(), ''), optional: v.optional(v.boolean()) }),
+  ),
+  configMapRef: v.optional(
+    v.looseObject({ name: v.optional(v.string(), ''), optional: v.optional(v.boolean()) }),
+  ),
+});
+export type EnvFrom = v.InferOutput<typeof EnvFromSchema>;
+
+const CapabilitiesSchema = v.looseObject({
+  add: v.optional(v.array(v.string())),
+  drop: v.optional(v.array(v.string())),
+});
+
+const ContainerSecuritySchema = v.looseObject({
+  runAsUser: v.optional(v.number()),
+  runAsGroup: v.optional(v.number()),
+  runAsNonRoot: v.optional(v.boolean()),
+  privileged: v.optional(v.boolean()),
+  allowPrivilegeEscalation: v.optional(v.boolean()),
+  capabilities: v.optional(CapabilitiesSchema),
+});
+export type ContainerSecurity = v.InferOutput<typeof ContainerSecuritySchema>;
+
+const VolumeMountSchema = v.looseObject({
+  name: v.string(),
+  mountPath: v.string(),
+  subPath: v.optional(v.string()),
+  readOnly: v.optional(v.boolean()),
+});
+export type VolumeMount = v.InferOutput<typeof VolumeMountSchema>;
+
+const ContainerSchema = v.looseObject({
+  name: v.string(),
+  image: v.optional(v.string(), ''),
+  command: v.optional(v.array(v.string()), []),
+  args: v.optional(v.array(v.string()), []),
+  workingDir: v.optional(v.string()),
+  env: v.optional(v.array(EnvVarSchema), []),
+  envFrom: v.optional(v.array(EnvFromSchema), []),
+  volumeMounts: v.optional(v.array(VolumeMountSchema), []),
+  securityContext: v.optional(ContainerSecuritySchema),
+  restartPolicy: v.optional(v.string()),
+  terminationMessagePolicy: v.optional(v.string()),
+  resources: v.optional(
+    v.looseObject({
+      limits: v.optional(v.record(v.string(), v.union([v.string(), v.number()]))),
+      requests: v.optional(v.record(v.string(), v.union([v.string(), v.number()]))),
+    }),
+  ),
+});
+export type Container = v.InferOutput<typeof ContainerSchema>;
+
+const ItemsSchema = v.optional(
+  v.array(v.looseObject({ key: v.string(), path: v.string(), mode: v.optional(v.number()) })),
+);
+
+const VolumeSchema = v.looseObject({
+  name: v.string(),
+  emptyDir: v.optional(v.looseObject({})),
+  hostPath: v.optional(v.unknown()),
+  secret: v.optional(
+    v.looseObject({
+      secretName: v.optional(v.string(), ''),
+      items: ItemsSchema,
+      optional: v.optional(v.boolean()),
+      defaultMode: v.optional(v.number()),
+    }),
+  ),
+  configMap: v.optional(
+    v.looseObject({
+      name: v.optional(v.string(), ''),
+      items: ItemsSchema,
+      optional: v.optional(v.boolean()),
+      defaultMode: v.optional(v.number()),
+    }),
+  ),
+});
+export type Volume = v.InferOutput<typeof VolumeSchema>;
+
+export const PodSpecSchema = v.looseObject({
+  nodeName: v.optional(v.string(), ''),
+  schedulerName: v.optional(v.string(), 'default-scheduler'),
+  nodeSelector: v.optional(v.record(v.string(), v.string()), {}),
+  restartPolicy: v.optional(v.picklist(['Always', 'OnFailure', 'Never']), 'Always'),
+  activeDeadlineSeconds: v.optional(v.number()),
+  terminationGracePeriodSeconds: v.optional(v.number(), 30),
+  serviceAccountName: v.optional(v.string()),
+  hostNetwork: v.optional(v.boolean()),
+  initContainers: v.optional(v.array(ContainerSchema), []),
+  containers: v.array(ContainerSchema),
+  volumes: v.optional(v.array(VolumeSchema), []),
+  securityContext: v.optional(
+    v.looseObject({
+      runAsUser: v.optional(v.number()),
+      runAsGroup: v.optional(v.number()),
+      runAsNonRoot: v.optional(v.boolean()),
+      fsGroup: v.optional(v.number()),
+      supplementalGroups: v.optional(v.array(v.number())),
+    }),
+    {},
+  ),
+});
+export type PodSpec = v.InferOutput<typeof PodSpecSchema>;
+
+/** A Pod as the node agent needs it: metadata with name/namespace/uid, a typed spec, the status as read. */
+export const NodePodSchema = v.looseObject({
+  metadata: v.looseObject({
+    ...ObjectMetaSchema.entries,
+    name: v.string(),
+    namespace: v.string(),
+    uid: v.string(),
+  }),
+  spec: PodSpecSchema,
+  status: v.optional(PodStatusSchema, {}),
+});
+export type NodePod = v.InferOutput<typeof NodePodSchema>;
+
+/** A Secret or ConfigMap, data only. */
+export const DataObjectSchema = v.looseObject({
+  data: v.nullish(v.record(v.string(), v.string()), {}),
+  binaryData: v.nullish(v.record(v.string(), v.string()), {}),
+});

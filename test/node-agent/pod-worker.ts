@@ -1,0 +1,653 @@
+// Runs one pod on the test node: volumes, init containers in order, then the containers, restarts by
+// restartPolicy, activeDeadlineSeconds, graceful termination; keeps logs; reports status as it goes.
+import type { ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { constants } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { Logger } from '../../src/shared/log.ts';
+import { err, ok, type Result } from '../../src/shared/result.ts';
+import { apiPath, type KubeClient, KubeError } from '../support/kube-client.ts';
+import { type EnvSources, type PodFacts, resolveEnv } from './env.ts';
+import type { ImageTable } from './images.ts';
+import type { IpPool } from './ip-pool.ts';
+import { ContainerLogWriter, parseCriLog, terminationMessageFromLog } from './logs.ts';
+import {
+  admitPod,
+  DEFAULT_PATH,
+  findExecutable,
+  planMounts,
+  resolveArgv,
+  resolveIdentity,
+  restartBackoffMs,
+  shouldRestart,
+  type Waiting,
+} from './plan.ts';
+import type { Container, NodePod } from './pod-spec.ts';
+import { type HostTools, isExecutableFile, type ProcessSpec, spawnContainer } from './process.ts';
+import {
+  buildPodStatus,
+  type ContainerRun,
+  type PodRun,
+  type Terminated,
+  type TransitionTimes,
+} from './status.ts';
+
+/** What a pod worker needs from the node. */
+export interface WorkerDeps {
+  readonly client: KubeClient;
+  readonly log: Logger;
+  readonly nodeName: string;
+  readonly hostIP: string;
+  /** Folder under which each pod gets `<uid>/` (volumes, logs). */
+  readonly podsDir: string;
+  readonly ips: IpPool;
+  /** The image table, read at each container start. */
+  readonly images: () => ImageTable;
+  readonly tools: HostTools;
+  /** Where containers reach the API server (KUBERNETES_SERVICE_HOST / _PORT). */
+  readonly apiserver: { readonly host: string; readonly port: string };
+  readonly sources: EnvSources;
+  /** Called with each container process started / finished, for crash-safe cleanup by `testbed down`. */
+  readonly trackProcess: (name: string, pid: number, running: boolean) => void;
+  readonly now: () => number;
+}
+
+type Kind = 'init' | 'app';
+
+/** Log files and current state of a container, for the kubelet log endpoint. */
+export interface ContainerLogInfo {
+  readonly files: readonly string[];
+  readonly running: boolean;
+  readonly waitingReason: string | undefined;
+}
+
+const DEADLINE = {
+  reason: 'DeadlineExceeded',
+  message: 'Pod was active on the node longer than the specified deadline',
+};
+
+/**
+ * One pod's life on the node. `start()` begins running it; `terminate()` stops it gracefully
+ * (SIGTERM, grace period, SIGKILL) and resolves once the final status is written; `kill()` stops it at once.
+ */
+export class PodWorker {
+  readonly uid: string;
+  readonly namespace: string;
+  readonly name: string;
+  readonly #deps: WorkerDeps;
+  readonly #pod: NodePod;
+  readonly #dir: string;
+  readonly #log: Logger;
+  #init: ContainerRun[];
+  #containers: ContainerRun[];
+  #podIP: string | undefined;
+  #startTime: number | undefined;
+  #sandboxReady = false;
+  #finished = false;
+  #failure: { reason: string; message: string } | undefined;
+  #times: TransitionTimes = new Map();
+  readonly #procs = new Map<string, ChildProcess>();
+  readonly #logFiles = new Map<string, string[]>();
+  readonly #stop = new AbortController();
+  #killTimer: NodeJS.Timeout | undefined;
+  #killAt = Number.POSITIVE_INFINITY;
+  #deadlineTimer: NodeJS.Timeout | undefined;
+  #syncing: Promise<void> | undefined;
+  #dirty = false;
+  #gone = false;
+  #done: Promise<void> = Promise.resolve();
+
+  constructor(deps: WorkerDeps, pod: NodePod) {
+    this.#deps = deps;
+    this.#pod = pod;
+    this.uid = pod.metadata.uid;
+    this.namespace = pod.metadata.namespace;
+    this.name = pod.metadata.name;
+    this.#dir = join(deps.podsDir, this.uid);
+    this.#log = deps.log.with({ pod: `${this.namespace}/${this.name}`, uid: this.uid });
+    const spec = pod.spec;
+    const initial = spec.initContainers.length > 0 ? 'PodInitializing' : 'ContainerCreating';
+    const fresh = (c: Container, reason: string): ContainerRun => ({
+      name: c.name,
+      image: c.image,
+      state: { kind: 'waiting', reason },
+      restartCount: 0,
+    });
+    this.#init = spec.initContainers.map((c) => fresh(c, 'PodInitializing'));
+    this.#containers = spec.containers.map((c) => fresh(c, initial));
+  }
+
+  /** Resolves when the pod will not run anything any more and its final status has been written. */
+  get done(): Promise<void> {
+    return this.#done;
+  }
+
+  /** Whether the pod reached its end (Succeeded/Failed). */
+  get finished(): boolean {
+    return this.#finished;
+  }
+
+  /** Starts running the pod in the background. */
+  start(): void {
+    this.#done = this.#run().catch((error: unknown) => {
+      this.#log.error('Pod worker crashed', { error });
+      this.#failure ??= {
+        reason: 'NodeAgentError',
+        message: error instanceof Error ? error.message : String(error),
+      };
+      this.#finished = true;
+      this.#killAll('SIGKILL');
+      return this.#flush();
+    });
+  }
+
+  /** Log files and state of a container (init or app), or undefined when the pod has no such container. */
+  logInfo(container: string): ContainerLogInfo | undefined {
+    const run = [...this.#init, ...this.#containers].find((c) => c.name === container);
+    if (!run) return undefined;
+    return {
+      files: this.#logFiles.get(container) ?? [],
+      running: this.#procs.has(container),
+      waitingReason: run.state.kind === 'waiting' ? run.state.reason : undefined,
+    };
+  }
+
+  /**
+   * Stops the pod: no further (re)starts, SIGTERM to every container's process group now, SIGKILL
+   * after `graceSeconds` (an earlier deadline is kept). Resolves when the final status is written.
+   */
+  async terminate(graceSeconds: number, failure?: { reason: string; message: string }): Promise<void> {
+    if (failure && !this.#finished) this.#failure ??= failure;
+    this.#stop.abort();
+    this.#killAll('SIGTERM');
+    const at = this.#deps.now() + Math.max(0, graceSeconds) * 1000;
+    if (at < this.#killAt) {
+      this.#killAt = at;
+      clearTimeout(this.#killTimer);
+      this.#killTimer = setTimeout(() => this.#killAll('SIGKILL'), Math.max(0, at - this.#deps.now()));
+      this.#killTimer.unref();
+    }
+    await this.#done;
+  }
+
+  /** Stops the pod at once (SIGKILL) and waits for its run to end. Used when the pod object is gone. */
+  async kill(): Promise<void> {
+    this.#gone = true;
+    await this.terminate(0);
+  }
+
+  /** Removes the pod's folder (volumes and logs) and releases its IP. Call after `done`. */
+  cleanup(): void {
+    this.#deps.ips.release(this.uid);
+    rmSync(this.#dir, { recursive: true, force: true });
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  get #stopping(): boolean {
+    return this.#stop.signal.aborted;
+  }
+
+  #killAll(signal: NodeJS.Signals): void {
+    for (const child of this.#procs.values()) {
+      if (child.pid === undefined) continue;
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        // the group is already gone
+      }
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolvePromise) => {
+      if (this.#stopping) return resolvePromise();
+      const onAbort = (): void => {
+        clearTimeout(timer);
+        resolvePromise();
+      };
+      const timer = setTimeout(() => {
+        this.#stop.signal.removeEventListener('abort', onAbort);
+        resolvePromise();
+      }, ms);
+      this.#stop.signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  #runState(): PodRun {
+    return {
+      restartPolicy: this.#pod.spec.restartPolicy,
+      hostIP: this.#deps.hostIP,
+      ...(this.#podIP !== undefined ? { podIP: this.#podIP } : {}),
+      ...(this.#startTime !== undefined ? { startTime: this.#startTime } : {}),
+      sandboxReady: this.#sandboxReady,
+      init: this.#init,
+      containers: this.#containers,
+      finished: this.#finished,
+      ...(this.#failure ? { failure: this.#failure } : {}),
+    };
+  }
+
+  /** Schedules a status write; writes coalesce, so only the latest state is sent. */
+  #sync(): void {
+    if (this.#gone) return;
+    if (this.#syncing) {
+      this.#dirty = true;
+      return;
+    }
+    this.#syncing = this.#syncLoop().finally(() => {
+      this.#syncing = undefined;
+    });
+  }
+
+  async #syncLoop(): Promise<void> {
+    let attempts = 0;
+    do {
+      this.#dirty = false;
+      const { status, times } = buildPodStatus(this.#runState(), this.#times, this.#deps.now());
+      const path = apiPath('v1', 'pods', {
+        namespace: this.namespace,
+        name: this.name,
+        subresource: 'status',
+      });
+      try {
+        await this.#deps.client.patch(path, { metadata: { uid: this.uid }, status }, 'strategic');
+        this.#times = times;
+        attempts = 0;
+      } catch (error) {
+        if (error instanceof KubeError && error.status === 404) {
+          this.#gone = true;
+          return;
+        }
+        const permanent =
+          error instanceof KubeError && error.status >= 400 && error.status < 500 && error.status !== 429;
+        this.#log.warn('Pod status update failed', { error, permanent });
+        if (permanent || ++attempts > 20) return;
+        this.#dirty = true;
+        await new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** attempts)));
+      }
+    } while (this.#dirty && !this.#gone);
+  }
+
+  /** Waits until every requested status write has been sent. */
+  async #flush(): Promise<void> {
+    this.#sync();
+    while (this.#syncing) await this.#syncing;
+  }
+
+  #setRun(kind: Kind, index: number, run: ContainerRun): void {
+    if (kind === 'init') this.#init[index] = run;
+    else this.#containers[index] = run;
+    this.#sync();
+  }
+
+  #getRun(kind: Kind, index: number): ContainerRun {
+    const run = kind === 'init' ? this.#init[index] : this.#containers[index];
+    if (!run) throw new Error(`no ${kind} container #${index}`);
+    return run;
+  }
+
+  async #run(): Promise<void> {
+    const spec = this.#pod.spec;
+    const refusal = admitPod(spec);
+    if (refusal) {
+      this.#log.warn('Pod refused', { ...refusal });
+      this.#failure = refusal;
+      this.#finished = true;
+      await this.#flush();
+      return;
+    }
+    const ip = spec.hostNetwork ? this.#deps.hostIP : this.#deps.ips.allocate(this.uid);
+    if (ip === undefined) {
+      this.#failure = { reason: 'OutOfPodIPs', message: 'the test node has no free 127.0.0.N address' };
+      this.#finished = true;
+      await this.#flush();
+      return;
+    }
+    this.#podIP = ip;
+    this.#startTime = this.#deps.now();
+    mkdirSync(join(this.#dir, 'logs'), { recursive: true });
+    this.#log.info('Pod starting', { podIP: ip });
+    this.#sync();
+    if (spec.activeDeadlineSeconds !== undefined) {
+      this.#deadlineTimer = setTimeout(() => {
+        this.#log.info('Pod deadline exceeded', { activeDeadlineSeconds: spec.activeDeadlineSeconds });
+        void this.terminate(spec.terminationGracePeriodSeconds, DEADLINE);
+      }, spec.activeDeadlineSeconds * 1000);
+      this.#deadlineTimer.unref();
+    }
+    try {
+      const volumes = await this.#setupVolumes();
+      if (volumes) {
+        this.#sandboxReady = true;
+        this.#sync();
+        if (await this.#runInit(volumes)) {
+          await Promise.all(spec.containers.map((c, i) => this.#runApp(i, c, volumes)));
+        }
+      }
+    } finally {
+      clearTimeout(this.#deadlineTimer);
+      clearTimeout(this.#killTimer);
+      this.#finished = true;
+      this.#deps.ips.release(this.uid);
+      this.#log.info('Pod finished', {
+        phase: buildPodStatus(this.#runState(), this.#times, 0).status.phase,
+      });
+      await this.#flush();
+    }
+  }
+
+  /** Runs the init containers in order; true when all succeeded. */
+  async #runInit(volumes: ReadonlyMap<string, string>): Promise<boolean> {
+    const spec = this.#pod.spec;
+    for (const [i, c] of spec.initContainers.entries()) {
+      for (;;) {
+        const exit = await this.#runOnce('init', i, c, volumes);
+        if (exit === undefined || this.#stopping) return false;
+        if (exit === 0) break;
+        if (spec.restartPolicy === 'Never') return false;
+        await this.#backoff('init', i);
+      }
+    }
+    // App containers leave PodInitializing for ContainerCreating once init is done.
+    for (const [i, run] of this.#containers.entries()) {
+      if (run.state.kind === 'waiting')
+        this.#setRun('app', i, { ...run, state: { kind: 'waiting', reason: 'ContainerCreating' } });
+    }
+    return !this.#stopping;
+  }
+
+  async #runApp(index: number, c: Container, volumes: ReadonlyMap<string, string>): Promise<void> {
+    for (;;) {
+      const exit = await this.#runOnce('app', index, c, volumes);
+      if (exit === undefined || this.#stopping) return;
+      if (!shouldRestart(this.#pod.spec.restartPolicy, exit)) return;
+      await this.#backoff('app', index);
+      if (this.#stopping) return;
+    }
+  }
+
+  async #backoff(kind: Kind, index: number): Promise<void> {
+    const run = this.#getRun(kind, index);
+    const ms = restartBackoffMs(run.restartCount);
+    const last = run.state.kind === 'terminated' ? run.state : run.lastState;
+    this.#setRun(kind, index, {
+      ...run,
+      state: {
+        kind: 'waiting',
+        reason: 'CrashLoopBackOff',
+        message: `back-off ${Math.round(ms / 1000)}s restarting failed container=${run.name} pod=${this.name}_${this.namespace}(${this.uid})`,
+      },
+      ...(last ? { lastState: last } : {}),
+      restartCount: run.restartCount + 1,
+    });
+    await this.#sleep(ms);
+  }
+
+  #facts(): PodFacts {
+    const meta = this.#pod.metadata;
+    return {
+      name: this.name,
+      namespace: this.namespace,
+      uid: this.uid,
+      nodeName: this.#deps.nodeName,
+      serviceAccountName: this.#pod.spec.serviceAccountName ?? 'default',
+      hostIP: this.#deps.hostIP,
+      podIP: this.#podIP ?? '',
+      labels: meta.labels ?? {},
+      annotations: meta.annotations ?? {},
+    };
+  }
+
+  /** Everything to start a container, or why it cannot start yet. */
+  async #prepare(c: Container, volumes: ReadonlyMap<string, string>): Promise<Result<ProcessSpec, Waiting>> {
+    let images: ImageTable;
+    try {
+      images = this.#deps.images();
+    } catch (error) {
+      return err({ reason: 'ErrImagePull', message: error instanceof Error ? error.message : String(error) });
+    }
+    const image = images[c.image];
+    const identity = resolveIdentity(this.#pod.spec, c, image, `${this.name}_${this.namespace}(${this.uid})`);
+    if (!identity.ok) return identity;
+    const base = new Map<string, string>([
+      ['HOSTNAME', this.name],
+      ['KUBERNETES_SERVICE_HOST', this.#deps.apiserver.host],
+      ['KUBERNETES_SERVICE_PORT', this.#deps.apiserver.port],
+      ['KUBERNETES_SERVICE_PORT_HTTPS', this.#deps.apiserver.port],
+      ['KUBERNETES_PORT', `tcp://${this.#deps.apiserver.host}:${this.#deps.apiserver.port}`],
+    ]);
+    const all = [...this.#pod.spec.initContainers, ...this.#pod.spec.containers];
+    const resolved = await resolveEnv(c, all, this.#facts(), this.#deps.sources);
+    if (!resolved.ok) return resolved;
+    const env = new Map<string, string>([
+      ['PATH', DEFAULT_PATH],
+      ...Object.entries(image?.env ?? {}),
+      ...base,
+    ]);
+    for (const [k, val] of resolved.value) env.set(k, val);
+    if (!env.has('HOME')) env.set('HOME', identity.value.uid === 0 ? '/root' : '/');
+    const argv = resolveArgv(c, image, env);
+    if (!argv.ok) return argv;
+    const mounts = planMounts(c.volumeMounts, volumes);
+    if (!mounts.ok) return mounts;
+    return ok({
+      argv: argv.value,
+      env: Object.fromEntries(env),
+      workingDir: c.workingDir || image?.workingDir || '/',
+      mounts: mounts.value,
+      identity: identity.value,
+    });
+  }
+
+  /**
+   * Runs a container once. Waits (reporting `waiting`) while it cannot be prepared; resolves with the
+   * exit code, or undefined when the pod was stopped before the container started.
+   */
+  async #runOnce(
+    kind: Kind,
+    index: number,
+    c: Container,
+    volumes: ReadonlyMap<string, string>,
+  ): Promise<number | undefined> {
+    let spec: ProcessSpec | undefined;
+    while (!spec) {
+      if (this.#stopping) return undefined;
+      const prepared = await this.#prepare(c, volumes);
+      if (prepared.ok) {
+        spec = prepared.value;
+        break;
+      }
+      const run = this.#getRun(kind, index);
+      const w = prepared.error;
+      if (run.state.kind !== 'waiting' || run.state.reason !== w.reason || run.state.message !== w.message) {
+        this.#log.info('Container cannot start yet', { container: c.name, ...w });
+        this.#setRun(kind, index, {
+          ...run,
+          state: { kind: 'waiting', reason: w.reason, message: w.message },
+        });
+      }
+      await this.#sleep(1000);
+    }
+    if (this.#stopping) return undefined;
+    const run = this.#getRun(kind, index);
+    const containerID = `testbed://${this.uid}/${c.name}/${run.restartCount}`;
+    const startedAt = this.#deps.now();
+    const argv0 = spec.argv[0] ?? '';
+    const exe = findExecutable(
+      argv0,
+      spec.env.PATH ?? DEFAULT_PATH,
+      spec.workingDir,
+      spec.mounts,
+      isExecutableFile,
+    );
+    if (exe === undefined) {
+      const message = argv0.includes('/')
+        ? `exec: "${argv0}": stat ${argv0}: no such file or directory`
+        : `exec: "${argv0}": executable file not found in $PATH`;
+      return this.#terminated(kind, index, {
+        kind: 'terminated',
+        exitCode: 128,
+        reason: 'StartError',
+        message: `failed to create containerd task: failed to start container: ${message}`,
+        startedAt,
+        finishedAt: startedAt,
+        containerID,
+      });
+    }
+    const logDir = join(this.#dir, 'logs', c.name);
+    mkdirSync(logDir, { recursive: true });
+    const logFile = join(logDir, `${run.restartCount}.log`);
+    const writer = new ContainerLogWriter(logFile, this.#deps.now);
+    this.#logFiles.set(c.name, [...(this.#logFiles.get(c.name) ?? []), logFile]);
+    const child = spawnContainer(spec, this.#deps.tools);
+    const procName = `${this.namespace}/${this.name}/${c.name}`;
+    this.#procs.set(c.name, child);
+    if (child.pid !== undefined) this.#deps.trackProcess(procName, child.pid, true);
+    if (child.stdout) writer.attach(child.stdout, 'stdout');
+    if (child.stderr) writer.attach(child.stderr, 'stderr');
+    let report = '';
+    let started = false;
+    let runningSince = startedAt;
+    child.stdio[3]?.on('data', (chunk: Buffer) => {
+      report += chunk.toString('utf8');
+      if (!started && /(^|\n)started\n/.test(report)) {
+        started = true;
+        runningSince = this.#deps.now();
+        this.#setRun(kind, index, {
+          ...this.#getRun(kind, index),
+          state: { kind: 'running', startedAt: runningSince },
+          containerID,
+        });
+      }
+    });
+    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>(
+      (resolveExit) => {
+        child.once('error', (error) => resolveExit({ code: null, signal: null, error }));
+        child.once('exit', (code, signal) => {
+          // The container's main process is gone: like a PID namespace teardown, kill what it left behind.
+          if (child.pid !== undefined) {
+            try {
+              process.kill(-child.pid, 'SIGKILL');
+            } catch {
+              // nothing left
+            }
+          }
+          child.once('close', () => resolveExit({ code, signal }));
+        });
+      },
+    );
+    writer.close();
+    this.#procs.delete(c.name);
+    if (child.pid !== undefined) this.#deps.trackProcess(procName, child.pid, false);
+    const finishedAt = this.#deps.now();
+    if (!started) {
+      const detail = exit.error?.message ?? report.replace(/(^|\n)started\n/, '').trim();
+      return this.#terminated(kind, index, {
+        kind: 'terminated',
+        exitCode: 128,
+        reason: 'StartError',
+        message: `failed to start container: ${detail || `exit code ${exit.code ?? exit.signal}`}`,
+        startedAt: finishedAt,
+        finishedAt,
+        containerID,
+      });
+    }
+    const signalNumber = exit.signal ? constants.signals[exit.signal] : undefined;
+    const exitCode = exit.code ?? 128 + (signalNumber ?? 9);
+    let message: string | undefined;
+    if (exitCode !== 0 && c.terminationMessagePolicy === 'FallbackToLogsOnError') {
+      message = terminationMessageFromLog(parseCriLog(readFileSync(logFile, 'utf8')));
+    }
+    this.#log.info('Container exited', {
+      container: c.name,
+      exitCode,
+      ...(exit.signal ? { signal: exit.signal } : {}),
+    });
+    return this.#terminated(kind, index, {
+      kind: 'terminated',
+      exitCode,
+      ...(signalNumber !== undefined ? { signal: signalNumber } : {}),
+      reason: exitCode === 0 ? 'Completed' : 'Error',
+      ...(message ? { message } : {}),
+      startedAt: runningSince,
+      finishedAt,
+      containerID,
+    });
+  }
+
+  #terminated(kind: Kind, index: number, state: Terminated): number {
+    const run = this.#getRun(kind, index);
+    this.#setRun(kind, index, {
+      ...run,
+      state,
+      ...(state.containerID ? { containerID: state.containerID } : {}),
+    });
+    return state.exitCode;
+  }
+
+  /**
+   * Creates the pod's volumes under its folder: emptyDirs world-writable (setgid + group fsGroup when
+   * set), secret/configMap volumes as files. Waits (ContainerCreating) while a referenced object is
+   * missing; undefined when the pod was stopped meanwhile.
+   */
+  async #setupVolumes(): Promise<Map<string, string> | undefined> {
+    const spec = this.#pod.spec;
+    const fsGroup = spec.securityContext.fsGroup;
+    for (;;) {
+      if (this.#stopping) return undefined;
+      const dirs = new Map<string, string>();
+      let problem: string | undefined;
+      for (const vol of spec.volumes) {
+        const dir = join(this.#dir, 'volumes', vol.name);
+        dirs.set(vol.name, dir);
+        mkdirSync(dir, { recursive: true });
+        if (vol.emptyDir !== undefined) {
+          if (fsGroup !== undefined) chownSync(dir, 0, fsGroup);
+          chmodSync(dir, fsGroup !== undefined ? 0o2777 : 0o777);
+          continue;
+        }
+        const source = vol.secret
+          ? { kind: 'secret', name: vol.secret.secretName, cfg: vol.secret }
+          : vol.configMap
+            ? { kind: 'configmap', name: vol.configMap.name, cfg: vol.configMap }
+            : undefined;
+        if (!source) continue;
+        const data =
+          source.kind === 'secret'
+            ? await this.#deps.sources.secret(this.namespace, source.name)
+            : await this.#deps.sources.configMap(this.namespace, source.name);
+        if (!data && source.cfg.optional !== true) {
+          problem = `MountVolume.SetUp failed for volume "${vol.name}" : ${source.kind} "${source.name}" not found`;
+          break;
+        }
+        const items =
+          source.cfg.items ?? Object.keys(data ?? {}).map((key) => ({ key, path: key, mode: undefined }));
+        for (const item of items) {
+          const value = data?.[item.key];
+          if (value === undefined) {
+            if (source.cfg.optional === true) continue;
+            problem = `MountVolume.SetUp failed for volume "${vol.name}" : key "${item.key}" not found in ${source.kind} "${source.name}"`;
+            break;
+          }
+          const file = join(dir, item.path);
+          mkdirSync(dirname(file), { recursive: true });
+          writeFileSync(file, value, { mode: item.mode ?? source.cfg.defaultMode ?? 0o644 });
+          if (fsGroup !== undefined) chownSync(file, 0, fsGroup);
+        }
+        chmodSync(dir, 0o755);
+        if (problem) break;
+      }
+      if (!problem) return dirs;
+      this.#log.info('Volume not ready', { problem });
+      for (const [i, run] of this.#containers.entries()) {
+        this.#containers[i] = {
+          ...run,
+          state: { kind: 'waiting', reason: 'ContainerCreating', message: problem },
+        };
+      }
+      this.#sync();
+      await this.#sleep(1000);
+    }
+  }
+}

@@ -1,0 +1,24 @@
+export {
+  apiPath,
+  decodeWatchLine,
+  KubeClient,
+  KubeError,
+  type KubeResponse,
+  type PatchType,
+  type Query,
+  type RequestOptions,
+  type WatchEnd,
+  type WatchEvent,
+  type WatchOptions,
+} from './kube-client.ts';
+export { type ClusterAccess, e2eKubeconfigPath, loadKubeconfig, parseKubeconfig } from './kubeconfig.ts';
+export { freshNamespace, namespacePrefix, type TestNamespace } from './namespace.ts';
+export { type PollOptions, PollTimeoutError, pollUntil } from './poll.ts';
+export * from './schemas.ts';
+export {
+  type E2eCluster,
+  e2eCluster,
+  readTestbedInfo,
+  type TestbedInfo,
+  TestbedInfoSchema,
+} from './testbed.ts';
