@@ -10,6 +10,7 @@ import {
   FAILURE_MISSING_REF,
   FAILURE_POD_GONE,
   failureBuild,
+  failureInvalidReference,
   failureNotOwned,
   failureOutputUnavailable,
   failureRejected,
@@ -30,6 +31,7 @@ describe('reasons', () => {
 
   it('formats our own failure strings', () => {
     assert.equal(failureBuild('no agent'), 'Job build failed: no agent');
+    assert.equal(failureInvalidReference('Station', 's', 'x'), 'Station s is invalid: x');
     assert.equal(failureRejected('bad'), 'Job rejected by the API server: bad');
     assert.equal(
       failureNotOwned('agent-job-x'),

@@ -37,6 +37,8 @@ export const REASON = {
   missingReference: 'MissingReference',
   /** The Job could not be built, or the API server rejected it (decision b). */
   buildFailed: 'BuildFailed',
+  /** The Station or AgentDefinition exists but is not valid. */
+  invalidReference: 'InvalidReference',
   /** A Job with the run's name exists and belongs to another owner. */
   jobNotOwned: 'JobNotOwned',
   /** The Job failed (including its deadline). */
@@ -65,6 +67,9 @@ export const FAILURE_JOB_FAILED = 'Job failed';
 
 /** `status.failureReason` for a Job that cannot be built; `detail` is the builder's message. */
 export const failureBuild = (detail: string): string => `Job build failed: ${detail}`;
+/** `status.failureReason` for a Station or AgentDefinition that exists but cannot be read. */
+export const failureInvalidReference = (kind: string, name: string, detail: string): string =>
+  `${kind} ${name} is invalid: ${detail}`;
 /** `status.failureReason` for a Job the API server refused to create (422 / 400). */
 export const failureRejected = (detail: string): string => `Job rejected by the API server: ${detail}`;
 /** `status.failureReason` when a Job of the run's name belongs to another owner. */

@@ -64,5 +64,12 @@ export interface Snapshot {
    * Status message; decide then fails the Agent (decision b).
    */
   readonly jobRejected?: { readonly message: string } | undefined;
+  /**
+   * Set when the Station or the AgentDefinition exists but cannot be parsed (`message` says why); `station` /
+   * `definition` are then `null`. A Pending Agent fails with the reason instead of waiting forever (decision b).
+   */
+  readonly invalidReference?:
+    | { readonly kind: 'Station' | 'AgentDefinition'; readonly name: string; readonly message: string }
+    | undefined;
   readonly options: ReconcileOptions;
 }

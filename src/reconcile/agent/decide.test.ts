@@ -9,6 +9,7 @@ import {
   FAILURE_MISSING_REF,
   FAILURE_POD_GONE,
   failureBuild,
+  failureInvalidReference,
   failureNotOwned,
   failureOutputUnavailable,
   failureRejected,
@@ -212,6 +213,30 @@ describe('decide: Pending with missing references', () => {
       deletes(d).map((x) => x.ref.name),
       ['f-new', 'f-old'],
     );
+  });
+
+  it('fails with the parse error when the Station or AgentDefinition exists but is invalid', () => {
+    const d = run(
+      snap(agent('a'), {
+        station: null,
+        definition: null,
+        invalidReference: {
+          kind: 'Station',
+          name: 'stn',
+          message: 'spec.maxConcurrentRuns: expected a number',
+        },
+      }),
+    );
+    const st = onlyPatch(d);
+    assert.equal(st.phase, 'Failed');
+    assert.equal(
+      st.failureReason,
+      failureInvalidReference('Station', 'stn', 'spec.maxConcurrentRuns: expected a number'),
+    );
+    assert.equal(st.failureReason, 'Station stn is invalid: spec.maxConcurrentRuns: expected a number');
+    assert.equal(findCondition(st.conditions, 'Failed')?.reason, 'InvalidReference');
+    assert.deepEqual(failureKinds(d), ['build_error']);
+    assert.ok(!kinds(d).includes('createJob'));
   });
 
   it('is not timed (no duration or queue metric)', () => {

@@ -15,6 +15,8 @@ const NOTHING: Decision = { actions: [] };
  *
  * - Succeeded / Failed, or an Agent being deleted → no actions at all.
  * - Pending:
+ *   - the Station or AgentDefinition exists but is invalid (`invalidReference`) → Failed with the reason,
+ *     `build_error`.
  *   - Station or AgentDefinition missing (404) → Failed `Station or AgentDefinition not found`, completedAt,
  *     no exitCode, no retry; metric `missing_ref`, not timed.
  *   - the API server refused the Job (`jobRejected`) → Failed, `build_error`.

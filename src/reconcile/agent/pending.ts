@@ -6,6 +6,7 @@ import { conditionsSatisfied } from '../conditions.ts';
 import {
   FAILURE_MISSING_REF,
   failureBuild,
+  failureInvalidReference,
   failureNotOwned,
   failureRejected,
   preemptedMessage,
@@ -39,6 +40,16 @@ export const STALE_JOB_RETRY_MS = 2000;
 /** The Pending rows of the decision table (see `decide`). */
 export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decision {
   const { agent, station, definition } = s;
+  if (s.invalidReference !== undefined) {
+    const { kind, name, message } = s.invalidReference;
+    const failureReason = failureInvalidReference(kind, name, message);
+    return failBeforeStart(s, now, {
+      kind: 'build_error',
+      reason: REASON.invalidReference,
+      failureReason,
+      message: failureReason,
+    });
+  }
   if (station === null || definition === null) {
     const message =
       station === null
