@@ -481,6 +481,49 @@ describe('foundation: the local control plane', { skip }, () => {
     }
   });
 
+  it('the image table runs the built bundle for the controller images, on Node and on Deno', async (t) => {
+    const ns = await freshNamespace(client, 'foundation-images');
+    t.after(ns.cleanup);
+    const pods = apiPath('v1', 'pods', { namespace: ns.name });
+    const images = [
+      ['node', 'agent-controller:e2e', /^agent-controller \S+ \(node v\d+\.\d+\.\d+\)\n$/],
+      ['deno', 'agent-controller:e2e-deno', /^agent-controller \S+ \(deno 2\.\d+\.\d+\)\n$/],
+    ] as const;
+    for (const [name, image] of images) {
+      await client.create(pods, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name },
+        spec: {
+          restartPolicy: 'Never',
+          securityContext: { fsGroup: 1000 },
+          // No command: the image entrypoint (the bundle) runs with these args, as in a run pod.
+          containers: [
+            {
+              name: 'main',
+              image,
+              args: ['version'],
+              securityContext: { runAsUser: 1000, runAsGroup: 1000, runAsNonRoot: true },
+            },
+          ],
+        },
+      });
+    }
+    for (const [name, , expected] of images) {
+      const pod = await pollUntil(
+        async (observe) => {
+          const p = await client.get(`${pods}/${name}`, PodSchema);
+          observe(p.status);
+          return p.status.phase === 'Succeeded' || p.status.phase === 'Failed' ? p : undefined;
+        },
+        { timeoutMs: 60_000, description: `the ${name} pod to finish` },
+      );
+      const log = await client.logs(ns.name, name);
+      assert.equal(pod.status.phase, 'Succeeded', `${name}: ${log}`);
+      assert.match(log, expected);
+    }
+  });
+
   it('the node refuses hostPath volumes and privileged containers', async (t) => {
     const ns = await freshNamespace(client, 'foundation-refuse');
     t.after(ns.cleanup);
