@@ -256,3 +256,77 @@ describe('admit under Replace', () => {
     assert.equal(verdicts.filter((v) => v.kind === 'wait').length, 4);
   });
 });
+
+describe('admit in a simulated controller (consistent cache, random reconcile order, random completions)', () => {
+  // Deterministic pseudo-random numbers (LCG), so a failure is reproducible.
+  const rng = (seed: number) => () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed / 2147483648;
+  };
+
+  for (const [policy, max, seed] of [
+    ['Allow', 3, 1],
+    ['Allow', 1, 2],
+    ['Allow', 5, 3],
+    ['Forbid', 0, 4],
+    ['Replace', 0, 5],
+  ] as const) {
+    it(`${policy} (maxConcurrentRuns ${max}): never over the limit, never overtakes an earlier Agent, all run`, () => {
+      const random = rng(seed);
+      const station = { name: 's', concurrencyPolicy: policy, maxConcurrentRuns: max };
+      const limit = effectiveMaxRuns(concurrencyPolicyOf(policy), max);
+      // 30 Agents with shuffled creation times; phases change as the simulated controller acts.
+      const world = new Map<string, AgentRunView>();
+      for (let i = 0; i < 30; i++) {
+        const a = agent(`a${i}`, { created: Math.floor(random() * 1000) });
+        world.set(a.metadata.name ?? '', a);
+      }
+      const setPhase = (a: AgentRunView, phase: string, step: number) =>
+        world.set(a.metadata.name ?? '', {
+          ...a,
+          metadata: { ...a.metadata, resourceVersion: `rv-${step}` },
+          status: { phase, startedAt: at(1000 + step) },
+        });
+      let everRan = 0;
+      for (let step = 0; step < 5000; step++) {
+        const all = [...world.values()];
+        const pending = all.filter((a) => (a.status?.phase ?? 'Pending') === 'Pending');
+        const runningNow = all.filter((a) => a.status?.phase === 'Running');
+        if (pending.length === 0 && runningNow.length === 0) break;
+        if (runningNow.length > 0 && random() < 0.3) {
+          const done = runningNow[Math.floor(random() * runningNow.length)]!;
+          setPhase(done, 'Succeeded', step);
+          continue;
+        }
+        if (pending.length === 0) continue;
+        const x = pending[Math.floor(random() * pending.length)]!;
+        const verdict = admit(x, all, station);
+        if (verdict.kind === 'wait') continue;
+        // No overtaking: every earlier-created Pending Agent would be let in now as well.
+        for (const p of pending) {
+          if (
+            p !== x &&
+            Date.parse(p.metadata.creationTimestamp ?? '') < Date.parse(x.metadata.creationTimestamp ?? '')
+          ) {
+            assert.notEqual(
+              admit(p, all, station).kind,
+              'wait',
+              `${x.metadata.name} overtook ${p.metadata.name}`,
+            );
+          }
+        }
+        if (verdict.kind === 'replace') for (const v of verdict.victims) world.delete(v.metadata.name ?? '');
+        setPhase(x, 'Running', step);
+        everRan++;
+        const running = [...world.values()].filter((a) => a.status?.phase === 'Running').length;
+        if (limit > 0) assert.ok(running <= limit, `${running} running over the limit ${limit}`);
+      }
+      assert.equal(everRan, 30, 'every Agent ran');
+      assert.equal(
+        [...world.values()].filter((a) => (a.status?.phase ?? 'Pending') !== 'Succeeded').length,
+        0,
+        'everything finished or was preempted',
+      );
+    });
+  }
+});
