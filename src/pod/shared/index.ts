@@ -1,7 +1,6 @@
 // Code shared by the in-pod `init` and `supervisor` subcommands: lifecycle events, the {source, event} envelope,
 // sink configuration and delivery with retry.
 
-export { conversationStateDir } from './conversation-state.ts';
 export {
   type Env,
   type EnvProblem,

@@ -1,5 +1,5 @@
+import { VENDOR_INFO, type Vendor, vendorForModel } from '../../vendors/cli/index.ts';
 import {
-  conversationStateDir,
   type Env,
   type EnvProblem,
   type EventSource,
@@ -14,7 +14,6 @@ import {
   sourceFromEnv,
 } from '../shared/index.ts';
 import { parseSelectors, type Selector } from './select.ts';
-import { type CliVendor, vendorForModel } from './vendor.ts';
 import { DEFAULT_WORKSPACE, normalizeRoot, parseWatch, type WatchEntry } from './watch.ts';
 
 /** Default grace after a terminal event (and between SIGTERM and SIGKILL), ms. */
@@ -39,7 +38,7 @@ export interface SupervisorConfig {
   readonly retry: RetryConfig;
   readonly source: EventSource;
   readonly model: string;
-  readonly vendor: CliVendor;
+  readonly vendor: Vendor;
   readonly selectors: readonly Selector[];
   readonly graceMs: number;
   /** `AGENT_DEADLINE_MS`: run deadline relative to the supervisor's start. */
@@ -104,10 +103,10 @@ export function parseSupervisorConfig(env: Env): { config: SupervisorConfig; war
   };
 }
 
-function conversationFromEnv(env: Env, vendor: CliVendor): ConversationSave | undefined {
+function conversationFromEnv(env: Env, vendor: Vendor): ConversationSave | undefined {
   const source = readString(env, 'AGENT_CONVERSATION_SOURCE');
   const pin = readString(env, 'AGENT_CONVERSATION_PIN');
-  const stateDir = conversationStateDir(vendor);
+  const stateDir = VENDOR_INFO[vendor].stateDir;
   const home = normalizeRoot(readString(env, 'HOME'));
   if (source === '' || pin === '' || stateDir === undefined || home === undefined) return undefined;
   const auth = readString(env, 'AGENT_CONVERSATION_AUTH');

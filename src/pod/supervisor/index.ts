@@ -21,9 +21,8 @@ export {
   step,
 } from './outcome.ts';
 export { BareOutput, type WritableLike, waitForFlush } from './output.ts';
-export { classify, parseSelectors, type Selector, selected } from './select.ts';
+export { matches, parseSelectors, type Selector, selected } from './select.ts';
 export { type HandledSignal, runSupervisor, type SupervisorIo } from './supervise.ts';
 export { buildTar, type TarEntry } from './tar.ts';
 export { type Terminal, terminalOf } from './terminal.ts';
-export { type CliVendor, vendorForModel } from './vendor.ts';
 export { collectFileEvents, type FileEvent, parseWatch, resolveWatchPath, type WatchEntry } from './watch.ts';
