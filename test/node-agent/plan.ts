@@ -228,7 +228,7 @@ export function planMounts(
     }
     plan.push({
       source: sub === '' ? dir : posix.join(dir, sub),
-      target: posix.normalize(m.mountPath),
+      target: posix.normalize(m.mountPath).replace(/(.)\/+$/, '$1'),
       readOnly: m.readOnly === true,
     });
   }

@@ -1,0 +1,239 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import * as v from 'valibot';
+import type { ImageEntry } from './images.ts';
+import {
+  admitPod,
+  expandVars,
+  findExecutable,
+  hostPathFor,
+  planMounts,
+  resolveArgv,
+  resolveIdentity,
+  restartBackoffMs,
+  selectorMatches,
+  shouldRestart,
+} from './plan.ts';
+import { type Container, PodSpecSchema } from './pod-spec.ts';
+
+const spec = (extra: Record<string, unknown> = {}) =>
+  v.parse(PodSpecSchema, { containers: [{ name: 'main', image: 'x' }], ...extra });
+const container = (extra: Record<string, unknown> = {}): Container =>
+  v.parse(PodSpecSchema, { containers: [{ name: 'main', image: 'img', ...extra }] })
+    .containers[0] as Container;
+const image = (entrypoint: string[], cmd: string[] = []): ImageEntry => ({
+  entrypoint,
+  cmd,
+  env: {},
+  workingDir: undefined,
+  user: undefined,
+});
+
+describe('admitPod', () => {
+  it('admits plain pods with emptyDir, secret and configMap volumes', () => {
+    const s = spec({
+      volumes: [
+        { name: 'a', emptyDir: {} },
+        { name: 'b', secret: { secretName: 's' } },
+        { name: 'c', configMap: { name: 'c' } },
+      ],
+    });
+    assert.equal(admitPod(s), undefined);
+  });
+  it('refuses hostPath volumes', () => {
+    const r = admitPod(spec({ volumes: [{ name: 'h', hostPath: { path: '/' } }] }));
+    assert.equal(r?.reason, 'HostPathVolumeRefused');
+    assert.match(r?.message ?? '', /"h"/);
+  });
+  it('refuses privileged containers, init containers included', () => {
+    const r = admitPod(
+      spec({ initContainers: [{ name: 'i', image: 'x', securityContext: { privileged: true } }] }),
+    );
+    assert.equal(r?.reason, 'PrivilegedContainerRefused');
+    assert.equal(
+      admitPod(spec({ containers: [{ name: 'm', securityContext: { privileged: false } }] })),
+      undefined,
+    );
+  });
+  it('refuses unsupported volume types and sidecar init containers', () => {
+    assert.equal(
+      admitPod(spec({ volumes: [{ name: 'p', persistentVolumeClaim: { claimName: 'x' } }] }))?.reason,
+      'UnsupportedPodFeature',
+    );
+    assert.equal(
+      admitPod(spec({ initContainers: [{ name: 'side', restartPolicy: 'Always' }] }))?.reason,
+      'UnsupportedPodFeature',
+    );
+  });
+});
+
+describe('expandVars', () => {
+  const env = new Map([
+    ['A', 'alpha'],
+    ['EMPTY', ''],
+  ]);
+  const lookup = (n: string) => env.get(n);
+  const cases: [string, string][] = [
+    ['$(A)', 'alpha'],
+    ['x-$(A)-y', 'x-alpha-y'],
+    ['$(MISSING)', '$(MISSING)'],
+    ['$$(A)', '$(A)'],
+    ['$$', '$'],
+    ['$A', '$A'],
+    ['$(EMPTY)!', '!'],
+    ['$(A', '$(A'],
+    ['$()', '$()'],
+    ['end$', 'end$'],
+    ['$(A)$(A)', 'alphaalpha'],
+  ];
+  for (const [input, expected] of cases) {
+    it(`${JSON.stringify(input)} → ${JSON.stringify(expected)}`, () =>
+      assert.equal(expandVars(input, lookup), expected));
+  }
+});
+
+describe('resolveArgv (Kubernetes command/args semantics)', () => {
+  const env = new Map([['WHO', 'world']]);
+  const img = image(['/bin/entry', '--flag'], ['default-arg']);
+  it('image entrypoint + image cmd when neither is set', () => {
+    assert.deepEqual(resolveArgv(container(), img, env), {
+      ok: true,
+      value: ['/bin/entry', '--flag', 'default-arg'],
+    });
+  });
+  it('args replace the image cmd only', () => {
+    assert.deepEqual(resolveArgv(container({ args: ['x', '$(WHO)'] }), img, env), {
+      ok: true,
+      value: ['/bin/entry', '--flag', 'x', 'world'],
+    });
+  });
+  it('command replaces the entrypoint and drops the image cmd', () => {
+    assert.deepEqual(resolveArgv(container({ command: ['sh', '-c'] }), img, env), {
+      ok: true,
+      value: ['sh', '-c'],
+    });
+    assert.deepEqual(resolveArgv(container({ command: ['echo'], args: ['hi $(WHO)'] }), img, env), {
+      ok: true,
+      value: ['echo', 'hi world'],
+    });
+  });
+  it('an unknown image runs its command from the host, or waits with ErrImagePull without one', () => {
+    assert.deepEqual(resolveArgv(container({ command: ['true'] }), undefined, env), {
+      ok: true,
+      value: ['true'],
+    });
+    const r = resolveArgv(container(), undefined, env);
+    assert.equal(r.ok, false);
+    assert.equal(!r.ok && r.error.reason, 'ErrImagePull');
+  });
+});
+
+describe('resolveIdentity', () => {
+  const ref = 'p_ns(uid)';
+  it('defaults to root with the default capability set', () => {
+    const r = resolveIdentity(spec(), container(), undefined, ref);
+    assert.ok(r.ok);
+    assert.equal(r.value.uid, 0);
+    assert.equal(r.value.gid, 0);
+    assert.deepEqual(r.value.groups, []);
+    assert.ok(r.value.capabilities.includes('chown'));
+    assert.equal(r.value.noNewPrivs, false);
+  });
+  it('container settings win over pod settings; fsGroup and supplementalGroups become groups', () => {
+    const s = spec({
+      securityContext: { runAsUser: 5, runAsGroup: 6, fsGroup: 1000, supplementalGroups: [7, 1000] },
+    });
+    const r = resolveIdentity(s, container({ securityContext: { runAsUser: 1000 } }), undefined, ref);
+    assert.ok(r.ok);
+    assert.deepEqual([r.value.uid, r.value.gid, r.value.groups], [1000, 6, [1000, 7]]);
+  });
+  it('drop ALL + add gives exactly the added capabilities; no escalation sets no_new_privs', () => {
+    const c = container({
+      securityContext: {
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'], add: ['CHOWN', 'CAP_SETUID'] },
+      },
+    });
+    const r = resolveIdentity(spec(), c, undefined, ref);
+    assert.ok(r.ok);
+    assert.deepEqual(r.value.capabilities, ['chown', 'setuid']);
+    assert.equal(r.value.noNewPrivs, true);
+  });
+  it('runAsNonRoot with uid 0 is a CreateContainerConfigError', () => {
+    const r = resolveIdentity(spec({ securityContext: { runAsNonRoot: true } }), container(), undefined, ref);
+    assert.equal(r.ok, false);
+    assert.equal(!r.ok && r.error.reason, 'CreateContainerConfigError');
+    assert.match(!r.ok ? r.error.message : '', /runAsNonRoot and image will run as root/);
+    const img = { ...image(['x']), user: 1000 };
+    assert.ok(resolveIdentity(spec({ securityContext: { runAsNonRoot: true } }), container(), img, ref).ok);
+  });
+});
+
+describe('planMounts / hostPathFor / findExecutable', () => {
+  const dirs = new Map([
+    ['agent', '/state/pod/volumes/agent'],
+    ['ws', '/state/pod/volumes/ws'],
+  ]);
+  it('plans parents before children, with subPath and readOnly', () => {
+    const r = planMounts(
+      [
+        { name: 'ws', mountPath: '/agent/work/', subPath: 'repo' },
+        { name: 'agent', mountPath: '/agent', readOnly: true },
+      ],
+      dirs,
+    );
+    assert.deepEqual(r, {
+      ok: true,
+      value: [
+        { source: '/state/pod/volumes/agent', target: '/agent', readOnly: true },
+        { source: '/state/pod/volumes/ws/repo', target: '/agent/work', readOnly: false },
+      ],
+    });
+  });
+  it('rejects unknown volumes, relative mount paths and escaping subPaths', () => {
+    assert.equal(planMounts([{ name: 'nope', mountPath: '/x' }], dirs).ok, false);
+    assert.equal(planMounts([{ name: 'ws', mountPath: 'rel' }], dirs).ok, false);
+    assert.equal(planMounts([{ name: 'ws', mountPath: '/x', subPath: '../up' }], dirs).ok, false);
+    assert.equal(planMounts([{ name: 'ws', mountPath: '/x', subPath: '/abs' }], dirs).ok, false);
+  });
+  it('translates container paths through the innermost mount', () => {
+    const mounts = [
+      { source: '/h/agent', target: '/agent', readOnly: false },
+      { source: '/h/bin', target: '/agent/bin', readOnly: false },
+    ];
+    assert.equal(hostPathFor('/agent/bin/node', mounts), '/h/bin/node');
+    assert.equal(hostPathFor('/agent/x', mounts), '/h/agent/x');
+    assert.equal(hostPathFor('/agent', mounts), '/h/agent');
+    assert.equal(hostPathFor('/agentx/y', mounts), '/agentx/y');
+    assert.equal(hostPathFor('/usr/bin/sh', mounts), '/usr/bin/sh');
+  });
+  it('finds executables by path (through mounts) or in PATH', () => {
+    const mounts = [{ source: '/h/agent', target: '/agent', readOnly: false }];
+    const exists = new Set(['/h/agent/bin/node', '/usr/bin/sh']);
+    const isExe = (p: string) => exists.has(p);
+    assert.equal(findExecutable('/agent/bin/node', '/usr/bin', '/', mounts, isExe), '/agent/bin/node');
+    assert.equal(findExecutable('sh', '/usr/local/bin:/usr/bin', '/', mounts, isExe), '/usr/bin/sh');
+    assert.equal(findExecutable('bin/node', '', '/agent', mounts, isExe), '/agent/bin/node');
+    assert.equal(findExecutable('missing', '/usr/bin', '/', mounts, isExe), undefined);
+    assert.equal(findExecutable('', '/usr/bin', '/', mounts, isExe), undefined);
+  });
+});
+
+describe('scheduling and restarts', () => {
+  it('nodeSelector must match every label', () => {
+    const labels = { 'kubernetes.io/os': 'linux', zone: 'a' };
+    assert.equal(selectorMatches({}, labels), true);
+    assert.equal(selectorMatches({ zone: 'a' }, labels), true);
+    assert.equal(selectorMatches({ zone: 'b' }, labels), false);
+    assert.equal(selectorMatches({ gpu: 'yes' }, labels), false);
+  });
+  it('restart policy decides restarts', () => {
+    assert.equal(shouldRestart('Never', 1), false);
+    assert.equal(shouldRestart('OnFailure', 0), false);
+    assert.equal(shouldRestart('OnFailure', 2), true);
+    assert.equal(shouldRestart('Always', 0), true);
+  });
+  it('restart back-off doubles from 1 s and caps at 10 s', () => {
+    assert.deepEqual([0, 1, 2, 3, 4, 50].map(restartBackoffMs), [1000, 2000, 4000, 8000, 10000, 10000]);
+  });
+});
