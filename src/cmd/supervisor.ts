@@ -34,17 +34,25 @@ export const supervisorCommand: Command = {
     }
     const child = dash === -1 ? [] : io.argv.slice(dash + 1);
     if (child.length === 0) throw new UsageError('missing the command to supervise after --');
-    const code = await runSupervisor({
-      argv: child,
-      env: io.env,
-      stdout: process.stdout,
-      stderr: process.stderr,
-      now: Date.now,
-      onSignal: (signal, handler) => {
-        process.on(signal, handler);
-        return () => void process.off(signal, handler);
-      },
-    });
+    let code: number;
+    try {
+      code = await runSupervisor({
+        argv: child,
+        env: io.env,
+        stdout: process.stdout,
+        stderr: process.stderr,
+        now: Date.now,
+        onSignal: (signal, handler) => {
+          process.on(signal, handler);
+          return () => void process.off(signal, handler);
+        },
+      });
+    } catch (error) {
+      // A bug, not an agent problem: still end the pod rather than hang on the agent's pipes.
+      const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+      io.stderr(`${JSON.stringify({ level: 'fatal', msg: '[supervisor] crashed', error: message })}\n`);
+      code = 1;
+    }
     await waitForFlush([process.stdout, process.stderr], FLUSH_BEFORE_EXIT_MS);
     process.exit(code);
   },

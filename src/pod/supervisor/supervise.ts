@@ -9,6 +9,7 @@ import {
   agentStarted,
   createEventSink,
   type Env,
+  type EventSink,
   type ParsedLine,
   parseLine,
 } from '../shared/index.ts';
@@ -48,6 +49,22 @@ export const CONVERSATION_TIMEOUT_MS = 30000;
 /** Longest single timer; longer waits are re-armed (setTimeout overflows past 2^31 − 1 ms). */
 const MAX_TIMER_MS = 3_600_000;
 
+/** What every phase of one supervised run shares. */
+interface RunContext {
+  readonly io: SupervisorIo;
+  readonly config: SupervisorConfig;
+  readonly log: Logger;
+  readonly out: BareOutput;
+  readonly errOut: BareOutput;
+  readonly sinks: EventSink;
+  /** Effective run deadline (epoch ms), if any. */
+  readonly deadlineAt: number | undefined;
+  /** Bounds `want` ms so that closing steps end near the hard stop after a deadline (never below the minimum). */
+  readonly budget: (want: number) => number;
+  /** Writes a pod event (lifecycle, file) bare to stdout and queues it, essential, for the sinks. */
+  readonly emit: (event: object) => void;
+}
+
 /**
  * Runs the agent CLI under supervision (reference §7.1): streams its stdout as bare lines to stdout and, when
  * selected, wrapped to the sinks; tags its stderr `[agent] `; forwards SIGTERM/SIGINT to its process group; ends the
@@ -56,6 +73,31 @@ const MAX_TIMER_MS = 3_600_000;
  * environment problems. The caller must hard-exit with the code (grandchildren may still hold the pipes).
  */
 export async function runSupervisor(io: SupervisorIo): Promise<number> {
+  const ctx = prepare(io);
+  const signals = installSignalForwarding(io);
+  try {
+    const [file, ...args] = ctx.io.argv;
+    const started = await launch(ctx, file ?? '', args);
+    if (!started.ok) {
+      ctx.emit(agentFailedBeforeStart(started.reason));
+      await ctx.sinks.close(ctx.budget(ctx.config.flushMs));
+      return 1;
+    }
+    const { child, exited } = started;
+    ctx.emit(agentStarted());
+    signals.attach(child, exited);
+    const code = await superviseChild(ctx, child, exited);
+    await epilogue(ctx);
+    ctx.emit(agentFinished(code));
+    await ctx.sinks.close(ctx.budget(ctx.config.flushMs));
+    return code;
+  } finally {
+    signals.remove();
+  }
+}
+
+/** Reads the configuration, reports its problems, and opens the outputs and sinks. */
+function prepare(io: SupervisorIo): RunContext {
   const startedAt = io.now();
   const errOut = new BareOutput(io.stderr, () => undefined);
   const log = createLogger('info', (line) => errOut.write(line));
@@ -74,143 +116,171 @@ export async function runSupervisor(io: SupervisorIo): Promise<number> {
     log,
     tag: '[supervisor]',
   });
-  const emitEvent = (event: object): void => {
-    out.line(JSON.stringify(event));
-    sinks.deliverEvent(event);
-  };
   const deadlineAt = effectiveDeadline(startedAt, config);
   const hardStopAt = deadlineAt === undefined ? undefined : deadlineAt + HARD_STOP_AFTER_DEADLINE_MS;
-  const budget = (want: number): number =>
-    hardStopAt === undefined ? want : Math.max(MIN_STEP_BUDGET_MS, Math.min(want, hardStopAt - io.now()));
+  return {
+    io,
+    config,
+    log,
+    out,
+    errOut,
+    sinks,
+    deadlineAt,
+    budget: (want) =>
+      hardStopAt === undefined ? want : Math.max(MIN_STEP_BUDGET_MS, Math.min(want, hardStopAt - io.now())),
+    emit: (event) => {
+      out.line(JSON.stringify(event));
+      sinks.deliverEvent(event);
+    },
+  };
+}
 
-  // Signals first, so nothing arriving during the spawn is lost.
-  let child: ChildProcess | undefined;
-  let childGone = false;
+/**
+ * Installs SIGTERM/SIGINT forwarding and ignores SIGPIPE before the agent exists, so a signal arriving during the
+ * spawn is held and forwarded once the agent runs; signals after the agent exited are not forwarded.
+ */
+function installSignalForwarding(io: SupervisorIo) {
+  let target: ChildProcess | undefined;
+  let gone = false;
   const pending: Array<'SIGTERM' | 'SIGINT'> = [];
   const forward = (signal: 'SIGTERM' | 'SIGINT'): void => {
-    if (child?.pid === undefined) pending.push(signal);
-    else if (!childGone) signalGroup(child, signal);
+    if (target === undefined) pending.push(signal);
+    else if (!gone) signalGroup(target, signal);
   };
   const removers = [
     io.onSignal('SIGTERM', () => forward('SIGTERM')),
     io.onSignal('SIGINT', () => forward('SIGINT')),
     io.onSignal('SIGPIPE', () => undefined),
   ];
-  try {
-    return await supervise();
-  } finally {
-    for (const remove of removers) remove();
+  return {
+    attach(child: ChildProcess, exited: Promise<ExitInfo>): void {
+      target = child;
+      void exited.then(() => {
+        gone = true;
+      });
+      for (const signal of pending.splice(0)) signalGroup(child, signal);
+    },
+    remove(): void {
+      for (const remove of removers) remove();
+    },
+  };
+}
+
+type Launch =
+  | { readonly ok: true; readonly child: ChildProcess; readonly exited: Promise<ExitInfo> }
+  | { readonly ok: false; readonly reason: 'not-found' | 'spawn' };
+
+/** Finds and spawns the agent (reference §7.1 steps 4–5), logging the reference messages on failure. */
+async function launch(ctx: RunContext, file: string, args: readonly string[]): Promise<Launch> {
+  if (!(await locate(file, ctx.io.env))) {
+    ctx.log.error(`[supervisor] agent not found: ${file}`);
+    return { ok: false, reason: 'not-found' };
   }
+  const spawned = await spawnAgent(file, args, ctx.io.env);
+  if (!spawned.ok) {
+    ctx.log.error(`[supervisor] failed to start the agent: ${spawned.error}`, { agent: file });
+    return { ok: false, reason: 'spawn' };
+  }
+  return spawned;
+}
 
-  async function supervise(): Promise<number> {
-    const [file, ...args] = io.argv;
-    if (file === undefined || !(await locate(file, io.env))) {
-      log.error(`[supervisor] agent not found: ${file ?? ''}`);
-      emitEvent(agentFailedBeforeStart('not-found'));
-      await sinks.close(budget(config.flushMs));
-      return 1;
+/**
+ * Streams the agent's output and drives the outcome state machine until the run has a code (steps 6–9); then
+ * waits a bounded time for the pipes to reach EOF (step 10), cutting them off if a leftover process holds them.
+ */
+async function superviseChild(
+  ctx: RunContext,
+  child: ChildProcess,
+  exited: Promise<ExitInfo>,
+): Promise<number> {
+  const { config, io, log } = ctx;
+  let gone = false;
+  let state: OutcomeState = initialOutcome({
+    graceMs: config.graceMs,
+    ...(ctx.deadlineAt !== undefined ? { deadlineAt: ctx.deadlineAt } : {}),
+  });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let settle: (code: number) => void = () => undefined;
+  const outcome = new Promise<number>((resolve) => {
+    settle = resolve;
+  });
+  const feed = (event: OutcomeEvent): void => {
+    const next = step(state, event);
+    state = next.state;
+    for (const action of next.actions) {
+      if (action.type === 'log') log[action.level](action.msg);
+      else if (!gone) signalGroup(child, action.signal);
     }
-
-    const spawned = await spawnAgent(file, args, io.env);
-    if (!spawned.ok) {
-      log.error(`[supervisor] failed to start the agent: ${spawned.error}`, { agent: file });
-      emitEvent(agentFailedBeforeStart('spawn'));
-      await sinks.close(budget(config.flushMs));
-      return 1;
-    }
-    child = spawned.child;
-    emitEvent(agentStarted());
-    for (const signal of pending.splice(0)) signalGroup(child, signal);
-
-    // The outcome state machine, driven by exit, terminal and timer events.
-    let state: OutcomeState = initialOutcome({
-      graceMs: config.graceMs,
-      ...(deadlineAt !== undefined ? { deadlineAt } : {}),
-    });
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let settle: (code: number) => void = () => undefined;
-    const outcome = new Promise<number>((resolve) => {
-      settle = resolve;
-    });
-    const feed = (event: OutcomeEvent): void => {
-      const next = step(state, event);
-      state = next.state;
-      for (const action of next.actions) {
-        if (action.type === 'signal') {
-          if (!childGone && child) signalGroup(child, action.signal);
-        } else log[action.level](action.msg);
-      }
-      clearTimeout(timer);
-      const wake = nextWakeAt(state);
-      if (wake !== undefined) {
-        const delay = Math.min(Math.max(0, wake - io.now()), MAX_TIMER_MS);
-        timer = setTimeout(() => feed({ type: 'tick', now: io.now() }), delay);
-      }
-      if (state.phase.tag === 'done') settle(state.phase.code);
-    };
-
-    let terminalSeen = false;
-    const onStdoutLine = (line: string): void => {
-      if (line.trim() === '') return;
-      out.line(line);
-      const parsed: ParsedLine = parseLine(line);
-      if (!terminalSeen && parsed.json) {
-        const terminal = terminalOf(config.vendor, parsed.value);
-        if (terminal) {
-          terminalSeen = true;
-          feed({ type: 'terminal', ok: terminal.ok, now: io.now() });
-        }
-      }
-      if (sinks.count > 0 && selected(config.selectors, config.vendor, parsed))
-        sinks.deliver(line, { parsed });
-    };
-    const onStderrLine = (line: string): void => errOut.line(`[agent] ${line}`);
-    const stdoutDone = pump(child, 'stdout', onStdoutLine, out, log);
-    const stderrDone = pump(child, 'stderr', onStderrLine, errOut, log);
-
-    void spawned.exited.then(({ code, signal }) => {
-      childGone = true;
-      feed({ type: 'exit', code, signal, now: io.now() });
-    });
-    child.on('error', (error) => log.warn('[supervisor] agent process error', { error: describe(error) }));
-    feed({ type: 'tick', now: io.now() });
-
-    const code = await outcome;
     clearTimeout(timer);
-
-    const drained = await within(Promise.all([stdoutDone, stderrDone]), budget(PIPE_DRAIN_MS));
-    if (!drained) {
-      log.warn(
-        '[supervisor] agent output pipes still open after the agent ended; a leftover process holds them',
-      );
-      child.stdout?.destroy();
-      child.stderr?.destroy();
+    const wake = nextWakeAt(state);
+    if (wake !== undefined) {
+      const delay = Math.min(Math.max(0, wake - io.now()), MAX_TIMER_MS);
+      timer = setTimeout(() => feed({ type: 'tick', now: io.now() }), delay);
     }
+    if (state.phase.tag === 'done') settle(state.phase.code);
+  };
 
-    if (config.watch.length > 0) {
-      const files = await collectFileEvents(config.workspace, config.watch);
-      for (const r of files.refused) {
-        log.warn(`[supervisor] output.watch path ${r.why}; no file event`, {
-          event: r.entry.event,
-          path: r.entry.path,
-        });
+  let terminalSeen = false;
+  const onStdoutLine = (line: string): void => {
+    if (line.trim() === '') return;
+    ctx.out.line(line);
+    const parsed: ParsedLine = parseLine(line);
+    if (!terminalSeen && parsed.json) {
+      const terminal = terminalOf(config.vendor, parsed.value);
+      if (terminal) {
+        terminalSeen = true;
+        feed({ type: 'terminal', ok: terminal.ok, now: io.now() });
       }
-      for (const event of files.events) emitEvent(event);
     }
+    if (ctx.sinks.count > 0 && selected(config.selectors, config.vendor, parsed)) {
+      ctx.sinks.deliver(line, { parsed });
+    }
+  };
+  const stdoutDone = pump(child, 'stdout', onStdoutLine, ctx.out, log);
+  const stderrDone = pump(child, 'stderr', (line) => ctx.errOut.line(`[agent] ${line}`), ctx.errOut, log);
+  void exited.then(({ code, signal }) => {
+    gone = true;
+    feed({ type: 'exit', code, signal, now: io.now() });
+  });
+  child.on('error', (error) => log.warn('[supervisor] agent process error', { error: describe(error) }));
+  feed({ type: 'tick', now: io.now() });
 
-    if (config.conversation) {
-      const remaining = hardStopAt === undefined ? CONVERSATION_TIMEOUT_MS : (hardStopAt - io.now()) / 2;
-      await saveConversation(config.conversation, {
-        env: io.env,
-        log,
-        retry: config.retry,
-        timeoutMs: Math.max(MIN_STEP_BUDGET_MS, Math.min(CONVERSATION_TIMEOUT_MS, remaining)),
+  const code = await outcome;
+  clearTimeout(timer);
+  const drained = await within(Promise.all([stdoutDone, stderrDone]), ctx.budget(PIPE_DRAIN_MS));
+  if (!drained) {
+    log.warn(
+      '[supervisor] agent output pipes still open after the agent ended; a leftover process holds them',
+    );
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+  }
+  return code;
+}
+
+/** File events for `output.watch` (step 11), then the conversation save (step 12). */
+async function epilogue(ctx: RunContext): Promise<void> {
+  const { config, io, log } = ctx;
+  if (config.watch.length > 0) {
+    const files = await collectFileEvents(config.workspace, config.watch);
+    for (const r of files.refused) {
+      log.warn(`[supervisor] output.watch path ${r.why}; no file event`, {
+        event: r.entry.event,
+        path: r.entry.path,
       });
     }
-
-    emitEvent(agentFinished(code));
-    await sinks.close(budget(config.flushMs));
-    return code;
+    for (const event of files.events) ctx.emit(event);
+  }
+  if (config.conversation) {
+    // After a deadline, the upload gets at most half of what is left, so the final event can still be delivered.
+    const left =
+      ctx.deadlineAt === undefined ? CONVERSATION_TIMEOUT_MS : ctx.budget(CONVERSATION_TIMEOUT_MS) / 2;
+    await saveConversation(config.conversation, {
+      env: io.env,
+      log,
+      retry: config.retry,
+      timeoutMs: Math.max(MIN_STEP_BUDGET_MS, Math.min(CONVERSATION_TIMEOUT_MS, left)),
+    });
   }
 }
 
