@@ -65,7 +65,8 @@ export class NodeAgent {
   readonly #o: NodeAgentOptions;
   readonly #log: Logger;
   readonly #tools: HostTools;
-  readonly #ips = new IpPool();
+  // A random starting point keeps two testbeds on one machine from handing out the same addresses first.
+  readonly #ips = new IpPool(2, 254, 2 + Math.floor(Math.random() * 253));
   readonly #workers = new Map<string, PodWorker>();
   readonly #pods = new Map<string, NodePod>();
   readonly #busy = new Set<string>();

@@ -22,6 +22,14 @@ describe('IpPool', () => {
     pool.release('nobody');
     assert.equal(pool.allocate('e'), '127.0.0.3');
   });
+  it('starts round-robin where told', () => {
+    const pool = new IpPool(2, 4, 4);
+    assert.deepEqual(
+      [pool.allocate('a'), pool.allocate('b'), pool.allocate('c')],
+      ['127.0.0.4', '127.0.0.2', '127.0.0.3'],
+    );
+    assert.throws(() => new IpPool(2, 4, 5));
+  });
   it('rejects ranges outside 127.0.0.1-254', () => {
     assert.throws(() => new IpPool(0, 10));
     assert.throws(() => new IpPool(10, 255));

@@ -8,11 +8,13 @@ export class IpPool {
   readonly #used = new Map<number, string>();
   #next: number;
 
-  constructor(first = 2, last = 254) {
+  /** `start` is where round-robin allocation begins (default `first`); it must lie in the range. */
+  constructor(first = 2, last = 254, start = first) {
     if (first < 1 || last > 254 || first > last) throw new Error(`bad pod IP range 127.0.0.${first}-${last}`);
+    if (start < first || start > last) throw new Error(`pod IP start ${start} outside ${first}-${last}`);
     this.#first = first;
     this.#last = last;
-    this.#next = first;
+    this.#next = start;
   }
 
   /** Allocates an address for `owner` (the same owner gets the same address back); undefined when full. */
