@@ -1,3 +1,18 @@
+import { readFile } from 'node:fs/promises';
+import { parseControllerConfig } from '../config/index.ts';
+import { startController } from '../controller/run-controller.ts';
+import { installCrds } from '../effects/install-crds.ts';
+import {
+  createTransport,
+  describeKubeError,
+  resolveClusterConfig,
+  SERVICE_ACCOUNT_DIR,
+} from '../kube/index.ts';
+import { createControllerMetrics } from '../metrics/index.ts';
+import { installShutdown, systemClock } from '../runtime/index.ts';
+import { createApp, serveApp } from '../server/index.ts';
+import { createLogger } from '../shared/log.ts';
+import { VERSION } from '../shared/version.ts';
 import { type Command, parseFlags, UsageError } from './usage.ts';
 
 export const controllerCommand: Command = {
@@ -10,10 +25,14 @@ export const controllerCommand: Command = {
     '',
     'Flags:',
     '  --kubeconfig PATH     kubeconfig to use out of cluster (default: $KUBECONFIG, else in-cluster)',
-    '  --namespace NS        namespace to watch (default: $WATCH_NAMESPACE, else the pod namespace)',
+    '  --namespace NS        namespace to watch (default: $WATCH_NAMESPACE, else the pod namespace, else ai-agents)',
     '  --all-namespaces      watch every namespace',
-    '  --port N              port for /healthz, /readyz, /metrics and the prompt API (default 8081)',
-    '  --log-level LEVEL     debug, info, warn or error (default info)',
+    '  --port N              port for /healthz, /readyz and /metrics (default: $HEALTH_PORT, else 8081)',
+    '  --log-level LEVEL     debug, info, warn or error (default: $LOG_LEVEL, else info)',
+    '  --install-crds        server-side apply the CRDs at start (local and edge runs; needs CRD permissions)',
+    '',
+    'Environment: AGENT_IMAGE (init image of run pods), MAX_OUTPUT_BYTES, POD_NAME (leader identity),',
+    'AGENT_POLL_INTERVAL_MS (default 15000), AGENT_LEADER_ELECTION (default true).',
   ].join('\n'),
   async run(io) {
     const { values, help } = parseFlags(io.argv, {
@@ -22,15 +41,97 @@ export const controllerCommand: Command = {
       'all-namespaces': { type: 'boolean' },
       port: { type: 'string' },
       'log-level': { type: 'string' },
+      'install-crds': { type: 'boolean' },
     });
     if (help) {
       io.stdout(`${controllerCommand.usage}\n`);
       return 0;
     }
-    if (values.port !== undefined && !/^\d{1,5}$/.test(String(values.port))) {
-      throw new UsageError(`--port must be a number, got "${String(values.port)}"`);
+    const str = (x: unknown): string | undefined => (typeof x === 'string' ? x : undefined);
+    const inClusterNamespace = await readFile(`${SERVICE_ACCOUNT_DIR}/namespace`, 'utf8').catch(
+      () => undefined,
+    );
+    const parsed = parseControllerConfig(
+      {
+        kubeconfig: str(values.kubeconfig),
+        namespace: str(values.namespace),
+        allNamespaces: values['all-namespaces'] === true,
+        port: str(values.port),
+        logLevel: str(values['log-level']),
+      },
+      io.env,
+      inClusterNamespace,
+      Math.random().toString(36).slice(2, 8),
+    );
+    if (!parsed.ok) throw new UsageError(parsed.error);
+    const config = parsed.value;
+    const log = createLogger(config.logLevel, io.stderr);
+
+    const cluster = await resolveClusterConfig({ kubeconfig: config.kubeconfig, env: io.env });
+    if (!cluster.ok) {
+      log.error('Loading the cluster configuration failed', { error: describeKubeError(cluster.error) });
+      return 1;
     }
-    io.stderr('agent-controller controller: not implemented yet\n');
-    return 1;
+    const metrics = createControllerMetrics();
+    const transport = createTransport({
+      server: cluster.value.server,
+      credentials: cluster.value.credentials,
+      observe: (s) => {
+        if (!s.stream)
+          metrics.apiRequestDuration.observe({ verb: s.verb, code: s.code }, s.durationMs / 1000);
+      },
+    });
+    const clock = systemClock;
+    log.info('Starting agent-controller', {
+      version: VERSION,
+      namespace: config.namespace,
+      identity: config.identity,
+      port: config.port,
+      agentImage: config.agentImage,
+      source: cluster.value.source,
+      server: cluster.value.server,
+    });
+    if (values['install-crds'] === true) {
+      const installed = await installCrds(transport, clock, log);
+      if (!installed.ok) {
+        log.error('Installing the CRDs failed', { error: installed.error });
+        transport.close();
+        return 1;
+      }
+    }
+
+    const shutdown = installShutdown({ logger: log, onForce: () => process.exit(130) });
+    const controller = startController({
+      config,
+      transport,
+      metrics,
+      logger: log,
+      clock,
+      random: Math.random,
+    });
+    const app = createApp({
+      checks: controller.checks,
+      metrics: async () => ({
+        body: await metrics.registry.metrics(),
+        contentType: metrics.registry.contentType,
+      }),
+    });
+    const server = await serveApp(app, config.port).catch((error: unknown) => {
+      log.error('Starting the HTTP server failed', { port: config.port, error: String(error) });
+      return undefined;
+    });
+    if (server) log.info('Serving health and metrics', { port: server.port });
+
+    if (!shutdown.signal.aborted && server) {
+      await new Promise<void>((resolve) =>
+        shutdown.signal.addEventListener('abort', () => resolve(), { once: true }),
+      );
+    }
+    await controller.stop();
+    await server?.close();
+    transport.close();
+    shutdown.dispose();
+    log.info('Stopped');
+    return server ? 0 : 1;
   },
 };

@@ -38,6 +38,22 @@ describe('controller configuration', () => {
     assert.equal(flag.value.leaseNamespace, 'c', 'the Lease stays in the controller namespace');
   });
 
+  it('keeps the Lease in the watched namespace out of cluster, and in default when watching all', () => {
+    const one = parse({ namespace: 'team' }, {});
+    const all = parse({ allNamespaces: true }, {});
+    const pod = parse({ allNamespaces: true }, { POD_NAMESPACE: 'ops' });
+    assert.ok(one.ok && all.ok && pod.ok);
+    assert.equal(one.value.leaseNamespace, 'team');
+    assert.equal(all.value.leaseNamespace, 'default');
+    assert.equal(pod.value.leaseNamespace, 'ops');
+  });
+
+  it('gives a replica without POD_NAME or HOSTNAME a unique identity', () => {
+    const r = parseControllerConfig({}, {}, undefined, 'x7k2');
+    assert.ok(r.ok);
+    assert.equal(r.value.identity, 'agent-controller-x7k2');
+  });
+
   it('watches all namespaces on --all-namespaces or WATCH_NAMESPACE=*', () => {
     const a = parse({ allNamespaces: true }, {});
     const b = parse({}, { WATCH_NAMESPACE: '*' });

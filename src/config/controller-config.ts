@@ -11,7 +11,7 @@ export interface ControllerConfig {
   readonly kubeconfig: string | undefined;
   /** The namespace whose Agents are managed, or ALL_NAMESPACES. */
   readonly namespace: string;
-  /** Where the leader-election Lease lives (the controller's own namespace). */
+  /** Where the leader-election Lease lives: the controller's own namespace; out of cluster the watched one. */
   readonly leaseNamespace: string;
   readonly leaseName: string;
   readonly identity: string;
@@ -91,17 +91,13 @@ export function parseControllerConfig(
   flags: ControllerFlags,
   env: Readonly<Record<string, string | undefined>>,
   inClusterNamespace: string | undefined,
+  randomSuffix = '',
 ): Result<ControllerConfig, string> {
   const parsed = v.safeParse(EnvSchema, env);
   if (!parsed.success) return err(parsed.issues[0]?.message ?? 'invalid environment');
   const e = parsed.output;
-  const ownNamespace = (
-    inClusterNamespace?.trim() ||
-    e.POD_NAMESPACE ||
-    e.NAMESPACE ||
-    DEFAULT_NAMESPACE
-  ).trim();
-  let namespace = flags.namespace ?? e.WATCH_NAMESPACE ?? ownNamespace;
+  const own = (inClusterNamespace?.trim() || e.POD_NAMESPACE || e.NAMESPACE || '').trim();
+  let namespace = flags.namespace ?? e.WATCH_NAMESPACE ?? (own || DEFAULT_NAMESPACE);
   if (flags.allNamespaces === true || namespace === ALL_NAMESPACES || namespace === '')
     namespace = ALL_NAMESPACES;
   if (namespace !== ALL_NAMESPACES) {
@@ -111,8 +107,10 @@ export function parseControllerConfig(
     );
     if (!ns.success) return err(ns.issues[0]?.message ?? 'invalid namespace');
   }
-  const own = v.safeParse(namespaceName('the controller namespace'), ownNamespace);
-  if (!own.success) return err(own.issues[0]?.message ?? 'invalid namespace');
+  // The Lease lives in the controller's own namespace; out of cluster, in the watched one (or `default`).
+  const ownNamespace = own || (namespace === ALL_NAMESPACES ? 'default' : namespace);
+  const ownParsed = v.safeParse(namespaceName('the controller namespace'), ownNamespace);
+  if (!ownParsed.success) return err(ownParsed.issues[0]?.message ?? 'invalid namespace');
   let listenPort = e.HEALTH_PORT ?? 8081;
   if (flags.port !== undefined) {
     const p = v.safeParse(port('--port'), flags.port);
@@ -129,7 +127,7 @@ export function parseControllerConfig(
       namespace,
       leaseNamespace: ownNamespace,
       leaseName: 'agent-controller',
-      identity: e.POD_NAME || e.HOSTNAME || 'agent-controller',
+      identity: e.POD_NAME || e.HOSTNAME || `agent-controller${randomSuffix ? `-${randomSuffix}` : ''}`,
       port: listenPort,
       agentImage: e.AGENT_IMAGE ?? DEFAULT_AGENT_IMAGE,
       maxOutputBytes: e.MAX_OUTPUT_BYTES ?? DEFAULT_MAX_OUTPUT_BYTES,

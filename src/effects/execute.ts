@@ -1,0 +1,160 @@
+import { API_VERSION } from '../api/index.ts';
+import {
+  createObject,
+  deleteObject,
+  describeKubeError,
+  type EventRecorder,
+  isAlreadyExists,
+  isConflict,
+  isInvalid,
+  isNotFound,
+  JOBS,
+  type KubeError,
+  KubeObjectSchema,
+  patchStatus,
+  type Transport,
+} from '../kube/index.ts';
+import type { ControllerMetrics } from '../metrics/index.ts';
+import type { Action, AgentRef, MetricObservation } from '../reconcile/index.ts';
+import type { Logger } from '../shared/log.ts';
+import { assertNever } from '../shared/result.ts';
+import { AGENTS } from './resources.ts';
+
+/** Field manager of every write the controller makes. */
+export const FIELD_MANAGER = 'agent-controller';
+
+export interface ExecuteDeps {
+  readonly transport: Transport;
+  readonly events: EventRecorder;
+  readonly metrics: ControllerMetrics;
+  readonly logger: Logger;
+  readonly timeoutMs?: number;
+}
+
+/** How executing one decision ended (see the executor contract in src/reconcile/actions.ts). */
+export type ExecuteOutcome =
+  | { readonly kind: 'done' }
+  /** A precondition failed (409): the rest was dropped; the next reconcile recomputes from fresh state. */
+  | { readonly kind: 'superseded'; readonly what: string }
+  /** The Job already exists: read it and decide again. */
+  | { readonly kind: 'jobExists' }
+  /** The API server refused the Job (422/400): decide again with `jobRejected`. */
+  | { readonly kind: 'jobRejected'; readonly message: string }
+  /** Any other failure: the reconcile is retried with backoff. */
+  | { readonly kind: 'error'; readonly error: KubeError; readonly action: Action['kind'] };
+
+const involved = (ref: AgentRef) => ({
+  apiVersion: API_VERSION,
+  kind: 'Agent',
+  metadata: { name: ref.name, namespace: ref.namespace, uid: ref.uid },
+});
+
+/** Performs the actions of one decision in order; the only code that writes on behalf of the reconcile core. */
+export async function executeActions(actions: readonly Action[], deps: ExecuteDeps): Promise<ExecuteOutcome> {
+  const opts = { timeoutMs: deps.timeoutMs, fieldManager: FIELD_MANAGER };
+  for (const action of actions) {
+    switch (action.kind) {
+      case 'createJob': {
+        const { metadata } = action.job;
+        const r = await createObject(
+          deps.transport,
+          JOBS,
+          metadata.namespace,
+          { ...action.job },
+          KubeObjectSchema,
+          opts,
+        );
+        if (r.ok) {
+          deps.metrics.jobsCreated.inc();
+          deps.logger.info('Created Job', { namespace: metadata.namespace, job: metadata.name });
+          break;
+        }
+        if (isAlreadyExists(r.error)) return { kind: 'jobExists' };
+        if (isInvalid(r.error) || (r.error.kind === 'api' && r.error.code === 400)) {
+          return {
+            kind: 'jobRejected',
+            message: r.error.kind === 'api' ? r.error.message : describeKubeError(r.error),
+          };
+        }
+        return { kind: 'error', error: r.error, action: action.kind };
+      }
+      case 'patchStatus': {
+        const { ref } = action;
+        const r = await patchStatus(deps.transport, AGENTS, ref, { ...action.status }, KubeObjectSchema, {
+          ...opts,
+          resourceVersion: action.resourceVersion,
+        });
+        if (r.ok) {
+          deps.metrics.statusPatches.inc();
+          break;
+        }
+        if (isConflict(r.error) || isNotFound(r.error)) {
+          deps.logger.info('Status patch superseded, will reconcile again', {
+            namespace: ref.namespace,
+            agent: ref.name,
+          });
+          return { kind: 'superseded', what: 'status' };
+        }
+        return { kind: 'error', error: r.error, action: action.kind };
+      }
+      case 'deleteAgent': {
+        const { ref } = action;
+        const r = await deleteObject(deps.transport, AGENTS, ref, {
+          resourceVersion: action.resourceVersion,
+          timeoutMs: deps.timeoutMs,
+        });
+        if (r.ok || isNotFound(r.error)) {
+          deps.logger.info('Deleted Agent', {
+            namespace: ref.namespace,
+            agent: ref.name,
+            purpose: action.purpose,
+            why: action.reason,
+          });
+          break;
+        }
+        if (isConflict(r.error)) {
+          if (action.purpose === 'preempt') return { kind: 'superseded', what: `preemption of ${ref.name}` };
+          deps.logger.info('Skipped pruning a changed Agent', { namespace: ref.namespace, agent: ref.name });
+          break;
+        }
+        return { kind: 'error', error: r.error, action: action.kind };
+      }
+      case 'recordEvent':
+        await deps.events.record(involved(action.ref), {
+          type: action.type,
+          reason: action.reason,
+          message: action.message,
+        });
+        break;
+      case 'observeMetric':
+        observe(deps.metrics, action.observation);
+        break;
+      default:
+        assertNever(action, 'action');
+    }
+  }
+  return { kind: 'done' };
+}
+
+/** Maps one metric observation of the core onto its Prometheus series. */
+export function observe(metrics: ControllerMetrics, o: MetricObservation): void {
+  switch (o.metric) {
+    case 'runCompleted':
+      metrics.runsCompleted.inc({
+        phase: o.phase,
+        exit_code: o.exitCode === undefined ? '' : String(o.exitCode),
+      });
+      return;
+    case 'runDuration':
+      metrics.runDuration.observe({ phase: o.phase }, Math.max(0, o.seconds));
+      return;
+    case 'runQueue':
+      metrics.runQueue.observe(Math.max(0, o.seconds));
+      return;
+    case 'runFailure':
+      metrics.runFailures.inc({ kind: o.kind });
+      return;
+    default:
+      assertNever(o, 'metric observation');
+  }
+}

@@ -1,0 +1,176 @@
+import {
+  type Agent,
+  type AgentDefinition,
+  type Job,
+  type Pod,
+  parseAgentDefinition,
+  parseJob,
+  parsePod,
+  parseStation,
+  type Station,
+} from '../api/index.ts';
+import { jobNameFor } from '../jobs/index.ts';
+import {
+  describeKubeError,
+  getObject,
+  isNotFound,
+  JOBS,
+  type KubeError,
+  type KubeObject,
+  KubeObjectSchema,
+  listAll,
+  PODS,
+  resourcePath,
+  type Transport,
+} from '../kube/index.ts';
+import {
+  AGENT_CONTAINER,
+  type JobObservation,
+  type LogRead,
+  pickRunPod,
+  type RunEvidence,
+} from '../reconcile/index.ts';
+import type { StoreReader } from '../runtime/index.ts';
+import { err, ok, type Result } from '../shared/result.ts';
+import { AGENT_DEFINITIONS, STATIONS } from './resources.ts';
+
+/** Lines of the agent container log read for `status.output` (reference §4). */
+export const LOG_TAIL_LINES = 10000;
+
+/** The caches and the client the read half of a reconcile uses. */
+export interface GatherDeps {
+  readonly transport: Transport;
+  readonly stations: StoreReader<KubeObject>;
+  readonly definitions: StoreReader<KubeObject>;
+  readonly jobs: StoreReader<KubeObject>;
+  readonly timeoutMs?: number;
+}
+
+/** A referenced object: found and valid, confirmed absent (404), or present but invalid (message says why). */
+export type RefLookup<T> =
+  | { readonly kind: 'found'; readonly value: T }
+  | { readonly kind: 'absent' }
+  | { readonly kind: 'invalid'; readonly message: string };
+
+const key = (namespace: string, name: string): string => `${namespace}/${name}`;
+
+/**
+ * Looks an object up in its cache, and on a miss confirms with a live GET, so an object created a moment before the
+ * Agent is never mistaken for a missing one (a missing reference fails the Agent for good). Errors other than 404
+ * are returned: the reconcile then fails and is retried.
+ */
+async function lookup<T>(
+  deps: GatherDeps,
+  cache: StoreReader<KubeObject>,
+  rt: typeof STATIONS,
+  namespace: string,
+  name: string,
+  parse: (u: unknown) => Result<T, string>,
+): Promise<Result<RefLookup<T>, KubeError>> {
+  let raw: unknown = cache.get(key(namespace, name));
+  if (raw === undefined) {
+    const got = await getObject(deps.transport, rt, { namespace, name }, KubeObjectSchema, {
+      timeoutMs: deps.timeoutMs,
+    });
+    if (!got.ok) return isNotFound(got.error) ? ok({ kind: 'absent' }) : got;
+    raw = got.value;
+  }
+  const parsed = parse(raw);
+  return ok(parsed.ok ? { kind: 'found', value: parsed.value } : { kind: 'invalid', message: parsed.error });
+}
+
+export function lookupStation(
+  deps: GatherDeps,
+  agent: Agent,
+): Promise<Result<RefLookup<Station>, KubeError>> {
+  return lookup(
+    deps,
+    deps.stations,
+    STATIONS,
+    agent.metadata.namespace ?? '',
+    agent.spec.stationRef,
+    parseStation,
+  );
+}
+
+export function lookupDefinition(
+  deps: GatherDeps,
+  namespace: string,
+  station: Station,
+): Promise<Result<RefLookup<AgentDefinition>, KubeError>> {
+  return lookup(
+    deps,
+    deps.definitions,
+    AGENT_DEFINITIONS,
+    namespace,
+    station.spec.agentDefRef,
+    parseAgentDefinition,
+  );
+}
+
+/** The run's Job name: `status.jobName`, else derived from the Agent name. */
+export function runJobName(agent: Agent): string {
+  return agent.status?.jobName || jobNameFor(agent.metadata.name ?? '');
+}
+
+/**
+ * Reads the run's Job: from the Job cache, else a live GET (the cache may lag a Job created a moment ago).
+ * 404 → `absent`. The evidence is not gathered here (see {@link gatherEvidence}).
+ */
+export async function observeJob(deps: GatherDeps, agent: Agent): Promise<Result<JobObservation, KubeError>> {
+  const namespace = agent.metadata.namespace ?? '';
+  const name = runJobName(agent);
+  let raw: unknown = deps.jobs.get(key(namespace, name));
+  if (raw === undefined) {
+    const got = await getObject(deps.transport, JOBS, { namespace, name }, KubeObjectSchema, {
+      timeoutMs: deps.timeoutMs,
+    });
+    if (!got.ok) return isNotFound(got.error) ? ok({ kind: 'absent' }) : got;
+    raw = got.value;
+  }
+  const job = parseJob(raw);
+  if (!job.ok) return err({ kind: 'decode', message: `Job ${namespace}/${name}: ${job.error}` });
+  return ok({ kind: 'present', job: job.value, evidence: { kind: 'notGathered' } });
+}
+
+/**
+ * What a finished run left behind: its pods (`job-name=<job>`), the one that speaks for the run, and the agent
+ * container's log tail. Any failure after the pod list becomes `unavailable`/log `unavailable` so a run never stays
+ * Running because its evidence cannot be read (reference §5.4).
+ */
+export async function gatherEvidence(deps: GatherDeps, job: Job): Promise<RunEvidence> {
+  const namespace = job.metadata.namespace ?? '';
+  const jobName = job.metadata.name ?? '';
+  const listed = await listAll(deps.transport, PODS, KubeObjectSchema, {
+    namespace,
+    labelSelector: `job-name=${jobName}`,
+    signal: undefined,
+  });
+  if (!listed.ok)
+    return {
+      kind: 'unavailable',
+      detail: `listing the run's pods failed: ${describeKubeError(listed.error)}`,
+    };
+  const pods: Pod[] = [];
+  for (const item of listed.value.items) {
+    const pod = parsePod(item);
+    if (pod.ok) pods.push(pod.value);
+  }
+  const pod = pickRunPod(pods);
+  if (!pod) return { kind: 'podGone' };
+  return { kind: 'pod', pod, log: await readAgentLog(deps, namespace, pod.metadata.name ?? '') };
+}
+
+/**
+ * Reads the agent container's log tail (the last LOG_TAIL_LINES lines; the core caps it to MAX_OUTPUT_BYTES). The
+ * container is named explicitly: a pod with sidecars answers 400 otherwise.
+ */
+async function readAgentLog(deps: GatherDeps, namespace: string, pod: string): Promise<LogRead> {
+  const path = resourcePath(PODS, { namespace, name: pod, subresource: 'log' });
+  const r = await deps.transport.request('GET', path, {
+    query: { container: AGENT_CONTAINER, tailLines: String(LOG_TAIL_LINES) },
+    timeoutMs: deps.timeoutMs,
+  });
+  if (!r.ok) return { kind: 'unavailable', detail: describeKubeError(r.error) };
+  return { kind: 'read', text: r.value.text };
+}
