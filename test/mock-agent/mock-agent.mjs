@@ -17,6 +17,7 @@
 //   MOCK_ORPHAN_SECONDS  how long the orphan of MOCK_MODE=orphan lives (default 30)
 //   MOCK_EXPECT_ENV    JSON object {NAME: value}: any mismatch → message on stderr, exit 7
 //   AGENT_EXPECT_API_KEY  like the reference mock: must equal ANTHROPIC_API_KEY, else exit 7
+//   MOCK_ECHO_ARGV     =1: print {"argv":[…]} (the arguments after the script, e.g. the prompt) first
 //   MOCK_PRINT         one raw line printed as it is before the payload (e.g. an already-wrapped envelope)
 //   MOCK_LIST_DIR      print {"dir":…,"entries":[…]} for this directory (sorted names), before the payload
 //
@@ -254,6 +255,7 @@ async function main() {
     out({ dir: env.MOCK_LIST_DIR, entries });
   }
 
+  if (env.MOCK_ECHO_ARGV === '1') out({ argv: process.argv.slice(2) });
   if (env.MOCK_PRINT) out(env.MOCK_PRINT);
 
   switch (mode) {
