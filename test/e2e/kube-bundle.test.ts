@@ -1,6 +1,7 @@
 // The client shell bundled by esbuild into one ESM file (as the product is) and run on the pass's runtime
 // (Node, or Deno when AGENT_E2E_RUNTIME=deno): kubeconfig loading through the bundled @kubernetes/client-node,
-// mTLS over the keep-alive node:https agent, paginated LIST, an informer's WATCH, the idle timer, and a Lease.
+// mTLS over the keep-alive node:https agent, paginated LIST, an informer's WATCH, the idle timer, a cut
+// connection, and a Lease.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -57,6 +58,27 @@ const idleStart = Date.now();
 const end = await watchOnce(t, { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', namespaced: true },
   { namespace: ns, resourceVersion: listed.ok ? listed.value.resourceVersion : '0', timeoutSeconds: 60, idleTimeoutMs: 1000 }, () => {});
 out({ step: 'idle', kind: end.kind, error: end.kind === 'failed' ? end.error.kind : undefined, ms: Date.now() - idleStart });
+
+// A relay whose connection is cut mid-watch: the stream must end as a network failure, promptly.
+const net = await import('node:net');
+const upstream = new URL(cfg.value.server);
+const sockets = new Set();
+const relay = net.createServer((client) => {
+  const up = net.connect(Number(upstream.port), upstream.hostname);
+  sockets.add(client); sockets.add(up);
+  const drop = () => { client.destroy(); up.destroy(); };
+  client.on('error', drop).on('close', drop); up.on('error', drop).on('close', drop);
+  client.pipe(up); up.pipe(client);
+});
+await new Promise((r) => relay.listen(0, '127.0.0.1', r));
+const viaRelay = createTransport({ server: 'https://127.0.0.1:' + relay.address().port, credentials: cfg.value.credentials });
+const cutStart = Date.now();
+setTimeout(() => { for (const s of sockets) s.destroy(); }, 500);
+const cutEnd = await watchOnce(viaRelay, CONFIG_MAPS,
+  { namespace: ns, resourceVersion: listed.ok ? listed.value.resourceVersion : '0', timeoutSeconds: 60, idleTimeoutMs: 30000 }, () => {});
+out({ step: 'cut', kind: cutEnd.kind, error: cutEnd.kind === 'failed' ? cutEnd.error.kind : undefined, ms: Date.now() - cutStart });
+viaRelay.close();
+relay.close();
 
 const elector = createLeaderElector({ transport: t, namespace: ns, name: 'probe', identity: 'probe-1', clock: systemClock, logger });
 await elector.tick();
@@ -156,6 +178,10 @@ describe(`kube client bundled and run on ${runtime}`, {
     assert.equal(idle?.kind, 'failed', context);
     assert.equal(idle?.error, 'timeout', context);
     assert.ok(Number(idle?.ms) >= 900 && Number(idle?.ms) < 10_000, context);
+    const cut = steps.get('cut');
+    assert.equal(cut?.kind, 'failed', context);
+    assert.equal(cut?.error, 'network', context);
+    assert.ok(Number(cut?.ms) < 10_000, context);
     assert.deepEqual(steps.get('leader'), { step: 'leader', led: true, released: true }, context);
     assert.ok(steps.has('done'), context);
   });
