@@ -337,8 +337,11 @@ async function down(): Promise<void> {
   rmSync(PIDS, { force: true });
 }
 
-async function up(): Promise<void> {
-  const started = Date.now();
+const CLI_STARTED = Date.now();
+
+/** Starts everything (or reuses a healthy instance); one retry with fresh ports after a failed start. */
+async function up(attempt = 1): Promise<void> {
+  const started = CLI_STARTED;
   if (await healthy(readTestbedInfo(KUBECONFIG))) {
     say(`already running; logs in ${LOGS}`);
     process.stdout.write(`${KUBECONFIG}\n`);
@@ -493,6 +496,10 @@ async function up(): Promise<void> {
     if (component)
       say(`last lines of ${join(LOGS, `${component}.log`)}:\n${tail(join(LOGS, `${component}.log`))}`);
     await down();
+    if (attempt < 2) {
+      say('retrying once with fresh ports');
+      return up(attempt + 1);
+    }
     process.exitCode = 1;
     return;
   }
