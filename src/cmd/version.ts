@@ -4,7 +4,8 @@ import { type Command, parseFlags } from './usage.ts';
 export const versionCommand: Command = {
   name: 'version',
   summary: 'print the version and the runtime',
-  usage: 'Usage: agent-controller version [--json]\n\nPrints the product version and the JavaScript runtime it runs on.',
+  usage:
+    'Usage: agent-controller version [--json]\n\nPrints the product version and the JavaScript runtime it runs on.',
   async run(io) {
     const { values, help } = parseFlags(io.argv, { json: { type: 'boolean' } });
     if (help) {
