@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
+import * as v from 'valibot';
 import {
   apiPath,
   freshNamespace,
@@ -522,6 +523,141 @@ describe('foundation: the local control plane', { skip }, () => {
       assert.equal(pod.status.phase, 'Succeeded', `${name}: ${log}`);
       assert.match(log, expected);
     }
+  });
+
+  it('the node enforces activeDeadlineSeconds and stops deleted pods gracefully', async (t) => {
+    const ns = await freshNamespace(client, 'foundation-stop');
+    t.after(ns.cleanup);
+    const pods = apiPath('v1', 'pods', { namespace: ns.name });
+    const container = { name: 'main', image: HOST_IMAGE };
+    await client.create(pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'deadline' },
+      spec: {
+        restartPolicy: 'Never',
+        activeDeadlineSeconds: 1,
+        terminationGracePeriodSeconds: 1,
+        containers: [{ ...container, command: ['sleep', '60'] }],
+      },
+    });
+    // Traps SIGTERM and exits 0: a graceful stop shows up as a clean exit before the pod disappears.
+    await client.create(pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'graceful' },
+      spec: {
+        restartPolicy: 'Never',
+        terminationGracePeriodSeconds: 10,
+        containers: [
+          {
+            ...container,
+            command: [
+              'sh',
+              '-c',
+              "trap 'echo got-term; exit 0' TERM; echo ready; while :; do sleep 0.1; done",
+            ],
+          },
+        ],
+      },
+    });
+
+    const deadline = await pollUntil(
+      async (observe) => {
+        const p = await client.get(`${pods}/deadline`, PodSchema);
+        observe(p.status);
+        return p.status.phase === 'Failed' ? p : undefined;
+      },
+      { timeoutMs: 30_000, description: 'the deadline pod to fail' },
+    );
+    assert.equal(deadline.status.reason, 'DeadlineExceeded');
+    assert.equal(
+      deadline.status.containerStatuses?.[0]?.state.terminated?.exitCode,
+      143,
+      'sleep got SIGTERM',
+    );
+
+    const running = await pollUntil(
+      async () => {
+        const p = await client.get(`${pods}/graceful`, PodSchema);
+        return p.status.phase === 'Running' && (await client.logs(ns.name, 'graceful')) === 'ready\n'
+          ? p
+          : undefined;
+      },
+      { timeoutMs: 30_000, description: 'the graceful pod to run' },
+    );
+    const statuses: Pod[] = [];
+    const watching = new AbortController();
+    const watchDone = client.watch(
+      pods,
+      {
+        resourceVersion: running.metadata.resourceVersion ?? '0',
+        fieldSelector: 'metadata.name=graceful',
+        signal: watching.signal,
+      },
+      (e) => {
+        if (e.type === 'MODIFIED' || e.type === 'DELETED') statuses.push(v.parse(PodSchema, e.object));
+        if (e.type === 'DELETED') watching.abort();
+      },
+    );
+    await client.delete(`${pods}/graceful`);
+    await pollUntil(
+      async () => ((await client.tryGet(`${pods}/graceful`)) === undefined ? true : undefined),
+      {
+        timeoutMs: 30_000,
+        description: 'the graceful pod to be deleted',
+      },
+    );
+    watching.abort();
+    await watchDone;
+    const final = statuses.at(-1);
+    assert.equal(
+      final?.status.phase,
+      'Succeeded',
+      'the trap exited 0 on SIGTERM, before the grace period ended',
+    );
+    assert.equal(final?.status.containerStatuses?.[0]?.state.terminated?.exitCode, 0);
+  });
+
+  it('restartPolicy OnFailure restarts a failed container and keeps the previous log', async (t) => {
+    const ns = await freshNamespace(client, 'foundation-restart');
+    t.after(ns.cleanup);
+    const pods = apiPath('v1', 'pods', { namespace: ns.name });
+    await client.create(pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'flaky' },
+      spec: {
+        restartPolicy: 'OnFailure',
+        volumes: [{ name: 'state', emptyDir: {} }],
+        containers: [
+          {
+            name: 'main',
+            image: HOST_IMAGE,
+            command: [
+              'sh',
+              '-c',
+              'if [ -f /flaky-state/seen ]; then echo second; else touch /flaky-state/seen; echo first; exit 1; fi',
+            ],
+            volumeMounts: [{ name: 'state', mountPath: '/flaky-state' }],
+          },
+        ],
+      },
+    });
+    const pod = await pollUntil(
+      async (observe) => {
+        const p = await client.get(`${pods}/flaky`, PodSchema);
+        observe(p.status);
+        return p.status.phase === 'Succeeded' ? p : undefined;
+      },
+      { timeoutMs: 30_000, description: 'the flaky pod to succeed after a restart' },
+    );
+    const status = pod.status.containerStatuses?.[0];
+    assert.equal(status?.restartCount, 1);
+    assert.equal(status?.lastState.terminated?.exitCode, 1);
+    assert.equal(status?.state.terminated?.exitCode, 0);
+    assert.equal(await client.logs(ns.name, 'flaky'), 'second\n');
+    assert.equal(await client.logs(ns.name, 'flaky', { previous: true }), 'first\n');
   });
 
   it('the node refuses hostPath volumes and privileged containers', async (t) => {
