@@ -44,7 +44,11 @@ export function planInit(config: InitConfig, cli: CliFacts): InitPlan {
     if (decision.kind === 'refuse') refusals.push(decision.reason);
     else if (decision.kind === 'skip')
       warnings.push(`repo ${JSON.stringify(decision.name)} skipped: ${decision.reason}`);
-    else gitSteps.push(...decision.steps);
+    else {
+      if (decision.warning !== undefined)
+        warnings.push(`repo ${JSON.stringify(decision.name)}: ${decision.warning}`);
+      gitSteps.push(...decision.steps);
+    }
   }
   if (gitSteps.length > 0) tools.push({ name: 'git', requires: ['git'], steps: gitSteps });
 

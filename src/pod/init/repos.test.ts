@@ -4,6 +4,7 @@ import {
   credentialHelper,
   normalizeRepoUrl,
   planRepo,
+  REPO_TOKEN_ALIAS,
   redactUrlCredentials,
   repoDestination,
 } from './repos.ts';
@@ -80,12 +81,10 @@ describe('credentialHelper', () => {
       `!f() { test "$1" = get || return 0; echo username=x-access-token; printf 'password=%s\\n' "$GH_TOKEN"; }; f`,
     );
   });
-  it('reads a dashed Secret-key name with printenv', () => {
-    assert.match(credentialHelper('gh-token.v2') ?? '', /"\$\(printenv 'gh-token\.v2'\)"/);
-  });
-  it('refuses names that cannot be quoted safely', () => {
-    for (const name of ["a'b", 'a b', '-x', '$(id)', 'a=b', ''])
+  it('refuses names that are not shell identifiers', () => {
+    for (const name of ['gh-token', "a'b", 'a b', '-x', '$(id)', 'a=b', '', '1A']) {
       assert.equal(credentialHelper(name), undefined, name);
+    }
   });
 });
 
@@ -160,7 +159,34 @@ describe('planRepo', () => {
   it('clones without credentials when the token env name is unusable', () => {
     const d = planRepo({ name: 'p', url: 'o/p', token_secret: "bad'name" }, WS);
     assert.equal(d.kind, 'clone');
-    if (d.kind === 'clone') assert.ok(d.steps.every((s) => s.kind !== 'exec' || !s.argv.includes('-c')));
+    if (d.kind !== 'clone') return;
+    assert.ok(d.steps.every((s) => s.kind !== 'exec' || !s.argv.includes('-c')));
+    assert.match(d.warning ?? '', /unusable/);
+  });
+
+  it('hands a dashed Secret-key token to the clone under a shell-safe alias, resolved in-process', () => {
+    const d = planRepo({ name: 'p', url: 'o/p', token_secret: 'gh-token' }, WS);
+    assert.equal(d.kind, 'clone');
+    if (d.kind !== 'clone') return;
+    const helper = credentialHelper(REPO_TOKEN_ALIAS)!;
+    assert.deepEqual(d.steps[1], {
+      kind: 'exec',
+      argv: [
+        'git',
+        '-c',
+        'credential.helper=',
+        '-c',
+        `credential.helper=${helper}`,
+        'clone',
+        '--',
+        'https://github.com/o/p.git',
+        '/workspace/p',
+      ],
+      env: { GIT_TERMINAL_PROMPT: '0' },
+      envFrom: { AGENT_REPO_TOKEN: 'gh-token' },
+    });
+    assert.equal(d.steps.length, 2, 'no helper persisted: the agent container has no alias');
+    assert.match(d.warning ?? '', /not a shell name/);
   });
 
   it('skips destinations outside the workspace', () => {

@@ -74,18 +74,22 @@ export function redactUrlCredentials(text: string): string {
   return text.replace(/([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/@\s]*@/g, '$1<redacted>@');
 }
 
+/** The shell-safe name under which a token from a non-shell env name (e.g. `gh-token`) reaches the clone. */
+export const REPO_TOKEN_ALIAS = 'AGENT_REPO_TOKEN';
+
+/** True iff `name` can be expanded by every POSIX shell (a C identifier). */
+export function isShellName(name: string): boolean {
+  return SHELL_NAME.test(name);
+}
+
 /**
- * A git credential helper that reads the token from the env var `tokenEnv` when git asks for it.
- * The helper text names the variable, never holds its value; the shell that git starts resolves it.
- * Names that are not shell identifiers (e.g. `gh-token`, allowed for Secret keys) are read with `printenv`.
- * Returns undefined for a name that cannot be referenced safely.
+ * A git credential helper that reads the token from the env var `tokenEnv` (a shell identifier) when git asks for
+ * it. The helper text names the variable, never holds its value; the shell that git starts resolves it.
+ * Returns undefined for a name that is not a shell identifier.
  */
 export function credentialHelper(tokenEnv: string): string | undefined {
-  let value: string;
-  if (SHELL_NAME.test(tokenEnv)) value = `"$${tokenEnv}"`;
-  else if (SECRET_KEY_NAME.test(tokenEnv)) value = `"$(printenv '${tokenEnv}')"`;
-  else return undefined;
-  return `!f() { test "$1" = get || return 0; echo username=x-access-token; printf 'password=%s\\n' ${value}; }; f`;
+  if (!isShellName(tokenEnv)) return undefined;
+  return `!f() { test "$1" = get || return 0; echo username=x-access-token; printf 'password=%s\\n' "$${tokenEnv}"; }; f`;
 }
 
 /** Where a repository is cloned: `path` if absolute, else `workspace/path`, else `workspace/name`; normalized. */
@@ -103,6 +107,8 @@ export type RepoDecision =
       readonly url: string;
       readonly dest: string;
       readonly steps: readonly Step[];
+      /** Something the run should know (a token that cannot be persisted or used). */
+      readonly warning?: string;
     }
   /** Destination escapes the workspace: the repo is skipped (logged), the run goes on (reference behaviour). */
   | { readonly kind: 'skip'; readonly name: string; readonly reason: string }
@@ -143,13 +149,22 @@ export function planRepo(repo: RepoSpec, workspace: string): RepoDecision {
     };
   }
   const tokenEnv = repo.token_secret ?? '';
-  const helper = tokenEnv === '' ? undefined : credentialHelper(tokenEnv);
+  // A shell name is referenced directly, in the clone and persisted in the clone's config. Any other Secret-key
+  // name is invisible to sh (dash drops such variables), so the executor resolves it in-process and hands it to
+  // the clone as REPO_TOKEN_ALIAS; the agent container lacks that alias, so nothing is persisted then.
+  const aliased = tokenEnv !== '' && !isShellName(tokenEnv) && SECRET_KEY_NAME.test(tokenEnv);
+  const helper = credentialHelper(aliased ? REPO_TOKEN_ALIAS : tokenEnv);
   const auth = helper === undefined ? [] : ['-c', 'credential.helper=', '-c', `credential.helper=${helper}`];
-  const steps: Step[] = [
-    { kind: 'remove', path: dest, root: workspace },
-    { kind: 'exec', argv: ['git', ...auth, 'clone', '--', url.value, dest], env: GIT_ENV },
-  ];
-  if (helper !== undefined) {
+  const clone: Step = aliased
+    ? {
+        kind: 'exec',
+        argv: ['git', ...auth, 'clone', '--', url.value, dest],
+        env: GIT_ENV,
+        envFrom: { [REPO_TOKEN_ALIAS]: tokenEnv },
+      }
+    : { kind: 'exec', argv: ['git', ...auth, 'clone', '--', url.value, dest], env: GIT_ENV };
+  const steps: Step[] = [{ kind: 'remove', path: dest, root: workspace }, clone];
+  if (helper !== undefined && !aliased) {
     steps.push({
       kind: 'exec',
       argv: ['git', '-C', dest, 'config', 'credential.helper', helper],
@@ -158,13 +173,14 @@ export function planRepo(repo: RepoSpec, workspace: string): RepoDecision {
   }
   if (ref !== '')
     steps.push({ kind: 'exec', argv: ['git', '-C', dest, 'checkout', ref, '--'], env: GIT_ENV });
+  let warning: string | undefined;
+  if (aliased)
+    warning = `token env ${JSON.stringify(tokenEnv)} is not a shell name; the clone's config keeps no credential helper`;
+  else if (tokenEnv !== '' && helper === undefined)
+    warning = `token env ${JSON.stringify(tokenEnv)} is unusable; cloning without credentials`;
+  if (warning !== undefined) return { kind: 'clone', name, url: url.value, dest, steps, warning };
   return { kind: 'clone', name, url: url.value, dest, steps };
 }
 
 /** Env for every git step: never prompt (no terminal in a pod; a prompt would hang the init). */
 export const GIT_ENV: Readonly<Record<string, string>> = { GIT_TERMINAL_PROMPT: '0' };
-
-/** True iff the token env name given in a repo can be used (see credentialHelper). */
-export function isUsableTokenEnv(name: string): boolean {
-  return credentialHelper(name) !== undefined;
-}
