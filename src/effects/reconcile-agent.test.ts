@@ -1,0 +1,854 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  createFakeTransport,
+  type EventNote,
+  type EventRecorder,
+  type FakeReply,
+  type FakeRequest,
+  type InvolvedObject,
+  type KubeObject,
+} from '../kube/index.ts';
+import { type ControllerMetrics, createControllerMetrics } from '../metrics/index.ts';
+import {
+  FAILURE_JOB_GONE,
+  FAILURE_MISSING_REF,
+  failureNotOwned,
+  failureOutputUnavailable,
+  failureRejected,
+  REASON,
+} from '../reconcile/index.ts';
+import { Store, type WorkResult } from '../runtime/index.ts';
+import { createLogger } from '../shared/log.ts';
+import { type ReconcileDeps, reconcileAgent } from './reconcile-agent.ts';
+
+const NS = 'team';
+const GROUP_PATH = `/apis/agents.re-cinq.com/v1alpha1/namespaces/${NS}`;
+const STATION_PATH = `${GROUP_PATH}/stations/stn`;
+const DEFINITION_PATH = `${GROUP_PATH}/agentdefinitions/def`;
+const JOBS_PATH = `/apis/batch/v1/namespaces/${NS}/jobs`;
+const JOB_PATH = `${JOBS_PATH}/agent-job-a1`;
+const PODS_PATH = `/api/v1/namespaces/${NS}/pods`;
+const POD_NAME = 'agent-job-a1-x7k2p';
+const LOG_PATH = `${PODS_PATH}/${POD_NAME}/log`;
+const agentPath = (name: string): string => `${GROUP_PATH}/agents/${name}`;
+const STATUS_PATH = `${agentPath('a1')}/status`;
+
+const NOW = new Date('2025-03-01T12:01:00.000Z');
+const OPTIONS = { agentImage: 'agent-controller:e2e', maxOutputBytes: 262144, requeueMs: 15000 };
+
+const status = (code: number, reason: string, message: string) => ({
+  kind: 'Status',
+  apiVersion: 'v1',
+  metadata: {},
+  status: 'Failure',
+  message,
+  reason,
+  code,
+});
+const notFound = (what: string): FakeReply => ({
+  status: 404,
+  body: status(404, 'NotFound', `${what} not found`),
+});
+const internal: FakeReply = { status: 500, body: status(500, 'InternalError', 'etcdserver: leader changed') };
+
+const meta = (name: string, o: { rv?: string; uid?: string; created?: string } = {}) => ({
+  name,
+  namespace: NS,
+  uid: o.uid ?? `uid-${name}`,
+  resourceVersion: o.rv ?? '10',
+  generation: 1,
+  creationTimestamp: o.created ?? '2025-03-01T12:00:00Z',
+  managedFields: [{ manager: 'kubectl', operation: 'Update' }],
+});
+
+// Raw objects as the API server returns them (and as the informers cache them).
+function rawAgent(
+  name: string,
+  o: { status?: Record<string, unknown>; rv?: string; created?: string; deleting?: boolean } = {},
+): KubeObject {
+  return {
+    apiVersion: 'agents.re-cinq.com/v1alpha1',
+    kind: 'Agent',
+    metadata: {
+      ...meta(name, { rv: o.rv ?? `rv-${name}`, ...(o.created !== undefined ? { created: o.created } : {}) }),
+      ...(o.deleting ? { deletionTimestamp: '2025-03-01T12:00:30Z', finalizers: ['keep'] } : {}),
+    },
+    spec: { stationRef: 'stn', parameters: { thing: 'stuff' } },
+    ...(o.status !== undefined ? { status: o.status } : {}),
+  };
+}
+const RUNNING_STATUS = {
+  phase: 'Running',
+  jobName: 'agent-job-a1',
+  startedAt: '2025-03-01T12:00:01.000Z',
+  observedGeneration: 1,
+  conditions: [
+    {
+      type: 'Ready',
+      status: 'False',
+      reason: 'Running',
+      message: 'Job agent-job-a1 is running',
+      lastTransitionTime: '2025-03-01T12:00:01Z',
+      observedGeneration: 1,
+    },
+  ],
+};
+const rawStation = (spec: Record<string, unknown> = {}): KubeObject => ({
+  apiVersion: 'agents.re-cinq.com/v1alpha1',
+  kind: 'Station',
+  metadata: meta('stn', { created: '2025-03-01T11:00:00Z' }),
+  spec: {
+    agentDefRef: 'def',
+    template: { spec: { containers: [{ name: 'agent', image: 'busybox' }] } },
+    ...spec,
+  },
+});
+const rawDefinition = (spec: Record<string, unknown> = { prompt: 'Do {thing}' }): KubeObject => ({
+  apiVersion: 'agents.re-cinq.com/v1alpha1',
+  kind: 'AgentDefinition',
+  metadata: meta('def', { created: '2025-03-01T11:00:00Z' }),
+  spec,
+});
+function rawJob(
+  o: { owner?: { name: string; uid: string } | null; status?: Record<string, unknown> } = {},
+): KubeObject {
+  const owner = o.owner === undefined ? { name: 'a1', uid: 'uid-a1' } : o.owner;
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: {
+      ...meta('agent-job-a1', { rv: '70', uid: 'uid-job-a1', created: '2025-03-01T12:00:05Z' }),
+      labels: { 'agents.re-cinq.com/component': 'job' },
+      ...(owner === null
+        ? {}
+        : {
+            ownerReferences: [
+              {
+                apiVersion: 'agents.re-cinq.com/v1alpha1',
+                kind: 'Agent',
+                name: owner.name,
+                uid: owner.uid,
+                controller: true,
+                blockOwnerDeletion: true,
+              },
+            ],
+          }),
+    },
+    spec: { backoffLimit: 0, activeDeadlineSeconds: 1800, template: { spec: { containers: [] } } },
+    status: o.status ?? { active: 1, startTime: '2025-03-01T12:00:05Z' },
+  };
+}
+const COMPLETE = {
+  succeeded: 1,
+  startTime: '2025-03-01T12:00:05Z',
+  completionTime: '2025-03-01T12:00:50Z',
+  conditions: [
+    { type: 'SuccessCriteriaMet', status: 'True', reason: 'CompletionsReached' },
+    { type: 'Complete', status: 'True', reason: 'CompletionsReached' },
+  ],
+};
+const podList = (exitCode: number) => ({
+  kind: 'PodList',
+  apiVersion: 'v1',
+  metadata: { resourceVersion: '1234' },
+  items: [
+    {
+      metadata: {
+        ...meta(POD_NAME, { rv: '90', created: '2025-03-01T12:00:06Z' }),
+        labels: { 'job-name': 'agent-job-a1' },
+      },
+      spec: { containers: [{ name: 'agent', image: 'busybox' }] },
+      status: {
+        phase: exitCode === 0 ? 'Succeeded' : 'Failed',
+        containerStatuses: [{ name: 'agent', state: { terminated: { exitCode, reason: 'Completed' } } }],
+      },
+    },
+  ],
+});
+
+type Router = (req: FakeRequest) => FakeReply | undefined;
+
+/** Answers writes as the API server would on success; everything else is left to the test's router. */
+const writesSucceed: Router = (req) => {
+  if (req.method === 'POST' && req.path === JOBS_PATH) {
+    const body = req.body as { metadata: Record<string, unknown> };
+    return {
+      status: 201,
+      body: {
+        ...body,
+        metadata: {
+          ...body.metadata,
+          uid: 'uid-new-job',
+          resourceVersion: '71',
+          creationTimestamp: NOW.toISOString(),
+        },
+      },
+    };
+  }
+  if (req.method === 'PATCH' && req.path.endsWith('/status')) {
+    return {
+      status: 200,
+      body: rawAgent('a1', {
+        rv: 'rv-next',
+        status: (req.body as { status: object }).status as Record<string, unknown>,
+      }),
+    };
+  }
+  if (req.method === 'DELETE') return { status: 200, body: status(200, '', '') };
+  if (req.method === 'POST' && req.path.endsWith('/events')) return { status: 201, body: {} };
+  return undefined;
+};
+
+interface Harness {
+  readonly deps: ReconcileDeps;
+  readonly requests: FakeRequest[];
+  readonly events: { obj: InvolvedObject; note: EventNote }[];
+  readonly metrics: ControllerMetrics;
+  run(key?: string): Promise<WorkResult>;
+  /** Requests as `METHOD path`. */
+  calls(): string[];
+  /** The body of the one status patch sent. */
+  patched(): Record<string, unknown>;
+}
+
+function harness(
+  o: {
+    agents?: KubeObject[];
+    stations?: KubeObject[];
+    definitions?: KubeObject[];
+    jobs?: KubeObject[];
+    router?: Router;
+  } = {},
+): Harness {
+  const store = (items: KubeObject[] = []) => {
+    const s = new Store<KubeObject>();
+    s.replace(items);
+    return s;
+  };
+  const router = o.router ?? (() => undefined);
+  const transport = createFakeTransport({
+    request: (req) => router(req) ?? writesSucceed(req) ?? notFound(`unscripted ${req.method} ${req.path}`),
+  });
+  const events: { obj: InvolvedObject; note: EventNote }[] = [];
+  const recorder: EventRecorder = {
+    record: async (obj, note) => {
+      events.push({ obj, note });
+    },
+  };
+  const metrics = createControllerMetrics(false);
+  const deps: ReconcileDeps = {
+    transport,
+    agents: store(o.agents),
+    stations: store(o.stations),
+    definitions: store(o.definitions),
+    jobs: store(o.jobs),
+    events: recorder,
+    metrics,
+    logger: createLogger('error', () => {}),
+    options: OPTIONS,
+    now: () => NOW,
+    timeoutMs: 1000,
+  };
+  return {
+    deps,
+    requests: transport.requests,
+    events,
+    metrics,
+    run: (key = `${NS}/a1`) => reconcileAgent(key, deps),
+    calls: () => transport.requests.map((r) => `${r.method} ${r.path}`),
+    patched() {
+      const patches = transport.requests.filter((r) => r.method === 'PATCH' && r.path === STATUS_PATH);
+      assert.equal(patches.length, 1, 'exactly one status patch');
+      return (patches[0]?.body ?? {}) as Record<string, unknown>;
+    },
+  };
+}
+
+const statusOf = (body: Record<string, unknown>) => body.status as Record<string, unknown>;
+
+async function counter(metrics: ControllerMetrics, name: string, labels = ''): Promise<number | undefined> {
+  const text = await metrics.registry.metrics();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}${labels} `));
+  return line === undefined ? undefined : Number(line.split(' ').pop());
+}
+
+const PENDING_WORLD = {
+  stations: [rawStation()],
+  definitions: [rawDefinition()],
+};
+
+describe('reconcileAgent', () => {
+  it('an unknown key → done, no request, no event', async () => {
+    const h = harness({ ...PENDING_WORLD, agents: [rawAgent('other')] });
+    assert.deepEqual(await h.run(`${NS}/a1`), { kind: 'done' });
+    assert.deepEqual(h.calls(), []);
+    assert.deepEqual(h.events, []);
+  });
+
+  it('an Agent that does not parse → done, no request', async () => {
+    const broken = { ...rawAgent('a1'), spec: { stationRef: 7 } };
+    const h = harness({ agents: [broken] });
+    assert.deepEqual(await h.run(), { kind: 'done' });
+    assert.deepEqual(h.calls(), []);
+  });
+
+  for (const phase of ['Succeeded', 'Failed']) {
+    it(`a ${phase} Agent → done with no request at all (not even reference lookups)`, async () => {
+      // Nothing is cached: any lookup would show up as a live GET.
+      const h = harness({
+        agents: [
+          rawAgent('a1', {
+            status: { phase, jobName: 'agent-job-a1', completedAt: '2025-03-01T12:00:40Z', exitCode: 0 },
+          }),
+        ],
+      });
+      assert.deepEqual(await h.run(), { kind: 'done' });
+      assert.deepEqual(h.calls(), []);
+      assert.deepEqual(h.events, []);
+    });
+  }
+
+  it('an Agent being deleted → no writes', async () => {
+    const h = harness({ ...PENDING_WORLD, agents: [rawAgent('a1', { deleting: true })] });
+    const result = await h.run();
+    assert.notEqual(result.kind, 'retry');
+    assert.deepEqual(
+      h.requests.filter((r) => r.method !== 'GET'),
+      [],
+    );
+    assert.deepEqual(h.events, []);
+  });
+
+  describe('Pending', () => {
+    it('Station and AgentDefinition cached → POST Job, then PATCH status Running with jobName; requeueAfter', async () => {
+      const h = harness({ ...PENDING_WORLD, agents: [rawAgent('a1')] });
+      const result = await h.run();
+      assert.deepEqual(result, { kind: 'requeueAfter', ms: OPTIONS.requeueMs });
+      assert.deepEqual(h.calls(), [`POST ${JOBS_PATH}`, `PATCH ${STATUS_PATH}`]);
+      const job = h.requests[0]?.body as { metadata: Record<string, unknown>; kind: string };
+      assert.equal(job.kind, 'Job');
+      assert.equal(job.metadata.name, 'agent-job-a1');
+      assert.deepEqual(
+        (job.metadata.ownerReferences as { uid: string; controller: boolean }[]).map((r) => [
+          r.uid,
+          r.controller,
+        ]),
+        [['uid-a1', true]],
+      );
+      const body = h.patched();
+      assert.deepEqual(body.metadata, { resourceVersion: 'rv-a1' });
+      const s = statusOf(body);
+      assert.equal(s.phase, 'Running');
+      assert.equal(s.jobName, 'agent-job-a1');
+      assert.equal(s.startedAt, NOW.toISOString());
+      assert.equal(h.requests[1]?.query.fieldManager, 'agent-controller');
+      assert.deepEqual(
+        h.events.map((e) => [e.note.type, e.note.reason, e.obj.metadata.name]),
+        [['Normal', REASON.started, 'a1']],
+      );
+      assert.equal(await counter(h.metrics, 'controller_jobs_created_total'), 1);
+      assert.equal(await counter(h.metrics, 'controller_status_patches_total'), 1);
+      assert.equal(await counter(h.metrics, 'controller_run_queue_seconds_count'), 1);
+    });
+
+    it('Station and AgentDefinition not cached → confirmed by live GETs first', async () => {
+      const h = harness({
+        agents: [rawAgent('a1')],
+        router: (req) => {
+          if (req.method === 'GET' && req.path === STATION_PATH) return { status: 200, body: rawStation() };
+          if (req.method === 'GET' && req.path === DEFINITION_PATH)
+            return { status: 200, body: rawDefinition() };
+          return undefined;
+        },
+      });
+      assert.deepEqual(await h.run(), { kind: 'requeueAfter', ms: OPTIONS.requeueMs });
+      assert.deepEqual(h.calls(), [
+        `GET ${STATION_PATH}`,
+        `GET ${DEFINITION_PATH}`,
+        `POST ${JOBS_PATH}`,
+        `PATCH ${STATUS_PATH}`,
+      ]);
+      assert.equal(statusOf(h.patched()).phase, 'Running');
+    });
+
+    const missing: { name: string; cached: object; router: Router; calls: string[] }[] = [
+      {
+        name: 'Station 404',
+        cached: { definitions: [rawDefinition()] },
+        router: (req) => (req.path === STATION_PATH ? notFound('station') : undefined),
+        calls: [`GET ${STATION_PATH}`, `PATCH ${STATUS_PATH}`],
+      },
+      {
+        name: 'AgentDefinition 404',
+        cached: { stations: [rawStation()] },
+        router: (req) => (req.path === DEFINITION_PATH ? notFound('agentdefinition') : undefined),
+        calls: [`GET ${DEFINITION_PATH}`, `PATCH ${STATUS_PATH}`],
+      },
+    ];
+    for (const m of missing) {
+      it(`${m.name} → Failed "${FAILURE_MISSING_REF}", no Job POST, done`, async () => {
+        const h = harness({ ...m.cached, agents: [rawAgent('a1')], router: m.router });
+        assert.deepEqual(await h.run(), { kind: 'done' });
+        assert.deepEqual(h.calls(), m.calls);
+        const s = statusOf(h.patched());
+        assert.equal(s.phase, 'Failed');
+        assert.equal(s.failureReason, FAILURE_MISSING_REF);
+        assert.equal(s.completedAt, NOW.toISOString());
+        assert.equal(s.exitCode, undefined);
+        assert.equal(s.jobName, undefined);
+        assert.deepEqual(
+          h.events.map((e) => [e.note.type, e.note.reason]),
+          [['Warning', REASON.missingReference]],
+        );
+        assert.equal(await counter(h.metrics, 'controller_run_failures_total', '{kind="missing_ref"}'), 1);
+        assert.equal(await counter(h.metrics, 'controller_jobs_created_total'), 0);
+      });
+    }
+
+    const readErrors: { name: string; cached: object; router: Router; calls: string[] }[] = [
+      {
+        name: 'Station read 500',
+        cached: { definitions: [rawDefinition()] },
+        router: (req) => (req.path === STATION_PATH ? internal : undefined),
+        calls: [`GET ${STATION_PATH}`],
+      },
+      {
+        name: 'Station read network failure',
+        cached: { definitions: [rawDefinition()] },
+        router: (req) =>
+          req.path === STATION_PATH ? { error: { kind: 'network', message: 'ECONNREFUSED' } } : undefined,
+        calls: [`GET ${STATION_PATH}`],
+      },
+      {
+        name: 'AgentDefinition read 500',
+        cached: { stations: [rawStation()] },
+        router: (req) => (req.path === DEFINITION_PATH ? internal : undefined),
+        calls: [`GET ${DEFINITION_PATH}`],
+      },
+    ];
+    for (const r of readErrors) {
+      it(`${r.name} → retry, no writes, no events`, async () => {
+        const h = harness({ ...r.cached, agents: [rawAgent('a1')], router: r.router });
+        const result = await h.run();
+        assert.equal(result.kind, 'retry');
+        assert.deepEqual(h.calls(), r.calls);
+        assert.deepEqual(h.events, []);
+      });
+    }
+
+    it('an invalid Station → Failed with the parse message, no Job POST', async () => {
+      const h = harness({
+        stations: [rawStation({ deadlineMinutes: 'soon' })],
+        definitions: [rawDefinition()],
+        agents: [rawAgent('a1')],
+      });
+      assert.deepEqual(await h.run(), { kind: 'done' });
+      assert.deepEqual(h.calls(), [`PATCH ${STATUS_PATH}`]);
+      const s = statusOf(h.patched());
+      assert.equal(s.phase, 'Failed');
+      assert.match(String(s.failureReason), /^Station stn is invalid: invalid Station: .*deadlineMinutes/);
+    });
+
+    it('Job POST 409 AlreadyExists, the Job is owned by this Agent → adopted (Running, startedAt = Job creation)', async () => {
+      const h = harness({
+        ...PENDING_WORLD,
+        agents: [rawAgent('a1')],
+        router: (req) => {
+          if (req.method === 'POST' && req.path === JOBS_PATH) {
+            return {
+              status: 409,
+              body: status(409, 'AlreadyExists', 'jobs.batch "agent-job-a1" already exists'),
+            };
+          }
+          if (req.method === 'GET' && req.path === JOB_PATH) return { status: 200, body: rawJob() };
+          return undefined;
+        },
+      });
+      assert.deepEqual(await h.run(), { kind: 'requeueAfter', ms: OPTIONS.requeueMs });
+      assert.deepEqual(h.calls(), [`POST ${JOBS_PATH}`, `GET ${JOB_PATH}`, `PATCH ${STATUS_PATH}`]);
+      const s = statusOf(h.patched());
+      assert.equal(s.phase, 'Running');
+      assert.equal(s.jobName, 'agent-job-a1');
+      assert.equal(s.startedAt, '2025-03-01T12:00:05.000Z');
+      assert.deepEqual(
+        h.events.map((e) => [e.note.reason, e.note.message]),
+        [[REASON.started, 'Adopted existing Job agent-job-a1']],
+      );
+      assert.equal(await counter(h.metrics, 'controller_jobs_created_total'), 0);
+    });
+
+    const foreign: { name: string; owner: { name: string; uid: string } | null }[] = [
+      { name: 'owned by another Agent', owner: { name: 'someone-else', uid: 'uid-someone-else' } },
+      { name: 'without an owner', owner: null },
+    ];
+    for (const f of foreign) {
+      it(`Job POST 409, the existing Job is ${f.name} → Failed (not owned), no retry`, async () => {
+        const h = harness({
+          ...PENDING_WORLD,
+          agents: [rawAgent('a1')],
+          router: (req) => {
+            if (req.method === 'POST' && req.path === JOBS_PATH) {
+              return { status: 409, body: status(409, 'AlreadyExists', 'already exists') };
+            }
+            if (req.method === 'GET' && req.path === JOB_PATH) {
+              return { status: 200, body: rawJob({ owner: f.owner }) };
+            }
+            return undefined;
+          },
+        });
+        assert.deepEqual(await h.run(), { kind: 'done' });
+        assert.deepEqual(h.calls(), [`POST ${JOBS_PATH}`, `GET ${JOB_PATH}`, `PATCH ${STATUS_PATH}`]);
+        const s = statusOf(h.patched());
+        assert.equal(s.phase, 'Failed');
+        assert.equal(s.failureReason, failureNotOwned('agent-job-a1'));
+        assert.deepEqual(
+          h.events.map((e) => [e.note.type, e.note.reason]),
+          [['Warning', REASON.jobNotOwned]],
+        );
+      });
+    }
+
+    it('Job POST 409 but the Job is gone when read → bounded retries, then retry (no endless loop)', async () => {
+      const h = harness({
+        ...PENDING_WORLD,
+        agents: [rawAgent('a1')],
+        router: (req) => {
+          if (req.method === 'POST' && req.path === JOBS_PATH) {
+            return { status: 409, body: status(409, 'AlreadyExists', 'already exists') };
+          }
+          if (req.method === 'GET' && req.path === JOB_PATH) return notFound('job');
+          return undefined;
+        },
+      });
+      const result = await h.run();
+      assert.equal(result.kind, 'retry');
+      const posts = h.requests.filter((r) => r.method === 'POST').length;
+      assert.ok(posts >= 2 && posts <= 5, `bounded POSTs, got ${posts}`);
+      assert.equal(h.requests.filter((r) => r.method === 'PATCH').length, 0);
+    });
+
+    it('Job POST 409, the Job vanished before it was read → created on the next round, Running', async () => {
+      let posts = 0;
+      const h = harness({
+        ...PENDING_WORLD,
+        agents: [rawAgent('a1')],
+        router: (req) => {
+          if (req.method === 'POST' && req.path === JOBS_PATH && posts++ === 0) {
+            return { status: 409, body: status(409, 'AlreadyExists', 'already exists') };
+          }
+          if (req.method === 'GET' && req.path === JOB_PATH) return notFound('job');
+          return undefined;
+        },
+      });
+      assert.deepEqual(await h.run(), { kind: 'requeueAfter', ms: OPTIONS.requeueMs });
+      assert.deepEqual(h.calls(), [
+        `POST ${JOBS_PATH}`,
+        `GET ${JOB_PATH}`,
+        `POST ${JOBS_PATH}`,
+        `PATCH ${STATUS_PATH}`,
+      ]);
+      assert.equal(statusOf(h.patched()).phase, 'Running');
+      assert.equal(await counter(h.metrics, 'controller_jobs_created_total'), 1);
+    });
+
+    const rejected: { code: number; reason: string }[] = [
+      { code: 422, reason: 'Invalid' },
+      { code: 400, reason: 'BadRequest' },
+    ];
+    for (const r of rejected) {
+      it(`Job POST ${r.code} → Failed with the API server's message`, async () => {
+        const message = `Job.batch "agent-job-a1" is invalid: spec.template.spec.containers[0].image: Required value`;
+        const h = harness({
+          ...PENDING_WORLD,
+          agents: [rawAgent('a1')],
+          router: (req) =>
+            req.method === 'POST' && req.path === JOBS_PATH
+              ? { status: r.code, body: status(r.code, r.reason, message) }
+              : undefined,
+        });
+        assert.deepEqual(await h.run(), { kind: 'done' });
+        assert.deepEqual(h.calls(), [`POST ${JOBS_PATH}`, `PATCH ${STATUS_PATH}`]);
+        const s = statusOf(h.patched());
+        assert.equal(s.phase, 'Failed');
+        assert.equal(s.failureReason, failureRejected(message));
+        assert.equal(await counter(h.metrics, 'controller_run_failures_total', '{kind="build_error"}'), 1);
+      });
+    }
+
+    it('Job POST 500 → retry, no status patch', async () => {
+      const h = harness({
+        ...PENDING_WORLD,
+        agents: [rawAgent('a1')],
+        router: (req) => (req.method === 'POST' && req.path === JOBS_PATH ? internal : undefined),
+      });
+      assert.equal((await h.run()).kind, 'retry');
+      assert.deepEqual(h.calls(), [`POST ${JOBS_PATH}`]);
+      assert.deepEqual(h.events, []);
+    });
+
+    it('status patch 409 after the Job was created → done (superseded, no retry), later actions dropped', async () => {
+      const h = harness({
+        ...PENDING_WORLD,
+        agents: [rawAgent('a1')],
+        router: (req) =>
+          req.method === 'PATCH'
+            ? { status: 409, body: status(409, 'Conflict', 'the object has been modified') }
+            : undefined,
+      });
+      assert.deepEqual(await h.run(), { kind: 'done' });
+      assert.deepEqual(h.calls(), [`POST ${JOBS_PATH}`, `PATCH ${STATUS_PATH}`]);
+      assert.deepEqual(h.events, []);
+      assert.equal(await counter(h.metrics, 'controller_run_queue_seconds_count'), 0);
+    });
+
+    it('at the Station limit → Pending/Queued patch, no Job, requeueAfter', async () => {
+      const h = harness({
+        stations: [rawStation({ maxConcurrentRuns: 1 })],
+        definitions: [rawDefinition()],
+        agents: [
+          rawAgent('a1', { created: '2025-03-01T12:00:10Z' }),
+          rawAgent('busy', {
+            created: '2025-03-01T11:59:00Z',
+            status: { ...RUNNING_STATUS, jobName: 'agent-job-busy' },
+          }),
+        ],
+      });
+      assert.deepEqual(await h.run(), { kind: 'requeueAfter', ms: OPTIONS.requeueMs });
+      assert.deepEqual(h.calls(), [`PATCH ${STATUS_PATH}`]);
+      const s = statusOf(h.patched());
+      assert.equal(s.phase, 'Pending');
+      assert.deepEqual(
+        (s.conditions as { type: string; reason: string }[]).map((c) => [c.type, c.reason]),
+        [['Ready', REASON.queued]],
+      );
+    });
+  });
+
+  describe('Running', () => {
+    const runningAgent = () => rawAgent('a1', { status: RUNNING_STATUS });
+
+    it('finished (Complete) Job in the cache → pod list + log read → Succeeded with the log as output', async () => {
+      const h = harness({
+        stations: [rawStation()],
+        jobs: [rawJob({ status: COMPLETE })],
+        agents: [runningAgent()],
+        router: (req) => {
+          if (req.method === 'GET' && req.path === PODS_PATH) return { status: 200, body: podList(0) };
+          if (req.method === 'GET' && req.path === LOG_PATH)
+            return { status: 200, body: 'working…\nDONE: 42\n' };
+          return undefined;
+        },
+      });
+      assert.deepEqual(await h.run(), { kind: 'done' });
+      assert.deepEqual(h.calls(), [`GET ${PODS_PATH}`, `GET ${LOG_PATH}`, `PATCH ${STATUS_PATH}`]);
+      assert.equal(h.requests[0]?.query.labelSelector, 'job-name=agent-job-a1');
+      assert.equal(h.requests[1]?.query.container, 'agent');
+      assert.equal(h.requests[1]?.query.tailLines, '10000');
+      const body = h.patched();
+      assert.deepEqual(body.metadata, { resourceVersion: 'rv-a1' });
+      const s = statusOf(body);
+      assert.equal(s.phase, 'Succeeded');
+      assert.equal(s.exitCode, 0);
+      assert.equal(s.output, 'working…\nDONE: 42\n');
+      assert.equal(s.completedAt, NOW.toISOString());
+      assert.equal(s.failureReason, undefined);
+      assert.deepEqual(
+        h.events.map((e) => [e.note.type, e.note.reason]),
+        [['Normal', REASON.succeeded]],
+      );
+      assert.equal(
+        await counter(h.metrics, 'controller_runs_completed_total', '{phase="Succeeded",exit_code="0"}'),
+        1,
+      );
+      assert.equal(
+        await counter(h.metrics, 'controller_run_duration_seconds_count', '{phase="Succeeded"}'),
+        1,
+      );
+    });
+
+    it('finished Job not cached → live GET of the Job first', async () => {
+      const h = harness({
+        stations: [rawStation()],
+        agents: [runningAgent()],
+        router: (req) => {
+          if (req.method === 'GET' && req.path === JOB_PATH)
+            return { status: 200, body: rawJob({ status: COMPLETE }) };
+          if (req.method === 'GET' && req.path === PODS_PATH) return { status: 200, body: podList(0) };
+          if (req.method === 'GET' && req.path === LOG_PATH) return { status: 200, body: 'ok' };
+          return undefined;
+        },
+      });
+      assert.deepEqual(await h.run(), { kind: 'done' });
+      assert.deepEqual(h.calls(), [
+        `GET ${JOB_PATH}`,
+        `GET ${PODS_PATH}`,
+        `GET ${LOG_PATH}`,
+        `PATCH ${STATUS_PATH}`,
+      ]);
+      assert.equal(statusOf(h.patched()).output, 'ok');
+    });
+
+    it('the terminal patch is followed by pruning the Station history (DELETE with precondition)', async () => {
+      const h = harness({
+        stations: [rawStation({ successfulRunsHistoryLimit: 1 })],
+        jobs: [rawJob({ status: COMPLETE })],
+        agents: [
+          runningAgent(),
+          rawAgent('old', {
+            rv: 'rv-old',
+            created: '2025-03-01T10:00:00Z',
+            status: { phase: 'Succeeded', completedAt: '2025-03-01T10:30:00Z', exitCode: 0 },
+          }),
+        ],
+        router: (req) => {
+          if (req.path === PODS_PATH) return { status: 200, body: podList(0) };
+          if (req.path === LOG_PATH) return { status: 200, body: 'ok' };
+          return undefined;
+        },
+      });
+      assert.deepEqual(await h.run(), { kind: 'done' });
+      assert.deepEqual(h.calls(), [
+        `GET ${PODS_PATH}`,
+        `GET ${LOG_PATH}`,
+        `PATCH ${STATUS_PATH}`,
+        `DELETE ${agentPath('old')}`,
+      ]);
+      const deletion = h.requests[3];
+      assert.ok(deletion);
+      assert.deepEqual((deletion.body as { preconditions: unknown }).preconditions, {
+        resourceVersion: 'rv-old',
+      });
+    });
+
+    it('failed Job with exit code 3 → Failed, exitCode 3, log kept as output', async () => {
+      const h = harness({
+        stations: [rawStation()],
+        jobs: [
+          rawJob({
+            status: {
+              failed: 1,
+              conditions: [
+                {
+                  type: 'Failed',
+                  status: 'True',
+                  reason: 'BackoffLimitExceeded',
+                  message: 'Job has reached the specified backoff limit',
+                },
+              ],
+            },
+          }),
+        ],
+        agents: [runningAgent()],
+        router: (req) => {
+          if (req.path === PODS_PATH) return { status: 200, body: podList(3) };
+          if (req.path === LOG_PATH) return { status: 200, body: 'error: tests failed' };
+          return undefined;
+        },
+      });
+      assert.deepEqual(await h.run(), { kind: 'done' });
+      const s = statusOf(h.patched());
+      assert.equal(s.phase, 'Failed');
+      assert.equal(s.exitCode, 3);
+      assert.equal(s.output, 'error: tests failed');
+      assert.equal(s.failureReason, 'BackoffLimitExceeded: Job has reached the specified backoff limit');
+    });
+
+    it('finished Job, pod list fails → still terminal, output unavailable with the reason', async () => {
+      const h = harness({
+        stations: [rawStation()],
+        jobs: [rawJob({ status: COMPLETE })],
+        agents: [runningAgent()],
+        router: (req) => (req.path === PODS_PATH ? internal : undefined),
+      });
+      assert.deepEqual(await h.run(), { kind: 'done' });
+      assert.deepEqual(h.calls(), [`GET ${PODS_PATH}`, `PATCH ${STATUS_PATH}`]);
+      const s = statusOf(h.patched());
+      assert.equal(s.phase, 'Succeeded');
+      assert.equal(s.output, '');
+      assert.match(
+        String(s.failureReason),
+        /^run output unavailable: listing the run's pods failed: api 500/,
+      );
+      assert.equal(
+        String(s.failureReason),
+        failureOutputUnavailable(
+          "listing the run's pods failed: api 500 InternalError: etcdserver: leader changed",
+        ),
+      );
+    });
+
+    it('Job GET 404 → Failed, exitCode 1, Job garbage-collected', async () => {
+      const h = harness({
+        stations: [rawStation()],
+        agents: [runningAgent()],
+        router: (req) => (req.method === 'GET' && req.path === JOB_PATH ? notFound('job') : undefined),
+      });
+      assert.deepEqual(await h.run(), { kind: 'done' });
+      assert.deepEqual(h.calls(), [`GET ${JOB_PATH}`, `PATCH ${STATUS_PATH}`]);
+      const s = statusOf(h.patched());
+      assert.equal(s.phase, 'Failed');
+      assert.equal(s.exitCode, 1);
+      assert.equal(s.failureReason, FAILURE_JOB_GONE);
+      assert.deepEqual(
+        h.events.map((e) => [e.note.type, e.note.reason]),
+        [['Warning', REASON.jobGarbageCollected]],
+      );
+    });
+
+    it('Job GET 500 → retry, no writes', async () => {
+      const h = harness({
+        stations: [rawStation()],
+        agents: [runningAgent()],
+        router: (req) => (req.path === JOB_PATH ? internal : undefined),
+      });
+      assert.equal((await h.run()).kind, 'retry');
+      assert.deepEqual(h.calls(), [`GET ${JOB_PATH}`]);
+    });
+
+    it('Job still running → no writes, requeueAfter', async () => {
+      const h = harness({ stations: [rawStation()], jobs: [rawJob()], agents: [runningAgent()] });
+      assert.deepEqual(await h.run(), { kind: 'requeueAfter', ms: OPTIONS.requeueMs });
+      assert.deepEqual(h.calls(), []);
+    });
+
+    it('Station gone (404) does not block the terminal transition of a Running Agent', async () => {
+      const h = harness({
+        jobs: [rawJob({ status: COMPLETE })],
+        agents: [runningAgent()],
+        router: (req) => {
+          if (req.path === STATION_PATH) return notFound('station');
+          if (req.path === PODS_PATH) return { status: 200, body: podList(0) };
+          if (req.path === LOG_PATH) return { status: 200, body: 'ok' };
+          return undefined;
+        },
+      });
+      assert.deepEqual(await h.run(), { kind: 'done' });
+      assert.equal(statusOf(h.patched()).phase, 'Succeeded');
+      assert.equal(h.calls()[0], `GET ${STATION_PATH}`);
+      assert.equal(h.requests.filter((r) => r.path.startsWith(DEFINITION_PATH)).length, 0);
+    });
+
+    it('terminal status patch 409 → done (superseded, no retry); events and metrics not recorded', async () => {
+      const h = harness({
+        stations: [rawStation()],
+        jobs: [rawJob({ status: COMPLETE })],
+        agents: [runningAgent()],
+        router: (req) => {
+          if (req.path === PODS_PATH) return { status: 200, body: podList(0) };
+          if (req.path === LOG_PATH) return { status: 200, body: 'ok' };
+          if (req.method === 'PATCH') {
+            return { status: 409, body: status(409, 'Conflict', 'the object has been modified') };
+          }
+          return undefined;
+        },
+      });
+      assert.deepEqual(await h.run(), { kind: 'done' });
+      assert.deepEqual(h.events, []);
+      assert.equal(
+        await counter(h.metrics, 'controller_runs_completed_total', '{phase="Succeeded",exit_code="0"}'),
+        undefined,
+      );
+    });
+  });
+});
