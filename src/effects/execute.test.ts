@@ -1,0 +1,687 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { buildJob, type JobManifest } from '../jobs/index.ts';
+import {
+  createEventRecorder,
+  createFakeTransport,
+  type EventNote,
+  type EventRecorder,
+  type FakeReply,
+  type FakeRequest,
+  type InvolvedObject,
+  MERGE_PATCH,
+} from '../kube/index.ts';
+import { type ControllerMetrics, createControllerMetrics } from '../metrics/index.ts';
+import type { Action, AgentRef, MetricObservation } from '../reconcile/index.ts';
+import { agent, at, definition, NS, station } from '../reconcile/test-fixtures.ts';
+import { createLogger } from '../shared/log.ts';
+import { type ExecuteOutcome, executeActions, FIELD_MANAGER, observe } from './execute.ts';
+
+const GROUP_PATH = '/apis/agents.re-cinq.com/v1alpha1';
+const JOBS_PATH = `/apis/batch/v1/namespaces/${NS}/jobs`;
+const agentPath = (name: string): string => `${GROUP_PATH}/namespaces/${NS}/agents/${name}`;
+
+/** A Status body as the API server sends it with an error. */
+const status = (code: number, reason: string, message: string) => ({
+  kind: 'Status',
+  apiVersion: 'v1',
+  metadata: {},
+  status: 'Failure',
+  message,
+  reason,
+  code,
+});
+
+const ref = (name: string): AgentRef => ({ namespace: NS, name, uid: `uid-${name}` });
+
+function manifest(name = 'a1'): JobManifest {
+  const built = buildJob({
+    agent: agent(name),
+    station: station(),
+    definition: definition(),
+    agentImage: 'agent-controller:e2e',
+    now: at(5),
+  });
+  if (!built.ok) throw new Error(built.error);
+  return built.value;
+}
+
+/** The created Job as the API server echoes it (201). */
+function createdJob(m: JobManifest): Record<string, unknown> {
+  return {
+    ...m,
+    metadata: {
+      ...m.metadata,
+      uid: 'uid-job',
+      resourceVersion: '100',
+      creationTimestamp: '2025-03-01T12:00:05Z',
+    },
+    status: {},
+  };
+}
+
+/** The patched Agent as the API server echoes it (200). */
+function patchedAgent(name: string): Record<string, unknown> {
+  return {
+    apiVersion: 'agents.re-cinq.com/v1alpha1',
+    kind: 'Agent',
+    metadata: {
+      name,
+      namespace: NS,
+      uid: `uid-${name}`,
+      resourceVersion: '101',
+      generation: 1,
+      creationTimestamp: '2025-03-01T12:00:00Z',
+    },
+    spec: { stationRef: 'stn' },
+    status: { phase: 'Running' },
+  };
+}
+
+const createJob = (m: JobManifest = manifest()): Action => ({ kind: 'createJob', job: m });
+const patch = (name = 'a1', rv = 'rv-a1'): Action => ({
+  kind: 'patchStatus',
+  ref: ref(name),
+  resourceVersion: rv,
+  status: { phase: 'Running', jobName: `agent-job-${name}`, observedGeneration: 1, conditions: [] },
+});
+const del = (name: string, purpose: 'prune' | 'preempt', rv = `rv-${name}`): Action => ({
+  kind: 'deleteAgent',
+  ref: ref(name),
+  resourceVersion: rv,
+  purpose,
+  reason: `test ${purpose}`,
+});
+const ev = (name: string, reason: string): Action => ({
+  kind: 'recordEvent',
+  ref: ref(name),
+  type: 'Normal',
+  reason,
+  message: `${reason} happened`,
+});
+const metric = (observation: MetricObservation): Action => ({ kind: 'observeMetric', observation });
+
+interface Recorded {
+  readonly obj: InvolvedObject;
+  readonly note: EventNote;
+}
+
+/** An EventRecorder stub that records calls and appends to a shared timeline. */
+function recordingEvents(
+  timeline: string[],
+  fail?: 'reject' | 'throw',
+): EventRecorder & { calls: Recorded[] } {
+  const calls: Recorded[] = [];
+  return {
+    calls,
+    record(obj, note) {
+      calls.push({ obj, note });
+      timeline.push(`event ${note.reason}`);
+      if (fail === 'throw') throw new Error('recorder exploded');
+      if (fail === 'reject') return Promise.reject(new Error('recorder rejected'));
+      return Promise.resolve();
+    },
+  };
+}
+
+/** A successful reply for each write the executor makes. */
+function success(req: FakeRequest): FakeReply {
+  if (req.method === 'POST' && req.path === JOBS_PATH) {
+    return { status: 201, body: createdJob(req.body as JobManifest) };
+  }
+  if (req.method === 'PATCH') return { status: 200, body: patchedAgent(req.path.split('/')[7] ?? '') };
+  if (req.method === 'DELETE') return { status: 200, body: status(200, '', '') };
+  return { status: 404, body: status(404, 'NotFound', 'unexpected request') };
+}
+
+interface Harness {
+  readonly deps: Parameters<typeof executeActions>[1];
+  readonly requests: FakeRequest[];
+  readonly timeline: string[];
+  readonly events: ReturnType<typeof recordingEvents>;
+  readonly metrics: ControllerMetrics;
+  readonly logs: Record<string, unknown>[];
+}
+
+function harness(
+  reply: (req: FakeRequest) => FakeReply = success,
+  o: { eventFailure?: 'reject' | 'throw'; events?: EventRecorder } = {},
+): Harness {
+  const timeline: string[] = [];
+  const transport = createFakeTransport({
+    request: (req) => {
+      timeline.push(`${req.method} ${req.path}`);
+      return reply(req);
+    },
+  });
+  const events = recordingEvents(timeline, o.eventFailure);
+  const metrics = createControllerMetrics(false);
+  const logs: Record<string, unknown>[] = [];
+  const logger = createLogger('debug', (line) => void logs.push(JSON.parse(line) as Record<string, unknown>));
+  return {
+    deps: { transport, events: o.events ?? events, metrics, logger, timeoutMs: 1000 },
+    requests: transport.requests,
+    timeline,
+    events,
+    metrics,
+    logs,
+  };
+}
+
+/** Every sample of the registry keyed `name{k="v",…}` with labels sorted, so label order does not matter. */
+async function samples(metrics: ControllerMetrics): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const line of (await metrics.registry.metrics()).split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    assert.ok(m, `unparseable metrics line: ${line}`);
+    const labels = (m[2] ?? '')
+      .split(/,(?=[a-zA-Z_]+=")/)
+      .filter((l) => l !== '')
+      .sort();
+    out.set(labels.length > 0 ? `${m[1]}{${labels.join(',')}}` : (m[1] ?? ''), Number(m[3]));
+  }
+  return out;
+}
+
+async function sample(metrics: ControllerMetrics, series: string): Promise<number | undefined> {
+  return (await samples(metrics)).get(series);
+}
+
+describe('executeActions', () => {
+  it('runs every action in array order and reports done', async () => {
+    const h = harness();
+    const m = manifest();
+    const out = await executeActions(
+      [
+        createJob(m),
+        patch(),
+        ev('a1', 'Started'),
+        metric({ metric: 'runQueue', seconds: 5 }),
+        del('old', 'prune'),
+        ev('a1', 'Pruned'),
+      ],
+      h.deps,
+    );
+    assert.deepEqual(out, { kind: 'done' });
+    assert.deepEqual(h.timeline, [
+      `POST ${JOBS_PATH}`,
+      `PATCH ${agentPath('a1')}/status`,
+      'event Started',
+      `DELETE ${agentPath('old')}`,
+      'event Pruned',
+    ]);
+    assert.equal(await sample(h.metrics, 'controller_run_queue_seconds_count'), 1);
+  });
+
+  it('an empty decision makes no request', async () => {
+    const h = harness();
+    assert.deepEqual(await executeActions([], h.deps), { kind: 'done' });
+    assert.equal(h.requests.length, 0);
+    assert.equal(h.events.calls.length, 0);
+  });
+
+  describe('createJob', () => {
+    it('201: POSTs the manifest with the field manager, counts the Job and continues', async () => {
+      const h = harness();
+      const m = manifest();
+      const out = await executeActions([createJob(m), patch()], h.deps);
+      assert.deepEqual(out, { kind: 'done' });
+      const post = h.requests[0];
+      assert.ok(post);
+      assert.equal(post.method, 'POST');
+      assert.equal(post.path, JOBS_PATH);
+      assert.equal(post.query.fieldManager, FIELD_MANAGER);
+      assert.equal(FIELD_MANAGER, 'agent-controller');
+      assert.deepEqual(post.body, { ...m });
+      const body = post.body as JobManifest;
+      assert.equal(body.apiVersion, 'batch/v1');
+      assert.equal(body.kind, 'Job');
+      assert.equal(body.metadata.name, 'agent-job-a1');
+      assert.equal(h.requests.length, 2, 'the status patch after the create ran');
+      assert.equal(await sample(h.metrics, 'controller_jobs_created_total'), 1);
+    });
+
+    const failures: {
+      name: string;
+      reply: FakeReply;
+      expect: (out: ExecuteOutcome) => void;
+    }[] = [
+      {
+        name: '409 AlreadyExists → jobExists',
+        reply: {
+          status: 409,
+          body: status(409, 'AlreadyExists', 'jobs.batch "agent-job-a1" already exists'),
+        },
+        expect: (out) => assert.deepEqual(out, { kind: 'jobExists' }),
+      },
+      {
+        name: '422 Invalid → jobRejected with the Status message',
+        reply: {
+          status: 422,
+          body: status(
+            422,
+            'Invalid',
+            'Job.batch "agent-job-a1" is invalid: spec.template.spec.containers[0].image: Required value',
+          ),
+        },
+        expect: (out) =>
+          assert.deepEqual(out, {
+            kind: 'jobRejected',
+            message:
+              'Job.batch "agent-job-a1" is invalid: spec.template.spec.containers[0].image: Required value',
+          }),
+      },
+      {
+        name: '400 BadRequest → jobRejected with the Status message',
+        reply: {
+          status: 400,
+          body: status(400, 'BadRequest', 'Job in version "v1" cannot be handled as a Job: bad field'),
+        },
+        expect: (out) =>
+          assert.deepEqual(out, {
+            kind: 'jobRejected',
+            message: 'Job in version "v1" cannot be handled as a Job: bad field',
+          }),
+      },
+      {
+        name: '500 → error',
+        reply: { status: 500, body: status(500, 'InternalError', 'etcdserver: request timed out') },
+        expect: (out) => {
+          assert.equal(out.kind, 'error');
+          if (out.kind !== 'error') return;
+          assert.equal(out.action, 'createJob');
+          assert.equal(out.error.kind, 'api');
+          assert.equal(out.error.kind === 'api' && out.error.code, 500);
+        },
+      },
+      {
+        name: '403 Forbidden → error (not a rejection of the Job itself)',
+        reply: { status: 403, body: status(403, 'Forbidden', 'jobs.batch is forbidden') },
+        expect: (out) => {
+          assert.equal(out.kind, 'error');
+          assert.equal(out.kind === 'error' && out.action, 'createJob');
+        },
+      },
+      {
+        name: 'network failure → error',
+        reply: { error: { kind: 'network', message: 'connect ECONNREFUSED' } },
+        expect: (out) => {
+          assert.equal(out.kind, 'error');
+          assert.equal(out.kind === 'error' && out.error.kind, 'network');
+        },
+      },
+    ];
+    for (const f of failures) {
+      it(`${f.name}; later actions are not run and no Job is counted`, async () => {
+        const h = harness((req) => (req.method === 'POST' ? f.reply : success(req)));
+        const out = await executeActions(
+          [createJob(), patch(), ev('a1', 'Started'), metric({ metric: 'runQueue', seconds: 1 })],
+          h.deps,
+        );
+        f.expect(out);
+        assert.deepEqual(
+          h.requests.map((r) => r.method),
+          ['POST'],
+        );
+        assert.equal(h.events.calls.length, 0);
+        assert.equal(await sample(h.metrics, 'controller_jobs_created_total'), 0);
+        assert.equal(await sample(h.metrics, 'controller_run_queue_seconds_count'), 0);
+      });
+    }
+  });
+
+  describe('patchStatus', () => {
+    it('sends a merge patch of /status with the resourceVersion precondition and the field manager', async () => {
+      const h = harness();
+      const action = patch('a1', '4711');
+      const out = await executeActions([action], h.deps);
+      assert.deepEqual(out, { kind: 'done' });
+      assert.equal(h.requests.length, 1);
+      const req = h.requests[0];
+      assert.ok(req);
+      assert.equal(req.method, 'PATCH');
+      assert.equal(req.path, `${agentPath('a1')}/status`);
+      assert.equal(req.contentType, MERGE_PATCH);
+      assert.equal(req.contentType, 'application/merge-patch+json');
+      assert.equal(req.query.fieldManager, 'agent-controller');
+      assert.deepEqual(req.body, {
+        metadata: { resourceVersion: '4711' },
+        status: {
+          phase: 'Running',
+          jobName: 'agent-job-a1',
+          observedGeneration: 1,
+          conditions: [],
+        },
+      });
+      assert.equal(await sample(h.metrics, 'controller_status_patches_total'), 1);
+    });
+
+    const superseding: { name: string; reply: FakeReply }[] = [
+      {
+        name: '409 Conflict',
+        reply: {
+          status: 409,
+          body: status(
+            409,
+            'Conflict',
+            'Operation cannot be fulfilled on agents.agents.re-cinq.com "a1": the object has been modified',
+          ),
+        },
+      },
+      {
+        name: '404 NotFound (the Agent is gone)',
+        reply: { status: 404, body: status(404, 'NotFound', 'agents.agents.re-cinq.com "a1" not found') },
+      },
+    ];
+    for (const s of superseding) {
+      it(`${s.name} → superseded; the events, metrics and deletes after it are dropped`, async () => {
+        const h = harness((req) => (req.method === 'PATCH' ? s.reply : success(req)));
+        const out = await executeActions(
+          [
+            patch(),
+            ev('a1', 'Succeeded'),
+            metric({ metric: 'runCompleted', phase: 'Succeeded', exitCode: 0 }),
+            del('old', 'prune'),
+          ],
+          h.deps,
+        );
+        assert.equal(out.kind, 'superseded');
+        assert.deepEqual(
+          h.requests.map((r) => r.method),
+          ['PATCH'],
+        );
+        assert.equal(h.events.calls.length, 0);
+        assert.equal(
+          await sample(h.metrics, 'controller_runs_completed_total{exit_code="0",phase="Succeeded"}'),
+          undefined,
+        );
+        assert.equal(await sample(h.metrics, 'controller_status_patches_total'), 0);
+      });
+    }
+
+    it('500 → error naming the action; later actions are not run', async () => {
+      const h = harness((req) =>
+        req.method === 'PATCH' ? { status: 500, body: status(500, 'InternalError', 'boom') } : success(req),
+      );
+      const out = await executeActions([patch(), ev('a1', 'Started')], h.deps);
+      assert.equal(out.kind, 'error');
+      assert.equal(out.kind === 'error' && out.action, 'patchStatus');
+      assert.equal(h.events.calls.length, 0);
+    });
+
+    it('a status patch after a created Job still runs when the create succeeded', async () => {
+      const h = harness();
+      await executeActions([createJob(), patch('a1', 'rv-9')], h.deps);
+      const req = h.requests[1];
+      assert.ok(req);
+      assert.deepEqual((req.body as { metadata: unknown }).metadata, { resourceVersion: 'rv-9' });
+    });
+  });
+
+  describe('deleteAgent', () => {
+    it('sends DELETE with preconditions.resourceVersion and Background propagation', async () => {
+      const h = harness();
+      const out = await executeActions([del('victim', 'preempt', '555')], h.deps);
+      assert.deepEqual(out, { kind: 'done' });
+      const req = h.requests[0];
+      assert.ok(req);
+      assert.equal(req.method, 'DELETE');
+      assert.equal(req.path, agentPath('victim'));
+      assert.deepEqual(req.body, {
+        kind: 'DeleteOptions',
+        apiVersion: 'v1',
+        propagationPolicy: 'Background',
+        preconditions: { resourceVersion: '555' },
+      });
+    });
+
+    const conflict: FakeReply = {
+      status: 409,
+      body: status(
+        409,
+        'Conflict',
+        'Operation cannot be fulfilled on agents.agents.re-cinq.com "victim": Precondition failed',
+      ),
+    };
+    const cases: {
+      name: string;
+      purpose: 'prune' | 'preempt';
+      reply: FakeReply;
+      outcome: ExecuteOutcome['kind'];
+      continues: boolean;
+    }[] = [
+      { name: '200', purpose: 'prune', reply: { status: 200, body: {} }, outcome: 'done', continues: true },
+      { name: '202', purpose: 'preempt', reply: { status: 202, body: {} }, outcome: 'done', continues: true },
+      {
+        name: '404 (already gone), prune',
+        purpose: 'prune',
+        reply: { status: 404, body: status(404, 'NotFound', 'not found') },
+        outcome: 'done',
+        continues: true,
+      },
+      {
+        name: '404 (already gone), preempt',
+        purpose: 'preempt',
+        reply: { status: 404, body: status(404, 'NotFound', 'not found') },
+        outcome: 'done',
+        continues: true,
+      },
+      { name: '409, prune → skipped', purpose: 'prune', reply: conflict, outcome: 'done', continues: true },
+      {
+        name: '409, preempt → superseded',
+        purpose: 'preempt',
+        reply: conflict,
+        outcome: 'superseded',
+        continues: false,
+      },
+      {
+        name: '500, prune → error',
+        purpose: 'prune',
+        reply: { status: 500, body: status(500, 'InternalError', 'boom') },
+        outcome: 'error',
+        continues: false,
+      },
+    ];
+    for (const c of cases) {
+      it(`${c.name}: outcome ${c.outcome}, later actions ${c.continues ? 'run' : 'dropped'}`, async () => {
+        const h = harness((req) => (req.method === 'DELETE' ? c.reply : success(req)));
+        const out = await executeActions(
+          [
+            del('victim', c.purpose),
+            ev('victim', 'Preempted'),
+            metric({ metric: 'runFailure', kind: 'preempted' }),
+            createJob(),
+          ],
+          h.deps,
+        );
+        assert.equal(out.kind, c.outcome);
+        if (out.kind === 'error') assert.equal(out.action, 'deleteAgent');
+        assert.deepEqual(
+          h.requests.map((r) => r.method),
+          c.continues ? ['DELETE', 'POST'] : ['DELETE'],
+        );
+        assert.equal(h.events.calls.length, c.continues ? 1 : 0);
+        assert.equal(
+          await sample(h.metrics, 'controller_run_failures_total{kind="preempted"}'),
+          c.continues ? 1 : 0,
+        );
+      });
+    }
+
+    it('a skipped prune does not hide a later prune', async () => {
+      const h = harness((req) =>
+        req.method === 'DELETE' && req.path.endsWith('/old1') ? conflict : success(req),
+      );
+      const out = await executeActions([del('old1', 'prune'), del('old2', 'prune')], h.deps);
+      assert.deepEqual(out, { kind: 'done' });
+      assert.deepEqual(
+        h.requests.map((r) => r.path),
+        [agentPath('old1'), agentPath('old2')],
+      );
+    });
+  });
+
+  describe('recordEvent', () => {
+    it('records the Event on the Agent (apiVersion, kind, name, namespace, uid) with type, reason and message', async () => {
+      const h = harness();
+      await executeActions(
+        [{ kind: 'recordEvent', ref: ref('a1'), type: 'Warning', reason: 'JobFailed', message: 'it broke' }],
+        h.deps,
+      );
+      assert.deepEqual(h.events.calls, [
+        {
+          obj: {
+            apiVersion: 'agents.re-cinq.com/v1alpha1',
+            kind: 'Agent',
+            metadata: { name: 'a1', namespace: NS, uid: 'uid-a1' },
+          },
+          note: { type: 'Warning', reason: 'JobFailed', message: 'it broke' },
+        },
+      ]);
+      assert.equal(h.requests.length, 0, 'the stub recorder makes no request itself');
+    });
+
+    it('an Event the API server refuses (real recorder, POST 500) does not stop the decision', async () => {
+      const timeline: string[] = [];
+      const transport = createFakeTransport({
+        request: (req) => {
+          timeline.push(`${req.method} ${req.path}`);
+          if (req.path.endsWith('/events')) return { status: 500, body: status(500, 'InternalError', 'no') };
+          return success(req);
+        },
+      });
+      const logs: string[] = [];
+      const logger = createLogger('debug', (line) => void logs.push(line));
+      const metrics = createControllerMetrics(false);
+      const events = createEventRecorder({
+        transport,
+        component: 'agent-controller',
+        instance: 'test',
+        now: () => at(10).getTime(),
+        random: () => 0.5,
+        logger,
+      });
+      const out = await executeActions(
+        [ev('a1', 'Started'), patch(), metric({ metric: 'runFailure', kind: 'job_failed' })],
+        { transport, events, metrics, logger },
+      );
+      assert.deepEqual(out, { kind: 'done' });
+      assert.deepEqual(timeline, [`POST /api/v1/namespaces/${NS}/events`, `PATCH ${agentPath('a1')}/status`]);
+      assert.equal(await sample(metrics, 'controller_run_failures_total{kind="job_failed"}'), 1);
+      assert.ok(logs.some((l) => l.includes('Event not recorded')));
+    });
+
+    for (const failure of ['reject', 'throw'] as const) {
+      it(`a recorder that ${failure}s does not stop the decision (best effort, executor contract)`, async () => {
+        const h = harness(success, { eventFailure: failure });
+        let out: ExecuteOutcome | undefined;
+        await assert.doesNotReject(async () => {
+          out = await executeActions(
+            [ev('a1', 'Started'), patch(), metric({ metric: 'runQueue', seconds: 2 })],
+            h.deps,
+          );
+        });
+        assert.deepEqual(out, { kind: 'done' });
+        assert.deepEqual(h.timeline, ['event Started', `PATCH ${agentPath('a1')}/status`]);
+        assert.equal(await sample(h.metrics, 'controller_run_queue_seconds_count'), 1);
+      });
+    }
+  });
+
+  describe('observeMetric', () => {
+    const cases: {
+      name: string;
+      observation: MetricObservation;
+      expect: Record<string, number>;
+    }[] = [
+      {
+        name: 'runCompleted Succeeded, exit code 0',
+        observation: { metric: 'runCompleted', phase: 'Succeeded', exitCode: 0 },
+        expect: { 'controller_runs_completed_total{exit_code="0",phase="Succeeded"}': 1 },
+      },
+      {
+        name: 'runCompleted Failed, exit code 137',
+        observation: { metric: 'runCompleted', phase: 'Failed', exitCode: 137 },
+        expect: { 'controller_runs_completed_total{exit_code="137",phase="Failed"}': 1 },
+      },
+      {
+        name: 'runCompleted Failed without an exit code → exit_code=""',
+        observation: { metric: 'runCompleted', phase: 'Failed' },
+        expect: { 'controller_runs_completed_total{exit_code="",phase="Failed"}': 1 },
+      },
+      {
+        name: 'runDuration Succeeded',
+        observation: { metric: 'runDuration', phase: 'Succeeded', seconds: 42.5 },
+        expect: {
+          'controller_run_duration_seconds_count{phase="Succeeded"}': 1,
+          'controller_run_duration_seconds_sum{phase="Succeeded"}': 42.5,
+          'controller_run_duration_seconds_bucket{le="60",phase="Succeeded"}': 1,
+          'controller_run_duration_seconds_bucket{le="15",phase="Succeeded"}': 0,
+        },
+      },
+      {
+        name: 'runDuration Failed, negative clamped to 0',
+        observation: { metric: 'runDuration', phase: 'Failed', seconds: -3 },
+        expect: {
+          'controller_run_duration_seconds_count{phase="Failed"}': 1,
+          'controller_run_duration_seconds_sum{phase="Failed"}': 0,
+        },
+      },
+      {
+        name: 'runQueue',
+        observation: { metric: 'runQueue', seconds: 7 },
+        expect: {
+          controller_run_queue_seconds_count: 1,
+          controller_run_queue_seconds_sum: 7,
+          'controller_run_queue_seconds_bucket{le="5"}': 0,
+          'controller_run_queue_seconds_bucket{le="15"}': 1,
+        },
+      },
+      ...(['missing_ref', 'job_failed', 'output_unavailable', 'preempted', 'build_error'] as const).map(
+        (kind) => ({
+          name: `runFailure ${kind}`,
+          observation: { metric: 'runFailure', kind } as MetricObservation,
+          expect: { [`controller_run_failures_total{kind="${kind}"}`]: 1 },
+        }),
+      ),
+    ];
+    for (const c of cases) {
+      it(`${c.name} lands in its series and nowhere else`, async () => {
+        const h = harness();
+        const before = await samples(h.metrics);
+        const out = await executeActions([metric(c.observation)], h.deps);
+        assert.deepEqual(out, { kind: 'done' });
+        assert.equal(h.requests.length, 0);
+        const after = await samples(h.metrics);
+        for (const [series, value] of Object.entries(c.expect)) {
+          assert.equal(after.get(series), value, series);
+        }
+        // Every other series that existed is unchanged, and new series belong to the expected metric only.
+        const metricName = Object.keys(c.expect)[0]?.replace(/(_count|_sum|_bucket)?(\{.*)?$/, '') ?? '';
+        for (const [series, value] of after) {
+          if (c.expect[series] !== undefined) continue;
+          if (before.has(series)) {
+            if (series.startsWith(metricName)) continue;
+            assert.equal(value, before.get(series), `${series} changed`);
+          } else {
+            assert.ok(series.startsWith(metricName), `unexpected new series ${series}`);
+          }
+        }
+      });
+    }
+
+    it('observe() accumulates: two observations of one series count twice', async () => {
+      const metrics = createControllerMetrics(false);
+      observe(metrics, { metric: 'runCompleted', phase: 'Succeeded', exitCode: 0 });
+      observe(metrics, { metric: 'runCompleted', phase: 'Succeeded', exitCode: 0 });
+      observe(metrics, { metric: 'runFailure', kind: 'job_failed' });
+      assert.equal(
+        await sample(metrics, 'controller_runs_completed_total{exit_code="0",phase="Succeeded"}'),
+        2,
+      );
+      assert.equal(await sample(metrics, 'controller_run_failures_total{kind="job_failed"}'), 1);
+      assert.equal(await sample(metrics, 'controller_run_failures_total{kind="preempted"}'), 0);
+    });
+  });
+});
