@@ -120,14 +120,25 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
         return { kind: 'error', error: r.error, action: action.kind };
       }
       case 'recordEvent':
-        await deps.events.record(involved(action.ref), {
-          type: action.type,
-          reason: action.reason,
-          message: action.message,
-        });
+        try {
+          await deps.events.record(involved(action.ref), {
+            type: action.type,
+            reason: action.reason,
+            message: action.message,
+          });
+        } catch (error) {
+          deps.logger.warn('Event not recorded', { reason: action.reason, error: String(error) });
+        }
         break;
       case 'observeMetric':
-        observe(deps.metrics, action.observation);
+        try {
+          observe(deps.metrics, action.observation);
+        } catch (error) {
+          deps.logger.warn('Metric not observed', {
+            metric: action.observation.metric,
+            error: String(error),
+          });
+        }
         break;
       default:
         assertNever(action, 'action');

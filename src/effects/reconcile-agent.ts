@@ -62,7 +62,8 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
     siblings,
     options: deps.options,
   };
-  if (agent.status.phase === 'Succeeded' || agent.status.phase === 'Failed') return { kind: 'done' };
+  const finished = agent.status.phase === 'Succeeded' || agent.status.phase === 'Failed';
+  if (finished || agent.metadata.deletionTimestamp !== undefined) return { kind: 'done' };
   const refs = await resolveRefs(agent, snapshot, deps);
   if (!refs.ok) {
     log.warn('Reading references failed, will retry', { error: refs.error });

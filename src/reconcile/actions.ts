@@ -9,7 +9,8 @@ import type { StatusCondition } from './conditions.ts';
  * - Actions run **in array order**, one at a time. A decision is one transition; its later actions
  *   (status, events, metrics) assume the earlier writes happened.
  * - `createJob`: 201 → continue. 409 `AlreadyExists` → stop this decision, GET the Job and call `decide` again
- *   with `job: {kind: 'present', job, evidence: {kind: 'notGathered'}}` (at most once per reconcile); decide
+ *   with `job: {kind: 'present', job, evidence: {kind: 'notGathered'}}` (a few rounds at most per reconcile: a Job
+ *   that vanished in between is then created again); decide
  *   adopts a Job whose controller ownerReference is this Agent's uid and fails the Agent otherwise. 422 `Invalid`
  *   or 400 → stop, call `decide` again with `jobRejected: {message}` (the Agent fails, decision b). Any other
  *   error → stop, the reconcile errors and is retried with backoff.
