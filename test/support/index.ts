@@ -1,3 +1,4 @@
+export * from './controller.ts';
 export {
   apiPath,
   decodeWatchLine,

@@ -1,0 +1,959 @@
+// End-to-end harness for the `controller` subcommand: runs controller replicas from the built bundle as child
+// processes (Node or Deno, per AGENT_E2E_RUNTIME), captures their JSON log lines, reads /readyz and /metrics,
+// stops (SIGTERM) or kills (SIGKILL) them; plus the CRDs, manifests, schemas, a cuttable TCP relay in front of the
+// API server, kubeconfig writers and a per-test scenario (fresh namespace, tracked replicas, logs on failure).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import * as net from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { loadAll } from 'js-yaml';
+import * as v from 'valibot';
+import { apiPath, type KubeClient, KubeError } from './kube-client.ts';
+import { loadKubeconfig } from './kubeconfig.ts';
+import { freshNamespace } from './namespace.ts';
+import { pollUntil } from './poll.ts';
+import { ConditionSchema, type Job, JobSchema, KubeObjectSchema, type Pod, PodSchema } from './schemas.ts';
+import type { E2eCluster } from './testbed.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The one-file bundle the e2e tier builds (`npm run build`). */
+export const BUNDLE_PATH = join(ROOT, 'dist', 'agent-controller.mjs');
+const DENO = join(ROOT, 'node_modules', '.bin', 'deno');
+
+// ---------------------------------------------------------------------------------------------------------------
+// Runtime selection
+
+/** The JavaScript runtime the e2e pass runs the bundle on. */
+export type E2eRuntime = 'node' | 'deno';
+
+/** `AGENT_E2E_RUNTIME` (as `scripts/test.mjs` sets it); `node` when unset. Throws on any other value. */
+export function e2eRuntime(): E2eRuntime {
+  const raw = process.env.AGENT_E2E_RUNTIME ?? '';
+  if (raw === '' || raw === 'node') return 'node';
+  if (raw === 'deno') return 'deno';
+  throw new Error(`AGENT_E2E_RUNTIME must be node or deno, got ${JSON.stringify(raw)}`);
+}
+
+/**
+ * The run pods' init image for a runtime: the testbed's image table maps it to the bundle on that runtime, so the
+ * supervisor in the run pod runs on the same runtime as the controller under test.
+ */
+export function runPodImage(runtime: E2eRuntime): string {
+  return runtime === 'deno' ? 'agent-controller:e2e-deno' : 'agent-controller:e2e';
+}
+
+/** The host-run image of the Station `agent` container (not in the image table: runs `command` from the host). */
+export const AGENT_CONTAINER_IMAGE = 'debian:bookworm-slim';
+
+// The controller serves health and metrics on 0.0.0.0 and has no flag to choose the address; the test machine may
+// only listen on loopback. This preload (Node `--import`, Deno `--preload`) rewrites wildcard listens to 127.0.0.1.
+const LOOPBACK_SHIM = `
+import * as net from 'node:net';
+const LOOPBACK = '127.0.0.1';
+const wildcard = (h) => h === undefined || h === null || h === '' || h === '0.0.0.0' || h === '::';
+const listen = net.Server.prototype.listen;
+net.Server.prototype.listen = function (...args) {
+  const first = args[0];
+  if (typeof first === 'number' || (typeof first === 'string' && /^\\d+$/.test(first))) {
+    if (typeof args[1] === 'string') {
+      if (wildcard(args[1])) args[1] = LOOPBACK;
+    } else {
+      args.splice(1, 0, LOOPBACK);
+    }
+  } else if (first !== null && typeof first === 'object' && 'port' in first && wildcard(first.host)) {
+    args[0] = { ...first, host: LOOPBACK };
+  }
+  return listen.apply(this, args);
+};
+const deno = globalThis.Deno;
+if (deno && typeof deno.serve === 'function') {
+  const serve = deno.serve;
+  deno.serve = function (options, handler) {
+    if (options !== null && typeof options === 'object' && wildcard(options.hostname)) {
+      options = { ...options, hostname: LOOPBACK };
+    }
+    return serve.call(this, options, handler);
+  };
+}
+`;
+let shimPath: string | undefined;
+function loopbackShim(): string {
+  if (shimPath === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'controller-e2e-shim-'));
+    shimPath = join(dir, 'loopback.mjs');
+    writeFileSync(shimPath, LOOPBACK_SHIM);
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  return shimPath;
+}
+
+/** The argv that runs the bundle on `runtime` (loopback shim preloaded). */
+export function bundleArgv(runtime: E2eRuntime): string[] {
+  const shim = loopbackShim();
+  return runtime === 'deno'
+    ? [DENO, 'run', '-A', `--preload=${pathToFileURL(shim).href}`, BUNDLE_PATH]
+    : [process.execPath, `--import=${pathToFileURL(shim).href}`, BUNDLE_PATH];
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Controller replicas
+
+/** One structured log line of the controller (`createLogger`: JSON with ts, level, msg and fields). */
+export const LogLineSchema = v.looseObject({ ts: v.string(), level: v.string(), msg: v.string() });
+export type LogLine = v.InferOutput<typeof LogLineSchema> & Readonly<Record<string, unknown>>;
+
+/** How a child process ended. */
+export interface Exit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+export interface ControllerOptions {
+  /** kubeconfig the controller authenticates with (`--kubeconfig`). */
+  readonly kubeconfig: string;
+  readonly namespace: string;
+  /** Leader identity (`POD_NAME`). */
+  readonly identity: string;
+  /** Default: `e2eRuntime()`. */
+  readonly runtime?: E2eRuntime;
+  /** Pass `--install-crds`. */
+  readonly installCrds?: boolean;
+  /** `AGENT_POLL_INTERVAL_MS`; default 2000. */
+  readonly pollIntervalMs?: number;
+  /** `LOG_LEVEL`; default `E2E_CONTROLLER_LOG_LEVEL` or `info`. */
+  readonly logLevel?: string;
+  /** Extra environment (wins over the defaults). */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+/** The last lines of a log, for failure messages. */
+function tailLines(lines: readonly string[], n: number): string {
+  return lines.slice(-n).join('\n');
+}
+
+/**
+ * A controller replica running as a child process. Every stdout/stderr line is kept (`rawLines`) and the JSON ones
+ * are parsed (`lines`). The health port is read from the `Serving health and metrics` log line.
+ */
+export class ControllerProcess {
+  readonly identity: string;
+  readonly runtime: E2eRuntime;
+  readonly rawLines: string[] = [];
+  readonly lines: LogLine[] = [];
+  readonly exited: Promise<Exit>;
+  readonly #child: ChildProcess;
+  #exit: Exit | undefined;
+  #port: number | undefined;
+
+  constructor(child: ChildProcess, identity: string, runtime: E2eRuntime) {
+    this.#child = child;
+    this.identity = identity;
+    this.runtime = runtime;
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        this.#exit = { code, signal };
+        resolve(this.#exit);
+      });
+    });
+    const consume = (stream: NodeJS.ReadableStream | null): void => {
+      let buffered = '';
+      stream?.setEncoding('utf8');
+      stream?.on('data', (chunk: string) => {
+        buffered += chunk;
+        let nl = buffered.indexOf('\n');
+        while (nl !== -1) {
+          this.#line(buffered.slice(0, nl));
+          buffered = buffered.slice(nl + 1);
+          nl = buffered.indexOf('\n');
+        }
+      });
+      stream?.on('end', () => {
+        if (buffered !== '') this.#line(buffered);
+      });
+    };
+    consume(child.stdout);
+    consume(child.stderr);
+  }
+
+  #line(text: string): void {
+    if (text.trim() === '') return;
+    this.rawLines.push(text);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      return;
+    }
+    const parsed = v.safeParse(LogLineSchema, raw);
+    if (!parsed.success) return;
+    const line = parsed.output as LogLine;
+    this.lines.push(line);
+    if (line.msg === 'Serving health and metrics' && typeof line.port === 'number') this.#port = line.port;
+  }
+
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  /** The health/metrics port once the controller logged it. */
+  get port(): number | undefined {
+    return this.#port;
+  }
+
+  /** Whether the process is still running. */
+  get running(): boolean {
+    return this.#exit === undefined;
+  }
+
+  /** The whole captured log (stdout and stderr lines in arrival order per stream). */
+  logText(): string {
+    return this.rawLines.join('\n');
+  }
+
+  /** Log lines with this message (and, when given, these field values). */
+  logged(msg: string | RegExp, fields: Readonly<Record<string, unknown>> = {}): LogLine[] {
+    return this.lines.filter(
+      (l) =>
+        (typeof msg === 'string' ? l.msg === msg : msg.test(l.msg)) &&
+        Object.entries(fields).every(([k, val]) => l[k] === val),
+    );
+  }
+
+  /** Waits until a log line with `msg` (and `fields`) appears; fails fast when the process exits. */
+  waitForLog(
+    msg: string | RegExp,
+    fields: Readonly<Record<string, unknown>> = {},
+    timeoutMs = 30_000,
+  ): Promise<LogLine> {
+    return pollUntil(
+      () => {
+        const found = this.logged(msg, fields)[0];
+        if (found) return found;
+        if (!this.running) throw new Error(`exited (${JSON.stringify(this.#exit)})`);
+        return undefined;
+      },
+      { timeoutMs, intervalMs: 50, description: `${this.identity} to log ${String(msg)}` },
+    );
+  }
+
+  #url(path: string): string {
+    if (this.#port === undefined) throw new Error(`${this.identity} has not logged its port yet`);
+    return `http://127.0.0.1:${this.#port}${path}`;
+  }
+
+  /** GET a path of the health server; status and body. */
+  async http(path: string): Promise<{ status: number; body: string }> {
+    const res = await fetch(this.#url(path), { signal: AbortSignal.timeout(5000) });
+    return { status: res.status, body: await res.text() };
+  }
+
+  /** Waits for the port and then for `/readyz` to answer 200; fails fast when the process exits. */
+  async waitReady(timeoutMs = 45_000): Promise<void> {
+    await pollUntil(
+      async (observe) => {
+        if (!this.running) throw new Error(`exited (${JSON.stringify(this.#exit)})`);
+        if (this.#port === undefined) return undefined;
+        const r = await this.http('/readyz');
+        observe(r);
+        return r.status === 200 ? true : undefined;
+      },
+      { timeoutMs, intervalMs: 100, description: `${this.identity} /readyz to answer 200` },
+    );
+  }
+
+  /** The Prometheus text of `/metrics`. */
+  async metrics(): Promise<string> {
+    const r = await this.http('/metrics');
+    if (r.status !== 200) throw new Error(`${this.identity} /metrics: HTTP ${r.status}`);
+    return r.body;
+  }
+
+  /** Sum of the series of `name` whose labels include `labels`; 0 when none matches. */
+  async metric(name: string, labels: Readonly<Record<string, string>> = {}): Promise<number> {
+    return metricValue(await this.metrics(), name, labels) ?? 0;
+  }
+
+  /** SIGTERM, then waits for the exit (SIGKILL after `timeoutMs`, reported as a failure). */
+  async stop(timeoutMs = 20_000): Promise<Exit> {
+    if (!this.running) return this.exited;
+    this.#child.kill('SIGTERM');
+    const timer = setTimeout(() => this.#child.kill('SIGKILL'), timeoutMs);
+    const exit = await this.exited;
+    clearTimeout(timer);
+    if (exit.signal === 'SIGKILL')
+      throw new Error(`${this.identity} ignored SIGTERM for ${timeoutMs} ms and was killed`);
+    return exit;
+  }
+
+  /** SIGKILL and waits for the exit. */
+  async kill(): Promise<Exit> {
+    if (!this.running) return this.exited;
+    this.#child.kill('SIGKILL');
+    return this.exited;
+  }
+}
+
+const live = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+/**
+ * Starts a controller replica: `controller --namespace NS --port 0 --kubeconfig K` on the bundle with the run pods'
+ * init image matching the runtime, `AGENT_POLL_INTERVAL_MS` 2000 unless given. Returns at once (see `waitReady`).
+ * Replicas still running when the test process exits are killed.
+ */
+export function startController(opts: ControllerOptions): ControllerProcess {
+  const runtime = opts.runtime ?? e2eRuntime();
+  const [cmd, ...args] = bundleArgv(runtime);
+  const argv = [
+    ...args,
+    'controller',
+    '--namespace',
+    opts.namespace,
+    '--port',
+    '0',
+    '--kubeconfig',
+    opts.kubeconfig,
+    ...(opts.installCrds === true ? ['--install-crds'] : []),
+  ];
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+    AGENT_IMAGE: runPodImage(runtime),
+    AGENT_POLL_INTERVAL_MS: String(opts.pollIntervalMs ?? 2000),
+    POD_NAME: opts.identity,
+    LOG_LEVEL: opts.logLevel ?? process.env.E2E_CONTROLLER_LOG_LEVEL ?? 'info',
+    NO_COLOR: '1',
+    DENO_NO_UPDATE_CHECK: '1',
+    DENO_NO_PROMPT: '1',
+    ...opts.env,
+  };
+  const child = spawn(cmd ?? process.execPath, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once('exit', () => {
+      for (const c of live) c.kill('SIGKILL');
+    });
+  }
+  return new ControllerProcess(child, opts.identity, runtime);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Prometheus text
+
+/** One sample of the Prometheus text format. */
+export interface MetricSample {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly value: number;
+}
+
+const SAMPLE_LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?$/;
+const LABEL_PAIR = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+
+/** Parses Prometheus text exposition (comments skipped; label values unescaped). Unparseable lines throw. */
+export function parseMetrics(text: string): MetricSample[] {
+  const samples: MetricSample[] = [];
+  for (const line of text.split('\n')) {
+    if (line.trim() === '' || line.startsWith('#')) continue;
+    const m = SAMPLE_LINE.exec(line);
+    if (!m) throw new Error(`unparseable metrics line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const pair of (m[2] ?? '').matchAll(LABEL_PAIR)) {
+      labels[pair[1] ?? ''] = (pair[2] ?? '').replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    }
+    samples.push({ name: m[1] ?? '', labels, value: Number(m[3]) });
+  }
+  return samples;
+}
+
+/** Sum of the samples of `name` whose labels include `labels`; undefined when no series matches. */
+export function metricValue(
+  text: string,
+  name: string,
+  labels: Readonly<Record<string, string>> = {},
+): number | undefined {
+  const matching = parseMetrics(text).filter(
+    (s) => s.name === name && Object.entries(labels).every(([k, val]) => s.labels[k] === val),
+  );
+  return matching.length === 0 ? undefined : matching.reduce((sum, s) => sum + s.value, 0);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// A relay in front of the API server
+
+/** A TCP relay to the API server (TLS passes through) whose connections can be cut, refused and restored. */
+export interface ApiRelay {
+  /** `https://127.0.0.1:<port>`: the API server as seen through the relay. */
+  readonly url: string;
+  /** Destroys every open connection; new ones are still accepted. */
+  cut(): void;
+  /** Destroys every open connection and refuses new ones until `open` (an API server that is down). */
+  block(): void;
+  open(): void;
+  /** Connections refused while blocked. */
+  refused(): number;
+  /** Connections accepted (forwarded) so far. */
+  accepted(): number;
+  close(): Promise<void>;
+}
+
+/** Starts a relay on 127.0.0.1 to `target` (the API server URL). */
+export async function startApiRelay(target: URL): Promise<ApiRelay> {
+  const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
+  let blocked = false;
+  let accepted = 0;
+  let refused = 0;
+  const server = net.createServer((client) => {
+    if (blocked) {
+      refused++;
+      client.destroy();
+      return;
+    }
+    accepted++;
+    const upstream = net.connect(Number(target.port), target.hostname);
+    const pair = { client, upstream };
+    pairs.add(pair);
+    const drop = (): void => {
+      client.destroy();
+      upstream.destroy();
+      pairs.delete(pair);
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  const destroyAll = (): void => {
+    for (const p of [...pairs]) {
+      p.client.destroy();
+      p.upstream.destroy();
+    }
+    pairs.clear();
+  };
+  return {
+    url: `https://127.0.0.1:${port}`,
+    cut: destroyAll,
+    block: () => {
+      blocked = true;
+      destroyAll();
+    },
+    open: () => {
+      blocked = false;
+    },
+    refused: () => refused,
+    accepted: () => accepted,
+    close: () =>
+      new Promise<void>((resolve) => {
+        destroyAll();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kubeconfig files
+
+const KubeconfigDocSchema = v.looseObject({
+  clusters: v.array(
+    v.looseObject({
+      name: v.string(),
+      cluster: v.looseObject({ server: v.string(), 'certificate-authority-data': v.optional(v.string()) }),
+    }),
+  ),
+  contexts: v.array(v.looseObject({ name: v.string(), context: v.looseObject({ cluster: v.string() }) })),
+  'current-context': v.string(),
+});
+
+/**
+ * Writes a copy of the (JSON) kubeconfig at `from` into `dir` with the current context's cluster `server` replaced
+ * (e.g. by a relay URL; the testbed certificate is valid for any port on 127.0.0.1). Returns the new path.
+ */
+export function kubeconfigWithServer(from: string, server: string, dir: string): string {
+  const doc = v.parse(KubeconfigDocSchema, JSON.parse(readFileSync(from, 'utf8')));
+  const ctx = doc.contexts.find((c) => c.name === doc['current-context']);
+  const cluster = doc.clusters.find((c) => c.name === ctx?.context.cluster);
+  if (!cluster) throw new Error(`${from}: no cluster for the current context`);
+  cluster.cluster.server = server;
+  const path = join(dir, 'relay.kubeconfig');
+  writeFileSync(path, `${JSON.stringify(doc, null, 2)}\n`, { mode: 0o600 });
+  return path;
+}
+
+/**
+ * Writes a kubeconfig into `dir` that reaches the same API server and trusts the same CA as the kubeconfig at
+ * `from`, authenticating with a bearer `token` (e.g. from the TokenRequest API). Returns the new path.
+ */
+export function kubeconfigWithToken(from: string, token: string, user: string, dir: string): string {
+  const doc = v.parse(KubeconfigDocSchema, JSON.parse(readFileSync(from, 'utf8')));
+  const ctx = doc.contexts.find((c) => c.name === doc['current-context']);
+  const cluster = doc.clusters.find((c) => c.name === ctx?.context.cluster);
+  if (!cluster?.cluster['certificate-authority-data'])
+    throw new Error(`${from}: the current cluster has no certificate-authority-data`);
+  const config = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      {
+        name: 'e2e',
+        cluster: {
+          server: cluster.cluster.server,
+          'certificate-authority-data': cluster.cluster['certificate-authority-data'],
+        },
+      },
+    ],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: 'e2e', context: { cluster: 'e2e', user } }],
+    'current-context': 'e2e',
+  };
+  const path = join(dir, `${user}.kubeconfig`);
+  writeFileSync(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  return path;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Schemas of what the tests read
+
+/** The API group/version of the three CRDs. */
+export const GROUP_VERSION = 'agents.re-cinq.com/v1alpha1';
+
+/** An Agent with the status fields the tests assert on. */
+export const AgentSchema = v.looseObject({
+  ...KubeObjectSchema.entries,
+  spec: v.looseObject({ stationRef: v.string() }),
+  status: v.optional(
+    v.looseObject({
+      phase: v.optional(v.picklist(['Pending', 'Running', 'Succeeded', 'Failed'])),
+      jobName: v.optional(v.string()),
+      startedAt: v.optional(v.string()),
+      completedAt: v.optional(v.string()),
+      exitCode: v.optional(v.number()),
+      output: v.optional(v.string()),
+      failureReason: v.optional(v.string()),
+      observedGeneration: v.optional(v.number()),
+      conditions: v.optional(v.array(ConditionSchema), []),
+    }),
+    {},
+  ),
+});
+export type AgentObject = v.InferOutput<typeof AgentSchema>;
+export type AgentPhase = NonNullable<AgentObject['status']['phase']>;
+
+/** A core/v1 Event. */
+export const EventSchema = v.looseObject({
+  ...KubeObjectSchema.entries,
+  involvedObject: v.looseObject({
+    kind: v.optional(v.string()),
+    name: v.optional(v.string()),
+    uid: v.optional(v.string()),
+  }),
+  reason: v.optional(v.string()),
+  message: v.optional(v.string()),
+  type: v.optional(v.string()),
+  count: v.optional(v.number()),
+});
+export type KubeEvent = v.InferOutput<typeof EventSchema>;
+
+/** A coordination.k8s.io/v1 Lease. */
+export const LeaseObjectSchema = v.looseObject({
+  ...KubeObjectSchema.entries,
+  spec: v.optional(
+    v.looseObject({
+      holderIdentity: v.optional(v.nullable(v.string())),
+      leaseDurationSeconds: v.optional(v.nullable(v.number())),
+      renewTime: v.optional(v.nullable(v.string())),
+      leaseTransitions: v.optional(v.nullable(v.number())),
+    }),
+    {},
+  ),
+});
+
+/** A meta.k8s.io/v1 Table (the server-side printing `kubectl get` uses). */
+export const TableSchema = v.looseObject({
+  kind: v.literal('Table'),
+  columnDefinitions: v.array(v.looseObject({ name: v.string() })),
+  rows: v.array(v.looseObject({ cells: v.array(v.unknown()) })),
+});
+
+const TokenRequestSchema = v.looseObject({ status: v.looseObject({ token: v.string() }) });
+
+// ---------------------------------------------------------------------------------------------------------------
+// Manifests
+
+/** A Kubernetes manifest to create. */
+export type Manifest = Readonly<Record<string, unknown>> & {
+  readonly kind: string;
+  readonly metadata: { readonly name: string };
+};
+
+/** An AgentDefinition on the `exec` vendor: `command` runs with the rendered prompt appended as its last argv. */
+export function execDefinition(
+  name: string,
+  command: readonly string[],
+  spec: Readonly<Record<string, unknown>> = {},
+): Manifest {
+  return {
+    apiVersion: GROUP_VERSION,
+    kind: 'AgentDefinition',
+    metadata: { name },
+    spec: { model: 'exec', prompt: 'run {name}', tool_config: { command }, ...spec },
+  };
+}
+
+/** A Station whose `agent` container runs on the host (5 min deadline, 2 s grace) unless `spec` overrides. */
+export function stationManifest(
+  name: string,
+  agentDefRef: string,
+  spec: Readonly<Record<string, unknown>> = {},
+): Manifest {
+  return {
+    apiVersion: GROUP_VERSION,
+    kind: 'Station',
+    metadata: { name },
+    spec: {
+      agentDefRef,
+      deadlineMinutes: 5,
+      template: {
+        spec: {
+          terminationGracePeriodSeconds: 2,
+          containers: [{ name: 'agent', image: AGENT_CONTAINER_IMAGE }],
+        },
+      },
+      ...spec,
+    },
+  };
+}
+
+/** An Agent of `stationRef`; `parameters.name` defaults to the Agent name (the prompt is `run {name}`). */
+export function agentManifest(
+  name: string,
+  stationRef: string,
+  spec: Readonly<Record<string, unknown>> = {},
+): Manifest {
+  return {
+    apiVersion: GROUP_VERSION,
+    kind: 'Agent',
+    metadata: { name },
+    spec: { stationRef, parameters: { name }, ...spec },
+  };
+}
+
+const PLURAL: Readonly<Record<string, readonly [string, string]>> = {
+  Agent: [GROUP_VERSION, 'agents'],
+  Station: [GROUP_VERSION, 'stations'],
+  AgentDefinition: [GROUP_VERSION, 'agentdefinitions'],
+  Secret: ['v1', 'secrets'],
+  ServiceAccount: ['v1', 'serviceaccounts'],
+  ConfigMap: ['v1', 'configmaps'],
+  Role: ['rbac.authorization.k8s.io/v1', 'roles'],
+  RoleBinding: ['rbac.authorization.k8s.io/v1', 'rolebindings'],
+};
+
+/** The collection path of `kind` in `namespace`. */
+export function collectionPath(kind: string, namespace: string): string {
+  const where = PLURAL[kind];
+  if (!where) throw new Error(`no path known for kind ${kind}`);
+  return apiPath(where[0], where[1], { namespace });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// CRDs
+
+const CrdDocSchema = v.looseObject({
+  apiVersion: v.literal('apiextensions.k8s.io/v1'),
+  kind: v.literal('CustomResourceDefinition'),
+  metadata: v.looseObject({ name: v.string() }),
+});
+const CrdStatusSchema = v.looseObject({
+  status: v.optional(v.looseObject({ conditions: v.optional(v.array(ConditionSchema), []) }), {}),
+});
+
+/**
+ * Server-side applies `deploy/crds/*.yaml` (field manager `controller-e2e`) and waits until each CRD is
+ * Established. Idempotent; the CRDs are cluster-wide and shared by every test.
+ */
+export async function applyCrds(client: KubeClient): Promise<void> {
+  const dir = join(ROOT, 'deploy', 'crds');
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.yaml'))) {
+    for (const doc of loadAll(readFileSync(join(dir, file), 'utf8'))) {
+      if (doc === null || doc === undefined) continue;
+      const crd = v.parse(CrdDocSchema, doc);
+      const path = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`;
+      const res = await client.request('PATCH', path, {
+        body: crd,
+        contentType: 'application/apply-patch+yaml',
+        query: { fieldManager: 'controller-e2e', force: true },
+      });
+      if (res.status >= 300) throw new KubeError('PATCH', path, res.status, undefined, res.body);
+      await pollUntil(
+        async () => {
+          const got = await client.get(path, CrdStatusSchema);
+          return got.status.conditions?.some((c) => c.type === 'Established' && c.status === 'True')
+            ? true
+            : undefined;
+        },
+        { timeoutMs: 30_000, description: `CRD ${crd.metadata.name} to be Established` },
+      );
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Scenarios
+
+export interface ReplicaOptions {
+  /** Default: `<namespace>-<n>`. */
+  readonly identity?: string;
+  /** Default: the admin kubeconfig of the cluster. */
+  readonly kubeconfig?: string;
+  readonly installCrds?: boolean;
+  readonly pollIntervalMs?: number;
+  readonly logLevel?: string;
+  readonly env?: Readonly<Record<string, string>>;
+  /** Wait for `/readyz` before returning (default true). */
+  readonly waitReady?: boolean;
+}
+
+/**
+ * One end-to-end scenario: a fresh namespace, the controller replicas started for it (all logs printed when the
+ * scenario fails, all stopped at the end), and helpers to create objects and wait for Agents.
+ */
+export class Scenario {
+  readonly cluster: E2eCluster;
+  readonly client: KubeClient;
+  readonly ns: string;
+  readonly replicas: ControllerProcess[] = [];
+  readonly #cleanups: Array<() => Promise<void> | void> = [];
+
+  constructor(cluster: E2eCluster, ns: string) {
+    this.cluster = cluster;
+    this.client = cluster.client;
+    this.ns = ns;
+  }
+
+  /** Registers a cleanup (run in reverse order at the end). */
+  defer(fn: () => Promise<void> | void): void {
+    this.#cleanups.push(fn);
+  }
+
+  /** A private temporary folder, removed at the end. */
+  tempDir(): string {
+    const dir = mkdtempSync(join(tmpdir(), `${this.ns}-`));
+    this.defer(() => rmSync(dir, { recursive: true, force: true }));
+    return dir;
+  }
+
+  /** Starts a controller replica for this namespace and (by default) waits until it is ready. */
+  async startReplica(opts: ReplicaOptions = {}): Promise<ControllerProcess> {
+    const replica = startController({
+      kubeconfig: opts.kubeconfig ?? this.cluster.kubeconfig,
+      namespace: this.ns,
+      identity: opts.identity ?? `${this.ns}-${this.replicas.length + 1}`,
+      ...(opts.installCrds !== undefined ? { installCrds: opts.installCrds } : {}),
+      ...(opts.pollIntervalMs !== undefined ? { pollIntervalMs: opts.pollIntervalMs } : {}),
+      ...(opts.logLevel !== undefined ? { logLevel: opts.logLevel } : {}),
+      ...(opts.env !== undefined ? { env: opts.env } : {}),
+    });
+    this.replicas.push(replica);
+    if (opts.waitReady !== false) await replica.waitReady();
+    return replica;
+  }
+
+  /** Creates objects in this namespace, in order. */
+  async create(...manifests: readonly Manifest[]): Promise<void> {
+    for (const m of manifests) await this.client.create(collectionPath(m.kind, this.ns), m);
+  }
+
+  /** The Agent, or undefined when it does not exist. */
+  agent(name: string): Promise<AgentObject | undefined> {
+    return this.client.tryGet(`${collectionPath('Agent', this.ns)}/${name}`, AgentSchema);
+  }
+
+  /** Every Agent of the namespace. */
+  async agents(): Promise<AgentObject[]> {
+    return (await this.client.list(collectionPath('Agent', this.ns), {}, AgentSchema)).items;
+  }
+
+  /** Waits until `accept` returns true for the Agent; the last status seen is in the timeout error. */
+  waitForAgent(
+    name: string,
+    accept: (a: AgentObject) => boolean,
+    description: string,
+    timeoutMs = 60_000,
+  ): Promise<AgentObject> {
+    return pollUntil(
+      async (observe) => {
+        const a = await this.agent(name);
+        observe(a?.status ?? 'absent');
+        return a !== undefined && accept(a) ? a : undefined;
+      },
+      { timeoutMs, intervalMs: 100, description: `Agent ${name}: ${description}` },
+    );
+  }
+
+  /** Waits until the Agent is Succeeded or Failed and returns it. */
+  waitTerminal(name: string, timeoutMs = 60_000): Promise<AgentObject> {
+    return this.waitForAgent(
+      name,
+      (a) => a.status.phase === 'Succeeded' || a.status.phase === 'Failed',
+      'a terminal phase',
+      timeoutMs,
+    );
+  }
+
+  /** Deletes the Agent (background propagation); false when it was already gone. */
+  deleteAgent(name: string): Promise<boolean> {
+    return this.client.delete(`${collectionPath('Agent', this.ns)}/${name}`, {
+      propagationPolicy: 'Background',
+    });
+  }
+
+  /** Waits until the Agent is gone (404). */
+  async waitAgentGone(name: string, timeoutMs = 30_000): Promise<void> {
+    await pollUntil(async () => ((await this.agent(name)) === undefined ? true : undefined), {
+      timeoutMs,
+      description: `Agent ${name} to disappear`,
+    });
+  }
+
+  /** The Job by name, or undefined. */
+  job(name: string): Promise<Job | undefined> {
+    return this.client.tryGet(apiPath('batch/v1', 'jobs', { namespace: this.ns, name }), JobSchema);
+  }
+
+  /** Every Job of the namespace. */
+  async jobs(): Promise<Job[]> {
+    return (await this.client.list(apiPath('batch/v1', 'jobs', { namespace: this.ns }), {}, JobSchema)).items;
+  }
+
+  /** The pods of a Job (label `job-name`). */
+  async jobPods(jobName: string): Promise<Pod[]> {
+    const { items } = await this.client.list(
+      apiPath('v1', 'pods', { namespace: this.ns }),
+      { labelSelector: `job-name=${jobName}` },
+      PodSchema,
+    );
+    return items;
+  }
+
+  /** The Events whose involvedObject is the Agent `name` (matched by kind, name and, when given, uid). */
+  async agentEvents(name: string, uid?: string): Promise<KubeEvent[]> {
+    const { items } = await this.client.list(
+      apiPath('v1', 'events', { namespace: this.ns }),
+      { fieldSelector: `involvedObject.name=${name}` },
+      EventSchema,
+    );
+    return items.filter(
+      (e) => e.involvedObject.kind === 'Agent' && (uid === undefined || e.involvedObject.uid === uid),
+    );
+  }
+
+  /** `kubectl get agent <name>` as the API server prints it: column name → cell. */
+  async agentTable(name: string): Promise<Record<string, unknown>> {
+    const access = loadKubeconfig(this.cluster.kubeconfig);
+    const path = `${collectionPath('Agent', this.ns)}/${name}`;
+    const url = new URL(path, access.server);
+    const body = await new Promise<string>((resolve, reject) => {
+      const req = httpsRequest(url, {
+        method: 'GET',
+        headers: {
+          accept: 'application/json;as=Table;v=v1;g=meta.k8s.io',
+          ...(access.token !== undefined ? { authorization: `Bearer ${access.token}` } : {}),
+        },
+        ...(access.ca !== undefined ? { ca: access.ca } : {}),
+        ...(access.cert !== undefined ? { cert: access.cert } : {}),
+        ...(access.key !== undefined ? { key: access.key } : {}),
+        rejectUnauthorized: !access.insecure,
+      });
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if ((res.statusCode ?? 0) >= 400)
+            reject(new Error(`GET ${path} as Table: ${res.statusCode} ${text}`));
+          else resolve(text);
+        });
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.setTimeout(10_000, () => req.destroy(new Error('timed out')));
+      req.end();
+    });
+    const table = v.parse(TableSchema, JSON.parse(body));
+    const row = table.rows[0];
+    if (!row) throw new Error(`GET ${path} as Table: no row`);
+    return Object.fromEntries(table.columnDefinitions.map((c, i) => [c.name, row.cells[i]]));
+  }
+
+  /** A TokenRequest token for a ServiceAccount of this namespace. */
+  async serviceAccountToken(name: string, expirationSeconds = 3600): Promise<string> {
+    const path = apiPath('v1', 'serviceaccounts', { namespace: this.ns, name, subresource: 'token' });
+    const tr = await this.client.create(
+      path,
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds } },
+      TokenRequestSchema,
+    );
+    return tr.status.token;
+  }
+
+  /** The controller logs of every replica, for failure reports. */
+  dumpLogs(maxLines = 400): string {
+    return this.replicas
+      .map(
+        (r, i) =>
+          `----- controller replica ${i + 1} (${r.identity}, ${r.runtime}, pid ${r.pid}, ${
+            r.running ? 'running' : 'exited'
+          }) -----\n${tailLines(r.rawLines, maxLines)}`,
+      )
+      .join('\n');
+  }
+
+  /** Stops every replica still running and runs the cleanups in reverse order; never throws. */
+  async finish(): Promise<void> {
+    for (const r of this.replicas) {
+      if (!r.running) continue;
+      try {
+        await r.stop(10_000);
+      } catch {
+        await r.kill();
+      }
+    }
+    for (const fn of [...this.#cleanups].reverse()) {
+      try {
+        await fn();
+      } catch {
+        // best effort
+      }
+    }
+  }
+}
+
+/**
+ * Runs `body` in a fresh namespace named after `prefix`. On failure every replica's log is written to stderr
+ * before the error is rethrown; replicas are always stopped and the namespace deleted.
+ */
+export async function runScenario(
+  cluster: E2eCluster,
+  prefix: string,
+  body: (s: Scenario) => Promise<void>,
+): Promise<void> {
+  const ns = await freshNamespace(cluster.client, prefix);
+  const scenario = new Scenario(cluster, ns.name);
+  scenario.defer(ns.cleanup);
+  try {
+    await body(scenario);
+  } catch (error) {
+    process.stderr.write(`\n===== scenario ${ns.name} failed; controller logs follow =====\n`);
+    process.stderr.write(`${scenario.dumpLogs()}\n===== end of controller logs (${ns.name}) =====\n`);
+    throw error;
+  } finally {
+    await scenario.finish();
+  }
+}
