@@ -276,6 +276,31 @@ export class ControllerProcess {
     return metricValue(await this.metrics(), name, labels) ?? 0;
   }
 
+  /**
+   * Waits until the metric (sum over the series including `labels`) equals `expected` and returns it; on timeout
+   * the last value is in the error. Metrics are observed after the status patch, so read them with this.
+   */
+  async waitForMetric(
+    name: string,
+    labels: Readonly<Record<string, string>>,
+    expected: number | ((value: number) => boolean),
+    timeoutMs = 10_000,
+  ): Promise<number> {
+    const accept = typeof expected === 'number' ? (x: number) => x === expected : expected;
+    return pollUntil(
+      async (observe) => {
+        const value = await this.metric(name, labels);
+        observe({ [name]: value, labels });
+        return accept(value) ? value : undefined;
+      },
+      {
+        timeoutMs,
+        intervalMs: 100,
+        description: `${this.identity}: ${name}${JSON.stringify(labels)} ${String(expected)}`,
+      },
+    );
+  }
+
   /** SIGTERM, then waits for the exit (SIGKILL after `timeoutMs`, reported as a failure). */
   async stop(timeoutMs = 20_000): Promise<Exit> {
     if (!this.running) return this.exited;
@@ -851,6 +876,22 @@ export class Scenario {
     );
     return items.filter(
       (e) => e.involvedObject.kind === 'Agent' && (uid === undefined || e.involvedObject.uid === uid),
+    );
+  }
+
+  /**
+   * Waits until the Agent's Events (see `agentEvents`) include every `type/reason` in `wanted` (e.g.
+   * `Normal/Started`) and returns them. Events are recorded after the status patch, so read them with this.
+   */
+  async waitForEvents(name: string, uid: string | undefined, wanted: readonly string[], timeoutMs = 10_000) {
+    return pollUntil(
+      async (observe) => {
+        const events = await this.agentEvents(name, uid);
+        const seen = events.map((e) => `${e.type}/${e.reason}`);
+        observe(seen);
+        return wanted.every((w) => seen.includes(w)) ? events : undefined;
+      },
+      { timeoutMs, intervalMs: 100, description: `Events ${wanted.join(', ')} on Agent ${name}` },
     );
   }
 
