@@ -3,12 +3,23 @@
 // concurrent callers share one instance). Human-readable progress goes to stderr; `up` prints the admin
 // kubeconfig path as the LAST line of stdout.
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { arch } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import * as v from 'valibot';
 import { apiPath, KubeClient } from '../test/support/kube-client.ts';
 import {
   type ProcRecord,
@@ -302,6 +313,89 @@ async function waitFor<T>(
   }
 }
 
+/** Hash of the code the node agent runs, so `up` can restart a stale agent of a shared instance. */
+function nodeAgentSourceHash(): string {
+  const hash = createHash('sha256');
+  const dirs = [join(ROOT, 'test', 'node-agent'), join(ROOT, 'test', 'support'), join(ROOT, 'src', 'shared')];
+  for (const dir of dirs) {
+    for (const name of readdirSync(dir).sort()) {
+      if (!name.endsWith('.ts') || name.endsWith('.test.ts')) continue;
+      hash.update(name).update(readFileSync(join(dir, name)));
+    }
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+function startNodeAgent(kubeletPort: number, env: NodeJS.ProcessEnv): ProcRecord {
+  const c = (name: string): string => join(CERTS, name);
+  const images = imageTable();
+  return startDaemon(
+    'node-agent',
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(ROOT, 'test', 'node-agent', 'main.ts'),
+      `--kubeconfig=${KUBECONFIG}`,
+      `--node-name=${NODE_NAME}`,
+      `--port=${kubeletPort}`,
+      `--state-dir=${NODE_STATE}`,
+      `--tls-cert=${c('kubelet-serving.crt')}`,
+      `--tls-key=${c('kubelet-serving.key')}`,
+      `--client-ca=${c('ca.crt')}`,
+      `--images=${images}`,
+      ...(process.env.AGENT_TESTBED_IMAGES ? [`--extra-images=${process.env.AGENT_TESTBED_IMAGES}`] : []),
+    ],
+    env,
+  );
+}
+
+const LeaseSchema = v.looseObject({
+  spec: v.optional(v.looseObject({ renewTime: v.optional(v.string()) }), {}),
+});
+
+/** Waits until the node agent renewed its Lease at or after `since` (it does so right after starting). */
+async function waitLeaseRenewed(
+  client: KubeClient,
+  procs: readonly ProcRecord[],
+  since: number,
+): Promise<void> {
+  const path = apiPath('coordination.k8s.io/v1', 'leases', { namespace: 'kube-node-lease', name: NODE_NAME });
+  await waitFor('the node agent to renew its Lease', procs, async () => {
+    const lease = await client.tryGet(path, LeaseSchema);
+    const renewed = Date.parse(lease?.spec.renewTime ?? '');
+    return renewed >= since - 1000 ? true : undefined;
+  });
+}
+
+/** Replaces a running node agent with one running the current code; false when that failed. */
+async function restartNodeAgent(info: TestbedInfo, hash: string): Promise<boolean> {
+  const records = readRecords(PIDS);
+  const old = records.find((r) => r.name === 'node-agent');
+  if (!old) return false;
+  say('the node agent code changed; restarting the node agent (the control plane keeps its state)');
+  await stopProcess(old, 40_000);
+  const env = { ...process.env };
+  delete env.KUBECONFIG;
+  const since = Date.now();
+  const client = KubeClient.fromKubeconfig(KUBECONFIG);
+  try {
+    const fresh = startNodeAgent(info.kubeletPort, env);
+    writeRecords(records.map((r) => (r === old ? fresh : r)));
+    await waitLeaseRenewed(client, [fresh], since);
+  } catch (error) {
+    say(`node agent restart failed: ${error instanceof Error ? error.message : String(error)}`);
+    return false;
+  } finally {
+    client.close();
+  }
+  writeFileSync(
+    join(STATE, 'testbed.json'),
+    `${JSON.stringify({ ...info, nodeAgentHash: hash }, null, 2)}\n`,
+  );
+  return true;
+}
+
 async function healthy(info: TestbedInfo | undefined): Promise<boolean> {
   if (!info) return false;
   const records = readRecords(PIDS);
@@ -342,10 +436,14 @@ const CLI_STARTED = Date.now();
 /** Starts everything (or reuses a healthy instance); one retry with fresh ports after a failed start. */
 async function up(attempt = 1): Promise<void> {
   const started = CLI_STARTED;
-  if (await healthy(readTestbedInfo(KUBECONFIG))) {
-    say(`already running; logs in ${LOGS}`);
-    process.stdout.write(`${KUBECONFIG}\n`);
-    return;
+  const current = readTestbedInfo(KUBECONFIG);
+  if (current && (await healthy(current))) {
+    const hash = nodeAgentSourceHash();
+    if (current.nodeAgentHash === hash || (await restartNodeAgent(current, hash))) {
+      say(`already running; logs in ${LOGS}`);
+      process.stdout.write(`${KUBECONFIG}\n`);
+      return;
+    }
   }
   await down();
   for (const dir of ['etcd', 'node', 'logs', 'apiserver-certs'])
@@ -454,30 +552,7 @@ async function up(attempt = 1): Promise<void> {
           env,
         ),
       );
-      const images = imageTable();
-      record(
-        startDaemon(
-          'node-agent',
-          process.execPath,
-          [
-            '--import',
-            'tsx',
-            join(ROOT, 'test', 'node-agent', 'main.ts'),
-            `--kubeconfig=${KUBECONFIG}`,
-            `--node-name=${NODE_NAME}`,
-            `--port=${kubeletPort}`,
-            `--state-dir=${NODE_STATE}`,
-            `--tls-cert=${c('kubelet-serving.crt')}`,
-            `--tls-key=${c('kubelet-serving.key')}`,
-            `--client-ca=${c('ca.crt')}`,
-            `--images=${images}`,
-            ...(process.env.AGENT_TESTBED_IMAGES
-              ? [`--extra-images=${process.env.AGENT_TESTBED_IMAGES}`]
-              : []),
-          ],
-          env,
-        ),
-      );
+      record(startNodeAgent(kubeletPort, env));
       await waitFor('the test node to be Ready', procs, async () => {
         const node = await client.tryGet(apiPath('v1', 'nodes', { name: NODE_NAME }), NodeSchema);
         return node?.status.conditions?.some((x) => x.type === 'Ready' && x.status === 'True')
@@ -512,6 +587,7 @@ async function up(attempt = 1): Promise<void> {
     logDir: LOGS,
     uncachedResource: UNCACHED_RESOURCE,
     imageTable: join(STATE, 'images.json'),
+    nodeAgentHash: nodeAgentSourceHash(),
   };
   writeFileSync(join(STATE, 'testbed.json'), `${JSON.stringify(info, null, 2)}\n`);
   say(

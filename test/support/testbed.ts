@@ -15,6 +15,8 @@ export const TestbedInfoSchema = v.object({
   /** A built-in resource whose watch cache is disabled, so watches on it go straight to etcd. */
   uncachedResource: v.string(),
   imageTable: v.string(),
+  /** Hash of the node agent's code when it was started (`up` restarts a stale agent). */
+  nodeAgentHash: v.optional(v.string()),
 });
 export type TestbedInfo = v.InferOutput<typeof TestbedInfoSchema>;
 
