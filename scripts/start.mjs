@@ -14,22 +14,35 @@ const env = { ...process.env };
 const built = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: root, stdio: 'inherit' });
 if (built.status !== 0) process.exit(built.status ?? 1);
 
-const hasCluster = Boolean(env.KUBECONFIG) || args.some((a) => a.startsWith('--kubeconfig')) || Boolean(env.KUBERNETES_SERVICE_HOST);
+const hasCluster =
+  Boolean(env.KUBECONFIG) ||
+  args.some((a) => a.startsWith('--kubeconfig')) ||
+  Boolean(env.KUBERNETES_SERVICE_HOST);
 const controllerArgs = ['dist/agent-controller.mjs', 'controller', ...args];
 if (!hasCluster) {
-  console.error('start: no $KUBECONFIG and not in a cluster: bringing up the local control plane (scripts/testbed up)');
-  const up = spawnSync('bash', ['scripts/testbed', 'up'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  console.error(
+    'start: no $KUBECONFIG and not in a cluster: bringing up the local control plane (scripts/testbed up)',
+  );
+  const up = spawnSync('bash', ['scripts/testbed', 'up'], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   if (up.status !== 0) {
-    console.error('start: scripts/testbed up failed (it needs Go >= 1.26 the first time, to build the control plane)');
+    console.error(
+      'start: scripts/testbed up failed (it needs Go >= 1.26 the first time, to build the control plane)',
+    );
     process.exit(1);
   }
   env.KUBECONFIG = String(up.stdout).trim().split('\n').at(-1);
   // The test node agent maps this image to the bundle built above, so run pods get our init and supervisor.
   env.AGENT_IMAGE ??= 'agent-controller:e2e';
-  if (!args.some((a) => a.startsWith('--namespace') || a === '--all-namespaces')) controllerArgs.push('--namespace', 'default');
+  if (!args.some((a) => a.startsWith('--namespace') || a === '--all-namespaces'))
+    controllerArgs.push('--namespace', 'default');
   if (!args.includes('--install-crds')) controllerArgs.push('--install-crds');
   console.error(`start: local control plane ready; KUBECONFIG=${env.KUBECONFIG}`);
-  console.error('start: try it: scripts/testbed kubectl apply -f deploy/examples/hello.yaml && scripts/testbed kubectl get agents -w');
+  console.error(
+    'start: try it: scripts/testbed kubectl apply -f deploy/examples/hello.yaml && scripts/testbed kubectl get agents -w',
+  );
 }
 
 const child = spawn(process.execPath, controllerArgs, { cwd: root, env, stdio: 'inherit' });

@@ -35,7 +35,11 @@ function run(cmd, args, env = {}) {
 }
 
 function nodeTest(files, env, extra = []) {
-  return run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...extra, ...files], env);
+  return run(
+    process.execPath,
+    ['--import', 'tsx', '--test', '--test-reporter=spec', ...extra, ...files],
+    env,
+  );
 }
 
 let failed = false;
@@ -45,7 +49,10 @@ if (wanted.includes('unit')) {
 }
 if (wanted.includes('e2e') && !failed) {
   if (run(process.execPath, ['scripts/build.mjs']) !== 0) process.exit(1);
-  const up = spawnSync('bash', ['scripts/testbed', 'up'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const up = spawnSync('bash', ['scripts/testbed', 'up'], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const lines = String(up.stdout).trim().split('\n');
   process.stdout.write(`${lines.slice(0, -1).join('\n')}\n`);
   if (up.status !== 0) {

@@ -247,7 +247,7 @@ export function startController(deps: ControllerDeps): RunningController {
     : undefined;
 
   const runs = [agents, stations, definitions, jobs].map((i) => i.run(abort.signal));
-  const electing = elector ? elector.run(abort.signal) : (startLeading(), Promise.resolve());
+  const electing = elector ? elector.run(abort.signal) : startLeading();
   void agents.ready.then(() => {
     apiReachable = true;
   });
