@@ -316,13 +316,18 @@ async function waitFor<T>(
 /** Hash of the code the node agent runs, so `up` can restart a stale agent of a shared instance. */
 function nodeAgentSourceHash(): string {
   const hash = createHash('sha256');
-  const dirs = [join(ROOT, 'test', 'node-agent'), join(ROOT, 'test', 'support'), join(ROOT, 'src', 'shared')];
-  for (const dir of dirs) {
-    for (const name of readdirSync(dir).sort()) {
-      if (!name.endsWith('.ts') || name.endsWith('.test.ts')) continue;
-      hash.update(name).update(readFileSync(join(dir, name)));
-    }
-  }
+  const agentDir = join(ROOT, 'test', 'node-agent');
+  const files = [
+    ...readdirSync(agentDir)
+      .filter((n) => n.endsWith('.ts') && !n.endsWith('.test.ts'))
+      .map((n) => join(agentDir, n)),
+    // What the agent imports from outside its folder.
+    ...['kube-client.ts', 'kubeconfig.ts', 'schemas.ts', 'proc.ts'].map((n) =>
+      join(ROOT, 'test', 'support', n),
+    ),
+    ...['log.ts', 'result.ts'].map((n) => join(ROOT, 'src', 'shared', n)),
+  ].sort();
+  for (const file of files) hash.update(file).update(existsSync(file) ? readFileSync(file) : '');
   return hash.digest('hex').slice(0, 16);
 }
 
