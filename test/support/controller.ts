@@ -822,6 +822,54 @@ export class Scenario {
     );
   }
 
+  /**
+   * Watches this namespace's Agents from now on and records, in resourceVersion order, every phase change: the
+   * most Agents Running at once, the order in which Agents became Running, the last version of each Agent (kept
+   * after deletion) and the deleted names. Stop it with `stop()` (also done at the end of the scenario).
+   */
+  async recordAgents(): Promise<AgentRecorder> {
+    const path = collectionPath('Agent', this.ns);
+    const listed = await this.client.list(path, {}, AgentSchema);
+    const recorder = new AgentRecorder(listed.items);
+    const abort = new AbortController();
+    let rv = listed.resourceVersion;
+    const loop = (async () => {
+      while (!abort.signal.aborted) {
+        const end = await this.client.watch(
+          path,
+          { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: 120, signal: abort.signal },
+          (e) => {
+            if (e.type === 'ERROR') {
+              recorder.errors.push(`${e.object.code}: ${e.object.message}`);
+              abort.abort();
+              return;
+            }
+            rv = e.object.metadata.resourceVersion ?? rv;
+            if (e.type === 'BOOKMARK') return;
+            const parsed = v.safeParse(AgentSchema, e.object);
+            if (!parsed.success) {
+              recorder.errors.push(`undecodable Agent: ${v.summarize(parsed.issues)}`);
+              return;
+            }
+            recorder.apply(e.type, parsed.output);
+          },
+        );
+        if (end.kind === 'http-error') {
+          recorder.errors.push(`watch: HTTP ${end.status} ${end.body.slice(0, 200)}`);
+          return;
+        }
+      }
+    })().catch((error: unknown) => {
+      if (!abort.signal.aborted) recorder.errors.push(String(error));
+    });
+    recorder.stop = async () => {
+      abort.abort();
+      await loop;
+    };
+    this.defer(() => recorder.stop());
+    return recorder;
+  }
+
   /** Waits until the Agent is Succeeded or Failed and returns it. */
   waitTerminal(name: string, timeoutMs = 60_000): Promise<AgentObject> {
     return this.waitForAgent(
@@ -956,6 +1004,36 @@ export class Scenario {
       .join('\n');
   }
 
+  /**
+   * Best-effort description of the namespace's pods for failure reports: phase, container states and the last
+   * log lines of every container.
+   */
+  async dumpPods(maxLines = 40): Promise<string> {
+    const out: string[] = [];
+    try {
+      const { items } = await this.client.list(apiPath('v1', 'pods', { namespace: this.ns }), {}, PodSchema);
+      for (const pod of items) {
+        const name = pod.metadata.name ?? '';
+        const states = [
+          ...(pod.status.initContainerStatuses ?? []),
+          ...(pod.status.containerStatuses ?? []),
+        ].map((c) => ({ name: c.name, state: c.state }));
+        out.push(`--- pod ${name}: ${pod.status.phase} ${pod.status.reason ?? ''} ${JSON.stringify(states)}`);
+        for (const c of states) {
+          try {
+            const log = await this.client.logs(this.ns, name, { container: c.name, tailLines: maxLines });
+            out.push(`    [${c.name}] ${log.trimEnd().split('\n').join('\n    ')}`);
+          } catch (error) {
+            out.push(`    [${c.name}] log unavailable: ${String(error).slice(0, 200)}`);
+          }
+        }
+      }
+    } catch (error) {
+      out.push(`pods unavailable: ${String(error).slice(0, 200)}`);
+    }
+    return out.join('\n');
+  }
+
   /** Stops every replica still running and runs the cleanups in reverse order; never throws. */
   async finish(): Promise<void> {
     for (const r of this.replicas) {
@@ -976,6 +1054,49 @@ export class Scenario {
   }
 }
 
+/** What `Scenario.recordAgents` saw; see there. */
+export class AgentRecorder {
+  /** Most Agents in phase Running at the same time. */
+  maxRunning = 0;
+  /** Names in the order they first became Running. */
+  readonly started: string[] = [];
+  /** Names in the order they were deleted. */
+  readonly deleted: string[] = [];
+  /** The last version seen of every Agent, deleted ones included. */
+  readonly last = new Map<string, AgentObject>();
+  /** Watch errors (410, undecodable objects); a test should assert there are none. */
+  readonly errors: string[] = [];
+  /** Stops watching. */
+  stop: () => Promise<void> = async () => {};
+  readonly #phase = new Map<string, string>();
+
+  constructor(initial: readonly AgentObject[]) {
+    for (const a of initial) this.apply('ADDED', a);
+  }
+
+  /** Applies one watch event. */
+  apply(type: 'ADDED' | 'MODIFIED' | 'DELETED', a: AgentObject): void {
+    const name = a.metadata.name ?? '';
+    this.last.set(name, a);
+    if (type === 'DELETED') {
+      this.#phase.delete(name);
+      this.deleted.push(name);
+      return;
+    }
+    const phase = a.status.phase ?? 'Pending';
+    if (phase === 'Running' && this.#phase.get(name) !== 'Running' && !this.started.includes(name))
+      this.started.push(name);
+    this.#phase.set(name, phase);
+    const running = [...this.#phase.values()].filter((p) => p === 'Running').length;
+    this.maxRunning = Math.max(this.maxRunning, running);
+  }
+
+  /** The recorded phase of an Agent that still exists. */
+  phase(name: string): string | undefined {
+    return this.#phase.get(name);
+  }
+}
+
 /**
  * Runs `body` in a fresh namespace named after `prefix`. On failure every replica's log is written to stderr
  * before the error is rethrown; replicas are always stopped and the namespace deleted.
@@ -992,7 +1113,8 @@ export async function runScenario(
     await body(scenario);
   } catch (error) {
     process.stderr.write(`\n===== scenario ${ns.name} failed; controller logs follow =====\n`);
-    process.stderr.write(`${scenario.dumpLogs()}\n===== end of controller logs (${ns.name}) =====\n`);
+    process.stderr.write(`${scenario.dumpLogs()}\n===== pods of ${ns.name} =====\n`);
+    process.stderr.write(`${await scenario.dumpPods()}\n===== end of ${ns.name} =====\n`);
     throw error;
   } finally {
     await scenario.finish();
