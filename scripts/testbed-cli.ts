@@ -550,6 +550,11 @@ async function up(attempt = 1): Promise<void> {
             ].join(','),
             '--leader-elect=false',
             '--secure-port=0',
+            // Shared by several test suites (and benchmarks creating hundreds of Jobs): the default
+            // client rate limit (20 QPS) and 5 Job workers let one busy suite delay everyone's pods.
+            '--kube-api-qps=100',
+            '--kube-api-burst=200',
+            '--concurrent-job-syncs=10',
             '--use-service-account-credentials=false',
             `--service-account-private-key-file=${c('sa.key')}`,
             `--root-ca-file=${c('ca.crt')}`,
