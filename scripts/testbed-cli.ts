@@ -637,7 +637,10 @@ const USAGE = `Usage: scripts/testbed up|down|status|env
   env     print "export KUBECONFIG=..." for a running control plane
 
 State, certificates and logs live in \${AGENT_TESTBED_DIR:-<repo>/.testbed}.
-Extra image table entries: AGENT_TESTBED_IMAGES=<json file> (read by up).`;
+Images: agent-controller:e2e runs the built bundle on Node, agent-controller:e2e-deno on Deno; any other
+image runs the container's command from the host. Extra entries: AGENT_TESTBED_IMAGES=<json file> (read by
+up, re-read at each container start), e.g. {"my/image:tag": ["/usr/bin/node", "/path/app.mjs"]} or
+{"my/image:tag": {"entrypoint": [...], "cmd": [...], "env": {...}, "workingDir": "/", "user": 1000}}.`;
 
 const commands: Record<string, () => Promise<void>> = { up, down, status, env: envCommand };
 const name = process.argv[2] ?? '';
