@@ -50,7 +50,7 @@ describe(`controller: concurrency and history (${runtime})`, { skip }, () => {
 
   it(
     'Allow with maxConcurrentRuns 1: one run at a time, all three succeed, in creation order',
-    { timeout: 120_000 },
+    { timeout: 240_000 },
     () =>
       runScenario(cluster, 'ctl-allow', async (s) => {
         await s.startReplica();
@@ -63,7 +63,7 @@ describe(`controller: concurrency and history (${runtime})`, { skip }, () => {
         const order = ['q-c', 'q-b', 'q-a'];
         for (const name of order) await createInItsOwnSecond(s, name, 'one-lane');
         for (const name of order) {
-          const done = await s.waitTerminal(name, 90_000);
+          const done = await s.waitTerminal(name);
           assert.equal(done.status.phase, 'Succeeded', `${name}: ${JSON.stringify(done.status)}`);
           assert.match(done.status.output ?? '', new RegExp(`^done run ${name}$`, 'm'));
         }
@@ -90,7 +90,7 @@ describe(`controller: concurrency and history (${runtime})`, { skip }, () => {
       }),
   );
 
-  it('Forbid caps a Station at one run even without maxConcurrentRuns', { timeout: 120_000 }, () =>
+  it('Forbid caps a Station at one run even without maxConcurrentRuns', { timeout: 240_000 }, () =>
     runScenario(cluster, 'ctl-forbid', async (s) => {
       await s.startReplica();
       await s.create(
@@ -100,7 +100,7 @@ describe(`controller: concurrency and history (${runtime})`, { skip }, () => {
       const rec = await s.recordAgents();
       await s.create(agentManifest('f-1', 'solo'), agentManifest('f-2', 'solo'));
       for (const name of ['f-1', 'f-2']) {
-        const done = await s.waitTerminal(name, 90_000);
+        const done = await s.waitTerminal(name);
         assert.equal(done.status.phase, 'Succeeded', `${name}: ${JSON.stringify(done.status)}`);
       }
       assert.deepEqual(rec.errors, []);
@@ -109,7 +109,7 @@ describe(`controller: concurrency and history (${runtime})`, { skip }, () => {
     }),
   );
 
-  it('Replace: a newcomer deletes the running Agent (and so its Job) and runs', { timeout: 120_000 }, () =>
+  it('Replace: a newcomer deletes the running Agent (and so its Job) and runs', { timeout: 240_000 }, () =>
     runScenario(cluster, 'ctl-replace', async (s) => {
       const ctl = await s.startReplica();
       await s.create(
@@ -143,7 +143,7 @@ describe(`controller: concurrency and history (${runtime})`, { skip }, () => {
   it(
     'history limits 1 + 1: after three successes and two failures only the newest of each remain',
     {
-      timeout: 120_000,
+      timeout: 240_000,
     },
     () =>
       runScenario(cluster, 'ctl-prune', async (s) => {
@@ -165,14 +165,14 @@ describe(`controller: concurrency and history (${runtime})`, { skip }, () => {
             observe(phases);
             return phases.every((p) => p === 'Succeeded' || p === 'Failed') ? true : undefined;
           },
-          { timeoutMs: 60_000, description: 'all five runs to finish' },
+          { timeoutMs: 120_000, description: 'all five runs to finish' },
         );
         const newest = (phase: string): string[] => {
           const done = names
             .map((n) => rec.last.get(n))
             .filter((a) => a?.status.phase === phase)
             .map((a) => ({ name: a?.metadata.name ?? '', at: a?.status.completedAt ?? '' }));
-          const max = done.reduce((m, d) => (d.at > m ? d.at : m), '');
+          const max = done.map((d) => d.at).sort().at(-1) ?? '';
           return done.filter((d) => d.at === max).map((d) => d.name);
         };
         assert.deepEqual(

@@ -61,7 +61,7 @@ describe(`controller: evidence garbage-collected (${runtime})`, { skip }, () => 
   it(
     'a pod deleted after its Job finished: the run still ends, without output, keeping the Job verdict and reason',
     {
-      timeout: 120_000,
+      timeout: 240_000,
     },
     () =>
       runScenario(cluster, 'ctl-podgc', async (s) => {
@@ -90,7 +90,7 @@ describe(`controller: evidence garbage-collected (${runtime})`, { skip }, () => 
               observe(j?.status);
               return j && finished(j) ? j : undefined;
             },
-            { timeoutMs: 60_000, description: `${jobName} to finish while no controller runs` },
+            { timeoutMs: 120_000, description: `${jobName} to finish while no controller runs` },
           );
           const verdict = finished(job);
           assert.ok(verdict);
@@ -151,7 +151,7 @@ describe(`controller: evidence garbage-collected (${runtime})`, { skip }, () => 
 
   it(
     'a Job deleted while the Agent is Running: Failed, exitCode 1, run record unavailable',
-    { timeout: 120_000 },
+    { timeout: 240_000 },
     () =>
       runScenario(cluster, 'ctl-jobgc', async (s) => {
         const first = await s.startReplica();

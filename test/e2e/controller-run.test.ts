@@ -77,7 +77,7 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
   it(
     'scenario A: Succeeded with jobName, owner reference, exit code, output, conditions, Events and printer columns; deleting the Agent deletes its Job',
     {
-      timeout: 120_000,
+      timeout: 240_000,
     },
     () =>
       runScenario(cluster, 'ctl-wiring', async (s) => {
@@ -152,7 +152,7 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
   it(
     'scenario B: a key of Secret agent-secrets reaches the agent process, and its value appears nowhere else',
     {
-      timeout: 120_000,
+      timeout: 240_000,
     },
     () =>
       runScenario(cluster, 'ctl-secret', async (s) => {
@@ -216,7 +216,7 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
   it(
     'a run that exits 7 ends Failed with exitCode 7, the Job condition as failureReason and the output',
     {
-      timeout: 120_000,
+      timeout: 240_000,
     },
     () =>
       runScenario(cluster, 'ctl-exit7', async (s) => {
@@ -255,7 +255,7 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
   it(
     'a missing Station or AgentDefinition fails the Agent without a Job, and a later Station does not revive it',
     {
-      timeout: 120_000,
+      timeout: 240_000,
     },
     () =>
       runScenario(cluster, 'ctl-missing', async (s) => {
@@ -301,7 +301,7 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
   it(
     'a Station template without an agent container, or with a hostPath volume, fails the Agent with the build error and no Job',
     {
-      timeout: 120_000,
+      timeout: 240_000,
     },
     () =>
       runScenario(cluster, 'ctl-build', async (s) => {

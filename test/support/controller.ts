@@ -870,8 +870,11 @@ export class Scenario {
     return recorder;
   }
 
-  /** Waits until the Agent is Succeeded or Failed and returns it. */
-  waitTerminal(name: string, timeoutMs = 60_000): Promise<AgentObject> {
+  /**
+   * Waits until the Agent is Succeeded or Failed and returns it. The default deadline is generous because the
+   * testbed is shared (another engineer's load can delay pods); an idle testbed finishes a run in ~2 s.
+   */
+  waitTerminal(name: string, timeoutMs = 120_000): Promise<AgentObject> {
     return this.waitForAgent(
       name,
       (a) => a.status.phase === 'Succeeded' || a.status.phase === 'Failed',

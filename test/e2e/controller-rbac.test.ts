@@ -1,0 +1,206 @@
+// The controller runs as the ServiceAccount of deploy/rbac/controller-rbac.yaml (a TokenRequest token in a
+// kubeconfig, never admin) and drives scenario A to Succeeded without a single Forbidden; the Agent itself is
+// created by the caller ServiceAccount of deploy/rbac/caller-rbac.yaml. Both tokens are held to least privilege:
+// the controller cannot read Secrets or create Pods, the caller can only create and read Agents.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { loadAll } from 'js-yaml';
+import * as v from 'valibot';
+import {
+  agentManifest,
+  apiPath,
+  applyCrds,
+  BUNDLE_PATH,
+  collectionPath,
+  e2eCluster,
+  e2eRuntime,
+  execDefinition,
+  GROUP_VERSION,
+  KubeClient,
+  KubeError,
+  kubeconfigWithToken,
+  type Manifest,
+  runScenario,
+  type Scenario,
+  stationManifest,
+} from '../support/index.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const cluster = e2eCluster();
+const skip =
+  typeof cluster === 'string'
+    ? cluster
+    : existsSync(BUNDLE_PATH)
+      ? false
+      : `${BUNDLE_PATH} is missing: run \`npm run build\``;
+const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
+
+const RbacDocSchema = v.looseObject({
+  apiVersion: v.string(),
+  kind: v.picklist(['ServiceAccount', 'Role', 'RoleBinding']),
+  metadata: v.looseObject({ name: v.string(), namespace: v.optional(v.string()) }),
+  subjects: v.optional(
+    v.array(v.looseObject({ kind: v.string(), name: v.string(), namespace: v.optional(v.string()) })),
+  ),
+});
+
+/** Creates the objects of a deploy/rbac file in the scenario's namespace (namespaces rewritten). */
+async function applyRbacFile(s: Scenario, file: string): Promise<void> {
+  for (const raw of loadAll(readFileSync(join(ROOT, 'deploy', 'rbac', file), 'utf8'))) {
+    if (raw === null || raw === undefined) continue;
+    const doc = v.parse(RbacDocSchema, raw);
+    const manifest = {
+      ...doc,
+      metadata: { ...doc.metadata, namespace: s.ns },
+      ...(doc.subjects ? { subjects: doc.subjects.map((x) => ({ ...x, namespace: s.ns })) } : {}),
+    } as Manifest;
+    await s.client.create(collectionPath(doc.kind, s.ns), manifest);
+  }
+}
+
+/** Resolves to the HTTP status of a request that must fail (any status < 400 is returned as is). */
+async function statusOf(attempt: Promise<unknown>): Promise<number> {
+  try {
+    await attempt;
+    return 200;
+  } catch (error) {
+    if (error instanceof KubeError) return error.status;
+    throw error;
+  }
+}
+
+describe(`controller: ServiceAccount authentication with the deploy/ RBAC (${runtime})`, { skip }, () => {
+  if (typeof cluster === 'string') return;
+  before(() => applyCrds(cluster.client));
+  after(() => cluster.client.close());
+
+  it(
+    'scenario A as agent-controller (run) and agent-launcher (create): no Forbidden, least privilege holds',
+    {
+      timeout: 240_000,
+    },
+    () =>
+      runScenario(cluster, 'ctl-rbac', async (s) => {
+        await applyRbacFile(s, 'controller-rbac.yaml');
+        await applyRbacFile(s, 'caller-rbac.yaml');
+        const dir = s.tempDir();
+        const controllerConfig = kubeconfigWithToken(
+          s.cluster.kubeconfig,
+          await s.serviceAccountToken('agent-controller'),
+          'agent-controller',
+          dir,
+        );
+        const launcherConfig = kubeconfigWithToken(
+          s.cluster.kubeconfig,
+          await s.serviceAccountToken('agent-launcher'),
+          'agent-launcher',
+          dir,
+        );
+        const asController = KubeClient.fromKubeconfig(controllerConfig);
+        const asLauncher = KubeClient.fromKubeconfig(launcherConfig);
+        s.defer(() => {
+          asController.close();
+          asLauncher.close();
+        });
+
+        // The operator (admin) installs the recipe; the controller runs with its own token, no --install-crds.
+        await s.create(
+          execDefinition('mock-writer', ['sh', '-c', 'echo "hello from the mock agent: $0"']),
+          stationManifest('mock-station', 'mock-writer'),
+        );
+        const ctl = await s.startReplica({ kubeconfig: controllerConfig });
+        await ctl.waitForMetric('controller_is_leader', {}, 1, 20_000);
+
+        const agents = collectionPath('Agent', s.ns);
+        await asLauncher.create(agents, agentManifest('mock-run', 'mock-station'));
+        const done = await s.waitTerminal('mock-run');
+        assert.equal(done.status.phase, 'Succeeded', JSON.stringify(done.status));
+        assert.equal(done.status.jobName, 'agent-job-mock-run');
+        assert.equal(done.status.exitCode, 0);
+        assert.match(done.status.output ?? '', /^hello from the mock agent: run mock-run$/m);
+        const job = await s.job('agent-job-mock-run');
+        assert.deepEqual(job?.metadata.ownerReferences, [
+          {
+            apiVersion: GROUP_VERSION,
+            kind: 'Agent',
+            name: 'mock-run',
+            uid: done.metadata.uid,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ]);
+        await s.waitForEvents('mock-run', done.metadata.uid, ['Normal/Started', 'Normal/Succeeded']);
+        // The launcher reads the result it launched.
+        const seen = await asLauncher.get(`${agents}/mock-run`);
+        assert.equal((seen as { status?: { phase?: string } }).status?.phase, 'Succeeded');
+
+        // One poll sweep more (history sweep, Lease renewals, Events) and still nothing was refused.
+        const polls = await ctl.metric('controller_resyncs_total');
+        await ctl.waitForMetric('controller_resyncs_total', {}, (n) => n >= polls + 2, 20_000);
+        const refused = ctl.rawLines.filter((l) => /forbidden|\b403\b/i.test(l));
+        assert.deepEqual(refused, [], 'the controller was never refused by RBAC');
+
+        // The controller's token: no Secrets, no Pods created, nothing outside its namespace, no Agents created.
+        const secrets = apiPath('v1', 'secrets', { namespace: s.ns });
+        const pods = apiPath('v1', 'pods', { namespace: s.ns });
+        const pod = {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'not-allowed' },
+          spec: { containers: [{ name: 'c', image: 'debian:bookworm-slim', command: ['true'] }] },
+        };
+        assert.equal(await statusOf(asController.list(secrets)), 403, 'controller: list Secrets');
+        assert.equal(
+          await statusOf(
+            asController.get(apiPath('v1', 'secrets', { namespace: s.ns, name: 'agent-secrets' })),
+          ),
+          403,
+          'controller: get a Secret',
+        );
+        assert.equal(await statusOf(asController.create(pods, pod)), 403, 'controller: create a Pod');
+        assert.equal(
+          await statusOf(asController.list(collectionPath('Agent', 'default'))),
+          403,
+          'controller: another namespace',
+        );
+        assert.equal(
+          await statusOf(asController.create(agents, agentManifest('by-controller', 'mock-station'))),
+          403,
+          'controller: create an Agent',
+        );
+        assert.equal(
+          await statusOf(asController.list('/apis/apiextensions.k8s.io/v1/customresourcedefinitions')),
+          403,
+          'controller: cluster-scoped CRDs',
+        );
+        assert.equal(await statusOf(asController.list(agents)), 200, 'controller: list its Agents');
+
+        // The caller's token: create and read Agents, nothing else.
+        assert.equal(await statusOf(asLauncher.list(agents)), 200, 'launcher: list Agents');
+        assert.equal(
+          await statusOf(asLauncher.patch(`${agents}/mock-run/status`, { status: { phase: 'Failed' } })),
+          403,
+          'launcher: write status',
+        );
+        assert.equal(
+          await statusOf(asLauncher.delete(`${agents}/mock-run`)),
+          403,
+          'launcher: delete an Agent',
+        );
+        assert.equal(
+          await statusOf(asLauncher.create(collectionPath('Station', s.ns), stationManifest('x', 'y'))),
+          403,
+          'launcher: create a Station',
+        );
+        assert.equal(
+          await statusOf(asLauncher.list(apiPath('batch/v1', 'jobs', { namespace: s.ns }))),
+          403,
+          'launcher: Jobs',
+        );
+        assert.equal(await statusOf(asLauncher.list(secrets)), 403, 'launcher: Secrets');
+      }),
+  );
+});
