@@ -1,0 +1,202 @@
+// Least privilege, read from the manifests users apply: deploy/rbac/controller-rbac.yaml grants the controller
+// exactly what it uses, in its own namespace only (no wildcard, no Secrets, leases exactly get/create/patch),
+// and deploy/rbac/caller-rbac.yaml lets callers create and read Agents and nothing else. Any added or widened
+// permission fails here until this table is updated on purpose.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { loadAll } from 'js-yaml';
+import * as v from 'valibot';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+const RuleSchema = v.strictObject({
+  apiGroups: v.array(v.string()),
+  resources: v.array(v.string()),
+  verbs: v.array(v.string()),
+  resourceNames: v.optional(v.array(v.string())),
+});
+type Rule = v.InferOutput<typeof RuleSchema>;
+
+const MetaSchema = v.looseObject({ name: v.string(), namespace: v.optional(v.string()) });
+const DocSchema = v.variant('kind', [
+  v.looseObject({ apiVersion: v.literal('v1'), kind: v.literal('ServiceAccount'), metadata: MetaSchema }),
+  v.looseObject({
+    apiVersion: v.literal('rbac.authorization.k8s.io/v1'),
+    kind: v.literal('Role'),
+    metadata: MetaSchema,
+    rules: v.array(RuleSchema),
+  }),
+  v.looseObject({
+    apiVersion: v.literal('rbac.authorization.k8s.io/v1'),
+    kind: v.literal('RoleBinding'),
+    metadata: MetaSchema,
+    roleRef: v.strictObject({ apiGroup: v.string(), kind: v.string(), name: v.string() }),
+    subjects: v.array(
+      v.looseObject({ kind: v.string(), name: v.string(), namespace: v.optional(v.string()) }),
+    ),
+  }),
+]);
+type Doc = v.InferOutput<typeof DocSchema>;
+
+/** Parses every document of a deploy/rbac file; anything but a ServiceAccount, Role or RoleBinding fails. */
+function load(file: string): Doc[] {
+  const text = readFileSync(join(ROOT, 'deploy', 'rbac', file), 'utf8');
+  return loadAll(text)
+    .filter((d) => d !== null && d !== undefined)
+    .map((d, i) => {
+      const parsed = v.safeParse(DocSchema, d);
+      assert.ok(parsed.success, `${file} document ${i}: ${parsed.success ? '' : v.summarize(parsed.issues)}`);
+      return parsed.output;
+    });
+}
+
+function only<K extends Doc['kind']>(docs: readonly Doc[], kind: K): Extract<Doc, { kind: K }> {
+  const found = docs.filter((d): d is Extract<Doc, { kind: K }> => d.kind === kind);
+  assert.equal(found.length, 1, `exactly one ${kind}`);
+  const [doc] = found;
+  assert.ok(doc);
+  return doc;
+}
+
+/** One line per (apiGroup, resource), verbs sorted: order-independent and easy to read in a diff. */
+function grants(rules: readonly Rule[]): string[] {
+  const lines: string[] = [];
+  for (const rule of rules) {
+    for (const group of rule.apiGroups) {
+      for (const resource of rule.resources) {
+        lines.push(`${group || 'core'} ${resource}: ${[...rule.verbs].sort().join(',')}`);
+      }
+    }
+  }
+  return lines.sort();
+}
+
+/** The verbs granted on `resource` of `group`, merged over every rule. */
+function verbsOn(rules: readonly Rule[], group: string, resource: string): string[] {
+  return [
+    ...new Set(
+      rules
+        .filter((r) => r.apiGroups.includes(group) && r.resources.includes(resource))
+        .flatMap((r) => r.verbs),
+    ),
+  ].sort();
+}
+
+function assertNoWildcards(rules: readonly Rule[]): void {
+  for (const rule of rules) {
+    for (const field of [rule.apiGroups, rule.resources, rule.verbs]) {
+      assert.ok(!field.some((x) => x.includes('*')), `no wildcard in ${JSON.stringify(rule)}`);
+    }
+  }
+}
+
+const DANGEROUS_VERBS = ['escalate', 'bind', 'impersonate', 'deletecollection'];
+
+describe('deploy/rbac/controller-rbac.yaml', () => {
+  const docs = load('controller-rbac.yaml');
+  const sa = only(docs, 'ServiceAccount');
+  const role = only(docs, 'Role');
+  const binding = only(docs, 'RoleBinding');
+
+  it('is namespaced: a ServiceAccount, a Role and a RoleBinding, all agent-controller in one namespace', () => {
+    assert.deepEqual(
+      docs.map((d) => d.kind),
+      ['ServiceAccount', 'Role', 'RoleBinding'],
+    );
+    for (const d of docs) {
+      assert.equal(d.metadata.name, 'agent-controller');
+      assert.equal(d.metadata.namespace, 'ai-agents');
+    }
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: role.metadata.name,
+    });
+    assert.deepEqual(binding.subjects, [
+      { kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace },
+    ]);
+  });
+
+  it('grants exactly what the controller uses', () => {
+    assert.deepEqual(grants(role.rules), [
+      'agents.re-cinq.com agentdefinitions: get,list,watch',
+      'agents.re-cinq.com agents/finalizers: update',
+      'agents.re-cinq.com agents/status: get,patch',
+      'agents.re-cinq.com agents: delete,get,list,patch,watch',
+      'agents.re-cinq.com stations: get,list,watch',
+      'batch jobs: create,delete,get,list,watch',
+      'coordination.k8s.io leases: create,get,patch',
+      'core events: create,patch',
+      'core pods/log: get',
+      'core pods: get,list,watch',
+    ]);
+  });
+
+  it('leases: exactly get, create, patch (reference §6.6)', () => {
+    assert.deepEqual(verbsOn(role.rules, 'coordination.k8s.io', 'leases'), ['create', 'get', 'patch']);
+  });
+
+  it('events: create and patch only (Events are recorded and aggregated, never read)', () => {
+    assert.deepEqual(verbsOn(role.rules, '', 'events'), ['create', 'patch']);
+    assert.deepEqual(verbsOn(role.rules, 'events.k8s.io', 'events'), []);
+  });
+
+  it('has no wildcard, no Secret or ConfigMap access, never creates Agents or Pods, no escalation verbs', () => {
+    assertNoWildcards(role.rules);
+    for (const resource of ['secrets', 'configmaps', 'serviceaccounts', 'serviceaccounts/token']) {
+      assert.deepEqual(verbsOn(role.rules, '', resource), [], `no access to ${resource}`);
+    }
+    assert.ok(
+      !verbsOn(role.rules, 'agents.re-cinq.com', 'agents').includes('create'),
+      'never creates Agents',
+    );
+    assert.ok(
+      !verbsOn(role.rules, '', 'pods').some((x) => ['create', 'delete', 'patch', 'update'].includes(x)),
+    );
+    for (const verb of DANGEROUS_VERBS)
+      assert.ok(!role.rules.some((r) => r.verbs.includes(verb)), `no ${verb}`);
+    assert.ok(
+      !role.rules.some((r) => r.apiGroups.includes('rbac.authorization.k8s.io')),
+      'no RBAC object access',
+    );
+    assert.ok(
+      !role.rules.some((r) => r.apiGroups.includes('apiextensions.k8s.io')),
+      'no CRD access: deploy/ installs them',
+    );
+  });
+
+  it('is the ServiceAccount the Deployment runs as', () => {
+    const deployment = readFileSync(join(ROOT, 'deploy', 'controller.yaml'), 'utf8');
+    assert.match(deployment, new RegExp(`serviceAccountName:\\s*${sa.metadata.name}\\b`));
+  });
+});
+
+describe('deploy/rbac/caller-rbac.yaml', () => {
+  const docs = load('caller-rbac.yaml');
+  const sa = only(docs, 'ServiceAccount');
+  const role = only(docs, 'Role');
+  const binding = only(docs, 'RoleBinding');
+
+  it('binds the agent-launcher ServiceAccount to its own Role in the controller namespace', () => {
+    for (const d of docs) {
+      assert.equal(d.metadata.name, 'agent-launcher');
+      assert.equal(d.metadata.namespace, 'ai-agents');
+    }
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: role.metadata.name,
+    });
+    assert.deepEqual(binding.subjects, [
+      { kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace },
+    ]);
+  });
+
+  it('only creates and reads Agents: no status, no delete, no other resource, no wildcard', () => {
+    assertNoWildcards(role.rules);
+    assert.deepEqual(grants(role.rules), ['agents.re-cinq.com agents: create,get,list,watch']);
+  });
+});
