@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DEFAULT_AGENTS, DEFAULT_CONCURRENCY, parseBenchArgs } from './args.ts';
+
+describe('parseBenchArgs', () => {
+  it('defaults: N, concurrency, node runtime, both phases, timeout 10 min + N/20 min', () => {
+    const r = parseBenchArgs(['--kubeconfig', '/k'], {});
+    assert.ok(r.ok);
+    assert.deepEqual(r.value, {
+      agents: DEFAULT_AGENTS,
+      concurrency: DEFAULT_CONCURRENCY,
+      kubeconfig: '/k',
+      bundle: 'dist/agent-controller.mjs',
+      runtime: 'node',
+      agentImage: 'agent-controller:e2e',
+      baseline: true,
+      controller: true,
+      timeoutMs: (10 + Math.ceil(DEFAULT_AGENTS / 20)) * 60_000,
+      jsonOut: undefined,
+      help: false,
+    });
+  });
+
+  it('reads every flag', () => {
+    const r = parseBenchArgs(
+      [
+        '--agents=200',
+        '--concurrency',
+        '10',
+        '--runtime',
+        'deno',
+        '--no-baseline',
+        '--timeout-minutes',
+        '3',
+        '--json',
+        '/tmp/x.json',
+        '--bundle',
+        'b.mjs',
+      ],
+      { KUBECONFIG: '/a:/b' },
+    );
+    assert.ok(r.ok);
+    assert.equal(r.value.agents, 200);
+    assert.equal(r.value.concurrency, 10);
+    assert.equal(r.value.runtime, 'deno');
+    assert.equal(r.value.agentImage, 'agent-controller:e2e-deno');
+    assert.equal(r.value.kubeconfig, '/a');
+    assert.equal(r.value.baseline, false);
+    assert.equal(r.value.controller, true);
+    assert.equal(r.value.timeoutMs, 180_000);
+    assert.equal(r.value.jsonOut, '/tmp/x.json');
+    assert.equal(r.value.bundle, 'b.mjs');
+  });
+
+  it('an explicit --agent-image wins over the runtime default', () => {
+    const r = parseBenchArgs(['--kubeconfig', 'k', '--runtime', 'deno', '--agent-image', 'img:1'], {});
+    assert.ok(r.ok);
+    assert.equal(r.value.agentImage, 'img:1');
+  });
+
+  it('refuses bad values with one line naming the flag', () => {
+    const bad: [string[], RegExp][] = [
+      [['--agents', '0'], /--agents must be at least 1/],
+      [['--agents', '1e3'], /--agents must be a positive integer/],
+      [['--concurrency', '-1'], /concurrency/],
+      [['--runtime', 'bun'], /--runtime must be node or deno/],
+      [['--no-baseline', '--no-controller'], /nothing to run/],
+      [['--frobnicate'], /frobnicate/],
+      [['extra'], /extra|positional/i],
+    ];
+    for (const [argv, re] of bad) {
+      const r = parseBenchArgs(['--kubeconfig', 'k', ...argv], {});
+      assert.ok(!r.ok, argv.join(' '));
+      assert.match(r.error, re);
+    }
+  });
+
+  it('needs a cluster unless asking for help', () => {
+    const r = parseBenchArgs([], {});
+    assert.ok(!r.ok);
+    assert.match(r.error, /--kubeconfig/);
+    const h = parseBenchArgs(['-h'], {});
+    assert.ok(h.ok);
+    assert.equal(h.value.help, true);
+  });
+});

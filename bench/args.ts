@@ -1,0 +1,130 @@
+import { parseArgs } from 'node:util';
+import * as v from 'valibot';
+import { err, ok, type Result } from '../src/shared/result.ts';
+
+/** Agents created by default. Chosen from a measured run on the 2-core dev machine (see bench/README.md). */
+export const DEFAULT_AGENTS = 1000;
+/** In-flight requests of the creating client (and of the raw-bound client) by default. */
+export const DEFAULT_CONCURRENCY = 50;
+
+/** Which runtime runs the controller bundle (the run pods follow it through the image table). */
+export const RUNTIMES = ['node', 'deno'] as const;
+export type Runtime = (typeof RUNTIMES)[number];
+
+/** Everything one benchmark run is configured with. */
+export interface BenchOptions {
+  readonly agents: number;
+  readonly concurrency: number;
+  readonly kubeconfig: string;
+  readonly bundle: string;
+  readonly runtime: Runtime;
+  /** Init image of run pods (controller AGENT_IMAGE); default by runtime: agent-controller:e2e(-deno). */
+  readonly agentImage: string;
+  readonly baseline: boolean;
+  readonly controller: boolean;
+  /** Give up waiting for terminal Agents after this long. */
+  readonly timeoutMs: number;
+  /** Write the figures as JSON here too. */
+  readonly jsonOut: string | undefined;
+  readonly help: boolean;
+}
+
+export const USAGE = `Usage: npm run bench -- [flags]
+       node --import tsx bench/controller.bench.ts --kubeconfig PATH [flags]
+
+Creates N Agents on the control plane with the controller running and times them from watch events, then makes
+the same API calls with a minimal client (no controller) as the raw bound, and prints both side by side.
+
+Flags:
+  --agents N            Agents to create (default ${DEFAULT_AGENTS})
+  --concurrency C       in-flight requests of the creating client and of the raw-bound client (default ${DEFAULT_CONCURRENCY})
+  --kubeconfig PATH     cluster to use (npm run bench: default is the local testbed, started if needed)
+  --bundle PATH         controller bundle (default dist/agent-controller.mjs)
+  --runtime R           node or deno: what runs the controller and the run pods (default node)
+  --agent-image IMAGE   init image of run pods (default agent-controller:e2e, or :e2e-deno with --runtime deno)
+  --no-baseline         skip the raw-bound client
+  --no-controller       only run the raw-bound client
+  --timeout-minutes M   stop waiting for terminal Agents after M minutes (default 10 + N/20)
+  --json PATH           also write the figures as JSON to PATH
+  -h, --help            show this help
+`;
+
+const positiveInt = (flag: string, max: number) =>
+  v.pipe(
+    v.string(),
+    v.regex(/^\d+$/, `${flag} must be a positive integer`),
+    v.transform(Number),
+    v.minValue(1, `${flag} must be at least 1`),
+    v.maxValue(max, `${flag} must be at most ${max}`),
+  );
+
+const FlagsSchema = v.object({
+  agents: v.optional(positiveInt('--agents', 100_000)),
+  concurrency: v.optional(positiveInt('--concurrency', 1000)),
+  kubeconfig: v.optional(v.pipe(v.string(), v.minLength(1, '--kubeconfig must not be empty'))),
+  bundle: v.optional(v.pipe(v.string(), v.minLength(1, '--bundle must not be empty'))),
+  runtime: v.optional(v.picklist(RUNTIMES, '--runtime must be node or deno')),
+  'agent-image': v.optional(v.pipe(v.string(), v.minLength(1, '--agent-image must not be empty'))),
+  'no-baseline': v.optional(v.boolean()),
+  'no-controller': v.optional(v.boolean()),
+  'timeout-minutes': v.optional(positiveInt('--timeout-minutes', 24 * 60)),
+  json: v.optional(v.pipe(v.string(), v.minLength(1, '--json must not be empty'))),
+  help: v.optional(v.boolean()),
+});
+
+/**
+ * Parses the benchmark's command line. Pure: `env` supplies the fallback kubeconfig ($KUBECONFIG). Errors are one
+ * line naming the flag. `--help` parses even when other required values are missing.
+ */
+export function parseBenchArgs(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): Result<BenchOptions, string> {
+  let values: Record<string, unknown>;
+  try {
+    values = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        agents: { type: 'string' },
+        concurrency: { type: 'string' },
+        kubeconfig: { type: 'string' },
+        bundle: { type: 'string' },
+        runtime: { type: 'string' },
+        'agent-image': { type: 'string' },
+        'no-baseline': { type: 'boolean' },
+        'no-controller': { type: 'boolean' },
+        'timeout-minutes': { type: 'string' },
+        json: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }).values;
+  } catch (error) {
+    return err(error instanceof Error ? error.message : String(error));
+  }
+  const parsed = v.safeParse(FlagsSchema, values);
+  if (!parsed.success) return err(parsed.issues[0]?.message ?? 'invalid flags');
+  const f = parsed.output;
+  const help = f.help === true;
+  const kubeconfig = f.kubeconfig ?? (env.KUBECONFIG?.split(':')[0] || undefined);
+  if (kubeconfig === undefined && !help) return err('no cluster: pass --kubeconfig PATH (or set KUBECONFIG)');
+  if (f['no-baseline'] === true && f['no-controller'] === true)
+    return err('--no-baseline and --no-controller together leave nothing to run');
+  const agents = f.agents ?? DEFAULT_AGENTS;
+  const runtime = f.runtime ?? 'node';
+  return ok({
+    agents,
+    concurrency: f.concurrency ?? DEFAULT_CONCURRENCY,
+    kubeconfig: kubeconfig ?? '',
+    bundle: f.bundle ?? 'dist/agent-controller.mjs',
+    runtime,
+    agentImage:
+      f['agent-image'] ?? (runtime === 'deno' ? 'agent-controller:e2e-deno' : 'agent-controller:e2e'),
+    baseline: f['no-baseline'] !== true,
+    controller: f['no-controller'] !== true,
+    timeoutMs: (f['timeout-minutes'] ?? 10 + Math.ceil(agents / 20)) * 60_000,
+    jsonOut: f.json,
+    help,
+  });
+}
