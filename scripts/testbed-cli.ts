@@ -629,12 +629,13 @@ async function envCommand(): Promise<void> {
   process.stdout.write(`export KUBECONFIG=${KUBECONFIG}\n`);
 }
 
-const USAGE = `Usage: scripts/testbed up|down|status|env
+const USAGE = `Usage: scripts/testbed up|down|status|env|kubectl
 
   up      start (or reuse) the local control plane; prints the admin kubeconfig path last on stdout
   down    stop everything up started (safe to call twice)
   status  show the components and whether the control plane is healthy (exit 1 if not)
   env     print "export KUBECONFIG=..." for a running control plane
+  kubectl run kubectl (built with the control plane) with the admin kubeconfig
 
 State, certificates and logs live in \${AGENT_TESTBED_DIR:-<repo>/.testbed}.
 Images: agent-controller:e2e runs the built bundle on Node, agent-controller:e2e-deno on Deno; any other
