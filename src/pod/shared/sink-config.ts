@@ -7,36 +7,9 @@ export type SinkConfig =
   | { readonly type: 'http'; readonly url: string; readonly headersSecret?: string }
   | { readonly type: 'file'; readonly path: string };
 
-/**
- * Env names the controller reserves for itself (reference §2.12 plus `AGENT_DEADLINE_AT`). A `headers_secret`
- * naming one of them is ignored pod-side too, so a sink can never echo controller-owned values as headers.
- */
-export const RESERVED_ENV_NAMES: ReadonlySet<string> = new Set([
-  'AGENT_SINKS',
-  'AGENT_REPOS',
-  'AGENT_SKILLS',
-  'AGENT_SKILLS_SOURCE',
-  'AGENT_CONVERSATION_SOURCE',
-  'AGENT_CONVERSATION_ID',
-  'AGENT_CONVERSATION_PIN',
-  'AGENT_CONVERSATION_AUTH',
-  'AGENT_SELECT',
-  'AGENT_WATCH',
-  'WORKSPACE_DIR',
-  'AGENT_PARAMETERS',
-  'TARGET_REPO',
-  'BRANCH_NAME',
-  'AGENT_MODEL',
-  'AGENT_NAME',
-  'STATION_NAME',
-  'TASK_ID',
-  'POD_NAME',
-  'POD_NAMESPACE',
-  'AGENT_DEADLINE_MS',
-  'AGENT_DEADLINE_AT',
-  'HOME',
-  'PATH',
-]);
+import { RESERVED_ENV_NAMES } from '../../shared/reserved-env.ts';
+
+export { RESERVED_ENV_NAMES };
 
 const OptionalString = v.optional(v.nullable(v.string()));
 const SinkEntry = v.object({
