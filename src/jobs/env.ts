@@ -1,3 +1,4 @@
+import type { McpServerSpec } from '../vendors/cli/input.ts';
 // The run environment of the init and agent containers (reference-system.md 2.11-2.13, plus AGENT_DEADLINE_AT).
 
 import { mcpHeaderEnvName } from '../vendors/cli/mcp.ts';
@@ -77,15 +78,8 @@ export interface RepoInput {
   readonly path?: string | undefined;
   readonly token_secret?: string | undefined;
 }
-/** `resources.mcp_servers[]` in wire shape. */
-export interface McpServerInput {
-  readonly name: string;
-  readonly transport: string;
-  readonly command?: string | undefined;
-  readonly args?: readonly string[] | undefined;
-  readonly url?: string | undefined;
-  readonly headers_secret?: string | undefined;
-}
+/** `resources.mcp_servers[]` in wire shape (the same shape the vendor argv builders read). */
+export type McpServerInput = McpServerSpec;
 /** `resources.conversation` in wire shape. */
 export interface ConversationInput {
   readonly source?: string | undefined;
