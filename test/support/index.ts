@@ -1,4 +1,5 @@
 export * from './controller.ts';
+export * from './http-sink.ts';
 export {
   apiPath,
   decodeWatchLine,
