@@ -32,8 +32,8 @@ export interface BenchOptions {
 export const USAGE = `Usage: npm run bench -- [flags]
        node --import tsx bench/controller.bench.ts --kubeconfig PATH [flags]
 
-Creates N Agents on the control plane with the controller running and times them from watch events, then makes
-the same API calls with a minimal client (no controller) as the raw bound, and prints both side by side.
+First makes the API writes of N runs with a minimal client and no controller (the raw bound), then creates N
+Agents with the controller running and times them from watch events; prints both side by side.
 
 Flags:
   --agents N            Agents to create (default ${DEFAULT_AGENTS})
