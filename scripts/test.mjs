@@ -1,5 +1,5 @@
 // The project's test command: `npm test` (all tiers), `npm test -- unit`, `npm test -- e2e`.
-// unit: every *.test.ts under src/, test/{unit,host,node-agent,support}/ on Node (tsx loader); host tests run real processes.
+// unit: every *.test.ts under src/, test/{unit,host,node-agent,support}/ and bench/ on Node (tsx loader); host tests run real processes.
 // e2e:  builds the bundle, brings up the local control plane (scripts/testbed up), then runs test/e2e/*.test.ts
 //       once per runtime (Node, then Deno) with AGENT_E2E_RUNTIME set, one file at a time.
 import { spawnSync } from 'node:child_process';
@@ -50,6 +50,7 @@ if (wanted.includes('unit')) {
     ...findTests('test/host'),
     ...findTests('test/node-agent'),
     ...findTests('test/support'),
+    ...findTests('bench'),
   ];
   if (nodeTest(files, {}) !== 0) failed = true;
 }

@@ -22,6 +22,8 @@ export interface ControllerConfig {
   /** Full LIST + reconcile-all period. */
   readonly pollIntervalMs: number;
   readonly leaderElection: boolean;
+  /** Agents reconciled at once (different keys; one key never runs twice at once). */
+  readonly workers: number;
 }
 
 /** Command-line flags of `controller`, as parsed by node:util parseArgs. */
@@ -72,6 +74,13 @@ const EnvSchema = v.object({
   AGENT_POLL_INTERVAL_MS: v.optional(
     v.pipe(digits('AGENT_POLL_INTERVAL_MS'), v.minValue(100, 'AGENT_POLL_INTERVAL_MS must be at least 100')),
   ),
+  AGENT_WORKERS: v.optional(
+    v.pipe(
+      digits('AGENT_WORKERS'),
+      v.minValue(1, 'AGENT_WORKERS must be between 1 and 256'),
+      v.maxValue(256, 'AGENT_WORKERS must be between 1 and 256'),
+    ),
+  ),
   AGENT_LEADER_ELECTION: v.optional(
     v.picklist(['true', 'false'], 'AGENT_LEADER_ELECTION must be true or false'),
   ),
@@ -81,6 +90,8 @@ const EnvSchema = v.object({
 export const DEFAULT_AGENT_IMAGE = `ghcr.io/re-cinq/agent-controller:${VERSION}`;
 export const DEFAULT_NAMESPACE = 'ai-agents';
 export const DEFAULT_MAX_OUTPUT_BYTES = 262144;
+/** Reconcile workers: most of a reconcile is waiting on the API server, so more than the cores. */
+export const DEFAULT_WORKERS = 16;
 
 /**
  * Parses flags and environment into a frozen config. `inClusterNamespace` is the content of the service-account
@@ -134,6 +145,7 @@ export function parseControllerConfig(
       logLevel,
       pollIntervalMs: e.AGENT_POLL_INTERVAL_MS ?? 15000,
       leaderElection: e.AGENT_LEADER_ELECTION !== 'false',
+      workers: e.AGENT_WORKERS ?? DEFAULT_WORKERS,
     }),
   );
 }

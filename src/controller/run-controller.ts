@@ -1,7 +1,7 @@
 import { type Agent, parseStation } from '../api/index.ts';
 import type { ControllerConfig } from '../config/index.ts';
 import { ALL_NAMESPACES } from '../config/index.ts';
-import { executeActions } from '../effects/execute.ts';
+import { createTombstones, executeActions } from '../effects/execute.ts';
 import { parseCachedAgent, type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { AGENT_DEFINITIONS, AGENTS, STATIONS } from '../effects/resources.ts';
 import { JOB_LABEL_SELECTOR } from '../jobs/index.ts';
@@ -39,8 +39,6 @@ export interface ControllerDeps {
   readonly logger: Logger;
   readonly clock: Clock;
   readonly random: () => number;
-  /** How many Agents are reconciled at once (different keys; one key never runs twice at once). */
-  readonly workers?: number;
 }
 
 /** A running controller. */
@@ -103,10 +101,13 @@ export function startController(deps: ControllerDeps): RunningController {
     },
   });
 
+  const tombstones = createTombstones(() => clock.now());
+
   /** An Agent changed: reconcile it; a run that ended or vanished frees a slot, so wake its Station's queue. */
   function onAgentChange(c: Change<KubeObject>): void {
     const key = objectKey(c.object);
     if (c.type !== 'deleted') enqueue(key);
+    else tombstones.remove(c.object.metadata.uid ?? '');
     const now = parseCachedAgent(c.object);
     const freed = c.type === 'deleted' || (now.ok && isTerminal(now.value));
     if (freed && now.ok) enqueueWaiting(now.value.metadata.namespace, now.value.spec.stationRef);
@@ -121,10 +122,11 @@ export function startController(deps: ControllerDeps): RunningController {
     }
   }
 
+  /** Every valid cached Agent, except those this replica already deleted. */
   function parsedAgents(): Agent[] {
     return agents.store.list().flatMap((raw) => {
       const p = parseCachedAgent(raw);
-      return p.ok ? [p.value] : [];
+      return p.ok && !tombstones.has(p.value.metadata.uid) ? [p.value] : [];
     });
   }
 
@@ -146,6 +148,9 @@ export function startController(deps: ControllerDeps): RunningController {
     metrics,
     logger: log,
     now: () => new Date(clock.now()),
+    isDeleted: (uid) => tombstones.has(uid),
+    onAgentDeleted: (uid) => tombstones.add(uid),
+    backgroundEvents: true,
     options: {
       agentImage: config.agentImage,
       maxOutputBytes: config.maxOutputBytes,
@@ -210,7 +215,7 @@ export function startController(deps: ControllerDeps): RunningController {
   async function startLeading(): Promise<void> {
     if (queue) return;
     metrics.isLeader.set(1);
-    const q = createWorkQueue({ clock, concurrency: deps.workers ?? 4, handler: handle, logger: log });
+    const q = createWorkQueue({ clock, concurrency: config.workers, handler: handle, logger: log });
     queue = q;
     await Promise.all([agents.ready, stations.ready, definitions.ready, jobs.ready]);
     if (queue !== q) return;

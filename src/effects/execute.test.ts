@@ -214,6 +214,49 @@ describe('executeActions', () => {
     assert.equal(await sample(h.metrics, 'controller_run_queue_seconds_count'), 1);
   });
 
+  it('tells onAgentDeleted about deleted and already-gone Agents, not about refused deletes', async () => {
+    const deleted: string[] = [];
+    const h = harness((req) =>
+      req.path.endsWith('/gone')
+        ? { status: 404, body: status(404, 'NotFound', 'not found') }
+        : req.path.endsWith('/busy')
+          ? { status: 409, body: status(409, 'Conflict', 'changed') }
+          : success(req),
+    );
+    const out = await executeActions([del('old', 'prune'), del('gone', 'prune'), del('busy', 'prune')], {
+      ...h.deps,
+      onAgentDeleted: (uid) => void deleted.push(uid),
+    });
+    assert.deepEqual(out, { kind: 'done' });
+    assert.deepEqual(deleted, ['uid-old', 'uid-gone']);
+  });
+
+  it('with backgroundEvents, a slow Event does not hold up the writes after it', async () => {
+    const h = harness();
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const recorded: string[] = [];
+    const out = await executeActions([ev('a1', 'Started'), patch()], {
+      ...h.deps,
+      backgroundEvents: true,
+      events: {
+        record: async (_obj, note) => {
+          await gate;
+          recorded.push(note.reason);
+        },
+      },
+    });
+    assert.deepEqual(out, { kind: 'done' });
+    assert.equal(h.requests.length, 1, 'the status patch went out while the Event was still pending');
+    assert.deepEqual(recorded, []);
+    release();
+    await gate;
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(recorded, ['Started']);
+  });
+
   it('an empty decision makes no request', async () => {
     const h = harness();
     assert.deepEqual(await executeActions([], h.deps), { kind: 'done' });

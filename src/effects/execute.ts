@@ -29,6 +29,42 @@ export interface ExecuteDeps {
   readonly metrics: ControllerMetrics;
   readonly logger: Logger;
   readonly timeoutMs?: number;
+  /**
+   * Told about every Agent this executor deleted (or found already gone), before the informer's DELETED event
+   * arrives, so callers can stop counting it (see {@link createTombstones}).
+   */
+  readonly onAgentDeleted?: (uid: string) => void;
+  /**
+   * When true, Events are recorded in the background (the recorder never throws) instead of holding up the
+   * decision's remaining writes. Default false.
+   */
+  readonly backgroundEvents?: boolean;
+}
+
+/**
+ * Uids of Agents deleted by this controller whose DELETED watch event has not arrived yet. The cache still holds
+ * them for a moment; without this a second prune would delete them again (a wasted call per Agent and per sweep).
+ * Entries expire after `ttlMs` in case the event is missed (a re-list then drops the object anyway).
+ */
+export interface Tombstones {
+  add(uid: string): void;
+  remove(uid: string): void;
+  has(uid: string): boolean;
+}
+
+export function createTombstones(now: () => number, ttlMs = 60_000): Tombstones {
+  const until = new Map<string, number>();
+  return {
+    add: (uid) => void until.set(uid, now() + ttlMs),
+    remove: (uid) => void until.delete(uid),
+    has(uid) {
+      const t = until.get(uid);
+      if (t === undefined) return false;
+      if (t > now()) return true;
+      until.delete(uid);
+      return false;
+    },
+  };
 }
 
 /** How executing one decision ended (see the executor contract in src/reconcile/actions.ts). */
@@ -104,6 +140,7 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
           timeoutMs: deps.timeoutMs,
         });
         if (r.ok || isNotFound(r.error)) {
+          deps.onAgentDeleted?.(ref.uid);
           deps.logger.info('Deleted Agent', {
             namespace: ref.namespace,
             agent: ref.name,
@@ -119,17 +156,21 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
         }
         return { kind: 'error', error: r.error, action: action.kind };
       }
-      case 'recordEvent':
-        try {
-          await deps.events.record(involved(action.ref), {
-            type: action.type,
-            reason: action.reason,
-            message: action.message,
+      case 'recordEvent': {
+        const recording = Promise.resolve()
+          .then(() =>
+            deps.events.record(involved(action.ref), {
+              type: action.type,
+              reason: action.reason,
+              message: action.message,
+            }),
+          )
+          .catch((error: unknown) => {
+            deps.logger.warn('Event not recorded', { reason: action.reason, error: String(error) });
           });
-        } catch (error) {
-          deps.logger.warn('Event not recorded', { reason: action.reason, error: String(error) });
-        }
+        if (deps.backgroundEvents !== true) await recording;
         break;
+      }
       case 'observeMetric':
         try {
           observe(deps.metrics, action.observation);

@@ -11,6 +11,8 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
   readonly options: ReconcileOptions;
   readonly now: () => Date;
   readonly logger: Logger;
+  /** Agents already deleted by this controller but still in the cache: never counted as siblings. */
+  readonly isDeleted?: (uid: string) => boolean;
 }
 
 const parsedAgents = new WeakMap<object, ReturnType<typeof parseAgent>>();
@@ -49,7 +51,9 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
   const log = deps.logger.with({ agent: key });
   const siblings = deps.agents
     .list()
-    .filter((a) => a.metadata.namespace === agent.metadata.namespace)
+    .filter(
+      (a) => a.metadata.namespace === agent.metadata.namespace && !deps.isDeleted?.(a.metadata.uid ?? ''),
+    )
     .flatMap((a) => {
       const p = parseCachedAgent(a);
       return p.ok ? [p.value] : [];
