@@ -172,13 +172,19 @@ describe(`controller: concurrency and history (${runtime})`, { skip }, () => {
             .map((n) => rec.last.get(n))
             .filter((a) => a?.status.phase === phase)
             .map((a) => ({ name: a?.metadata.name ?? '', at: a?.status.completedAt ?? '' }));
-          const max = done.map((d) => d.at).sort().at(-1) ?? '';
+          const max =
+            done
+              .map((d) => d.at)
+              .sort()
+              .at(-1) ?? '';
           return done.filter((d) => d.at === max).map((d) => d.name);
         };
         assert.deepEqual(
           names.map((n) => rec.last.get(n)?.status.phase),
           ['Succeeded', 'Succeeded', 'Succeeded', 'Failed', 'Failed'],
         );
+        // Control for the concurrency tests above: on an unlimited Station the same watch does see parallel runs.
+        assert.ok(rec.maxRunning >= 2, `an unlimited Station ran Agents in parallel (max ${rec.maxRunning})`);
         const keepSucceeded = newest('Succeeded');
         const keepFailed = newest('Failed');
         const remaining = await pollUntil(

@@ -105,8 +105,15 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
         assert.equal(condition(done, 'Ready')?.status, 'True');
         assert.equal(condition(done, 'Failed'), undefined, 'no Failed condition on a success');
 
-        const job = await s.job('agent-job-mock-run');
-        assert.ok(job, 'the Job exists');
+        // The run may end on the Job's early SuccessCriteriaMet; Complete follows once the pod is done.
+        const job = await pollUntil(
+          async (observe) => {
+            const j = await s.job('agent-job-mock-run');
+            observe(j?.status);
+            return j && jobCondition(j, 'Complete') ? j : undefined;
+          },
+          { timeoutMs: 30_000, description: 'the Job to be Complete' },
+        );
         assert.deepEqual(job.metadata.ownerReferences, [
           {
             apiVersion: GROUP_VERSION,
@@ -117,7 +124,6 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
             blockOwnerDeletion: true,
           },
         ]);
-        assert.ok(jobCondition(job, 'Complete'), 'the Job completed');
         assert.equal(job.spec.backoffLimit, 0);
         assert.equal(job.spec.ttlSecondsAfterFinished, 3600);
         assert.equal(job.spec.activeDeadlineSeconds, 300);
@@ -232,8 +238,15 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
         assert.equal(st.exitCode, 7);
         assert.equal(st.jobName, 'agent-job-exits-7');
         assert.match(st.output ?? '', /^line before failing: run exits-7$/m);
-        const job = await s.job('agent-job-exits-7');
-        assert.ok(job);
+        // The run may end on the Job's early FailureTarget; the final Failed condition carries the same reason.
+        const job = await pollUntil(
+          async (observe) => {
+            const j = await s.job('agent-job-exits-7');
+            observe(j?.status);
+            return j && jobCondition(j, 'Failed') ? j : undefined;
+          },
+          { timeoutMs: 30_000, description: 'the Job to be Failed' },
+        );
         const failed = jobCondition(job, 'Failed');
         assert.ok(
           failed?.reason && failed.message,

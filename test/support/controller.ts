@@ -284,7 +284,7 @@ export class ControllerProcess {
     name: string,
     labels: Readonly<Record<string, string>>,
     expected: number | ((value: number) => boolean),
-    timeoutMs = 10_000,
+    timeoutMs = 30_000,
   ): Promise<number> {
     const accept = typeof expected === 'number' ? (x: number) => x === expected : expected;
     return pollUntil(
@@ -934,7 +934,7 @@ export class Scenario {
    * Waits until the Agent's Events (see `agentEvents`) include every `type/reason` in `wanted` (e.g.
    * `Normal/Started`) and returns them. Events are recorded after the status patch, so read them with this.
    */
-  async waitForEvents(name: string, uid: string | undefined, wanted: readonly string[], timeoutMs = 10_000) {
+  async waitForEvents(name: string, uid: string | undefined, wanted: readonly string[], timeoutMs = 30_000) {
     return pollUntil(
       async (observe) => {
         const events = await this.agentEvents(name, uid);
