@@ -149,7 +149,7 @@ export function startController(deps: ControllerDeps): RunningController {
     logger: log,
     now: () => new Date(clock.now()),
     isDeleted: (uid) => tombstones.has(uid),
-    onAgentDeleted: (uid) => tombstones.add(uid),
+    tombstones,
     backgroundEvents: true,
     options: {
       agentImage: config.agentImage,

@@ -15,7 +15,7 @@ import { type ControllerMetrics, createControllerMetrics } from '../metrics/inde
 import type { Action, AgentRef, MetricObservation } from '../reconcile/index.ts';
 import { agent, at, definition, NS, station } from '../reconcile/test-fixtures.ts';
 import { createLogger } from '../shared/log.ts';
-import { type ExecuteOutcome, executeActions, FIELD_MANAGER, observe } from './execute.ts';
+import { createTombstones, type ExecuteOutcome, executeActions, FIELD_MANAGER, observe } from './execute.ts';
 
 const GROUP_PATH = '/apis/agents.re-cinq.com/v1alpha1';
 const JOBS_PATH = `/apis/batch/v1/namespaces/${NS}/jobs`;
@@ -214,8 +214,8 @@ describe('executeActions', () => {
     assert.equal(await sample(h.metrics, 'controller_run_queue_seconds_count'), 1);
   });
 
-  it('tells onAgentDeleted about deleted and already-gone Agents, not about refused deletes', async () => {
-    const deleted: string[] = [];
+  it('tombstones deleted and already-gone Agents, gives refused claims back, and never prunes one twice', async () => {
+    const tombstones = createTombstones(() => 0);
     const h = harness((req) =>
       req.path.endsWith('/gone')
         ? { status: 404, body: status(404, 'NotFound', 'not found') }
@@ -223,12 +223,20 @@ describe('executeActions', () => {
           ? { status: 409, body: status(409, 'Conflict', 'changed') }
           : success(req),
     );
-    const out = await executeActions([del('old', 'prune'), del('gone', 'prune'), del('busy', 'prune')], {
-      ...h.deps,
-      onAgentDeleted: (uid) => void deleted.push(uid),
-    });
+    const out = await executeActions(
+      [del('old', 'prune'), del('gone', 'prune'), del('busy', 'prune'), del('old', 'prune')],
+      { ...h.deps, tombstones },
+    );
     assert.deepEqual(out, { kind: 'done' });
-    assert.deepEqual(deleted, ['uid-old', 'uid-gone']);
+    assert.deepEqual(
+      ['uid-old', 'uid-gone', 'uid-busy'].map((u) => tombstones.has(u)),
+      [true, true, false],
+    );
+    assert.equal(
+      h.requests.filter((r) => r.method === 'DELETE').length,
+      3,
+      'the second prune of old is skipped',
+    );
   });
 
   it('with backgroundEvents, a slow Event does not hold up the writes after it', async () => {

@@ -30,10 +30,11 @@ export interface ExecuteDeps {
   readonly logger: Logger;
   readonly timeoutMs?: number;
   /**
-   * Told about every Agent this executor deleted (or found already gone), before the informer's DELETED event
-   * arrives, so callers can stop counting it (see {@link createTombstones}).
+   * Agents this controller deleted (or is deleting) whose DELETED event has not arrived. A delete claims its uid
+   * here before the request, so concurrent reconciles of one Station never delete the same Agent twice; a refused
+   * delete gives the claim back.
    */
-  readonly onAgentDeleted?: (uid: string) => void;
+  readonly tombstones?: Tombstones;
   /**
    * When true, Events are recorded in the background (the recorder never throws) instead of holding up the
    * decision's remaining writes. Default false.
@@ -135,12 +136,14 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
       }
       case 'deleteAgent': {
         const { ref } = action;
+        if (action.purpose === 'prune' && deps.tombstones?.has(ref.uid)) break;
+        deps.tombstones?.add(ref.uid);
         const r = await deleteObject(deps.transport, AGENTS, ref, {
           resourceVersion: action.resourceVersion,
           timeoutMs: deps.timeoutMs,
         });
+        if (!r.ok && !isNotFound(r.error)) deps.tombstones?.remove(ref.uid);
         if (r.ok || isNotFound(r.error)) {
-          deps.onAgentDeleted?.(ref.uid);
           deps.logger.info('Deleted Agent', {
             namespace: ref.namespace,
             agent: ref.name,
