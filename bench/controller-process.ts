@@ -38,7 +38,16 @@ export interface StartOptions {
 }
 
 function commandFor(o: StartOptions): [string, string[]] {
-  const args = ['controller', '--namespace', o.namespace, '--port', '0', '--install-crds'];
+  const args = [
+    'controller',
+    '--namespace',
+    o.namespace,
+    '--port',
+    '0',
+    '--bind-address',
+    '127.0.0.1',
+    '--install-crds',
+  ];
   if (o.runtime === 'deno')
     return [join(o.repoRoot, 'node_modules/.bin/deno'), ['run', '-A', o.bundle, ...args]];
   return [process.execPath, [o.bundle, ...args]];

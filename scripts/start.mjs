@@ -39,6 +39,7 @@ if (!hasCluster) {
   if (!args.some((a) => a.startsWith('--namespace') || a === '--all-namespaces'))
     controllerArgs.push('--namespace', 'default');
   if (!args.includes('--install-crds')) controllerArgs.push('--install-crds');
+  if (!args.some((a) => a.startsWith('--bind-address'))) controllerArgs.push('--bind-address', '127.0.0.1');
   console.error(`start: local control plane ready; KUBECONFIG=${env.KUBECONFIG}`);
   console.error(
     'start: try it: scripts/testbed kubectl apply -f deploy/examples/hello.yaml && scripts/testbed kubectl get agents -w',

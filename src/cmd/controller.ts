@@ -28,6 +28,7 @@ export const controllerCommand: Command = {
     '  --namespace NS        namespace to watch (default: $WATCH_NAMESPACE, else the pod namespace, else ai-agents)',
     '  --all-namespaces      watch every namespace',
     '  --port N              port for /healthz, /readyz and /metrics (default: $HEALTH_PORT, else 8081)',
+    '  --bind-address IP     address to serve on (default: $HEALTH_HOST, else 0.0.0.0)',
     '  --log-level LEVEL     debug, info, warn or error (default: $LOG_LEVEL, else info)',
     '  --install-crds        server-side apply the CRDs at start (local and edge runs; needs CRD permissions)',
     '',
@@ -40,6 +41,7 @@ export const controllerCommand: Command = {
       namespace: { type: 'string' },
       'all-namespaces': { type: 'boolean' },
       port: { type: 'string' },
+      'bind-address': { type: 'string' },
       'log-level': { type: 'string' },
       'install-crds': { type: 'boolean' },
     });
@@ -57,6 +59,7 @@ export const controllerCommand: Command = {
         namespace: str(values.namespace),
         allNamespaces: values['all-namespaces'] === true,
         port: str(values.port),
+        bindAddress: str(values['bind-address']),
         logLevel: str(values['log-level']),
       },
       io.env,
@@ -116,11 +119,11 @@ export const controllerCommand: Command = {
         contentType: metrics.registry.contentType,
       }),
     });
-    const server = await serveApp(app, config.port).catch((error: unknown) => {
+    const server = await serveApp(app, config.port, config.bindAddress).catch((error: unknown) => {
       log.error('Starting the HTTP server failed', { port: config.port, error: String(error) });
       return undefined;
     });
-    if (server) log.info('Serving health and metrics', { port: server.port });
+    if (server) log.info('Serving health and metrics', { port: server.port, address: config.bindAddress });
 
     if (!shutdown.signal.aborted && server) {
       await new Promise<void>((resolve) =>

@@ -147,3 +147,18 @@ describe('controller configuration: workers', () => {
     assert.equal(!bad.ok && bad.error, 'AGENT_WORKERS must be between 1 and 256');
   });
 });
+
+describe('controller configuration: bind address', () => {
+  it('binds every interface by default (probes) and takes --bind-address or HEALTH_HOST', () => {
+    const d = parseControllerConfig({}, {}, undefined);
+    const f = parseControllerConfig({ bindAddress: '127.0.0.1' }, { HEALTH_HOST: '::' }, undefined);
+    const e = parseControllerConfig({}, { HEALTH_HOST: '::1' }, undefined);
+    assert.ok(d.ok && f.ok && e.ok);
+    assert.deepEqual(
+      [d.value.bindAddress, f.value.bindAddress, e.value.bindAddress],
+      ['0.0.0.0', '127.0.0.1', '::1'],
+    );
+    const bad = parseControllerConfig({ bindAddress: 'example.com' }, {}, undefined);
+    assert.equal(!bad.ok && bad.error, 'bind address must be an IP address or localhost, got: "example.com"');
+  });
+});

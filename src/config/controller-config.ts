@@ -16,6 +16,8 @@ export interface ControllerConfig {
   readonly leaseName: string;
   readonly identity: string;
   readonly port: number;
+  /** Address the HTTP server binds (`0.0.0.0` in a pod so probes reach it; `127.0.0.1` for local runs). */
+  readonly bindAddress: string;
   readonly agentImage: string;
   readonly maxOutputBytes: number;
   readonly logLevel: LogLevel;
@@ -32,9 +34,11 @@ export interface ControllerFlags {
   readonly namespace?: string | undefined;
   readonly allNamespaces?: boolean | undefined;
   readonly port?: string | undefined;
+  readonly bindAddress?: string | undefined;
   readonly logLevel?: string | undefined;
 }
 
+const IP_LITERAL = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:.]*)$/;
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const digits = (name: string) =>
   v.pipe(
@@ -66,6 +70,7 @@ const EnvSchema = v.object({
   NAMESPACE: v.optional(v.string()),
   POD_NAMESPACE: v.optional(v.string()),
   HEALTH_PORT: v.optional(port('HEALTH_PORT')),
+  HEALTH_HOST: v.optional(v.string()),
   AGENT_IMAGE: v.optional(v.pipe(v.string(), v.minLength(1, 'AGENT_IMAGE must not be empty'))),
   MAX_OUTPUT_BYTES: v.optional(digits('MAX_OUTPUT_BYTES')),
   POD_NAME: v.optional(v.string()),
@@ -128,6 +133,10 @@ export function parseControllerConfig(
     if (!p.success) return err(p.issues[0]?.message ?? 'invalid --port');
     listenPort = p.output;
   }
+  const bindAddress = flags.bindAddress ?? e.HEALTH_HOST ?? '0.0.0.0';
+  if (!IP_LITERAL.test(bindAddress) && bindAddress !== 'localhost') {
+    return err(`bind address must be an IP address or localhost, got: ${JSON.stringify(bindAddress)}`);
+  }
   const levelName = flags.logLevel ?? e.LOG_LEVEL ?? 'info';
   const logLevel = parseLogLevel(levelName);
   if (!logLevel)
@@ -140,6 +149,7 @@ export function parseControllerConfig(
       leaseName: 'agent-controller',
       identity: e.POD_NAME || e.HOSTNAME || `agent-controller${randomSuffix ? `-${randomSuffix}` : ''}`,
       port: listenPort,
+      bindAddress,
       agentImage: e.AGENT_IMAGE ?? DEFAULT_AGENT_IMAGE,
       maxOutputBytes: e.MAX_OUTPUT_BYTES ?? DEFAULT_MAX_OUTPUT_BYTES,
       logLevel,

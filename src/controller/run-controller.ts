@@ -73,7 +73,13 @@ export function startController(deps: ControllerDeps): RunningController {
   const agents: Informer<KubeObject> = createInformer({
     ...informerOptions,
     resource: AGENTS,
-    hooks: reconnectHook('agents'),
+    hooks: {
+      ...reconnectHook('agents'),
+      // Every full LIST of Agents: at start, on each poll and after a 410 (a failed LIST's retry is not one).
+      onList: (reason) => {
+        if (reason !== 'retry') metrics.resyncs.inc();
+      },
+    },
     onChange: (c) => onAgentChange(c),
   });
   const stations = createInformer({
@@ -177,7 +183,6 @@ export function startController(deps: ControllerDeps): RunningController {
       return;
     }
     pollFailures = 0;
-    metrics.resyncs.inc();
     const all = parsedAgents();
     const counts = new Map<string, number>(PHASES.map((p) => [p, 0]));
     for (const a of all) counts.set(runPhase(a), (counts.get(runPhase(a)) ?? 0) + 1);

@@ -136,9 +136,10 @@ describe('createInformer', () => {
     await running;
   });
 
-  it('resync stops the watch, re-lists, and resumes from the new rv', async () => {
+  it('resync stops the watch, re-lists, and resumes from the new rv (a planned restart, not a reconnect)', async () => {
     const srv = scriptedServer([cm('a', '1')], '5');
     const clock = new ManualClock();
+    const counters = { lists: [] as string[], reconnects: 0 };
     const inf = createInformer<KubeObject>({
       transport: srv.t,
       resource: CONFIG_MAPS,
@@ -146,6 +147,7 @@ describe('createInformer', () => {
       clock,
       random: () => 0,
       logger,
+      hooks: { onList: (r) => counters.lists.push(r), onReconnect: () => counters.reconnects++ },
     });
     const ctl = new AbortController();
     const running = inf.run(ctl.signal);
@@ -159,6 +161,8 @@ describe('createInformer', () => {
     assert.equal(inf.store.get('n/a')?.metadata.resourceVersion, '6');
     await until(() => watches(srv.t).length === 2, clock, 'second watch');
     assert.equal(watches(srv.t)[1]?.query.resourceVersion, '8');
+    assert.deepEqual(counters.lists, ['initial', 'resync']);
+    assert.equal(counters.reconnects, 0);
     ctl.abort();
     await running;
     const after = await inf.resync();

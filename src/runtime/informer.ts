@@ -25,7 +25,7 @@ import {
 export interface InformerHooks {
   /** A LIST starts (initial, after a 410, on request, or retrying a failed LIST). */
   readonly onList?: (reason: ListReason) => void;
-  /** A WATCH connects after the first one (a reconnect). */
+  /** A WATCH connects after the first one (a reconnect); the restart after a requested resync() does not count. */
   readonly onReconnect?: () => void;
   readonly onListError?: (error: KubeError) => void;
   readonly onWatchError?: (error: KubeError) => void;
@@ -91,12 +91,16 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
   const log = opts.logger.with({ resource: opts.resource.plural, namespace: opts.namespace ?? '*' });
   const emit = (c: Change<T>): void => opts.onChange?.(c);
   let running = false;
+  let watches = 0;
+  let plannedRestart = false;
   let rv: string | undefined;
   let waiters: Array<(r: Result<ListSummary, KubeError>) => void> = [];
   /** Aborts the current watch or backoff sleep when a resync is requested. */
   let interrupt: AbortController | undefined;
 
   const list = async (reason: ListReason, signal: AbortSignal): Promise<WatcherOutcome | undefined> => {
+    // The watch that follows a requested re-list is a planned restart, not a reconnect.
+    plannedRestart = reason === 'resync';
     const served = waiters;
     waiters = [];
     hooks.onList?.(reason);
@@ -143,9 +147,9 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
     emit(store.upsert(parsed.value));
   };
 
-  let watches = 0;
   const watch = async (from: string, signal: AbortSignal): Promise<WatcherOutcome | undefined> => {
-    if (watches++ > 0) hooks.onReconnect?.();
+    if (watches++ > 0 && !plannedRestart) hooks.onReconnect?.();
+    plannedRestart = false;
     interrupt = new AbortController();
     const both = anySignal(signal, interrupt.signal);
     rv = from;

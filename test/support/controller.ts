@@ -8,7 +8,7 @@ import { request as httpsRequest } from 'node:https';
 import * as net from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { loadAll } from 'js-yaml';
 import * as v from 'valibot';
 import { apiPath, type KubeClient, KubeError } from './kube-client.ts';
@@ -48,54 +48,9 @@ export function runPodImage(runtime: E2eRuntime): string {
 /** The host-run image of the Station `agent` container (not in the image table: runs `command` from the host). */
 export const AGENT_CONTAINER_IMAGE = 'debian:bookworm-slim';
 
-// The controller serves health and metrics on 0.0.0.0 and has no flag to choose the address; the test machine may
-// only listen on loopback. This preload (Node `--import`, Deno `--preload`) rewrites wildcard listens to 127.0.0.1.
-const LOOPBACK_SHIM = `
-import * as net from 'node:net';
-const LOOPBACK = '127.0.0.1';
-const wildcard = (h) => h === undefined || h === null || h === '' || h === '0.0.0.0' || h === '::';
-const listen = net.Server.prototype.listen;
-net.Server.prototype.listen = function (...args) {
-  const first = args[0];
-  if (typeof first === 'number' || (typeof first === 'string' && /^\\d+$/.test(first))) {
-    if (typeof args[1] === 'string') {
-      if (wildcard(args[1])) args[1] = LOOPBACK;
-    } else {
-      args.splice(1, 0, LOOPBACK);
-    }
-  } else if (first !== null && typeof first === 'object' && 'port' in first && wildcard(first.host)) {
-    args[0] = { ...first, host: LOOPBACK };
-  }
-  return listen.apply(this, args);
-};
-const deno = globalThis.Deno;
-if (deno && typeof deno.serve === 'function') {
-  const serve = deno.serve;
-  deno.serve = function (options, handler) {
-    if (options !== null && typeof options === 'object' && wildcard(options.hostname)) {
-      options = { ...options, hostname: LOOPBACK };
-    }
-    return serve.call(this, options, handler);
-  };
-}
-`;
-let shimPath: string | undefined;
-function loopbackShim(): string {
-  if (shimPath === undefined) {
-    const dir = mkdtempSync(join(tmpdir(), 'controller-e2e-shim-'));
-    shimPath = join(dir, 'loopback.mjs');
-    writeFileSync(shimPath, LOOPBACK_SHIM);
-    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-  }
-  return shimPath;
-}
-
-/** The argv that runs the bundle on `runtime` (loopback shim preloaded). */
+/** The argv that runs the bundle on `runtime`. */
 export function bundleArgv(runtime: E2eRuntime): string[] {
-  const shim = loopbackShim();
-  return runtime === 'deno'
-    ? [DENO, 'run', '-A', `--preload=${pathToFileURL(shim).href}`, BUNDLE_PATH]
-    : [process.execPath, `--import=${pathToFileURL(shim).href}`, BUNDLE_PATH];
+  return runtime === 'deno' ? [DENO, 'run', '-A', BUNDLE_PATH] : [process.execPath, BUNDLE_PATH];
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -339,6 +294,8 @@ export function startController(opts: ControllerOptions): ControllerProcess {
     opts.namespace,
     '--port',
     '0',
+    '--bind-address',
+    '127.0.0.1',
     '--kubeconfig',
     opts.kubeconfig,
     ...(opts.installCrds === true ? ['--install-crds'] : []),
