@@ -6,19 +6,21 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runScript } from './runtime.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
 const env = { ...process.env };
 
-const built = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: root, stdio: 'inherit' });
+const [buildCmd, ...buildArgs] = runScript('scripts/build.mjs');
+const built = spawnSync(buildCmd, buildArgs, { cwd: root, stdio: 'inherit' });
 if (built.status !== 0) process.exit(built.status ?? 1);
 
 const hasCluster =
   Boolean(env.KUBECONFIG) ||
   args.some((a) => a.startsWith('--kubeconfig')) ||
   Boolean(env.KUBERNETES_SERVICE_HOST);
-const controllerArgs = ['dist/agent-controller.mjs', 'controller', ...args];
+const controllerArgs = ['controller', ...args];
 if (!hasCluster) {
   console.error(
     'start: no $KUBECONFIG and not in a cluster: bringing up the local control plane (scripts/testbed up)',
@@ -46,6 +48,7 @@ if (!hasCluster) {
   );
 }
 
-const child = spawn(process.execPath, controllerArgs, { cwd: root, env, stdio: 'inherit' });
+const [cmd, ...cmdArgs] = runScript('dist/agent-controller.mjs', ...controllerArgs);
+const child = spawn(cmd, cmdArgs, { cwd: root, env, stdio: 'inherit' });
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NODE, runScript } from './runtime.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const tiers = process.argv.slice(2).filter((a) => !a.startsWith('-'));
@@ -35,11 +36,7 @@ function run(cmd, args, env = {}) {
 }
 
 function nodeTest(files, env, extra = []) {
-  return run(
-    process.execPath,
-    ['--import', 'tsx', '--test', '--test-reporter=spec', ...extra, ...files],
-    env,
-  );
+  return run(NODE, ['--import', 'tsx', '--test', '--test-reporter=spec', ...extra, ...files], env);
 }
 
 let failed = false;
@@ -55,7 +52,8 @@ if (wanted.includes('unit')) {
   if (nodeTest(files, {}) !== 0) failed = true;
 }
 if (wanted.includes('e2e') && !failed) {
-  if (run(process.execPath, ['scripts/build.mjs']) !== 0) process.exit(1);
+  const [buildCmd, ...buildArgs] = runScript('scripts/build.mjs');
+  if (run(buildCmd, buildArgs) !== 0) process.exit(1);
   const up = spawnSync('bash', ['scripts/testbed', 'up'], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
