@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { buildJob, type JobManifest } from '../jobs/index.ts';
+import {
+  buildJob,
+  buildSinkNetworkPolicy,
+  type JobManifest,
+  type NetworkPolicyManifest,
+} from '../jobs/index.ts';
 import {
   createEventRecorder,
   createFakeTransport,
@@ -15,10 +20,18 @@ import { type ControllerMetrics, createControllerMetrics } from '../metrics/inde
 import type { Action, AgentRef, MetricObservation } from '../reconcile/index.ts';
 import { agent, at, definition, NS, station } from '../reconcile/test-fixtures.ts';
 import { createLogger } from '../shared/log.ts';
-import { createTombstones, type ExecuteOutcome, executeActions, FIELD_MANAGER, observe } from './execute.ts';
+import {
+  createTombstones,
+  type ExecuteOutcome,
+  executeActions,
+  FIELD_MANAGER,
+  NETWORK_POLICIES,
+  observe,
+} from './execute.ts';
 
 const GROUP_PATH = '/apis/agents.re-cinq.com/v1alpha1';
 const JOBS_PATH = `/apis/batch/v1/namespaces/${NS}/jobs`;
+const POLICIES_PATH = `/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies`;
 const agentPath = (name: string): string => `${GROUP_PATH}/namespaces/${NS}/agents/${name}`;
 
 /** A Status body as the API server sends it with an error. */
@@ -44,6 +57,24 @@ function manifest(name = 'a1'): JobManifest {
   });
   if (!built.ok) throw new Error(built.error);
   return built.value;
+}
+
+/** The sink NetworkPolicy of the run `name` whose definition names an IP and a hostname sink. */
+function policyManifest(name = 'a1'): NetworkPolicyManifest {
+  const built = buildSinkNetworkPolicy({
+    agent: agent(name),
+    station: station(),
+    definition: definition('def', {
+      output: {
+        sinks: [
+          { type: 'http', url: 'http://10.1.2.3:8080/x' },
+          { type: 'http', url: 'https://hooks.example.com/y' },
+        ],
+      },
+    }),
+  });
+  if (built === undefined) throw new Error('no policy built');
+  return built;
 }
 
 /** The created Job as the API server echoes it (201). */
@@ -79,6 +110,10 @@ function patchedAgent(name: string): Record<string, unknown> {
 }
 
 const createJob = (m: JobManifest = manifest()): Action => ({ kind: 'createJob', job: m });
+const createPolicy = (p: NetworkPolicyManifest = policyManifest()): Action => ({
+  kind: 'createNetworkPolicy',
+  policy: p,
+});
 const patch = (name = 'a1', rv = 'rv-a1'): Action => ({
   kind: 'patchStatus',
   ref: ref(name),
@@ -128,6 +163,10 @@ function recordingEvents(
 function success(req: FakeRequest): FakeReply {
   if (req.method === 'POST' && req.path === JOBS_PATH) {
     return { status: 201, body: createdJob(req.body as JobManifest) };
+  }
+  if (req.method === 'POST' && req.path === POLICIES_PATH) {
+    const p = req.body as NetworkPolicyManifest;
+    return { status: 201, body: { ...p, metadata: { ...p.metadata, uid: 'uid-np', resourceVersion: '99' } } };
   }
   if (req.method === 'PATCH') return { status: 200, body: patchedAgent(req.path.split('/')[7] ?? '') };
   if (req.method === 'DELETE') return { status: 200, body: status(200, '', '') };
@@ -374,6 +413,138 @@ describe('executeActions', () => {
         assert.deepEqual(
           h.requests.map((r) => r.method),
           ['POST'],
+        );
+        assert.equal(h.events.calls.length, 0);
+        assert.equal(await sample(h.metrics, 'controller_jobs_created_total'), 0);
+        assert.equal(await sample(h.metrics, 'controller_run_queue_seconds_count'), 0);
+      });
+    }
+  });
+
+  describe('createNetworkPolicy', () => {
+    const forbidden: FakeReply = {
+      status: 403,
+      body: status(
+        403,
+        'Forbidden',
+        'networkpolicies.networking.k8s.io is forbidden: User "system:serviceaccount:team:agent-controller" cannot create resource "networkpolicies"',
+      ),
+    };
+    const policyReply =
+      (reply: FakeReply) =>
+      (req: FakeRequest): FakeReply =>
+        req.method === 'POST' && req.path === POLICIES_PATH ? reply : success(req);
+    const warnings = (h: Harness) => h.logs.filter((l) => l.level === 'warn');
+
+    it('201: POSTs the policy to networkpolicies with the field manager, then the Job and the rest run', async () => {
+      const h = harness();
+      const p = policyManifest();
+      const out = await executeActions([createPolicy(p), createJob(), patch(), ev('a1', 'Started')], h.deps);
+      assert.deepEqual(out, { kind: 'done' });
+      assert.deepEqual(h.timeline, [
+        `POST ${POLICIES_PATH}`,
+        `POST ${JOBS_PATH}`,
+        `PATCH ${agentPath('a1')}/status`,
+        'event Started',
+      ]);
+      const post = h.requests[0];
+      assert.ok(post);
+      assert.equal(post.query.fieldManager, 'agent-controller');
+      assert.deepEqual(post.body, { ...p });
+      const body = post.body as NetworkPolicyManifest;
+      assert.equal(body.apiVersion, 'networking.k8s.io/v1');
+      assert.equal(body.kind, 'NetworkPolicy');
+      assert.equal(body.metadata.name, 'agent-job-a1');
+      assert.equal(NETWORK_POLICIES.plural, 'networkpolicies');
+      assert.equal(await sample(h.metrics, 'controller_jobs_created_total'), 1, 'a policy is not a Job');
+      assert.ok(
+        h.logs.some((l) => l.msg === 'Created sink NetworkPolicy' && l.networkPolicy === 'agent-job-a1'),
+      );
+      assert.deepEqual(warnings(h), []);
+    });
+
+    it('409 AlreadyExists → continue (idempotent): the Job is still created, nothing is logged as a problem', async () => {
+      const h = harness(
+        policyReply({
+          status: 409,
+          body: status(
+            409,
+            'AlreadyExists',
+            'networkpolicies.networking.k8s.io "agent-job-a1" already exists',
+          ),
+        }),
+      );
+      const out = await executeActions([createPolicy(), createJob(), patch()], h.deps);
+      assert.deepEqual(out, { kind: 'done' });
+      assert.deepEqual(
+        h.requests.map((r) => `${r.method} ${r.path}`),
+        [`POST ${POLICIES_PATH}`, `POST ${JOBS_PATH}`, `PATCH ${agentPath('a1')}/status`],
+      );
+      assert.deepEqual(warnings(h), []);
+    });
+
+    it('403 Forbidden → continue; warned once per controller (transport), later refusals only at debug', async () => {
+      const h = harness(policyReply(forbidden));
+      for (let i = 0; i < 3; i++) {
+        const out = await executeActions([createPolicy(), createJob(), patch()], h.deps);
+        assert.deepEqual(out, { kind: 'done' }, `round ${i}`);
+      }
+      assert.equal(h.requests.filter((r) => r.path === JOBS_PATH).length, 3, 'every run got its Job');
+      const warned = warnings(h);
+      assert.equal(warned.length, 1, JSON.stringify(warned));
+      assert.match(String(warned[0]?.msg), /403 Forbidden/);
+      assert.match(String(warned[0]?.msg), /networkpolicies create/);
+      assert.equal(warned[0]?.networkPolicy, 'agent-job-a1');
+      assert.match(String(warned[0]?.error), /forbidden/);
+      assert.equal(
+        h.logs.filter((l) => l.level === 'debug' && l.msg === 'Sink NetworkPolicy not created: forbidden')
+          .length,
+        2,
+      );
+      // Another controller (another transport) warns on its own.
+      const other = harness(policyReply(forbidden));
+      await executeActions([createPolicy()], other.deps);
+      assert.equal(warnings(other).length, 1);
+    });
+
+    const stops: { name: string; reply: FakeReply; kind: string }[] = [
+      {
+        name: '500',
+        reply: { status: 500, body: status(500, 'InternalError', 'etcdserver: request timed out') },
+        kind: 'api',
+      },
+      {
+        name: '422 Invalid',
+        reply: { status: 422, body: status(422, 'Invalid', 'NetworkPolicy "agent-job-a1" is invalid') },
+        kind: 'api',
+      },
+      { name: '401', reply: { status: 401, body: status(401, 'Unauthorized', 'Unauthorized') }, kind: 'api' },
+      {
+        name: 'a network failure',
+        reply: { error: { kind: 'network', message: 'connect ECONNREFUSED' } },
+        kind: 'network',
+      },
+    ];
+    for (const c of stops) {
+      it(`${c.name} → error naming the action; the Job and the rest are not run`, async () => {
+        const h = harness(policyReply(c.reply));
+        const out = await executeActions(
+          [
+            createPolicy(),
+            createJob(),
+            patch(),
+            ev('a1', 'Started'),
+            metric({ metric: 'runQueue', seconds: 1 }),
+          ],
+          h.deps,
+        );
+        assert.equal(out.kind, 'error');
+        if (out.kind !== 'error') return;
+        assert.equal(out.action, 'createNetworkPolicy');
+        assert.equal(out.error.kind, c.kind);
+        assert.deepEqual(
+          h.requests.map((r) => r.path),
+          [POLICIES_PATH],
         );
         assert.equal(h.events.calls.length, 0);
         assert.equal(await sample(h.metrics, 'controller_jobs_created_total'), 0);

@@ -6,12 +6,14 @@ import {
   type EventRecorder,
   isAlreadyExists,
   isConflict,
+  isForbidden,
   isInvalid,
   isNotFound,
   JOBS,
   type KubeError,
   KubeObjectSchema,
   patchStatus,
+  type ResourceType,
   type Transport,
 } from '../kube/index.ts';
 import type { ControllerMetrics } from '../metrics/index.ts';
@@ -22,6 +24,21 @@ import { AGENTS } from './resources.ts';
 
 /** Field manager of every write the controller makes. */
 export const FIELD_MANAGER = 'agent-controller';
+
+/** networking.k8s.io/v1 NetworkPolicies, as the generic client addresses them (decision i). */
+export const NETWORK_POLICIES: ResourceType = {
+  group: 'networking.k8s.io',
+  version: 'v1',
+  plural: 'networkpolicies',
+  kind: 'NetworkPolicy',
+  namespaced: true,
+};
+
+/**
+ * API connections on which a NetworkPolicy create was already refused with 403: the warning is logged once per
+ * controller (per transport), later refusals only at debug level.
+ */
+const networkPolicyForbidden = new WeakSet<Transport>();
 
 export interface ExecuteDeps {
   readonly transport: Transport;
@@ -91,6 +108,37 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
   const opts = { timeoutMs: deps.timeoutMs, fieldManager: FIELD_MANAGER };
   for (const action of actions) {
     switch (action.kind) {
+      case 'createNetworkPolicy': {
+        const { metadata } = action.policy;
+        const where = { namespace: metadata.namespace, networkPolicy: metadata.name };
+        const r = await createObject(
+          deps.transport,
+          NETWORK_POLICIES,
+          metadata.namespace,
+          { ...action.policy },
+          KubeObjectSchema,
+          opts,
+        );
+        if (r.ok) {
+          deps.logger.info('Created sink NetworkPolicy', where);
+          break;
+        }
+        if (isAlreadyExists(r.error)) break;
+        if (isForbidden(r.error)) {
+          // Without the grant the run still starts, under the static egress policy only.
+          if (networkPolicyForbidden.has(deps.transport)) {
+            deps.logger.debug('Sink NetworkPolicy not created: forbidden', where);
+          } else {
+            networkPolicyForbidden.add(deps.transport);
+            deps.logger.warn(
+              'Sink NetworkPolicies cannot be created (403 Forbidden): runs start without egress to their http sinks beyond the static policy; grant networking.k8s.io networkpolicies create (deploy/rbac/controller-rbac.yaml)',
+              { ...where, error: describeKubeError(r.error) },
+            );
+          }
+          break;
+        }
+        return { kind: 'error', error: r.error, action: action.kind };
+      }
       case 'createJob': {
         const { metadata } = action.job;
         const r = await createObject(

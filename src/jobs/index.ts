@@ -1,5 +1,5 @@
-// Public surface of the pure Job builder: names, bundle layout, run env, prompt templating, output capping and
-// buildJob itself. Nothing here does I/O or reads the clock.
+// Public surface of the pure Job builder: names, bundle layout, run env, prompt templating, output capping,
+// buildJob itself and the per-run sink NetworkPolicy. Nothing here does I/O or reads the clock.
 
 export {
   type BuildError,
@@ -60,3 +60,14 @@ export {
 export { capOutput, MAX_OUTPUT_BYTES, truncationMarker } from './output-cap.ts';
 export { type JsonObject, TEMPLATE_ERRORS, templateProblem, wirePodTemplate } from './pod-template.ts';
 export { renderPrompt } from './prompt.ts';
+export {
+  ANY_IPV4,
+  ANY_IPV6,
+  buildSinkNetworkPolicy,
+  NETWORK_POLICY_API_VERSION,
+  type NetworkPolicyEgressRule,
+  type NetworkPolicyManifest,
+  type SinkDestination,
+  type SinkNetworkPolicyInput,
+  sinkDestination,
+} from './sink-network-policy.ts';

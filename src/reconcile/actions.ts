@@ -1,5 +1,5 @@
 import type { AgentPhase } from '../api/index.ts';
-import type { JobManifest } from '../jobs/index.ts';
+import type { JobManifest, NetworkPolicyManifest } from '../jobs/index.ts';
 import type { StatusCondition } from './conditions.ts';
 
 /**
@@ -8,6 +8,10 @@ import type { StatusCondition } from './conditions.ts';
  * Executor contract (the core relies on it):
  * - Actions run **in array order**, one at a time. A decision is one transition; its later actions
  *   (status, events, metrics) assume the earlier writes happened.
+ * - `createNetworkPolicy` (always right before the `createJob` of the same run; decision i): 201 → continue.
+ *   409 `AlreadyExists` → continue (idempotent: a retried start finds its own policy). 403 `Forbidden` → log a
+ *   warning once per controller and continue (a cluster without that grant still runs agents, under the static
+ *   egress policy only). Any other error → stop, the reconcile errors and is retried with backoff.
  * - `createJob`: 201 → continue. 409 `AlreadyExists` → stop this decision, GET the Job and call `decide` again
  *   with `job: {kind: 'present', job, evidence: {kind: 'notGathered'}}` (a few rounds at most per reconcile: a Job
  *   that vanished in between is then created again); decide
@@ -68,10 +72,13 @@ export type MetricObservation =
   | { readonly metric: 'runFailure'; readonly kind: RunFailureKind };
 
 /** A Job manifest ready to POST, as built by src/jobs `buildJob`. */
-export type { JobManifest };
+/** A NetworkPolicy manifest ready to POST, as built by src/jobs `buildSinkNetworkPolicy`. */
+export type { JobManifest, NetworkPolicyManifest };
 
 /** Everything the reconcile core can ask the executor to do. */
 export type Action =
+  /** The egress NetworkPolicy admitting the http sinks of a run (decision i); emitted right before its Job. */
+  | { readonly kind: 'createNetworkPolicy'; readonly policy: NetworkPolicyManifest }
   | { readonly kind: 'createJob'; readonly job: JobManifest }
   | {
       readonly kind: 'patchStatus';

@@ -93,7 +93,8 @@ export function station(name = 'stn', spec: Record<string, unknown> = {}): Stati
   );
 }
 
-export function definition(name = 'def'): AgentDefinition {
+/** An AgentDefinition with prompt `Do {thing}`; `spec` adds or overrides wire fields (e.g. `output.sinks`). */
+export function definition(name = 'def', spec: Record<string, unknown> = {}): AgentDefinition {
   return unwrap(
     parseAgentDefinition({
       metadata: {
@@ -103,7 +104,7 @@ export function definition(name = 'def'): AgentDefinition {
         resourceVersion: '1',
         creationTimestamp: iso(-100),
       },
-      spec: { prompt: 'Do {thing}' },
+      spec: { prompt: 'Do {thing}', ...spec },
     }),
   );
 }

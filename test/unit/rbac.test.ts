@@ -132,7 +132,13 @@ describe('deploy/rbac/controller-rbac.yaml', () => {
       'core events: create,patch',
       'core pods/log: get',
       'core pods: get,list,watch',
+      'networking.k8s.io networkpolicies: create',
     ]);
+  });
+
+  it('networkpolicies: create only (sink egress per run, decision i; never read, changed or deleted)', () => {
+    assert.deepEqual(verbsOn(role.rules, 'networking.k8s.io', 'networkpolicies'), ['create']);
+    assert.deepEqual(verbsOn(role.rules, 'extensions', 'networkpolicies'), []);
   });
 
   it('leases: exactly get, create, patch (reference §6.6)', () => {

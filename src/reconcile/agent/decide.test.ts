@@ -130,6 +130,20 @@ function checkInvariants(s: Snapshot, d: Decision): void {
   for (const del of deletes(d)) assert.ok(del.resourceVersion !== '', 'deletes carry a resourceVersion');
   // Order: the Job exists before the Agent says Running; victims are gone before the new Job.
   const k = kinds(d);
+  // A sink NetworkPolicy is only ever created right before its run's Job, named like it and owned by the Agent.
+  const policyAt = k.indexOf('createNetworkPolicy');
+  if (policyAt >= 0) {
+    assert.equal(k.lastIndexOf('createNetworkPolicy'), policyAt, 'at most one NetworkPolicy per decision');
+    const policy = d.actions[policyAt];
+    const create = d.actions[policyAt + 1];
+    assert.ok(
+      policy?.kind === 'createNetworkPolicy' && create?.kind === 'createJob',
+      'policy right before Job',
+    );
+    assert.equal(policy.policy.metadata.name, create.job.metadata.name);
+    assert.equal(policy.policy.metadata.namespace, s.agent.metadata.namespace);
+    assert.equal(policy.policy.metadata.ownerReferences[0].uid, s.agent.metadata.uid);
+  }
   if (k.includes('createJob')) {
     assert.ok(k.indexOf('createJob') < k.indexOf('patchStatus'), 'createJob before the Running patch');
     const lastPreempt = d.actions.findLastIndex((a) => a.kind === 'deleteAgent' && a.purpose === 'preempt');
@@ -272,6 +286,122 @@ describe('decide: Pending start', () => {
     assert.equal(build.calls[0]?.now, NOW);
     assert.equal(build.calls[0]?.station.metadata.name, 'stn');
     assert.equal(build.calls[0]?.definition.metadata.name, 'def');
+  });
+
+  it('creates the sink NetworkPolicy right before the Job when the definition names http sinks (decision i)', () => {
+    const sinks = definition('def', {
+      output: {
+        sinks: [
+          { type: 'stdout' },
+          { type: 'http', url: 'http://10.1.2.3:8080/x' },
+          { type: 'http', url: 'https://hooks.example.com/y' },
+        ],
+      },
+    });
+    const d = run(snap(agent('a', { created: 20 }), { definition: sinks }));
+    assert.deepEqual(kinds(d), [
+      'createNetworkPolicy',
+      'createJob',
+      'patchStatus',
+      'recordEvent',
+      'observeMetric',
+    ]);
+    const create = d.actions[0];
+    assert.ok(create?.kind === 'createNetworkPolicy');
+    const p = create.policy;
+    assert.equal(p.metadata.name, jobNameFor('a'));
+    assert.equal(p.metadata.namespace, NS);
+    assert.deepEqual(p.metadata.ownerReferences, [
+      {
+        apiVersion: 'agents.re-cinq.com/v1alpha1',
+        kind: 'Agent',
+        name: 'a',
+        uid: 'uid-a',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+    assert.deepEqual(p.spec.podSelector.matchLabels, {
+      'agents.re-cinq.com/component': 'job',
+      'agents.re-cinq.com/agent': 'a',
+    });
+    assert.deepEqual(p.spec.egress, [
+      { to: [{ ipBlock: { cidr: '10.1.2.3/32' } }], ports: [{ protocol: 'TCP', port: 8080 }] },
+      {
+        to: [{ ipBlock: { cidr: '0.0.0.0/0' } }, { ipBlock: { cidr: '::/0' } }],
+        ports: [{ protocol: 'TCP', port: 443 }],
+      },
+    ]);
+    assert.equal(onlyPatch(d).phase, 'Running');
+  });
+
+  const noPolicy: [string, Record<string, unknown>][] = [
+    ['no output at all', {}],
+    [
+      'stdout and file sinks only',
+      { output: { sinks: [{ type: 'stdout' }, { type: 'file', path: '/tmp/e' }] } },
+    ],
+    [
+      'only http sinks whose url is unusable',
+      { output: { sinks: [{ type: 'http', url: 'ftp://x/' }, { type: 'http' }] } },
+    ],
+  ];
+  for (const [name, spec] of noPolicy) {
+    it(`creates no NetworkPolicy for a definition with ${name}`, () => {
+      const d = run(snap(agent('a', { created: 20 }), { definition: definition('def', spec) }));
+      assert.deepEqual(kinds(d), ['createJob', 'patchStatus', 'recordEvent', 'observeMetric']);
+    });
+  }
+
+  const httpSinks = definition('def', {
+    output: { sinks: [{ type: 'http', url: 'http://10.0.0.9:9000/' }] },
+  });
+
+  it('creates no NetworkPolicy when adopting an existing Job, waiting, queueing or failing to build', () => {
+    const a = agent('a', { created: 9 });
+    const cases: [string, Snapshot, JobBuilder?][] = [
+      ['adopt', snap(a, { definition: httpSinks, job: present(job('a')) })],
+      [
+        'stale Job',
+        snap(a, { definition: httpSinks, job: present(job('a', { owner: { name: 'a', uid: 'old' } })) }),
+      ],
+      [
+        'queued',
+        snap(a, {
+          definition: httpSinks,
+          siblings: [running('r'), a],
+          station: station('stn', { concurrencyPolicy: 'Forbid' }),
+        }),
+      ],
+      ['build error', snap(a, { definition: httpSinks }), failingBuilder('broken')],
+      ['rejected Job', snap(a, { definition: httpSinks, jobRejected: { message: 'no' } })],
+    ];
+    for (const [name, s, build] of cases) {
+      const d = run(s, build ?? recordingBuilder());
+      assert.ok(!kinds(d).includes('createNetworkPolicy'), `${name}: ${kinds(d).join(',')}`);
+    }
+  });
+
+  it('under Replace: victims are deleted first, then the NetworkPolicy, then the Job', () => {
+    const a = agent('a', { created: 100 });
+    const d = run(
+      snap(a, {
+        definition: httpSinks,
+        siblings: [running('only', { rv: '5' }), a],
+        station: station('stn', { concurrencyPolicy: 'Replace' }),
+      }),
+    );
+    assert.deepEqual(kinds(d), [
+      'deleteAgent',
+      'recordEvent',
+      'observeMetric',
+      'recordEvent',
+      'createNetworkPolicy',
+      'createJob',
+      'patchStatus',
+      'recordEvent',
+      'observeMetric',
+    ]);
   });
 
   it('fails with the builder reason when the Job cannot be built (decision b), before admission', () => {

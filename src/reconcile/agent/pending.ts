@@ -1,5 +1,5 @@
 import { type Agent, GROUP, type Job, KIND_AGENT } from '../../api/index.ts';
-import type { BuildJobInput } from '../../jobs/index.ts';
+import { type BuildJobInput, buildSinkNetworkPolicy } from '../../jobs/index.ts';
 import type { Result } from '../../shared/result.ts';
 import type { Action, Decision, JobManifest, RunFailureKind } from '../actions.ts';
 import { conditionsSatisfied } from '../conditions.ts';
@@ -145,6 +145,9 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
     }
   }
   const jobName = built.value.metadata.name;
+  // Decision (i): the policy admitting the definition's http sinks exists before the run's pods can start.
+  const policy = buildSinkNetworkPolicy({ agent, station, definition });
+  if (policy !== undefined) actions.push({ kind: 'createNetworkPolicy', policy });
   actions.push(
     { kind: 'createJob', job: built.value },
     ...startActions(agent, jobName, formatStatusTime(now), `Created Job ${jobName}`, now, now),
