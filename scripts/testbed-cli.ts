@@ -1,7 +1,7 @@
 // The hermetic test control plane: etcd, kube-apiserver, kube-controller-manager and the test node agent,
-// all on 127.0.0.1. Run through `scripts/testbed up|down|status|env` (the wrapper holds a lock so
-// concurrent callers share one instance). Human-readable progress goes to stderr; `up` prints the admin
-// kubeconfig path as the LAST line of stdout.
+// all on 127.0.0.1. Run through `scripts/testbed up|down|status|env|restart` (the wrapper holds a lock so
+// concurrent callers share one instance). Human-readable progress goes to stderr; `up` (and `restart`) print the
+// admin kubeconfig path as the LAST line of stdout.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -41,7 +41,25 @@ const NODE_STATE = join(STATE, 'node');
 const NODE_NAME = 'testbed-node';
 /** A built-in resource nobody else uses; its watch cache is off so watches hit etcd (410 after compaction). */
 const UNCACHED_RESOURCE = 'podtemplates';
+/**
+ * Our three custom resources are served without a watch cache too, so a controller's watch from a compacted
+ * resourceVersion really gets 410 Gone (a cached watch is answered from the cache's own history, whatever etcd
+ * compacted). `--watch-cache-sizes` applies to custom resources although its help text says otherwise: the
+ * apiextensions REST options getter (apiextensions-apiserver v0.36 `NewCRDRESTOptionsGetter`) clears the sizes
+ * on a copy it uses only for the storage config and hands the original options to `StorageFactoryRestOptionsFactory`,
+ * which looks the resource (`<plural>.<group>`) up in them.
+ */
+const UNCACHED_CUSTOM_RESOURCES = ['agents', 'stations', 'agentdefinitions'].map(
+  (r) => `${r}.agents.re-cinq.com`,
+);
+/** The exact command line `up` started kube-apiserver with; `restart kube-apiserver` starts it again from it. */
+const APISERVER_LAUNCH = join(STATE, 'kube-apiserver.launch.json');
 const START_TIMEOUT_MS = Number(process.env.AGENT_TESTBED_START_TIMEOUT_MS ?? 90_000);
+
+/** Milliseconds as seconds with one decimal. */
+function secs(ms: number): string {
+  return (ms / 1000).toFixed(1);
+}
 
 function say(message: string): void {
   process.stderr.write(`testbed: ${message}\n`);
@@ -313,6 +331,55 @@ async function waitFor<T>(
   }
 }
 
+/** How a daemon was started: binary and argv. */
+const LaunchSchema = v.object({ command: v.string(), args: v.array(v.string()) });
+type Launch = v.InferOutput<typeof LaunchSchema>;
+
+/** kube-apiserver's flags for this testbed (envtest style); the certificates are in CERTS. */
+function apiserverArgs(etcdUrl: string, apiPort: number): string[] {
+  const c = (name: string): string => join(CERTS, name);
+  return [
+    `--etcd-servers=${etcdUrl}`,
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    `--secure-port=${apiPort}`,
+    `--cert-dir=${join(STATE, 'apiserver-certs')}`,
+    `--tls-cert-file=${c('apiserver.crt')}`,
+    `--tls-private-key-file=${c('apiserver.key')}`,
+    `--client-ca-file=${c('ca.crt')}`,
+    '--authorization-mode=RBAC',
+    `--service-account-issuer=https://127.0.0.1:${apiPort}`,
+    `--service-account-key-file=${c('sa.pub')}`,
+    `--service-account-signing-key-file=${c('sa.key')}`,
+    '--service-cluster-ip-range=10.0.0.0/24',
+    '--disable-admission-plugins=ServiceAccount',
+    '--endpoint-reconciler-type=none',
+    '--allow-privileged=true',
+    `--kubelet-client-certificate=${c('kubelet-client.crt')}`,
+    `--kubelet-client-key=${c('kubelet-client.key')}`,
+    `--kubelet-certificate-authority=${c('ca.crt')}`,
+    '--kubelet-preferred-address-types=InternalIP',
+    `--watch-cache-sizes=${[UNCACHED_RESOURCE, ...UNCACHED_CUSTOM_RESOURCES].map((r) => `${r}#0`).join(',')}`,
+    '--profiling=false',
+    // On SIGTERM, end open watches at once (clients reconnect) instead of holding the shutdown until the
+    // request timeout (60 s): `restart kube-apiserver` then stops it in about a second.
+    '--shutdown-watch-termination-grace-period=5s',
+  ];
+}
+
+/** Says so when the running kube-apiserver's flags are not the ones this code would start it with. */
+function warnStaleApiserverFlags(info: TestbedInfo): void {
+  const rec = readRecords(PIDS).find((r) => r.name === 'kube-apiserver');
+  const launch = rec && apiserverLaunch(rec);
+  if (!launch) return;
+  const wanted = apiserverArgs(info.etcd, Number(new URL(info.apiserver).port));
+  if (JSON.stringify(launch.args) !== JSON.stringify(wanted))
+    say(
+      'note: kube-apiserver runs with the flags of an older testbed (`restart kube-apiserver` keeps them); ' +
+        '`scripts/testbed down && scripts/testbed up` applies the current ones',
+    );
+}
+
 /** Hash of the code the node agent runs, so `up` can restart a stale agent of a shared instance. */
 function nodeAgentSourceHash(): string {
   const hash = createHash('sha256');
@@ -434,6 +501,7 @@ async function down(): Promise<void> {
     }
   }
   rmSync(PIDS, { force: true });
+  rmSync(APISERVER_LAUNCH, { force: true });
 }
 
 const CLI_STARTED = Date.now();
@@ -445,6 +513,7 @@ async function up(attempt = 1): Promise<void> {
   if (current && (await healthy(current))) {
     const hash = nodeAgentSourceHash();
     if (current.nodeAgentHash === hash || (await restartNodeAgent(current, hash))) {
+      warnStaleApiserverFlags(current);
       say(`already running; logs in ${LOGS}`);
       process.stdout.write(`${KUBECONFIG}\n`);
       return;
@@ -494,37 +563,9 @@ async function up(attempt = 1): Promise<void> {
       return res.ok && (await res.text()).includes('"true"') ? true : undefined;
     });
     const c = (name: string): string => join(CERTS, name);
-    record(
-      startDaemon(
-        'kube-apiserver',
-        join(bin, 'kube-apiserver'),
-        [
-          `--etcd-servers=${etcdUrl}`,
-          '--bind-address=127.0.0.1',
-          '--advertise-address=127.0.0.1',
-          `--secure-port=${apiPort}`,
-          `--cert-dir=${join(STATE, 'apiserver-certs')}`,
-          `--tls-cert-file=${c('apiserver.crt')}`,
-          `--tls-private-key-file=${c('apiserver.key')}`,
-          `--client-ca-file=${c('ca.crt')}`,
-          '--authorization-mode=RBAC',
-          `--service-account-issuer=https://127.0.0.1:${apiPort}`,
-          `--service-account-key-file=${c('sa.pub')}`,
-          `--service-account-signing-key-file=${c('sa.key')}`,
-          '--service-cluster-ip-range=10.0.0.0/24',
-          '--disable-admission-plugins=ServiceAccount',
-          '--endpoint-reconciler-type=none',
-          '--allow-privileged=true',
-          `--kubelet-client-certificate=${c('kubelet-client.crt')}`,
-          `--kubelet-client-key=${c('kubelet-client.key')}`,
-          `--kubelet-certificate-authority=${c('ca.crt')}`,
-          '--kubelet-preferred-address-types=InternalIP',
-          `--watch-cache-sizes=${UNCACHED_RESOURCE}#0`,
-          '--profiling=false',
-        ],
-        env,
-      ),
-    );
+    const launch: Launch = { command: join(bin, 'kube-apiserver'), args: apiserverArgs(etcdUrl, apiPort) };
+    writeFileSync(APISERVER_LAUNCH, `${JSON.stringify(launch, null, 2)}\n`);
+    record(startDaemon('kube-apiserver', launch.command, launch.args, env));
     const client = KubeClient.fromKubeconfig(KUBECONFIG);
     try {
       await waitFor('kube-apiserver /readyz', procs, async () => {
@@ -629,13 +670,153 @@ async function envCommand(): Promise<void> {
   process.stdout.write(`export KUBECONFIG=${KUBECONFIG}\n`);
 }
 
-const USAGE = `Usage: scripts/testbed up|down|status|env|kubectl
+/** The command line the recorded kube-apiserver runs with: `up`'s record, else (older instances) `/proc`. */
+function apiserverLaunch(rec: ProcRecord): Launch | undefined {
+  try {
+    const parsed = v.safeParse(LaunchSchema, JSON.parse(readFileSync(APISERVER_LAUNCH, 'utf8')));
+    if (parsed.success) return parsed.output;
+  } catch {
+    // not recorded (an instance started by an older testbed) or unreadable: ask the running process
+  }
+  if (!alive(rec)) return undefined;
+  try {
+    const [command, ...args] = readFileSync(`/proc/${rec.pid}/cmdline`, 'utf8').split('\0').slice(0, -1);
+    return command === undefined ? undefined : { command, args };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts kube-apiserver from `launch` and waits for /readyz; retries a start that exits (e.g. port briefly busy). */
+async function startApiserver(
+  launch: Launch,
+  env: NodeJS.ProcessEnv,
+  client: KubeClient,
+  deadline: number,
+): Promise<ProcRecord> {
+  for (let attempt = 1; ; attempt++) {
+    const rec = startDaemon('kube-apiserver', launch.command, launch.args, env);
+    try {
+      await waitFor(
+        'kube-apiserver /readyz',
+        [rec],
+        async () => {
+          const res = await client.request('GET', '/readyz', { timeoutMs: 2000 });
+          return res.status === 200 ? true : undefined;
+        },
+        Math.max(1000, deadline - Date.now()),
+      );
+      return rec;
+    } catch (error) {
+      const exited = error instanceof FatalStart && !alive(rec);
+      if (!exited || attempt >= 3 || Date.now() >= deadline) {
+        await stopProcess(rec, 5_000);
+        throw error;
+      }
+      say(
+        `kube-apiserver exited at start (attempt ${attempt}); retrying:\n${tail(join(LOGS, 'kube-apiserver.log'), 5)}`,
+      );
+      await delay(1000);
+    }
+  }
+}
+
+/**
+ * `restart kube-apiserver`: stops the recorded kube-apiserver (SIGTERM, SIGKILL after 15 s) and starts it again
+ * with the very same command line (flags, certificates, port), so every kubeconfig and ServiceAccount token keeps
+ * working; returns once /readyz answers 200 and the Node is Ready. etcd, kube-controller-manager and the node
+ * agent keep running and reconnect by themselves. Starts a kube-apiserver that had died, so it is safe to repeat.
+ */
+async function restartApiserver(): Promise<void> {
+  const started = Date.now();
+  const records = readRecords(PIDS);
+  const old = records.find((r) => r.name === 'kube-apiserver');
+  const info = readTestbedInfo(KUBECONFIG);
+  if (!old || !info) {
+    say('not running (try: scripts/testbed up)');
+    process.exitCode = 1;
+    return;
+  }
+  const dead = records.filter((r) => r !== old && !alive(r)).map((r) => r.name);
+  if (dead.length > 0) {
+    say(`not healthy: ${dead.join(', ')} not running (try: scripts/testbed down && scripts/testbed up)`);
+    process.exitCode = 1;
+    return;
+  }
+  const launch = apiserverLaunch(old);
+  if (!launch) {
+    say(
+      'kube-apiserver is not running and its command line was not recorded (try: scripts/testbed down && up)',
+    );
+    process.exitCode = 1;
+    return;
+  }
+  mkdirSync(LOGS, { recursive: true });
+  const env = { ...process.env };
+  delete env.KUBECONFIG;
+  const client = KubeClient.fromKubeconfig(KUBECONFIG);
+  try {
+    const stopping = Date.now();
+    if (alive(old)) {
+      say(`stopping kube-apiserver (pid ${old.pid})`);
+      await stopProcess(old, 15_000);
+    } else {
+      say('kube-apiserver was not running; starting it');
+    }
+    const stopped = Date.now();
+    let fresh: ProcRecord;
+    try {
+      fresh = await startApiserver(launch, env, client, Date.now() + START_TIMEOUT_MS);
+    } catch (error) {
+      say(`restart failed: ${error instanceof Error ? error.message : String(error)}`);
+      say(`last lines of ${join(LOGS, 'kube-apiserver.log')}:\n${tail(join(LOGS, 'kube-apiserver.log'))}`);
+      say(
+        'run `scripts/testbed restart kube-apiserver` again, or `scripts/testbed up` to restart everything',
+      );
+      process.exitCode = 1;
+      return;
+    }
+    writeRecords(records.map((r) => (r === old ? fresh : r)));
+    const ready = Date.now();
+    const others = records.filter((r) => r !== old);
+    await waitFor('the test node to be Ready', [fresh, ...others], async () => {
+      const node = await client.tryGet(apiPath('v1', 'nodes', { name: NODE_NAME }), NodeSchema);
+      return node?.status.conditions?.some((x) => x.type === 'Ready' && x.status === 'True')
+        ? true
+        : undefined;
+    });
+    say(
+      `kube-apiserver restarted (pid ${fresh.pid}, ${info.apiserver}): stopped in ${secs(stopped - stopping)} s, ` +
+        `ready ${secs(ready - stopped)} s later (unavailable ${secs(ready - stopping)} s), done in ${secs(Date.now() - started)} s; ` +
+        `${others.map((r) => r.name).join(', ')} kept running`,
+    );
+    process.stdout.write(`${KUBECONFIG}\n`);
+  } catch (error) {
+    say(`restart failed: ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 1;
+  } finally {
+    client.close();
+  }
+}
+
+/** Components `restart` can restart alone. */
+const RESTARTABLE: Readonly<Record<string, () => Promise<void>>> = { 'kube-apiserver': restartApiserver };
+
+const USAGE = `Usage: scripts/testbed up|down|status|env|kubectl|restart kube-apiserver
 
   up      start (or reuse) the local control plane; prints the admin kubeconfig path last on stdout
   down    stop everything up started (safe to call twice)
   status  show the components and whether the control plane is healthy (exit 1 if not)
   env     print "export KUBECONFIG=..." for a running control plane
   kubectl run kubectl (built with the control plane) with the admin kubeconfig
+  restart kube-apiserver
+          stop kube-apiserver (SIGTERM, SIGKILL after 15 s) and start it again with the same flags,
+          certificates and port, so existing kubeconfigs and tokens keep working; returns when /readyz is
+          ok and the node is Ready (prints the kubeconfig path last). etcd, kube-controller-manager and the
+          node agent keep running and reconnect. Clients see a few seconds of outage.
+
+Watches on podtemplates and on the custom resources (agents, stations, agentdefinitions of
+agents.re-cinq.com) bypass the API server's watch cache: a watch from a compacted resourceVersion gets 410.
 
 State, certificates and logs live in \${AGENT_TESTBED_DIR:-<repo>/.testbed}.
 Images: agent-controller:e2e runs the built bundle on Node, agent-controller:e2e-deno on Deno; any other
@@ -645,10 +826,17 @@ up, re-read at each container start), e.g. {"my/image:tag": ["/usr/bin/node", "/
 
 const commands: Record<string, () => Promise<void>> = { up, down, status, env: envCommand };
 const name = process.argv[2] ?? '';
-const run = commands[name];
+const run =
+  name === 'restart'
+    ? process.argv.length === 4
+      ? RESTARTABLE[process.argv[3] ?? '']
+      : undefined
+    : process.argv.length <= 3
+      ? commands[name]
+      : undefined;
 if (name === '--help' || name === '-h' || name === 'help') {
   process.stdout.write(`${USAGE}\n`);
-} else if (!run || process.argv.length > 3) {
+} else if (!run) {
   process.stderr.write(`testbed: unknown command "${process.argv.slice(2).join(' ')}" (try --help)\n`);
   process.exitCode = 2;
 } else {
