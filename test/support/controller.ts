@@ -1,7 +1,8 @@
 // End-to-end harness for the `controller` subcommand: runs controller replicas from the built bundle as child
 // processes (Node or Deno, per AGENT_E2E_RUNTIME), captures their JSON log lines, reads /readyz and /metrics,
 // stops (SIGTERM) or kills (SIGKILL) them; plus the CRDs, manifests, schemas, a cuttable TCP relay in front of the
-// API server, kubeconfig writers and a per-test scenario (fresh namespace, tracked replicas, logs on failure).
+// API server, the testbed CLI (`restart kube-apiserver`), kubeconfig writers and a per-test scenario (fresh
+// namespace, tracked replicas, logs on failure).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
@@ -437,6 +438,71 @@ export async function startApiRelay(target: URL): Promise<ApiRelay> {
         server.close(() => resolve());
       }),
   };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The testbed CLI
+
+/** How one `scripts/testbed` command ended. */
+export interface TestbedRun {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly durationMs: number;
+}
+
+/**
+ * Runs `scripts/testbed ARGS...` for the testbed whose admin kubeconfig is `kubeconfig` (its state folder is the
+ * kubeconfig's folder) and resolves with how it ended; never rejects for a non-zero exit. Killed (SIGKILL) after
+ * `timeoutMs`. The CLI serialises commands with its lock, so this may first wait for another caller's `up`.
+ */
+export function runTestbed(
+  kubeconfig: string,
+  args: readonly string[],
+  timeoutMs = 180_000,
+): Promise<TestbedRun> {
+  const started = Date.now();
+  const child = spawn('bash', [join(ROOT, 'scripts', 'testbed'), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, AGENT_TESTBED_DIR: dirname(kubeconfig) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout.on('data', (c: Buffer) => out.push(c));
+  child.stderr.on('data', (c: Buffer) => err.push(c));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return new Promise((resolve, reject) => {
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({
+        code,
+        signal,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+        durationMs: Date.now() - started,
+      });
+    });
+  });
+}
+
+/**
+ * `scripts/testbed restart kube-apiserver` on the testbed of `kubeconfig`: resolves once kube-apiserver was stopped,
+ * started again with the same flags and port, answers /readyz and the node is Ready; throws (with the CLI's stderr)
+ * when the command fails. Everyone using the shared testbed sees a few seconds of outage.
+ */
+export async function restartTestbedApiServer(kubeconfig: string, timeoutMs = 180_000): Promise<TestbedRun> {
+  const run = await runTestbed(kubeconfig, ['restart', 'kube-apiserver'], timeoutMs);
+  if (run.code !== 0)
+    throw new Error(
+      `scripts/testbed restart kube-apiserver exited ${run.code ?? run.signal} after ${run.durationMs} ms:\n${run.stderr}`,
+    );
+  return run;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
