@@ -31,7 +31,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   try {
-    return await command.run({ ...io, argv: explicit ? rest : argv });
+    const code = await command.run({ ...io, argv: explicit ? rest : argv });
+    // stderr (where services log) is written synchronously, so nothing is lost by exiting now.
+    if (command.exitWhenDone === true) process.exit(code);
+    return code;
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr(`agent-controller ${command.name}: ${error.message} (try --help)\n`);

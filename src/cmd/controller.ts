@@ -18,6 +18,7 @@ import { type Command, parseFlags, UsageError } from './usage.ts';
 export const controllerCommand: Command = {
   name: 'controller',
   summary: 'run the Agent controller (the default)',
+  exitWhenDone: true,
   usage: [
     'Usage: agent-controller controller [flags]',
     '',

@@ -19,6 +19,11 @@ export interface Command {
   readonly summary: string;
   readonly usage: string;
   readonly run: (io: CommandIo) => Promise<number>;
+  /**
+   * Exit the process as soon as `run` resolves, even if a handle (a keep-alive socket, a runtime timer) would keep
+   * it alive: a long-running service that has finished its own graceful shutdown.
+   */
+  readonly exitWhenDone?: boolean;
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;
