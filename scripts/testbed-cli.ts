@@ -11,6 +11,7 @@ import {
   openSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
@@ -282,12 +283,20 @@ function binaries(): string {
 
 function imageTable(): string {
   const file = join(STATE, 'images.json');
-  const bundle = join(ROOT, 'dist', 'agent-controller.mjs');
+  // The images' files are bind-mounted under /opt/agent-controller (read-only, readable by any user, as in a
+  // real image), so a checkout in a private folder still runs as a non-root container user.
+  const app = '/opt/agent-controller';
+  const bundle = `${app}/agent-controller.mjs`;
+  const files = { [bundle]: join(ROOT, 'dist', 'agent-controller.mjs') };
   const table = {
-    'agent-controller:e2e': { entrypoint: [process.execPath, bundle] },
+    'agent-controller:e2e': {
+      entrypoint: [`${app}/node`, bundle],
+      files: { ...files, [`${app}/node`]: realpathSync(process.execPath) },
+    },
     'agent-controller:e2e-deno': {
-      entrypoint: [join(ROOT, 'node_modules', '.bin', 'deno'), 'run', '-A', bundle],
+      entrypoint: [`${app}/deno`, 'run', '-A', bundle],
       env: { DENO_NO_UPDATE_CHECK: '1', DENO_NO_PROMPT: '1' },
+      files: { ...files, [`${app}/deno`]: realpathSync(join(ROOT, 'node_modules', '.bin', 'deno')) },
     },
   };
   writeFileSync(file, `${JSON.stringify(table, null, 2)}\n`);

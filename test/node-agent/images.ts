@@ -8,6 +8,12 @@ interface ImageConfig {
   env: Record<string, string>;
   workingDir: string | undefined;
   user: number | undefined;
+  /**
+   * The image's own files: container path → host path, bind-mounted read-only into every container of the image.
+   * A real image's files are readable by any user; a host path under a private folder (a CI checkout in a 0700
+   * temp dir) is not, but its bind mount is.
+   */
+  files: Record<string, string>;
 }
 
 /** One image the test node can "run": a bare entrypoint array or an image config object. */
@@ -15,7 +21,14 @@ const ImageEntrySchema = v.union([
   v.pipe(
     v.array(v.string()),
     v.transform(
-      (entrypoint): ImageConfig => ({ entrypoint, cmd: [], env: {}, workingDir: undefined, user: undefined }),
+      (entrypoint): ImageConfig => ({
+        entrypoint,
+        cmd: [],
+        env: {},
+        workingDir: undefined,
+        user: undefined,
+        files: {},
+      }),
     ),
   ),
   v.object({
@@ -24,6 +37,7 @@ const ImageEntrySchema = v.union([
     env: v.optional(v.record(v.string(), v.string()), {}),
     workingDir: v.optional(v.string()),
     user: v.optional(v.number()),
+    files: v.optional(v.record(v.string(), v.string()), {}),
   }),
 ]);
 export type ImageEntry = v.InferOutput<typeof ImageEntrySchema>;

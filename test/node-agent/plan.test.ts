@@ -27,6 +27,7 @@ const image = (entrypoint: string[], cmd: string[] = []): ImageEntry => ({
   env: {},
   workingDir: undefined,
   user: undefined,
+  files: {},
 });
 
 describe('admitPod', () => {

@@ -431,11 +431,16 @@ export class PodWorker {
     if (!argv.ok) return argv;
     const mounts = planMounts(c.volumeMounts, volumes);
     if (!mounts.ok) return mounts;
+    const imageFiles = Object.entries(image?.files ?? {}).map(([target, source]) => ({
+      source,
+      target,
+      readOnly: true,
+    }));
     return ok({
       argv: argv.value,
       env: Object.fromEntries(env),
       workingDir: c.workingDir || image?.workingDir || '/',
-      mounts: mounts.value,
+      mounts: [...imageFiles, ...mounts.value],
       identity: identity.value,
     });
   }

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { loadImageTables } from './images.ts';
+
+describe('image tables', () => {
+  it('reads bare entrypoints and full configs with image files, later files winning', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'images-'));
+    try {
+      const a = join(dir, 'a.json');
+      const b = join(dir, 'b.json');
+      writeFileSync(a, JSON.stringify({ 'x:1': ['/bin/x'], 'y:1': ['/bin/y'] }));
+      writeFileSync(
+        b,
+        JSON.stringify({
+          'y:1': { entrypoint: ['/opt/y/run'], files: { '/opt/y/run': '/home/me/private/y' }, user: 1000 },
+        }),
+      );
+      const table = loadImageTables([a, b]);
+      assert.deepEqual(table['x:1'], {
+        entrypoint: ['/bin/x'],
+        cmd: [],
+        env: {},
+        workingDir: undefined,
+        user: undefined,
+        files: {},
+      });
+      assert.deepEqual(table['y:1']?.files, { '/opt/y/run': '/home/me/private/y' });
+      assert.deepEqual(table['y:1']?.entrypoint, ['/opt/y/run']);
+      assert.equal(table['y:1']?.user, 1000);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('names the file of a malformed table', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'images-'));
+    try {
+      const bad = join(dir, 'bad.json');
+      writeFileSync(bad, JSON.stringify({ 'z:1': { entrypoint: 'not-a-list' } }));
+      assert.throws(() => loadImageTables([bad]), new RegExp(`image table ${bad}`));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
