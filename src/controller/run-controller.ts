@@ -114,9 +114,13 @@ export function startController(deps: ControllerDeps): RunningController {
     const key = objectKey(c.object);
     if (c.type !== 'deleted') enqueue(key);
     else tombstones.remove(c.object.metadata.uid ?? '');
+    // A slot frees when a run ends or vanishes: wake that Station's queue (only on the transition itself).
     const now = parseCachedAgent(c.object);
-    const freed = c.type === 'deleted' || (now.ok && isTerminal(now.value));
-    if (freed && now.ok) enqueueWaiting(now.value.metadata.namespace, now.value.spec.stationRef);
+    const was = c.type === 'modified' ? parseCachedAgent(c.old) : undefined;
+    const ended =
+      c.type === 'modified' && now.ok && isTerminal(now.value) && !(was?.ok && isTerminal(was.value));
+    if ((c.type === 'deleted' || ended) && now.ok)
+      enqueueWaiting(now.value.metadata.namespace, now.value.spec.stationRef);
   }
 
   /** Wakes the Pending Agents of a Station (or of a whole namespace when `station` is undefined). */
@@ -208,26 +212,40 @@ export function startController(deps: ControllerDeps): RunningController {
     }
   }
 
-  function schedulePoll(): void {
+  /** Runs one poll; never rejects (a failure counts as a failed poll). */
+  async function safePoll(): Promise<void> {
+    try {
+      await poll();
+    } catch (error) {
+      pollFailures++;
+      log.error('Poll crashed', { error: String(error) });
+    }
+  }
+
+  /** Arms the next poll of leadership term `q`; a term that ended (or was replaced) arms nothing. */
+  function schedulePoll(q: WorkQueue): void {
+    if (queue !== q) return;
     cancelPoll = clock.setTimer(config.pollIntervalMs, () => {
-      if (!queue) return;
-      void poll().then(() => {
-        if (queue) schedulePoll();
-      });
+      if (queue !== q) return;
+      void safePoll().then(() => schedulePoll(q));
     });
   }
+
+  /** The previous term's shutdown: a new term waits for it, so no Agent is ever reconciled by two terms at once. */
+  let stopping: Promise<void> = Promise.resolve();
 
   async function startLeading(): Promise<void> {
     if (queue) return;
     metrics.isLeader.set(1);
     const q = createWorkQueue({ clock, concurrency: config.workers, handler: handle, logger: log });
     queue = q;
+    await stopping;
     await Promise.all([agents.ready, stations.ready, definitions.ready, jobs.ready]);
     if (queue !== q) return;
     q.start();
     log.info('Started reconciling', { namespace: config.namespace });
-    await poll();
-    if (queue === q) schedulePoll();
+    await safePoll();
+    schedulePoll(q);
   }
 
   function stopLeading(): Promise<void> {
@@ -236,7 +254,16 @@ export function startController(deps: ControllerDeps): RunningController {
     queue = undefined;
     cancelPoll?.();
     cancelPoll = undefined;
-    return q ? q.shutdown({ drain: false }) : Promise.resolve();
+    if (q) {
+      const previous = stopping;
+      // Handlers already running finish (their writes carry resourceVersion preconditions); none start.
+      stopping = previous
+        .then(() => q.shutdown({ drain: false }))
+        .catch((error: unknown) => {
+          log.error('Stopping the work queue failed', { error: String(error) });
+        });
+    }
+    return stopping;
   }
 
   const elector: LeaderElector | undefined = config.leaderElection
@@ -247,7 +274,11 @@ export function startController(deps: ControllerDeps): RunningController {
         identity: config.identity,
         clock,
         logger: log,
-        onStartedLeading: () => void startLeading(),
+        onStartedLeading: () => {
+          startLeading().catch((error: unknown) =>
+            log.error('Starting to reconcile failed', { error: String(error) }),
+          );
+        },
         onStoppedLeading: () => void stopLeading(),
         onTick: ({ reachable, leading }) => {
           apiReachable = reachable;
@@ -257,7 +288,9 @@ export function startController(deps: ControllerDeps): RunningController {
     : undefined;
 
   const runs = [agents, stations, definitions, jobs].map((i) => i.run(abort.signal));
-  const electing = elector ? elector.run(abort.signal) : startLeading();
+  const electing = (elector ? elector.run(abort.signal) : startLeading()).catch((error: unknown) => {
+    log.error('Leader election crashed', { error: String(error) });
+  });
   void agents.ready.then(() => {
     apiReachable = true;
   });

@@ -49,6 +49,8 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
   }
   const agent = parsed.value;
   const log = deps.logger.with({ agent: key });
+  const finished = agent.status.phase === 'Succeeded' || agent.status.phase === 'Failed';
+  if (finished || agent.metadata.deletionTimestamp !== undefined) return { kind: 'done' };
   const siblings = deps.agents
     .list()
     .filter(
@@ -66,8 +68,6 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
     siblings,
     options: deps.options,
   };
-  const finished = agent.status.phase === 'Succeeded' || agent.status.phase === 'Failed';
-  if (finished || agent.metadata.deletionTimestamp !== undefined) return { kind: 'done' };
   const refs = await resolveRefs(agent, snapshot, deps);
   if (!refs.ok) {
     log.warn('Reading references failed, will retry', { error: refs.error });

@@ -51,6 +51,17 @@ describe('Store', () => {
     assert.deepEqual(s.keys().sort(), ['n/change', 'n/keep', 'n/new']);
   });
 
+  it('keeps the cached object of an unchanged resourceVersion across a relist (same identity)', () => {
+    const s = new Store<KubeObject>();
+    const first = obj('keep', '1');
+    s.replace([first]);
+    s.replace([obj('keep', '1')]);
+    assert.equal(s.get('n/keep'), first);
+    const changed = obj('keep', '2');
+    s.replace([changed]);
+    assert.equal(s.get('n/keep'), changed);
+  });
+
   it('keys cluster-scoped objects by name', () => {
     const s = new Store<KubeObject>();
     s.upsert({ metadata: { name: 'node-1' } });

@@ -75,7 +75,7 @@ export class Store<T extends KubeObject> implements StoreReader<T> {
       if (old === undefined) changes.push({ type: 'added', object: obj });
       else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) {
         changes.push({ type: 'modified', old, object: obj });
-      }
+      } else next.set(key, old); // unchanged: keep the same object, so identity-keyed memos (parses) survive
     }
     for (const [key, old] of this.#items) if (!next.has(key)) changes.push({ type: 'deleted', object: old });
     this.#items = next;
