@@ -355,6 +355,21 @@ describe('buildJob template validation', () => {
       'Station template must not mount a hostPath volume into an agent run pod',
     ],
     [
+      'projected service-account token',
+      {
+        spec: {
+          containers: [agentC],
+          volumes: [
+            {
+              name: 't',
+              projected: { sources: [{ configMap: { name: 'c' } }, { serviceAccountToken: { path: 't' } }] },
+            },
+          ],
+        },
+      },
+      'Station template must not mount a service-account token into an agent run pod',
+    ],
+    [
       'privileged sidecar',
       { spec: { containers: [agentC, { name: 's', securityContext: { privileged: true } }] } },
       'Station template container must not be privileged',

@@ -17,6 +17,13 @@ import { ANNOTATION_SAFE_TO_EVICT } from './names.ts';
 export type JsonObject = Record<string, unknown>;
 
 /** Validation errors of a Station template, exactly as `status.failureReason` shows them (after its prefix). */
+/** A `projected` volume with a `serviceAccountToken` source would put an API token in the run pod. */
+function projectsServiceAccountToken(volume: Record<string, unknown>): boolean {
+  const projected = volume.projected;
+  if (!isObject(projected) || !Array.isArray(projected.sources)) return false;
+  return projected.sources.some((source: unknown) => isObject(source) && 'serviceAccountToken' in source);
+}
+
 export const TEMPLATE_ERRORS = {
   notObject: 'Station template must be an object',
   noSpec: 'Station template needs a spec',
@@ -32,6 +39,7 @@ export const TEMPLATE_ERRORS = {
     `Station template container must not add capability ${cap} on an agent run pod`,
   hostProcess: 'Station template container must not run as a Windows host process on an agent run pod',
   procMount: 'Station template container must not unmask /proc on an agent run pod',
+  serviceAccountToken: 'Station template must not mount a service-account token into an agent run pod',
   agentArgs:
     "Station template container 'agent' must not set args: the run command is built from the recipe and args would follow the prompt",
   containersNotList: 'Station template.spec.containers must be a list of containers',
@@ -158,6 +166,7 @@ export function templateProblem(template: unknown): string | undefined {
     for (const volume of spec.volumes) {
       if (!isObject(volume)) return TEMPLATE_ERRORS.volumeNotObject;
       if ('hostPath' in volume) return TEMPLATE_ERRORS.hostPath;
+      if (projectsServiceAccountToken(volume)) return TEMPLATE_ERRORS.serviceAccountToken;
     }
   }
   const containers: unknown[] = spec.containers;
