@@ -71,6 +71,12 @@ describe('redactUrlCredentials', () => {
   it('leaves URLs without userinfo alone', () => {
     assert.equal(redactUrlCredentials('https://h/a@b'), 'https://h/a@b');
   });
+  it('hides query strings, which may carry tokens', () => {
+    assert.equal(
+      redactUrlCredentials('curl failed: https://skills.example/pack.tgz?token=s3cr3t&x=1 (22)'),
+      'curl failed: https://skills.example/pack.tgz?… (22)',
+    );
+  });
 });
 
 describe('credentialHelper', () => {

@@ -69,9 +69,14 @@ export function normalizeRepoUrl(raw: string): Result<string, string> {
   return ok(url.href);
 }
 
-/** Replaces any `user:password@` in URLs inside `text` with `<redacted>@`, for logs and error messages. */
+/**
+ * Replaces any `user:password@` in URLs inside `text` with `<redacted>@` and any query string with `?…` (tokens
+ * travel there too), for logs and error messages.
+ */
 export function redactUrlCredentials(text: string): string {
-  return text.replace(/([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/@\s]*@/g, '$1<redacted>@');
+  return text
+    .replace(/([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/@\s]*@/g, '$1<redacted>@')
+    .replace(/([A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s"'?]*)\?[^\s"']*/g, '$1?…');
 }
 
 /** The shell-safe name under which a token from a non-shell env name (e.g. `gh-token`) reaches the clone. */
