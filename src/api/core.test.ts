@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseJob, parseLease, parsePod } from './core.ts';
+import { parseJob, parsePod } from './core.ts';
 import { storedMeta } from './test-fixtures.ts';
 
 describe('parseJob', () => {
@@ -109,37 +109,5 @@ describe('parsePod', () => {
     });
     assert.equal(r.ok, false);
     if (!r.ok) assert.match(r.error, /status\.containerStatuses\.0\.state\.terminated\.exitCode/);
-  });
-});
-
-describe('parseLease', () => {
-  it('reads every spec field', () => {
-    const spec = {
-      holderIdentity: 'pod-a_1',
-      leaseDurationSeconds: 15,
-      acquireTime: '2026-01-01T00:00:00.000000Z',
-      renewTime: '2026-01-01T00:00:05.000000Z',
-      leaseTransitions: 2,
-    };
-    const r = parseLease({ metadata: storedMeta('agent-controller'), spec });
-    assert.ok(r.ok);
-    assert.equal(r.value.spec.holderIdentity, 'pod-a_1');
-    assert.equal(r.value.spec.leaseDurationSeconds, 15);
-    assert.equal(r.value.spec.renewTime, '2026-01-01T00:00:05.000000Z');
-    assert.equal(r.value.spec.leaseTransitions, 2);
-  });
-
-  it('reads an empty or null-holder lease', () => {
-    const a = parseLease({ metadata: storedMeta('l') });
-    assert.ok(a.ok);
-    assert.equal(a.value.spec.holderIdentity, undefined);
-    const b = parseLease({ metadata: storedMeta('l'), spec: { holderIdentity: null } });
-    assert.ok(b.ok);
-    assert.equal(b.value.spec.holderIdentity, undefined);
-  });
-
-  it('rejects a non-numeric duration', () => {
-    const r = parseLease({ metadata: storedMeta('l'), spec: { leaseDurationSeconds: '15' } });
-    assert.equal(r.ok, false);
   });
 });

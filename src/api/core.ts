@@ -132,32 +132,3 @@ export type PodStatus = Pod['status'];
 export function parsePod(u: unknown): Result<Pod, string> {
   return parseWith(PodSchema, u, 'Pod');
 }
-
-/**
- * coordination.k8s.io/v1 LeaseSpec. `acquireTime`/`renewTime` are MicroTime strings (exactly 6 fractional
- * digits on the wire); `null` reads as absent.
- */
-export const LeaseSpecSchema = v.object({
-  holderIdentity: optString,
-  leaseDurationSeconds: optInt,
-  acquireTime: optString,
-  renewTime: optString,
-  leaseTransitions: optInt,
-  strategy: optString,
-  preferredHolder: optString,
-});
-export type LeaseSpec = v.InferOutput<typeof LeaseSpecSchema>;
-
-/** A coordination.k8s.io/v1 Lease as read from the API server. */
-export const LeaseSchema = v.object({
-  apiVersion: v.optional(v.string()),
-  kind: v.optional(v.string()),
-  metadata: ObjectMetaSchema,
-  spec: parseDefault(LeaseSpecSchema, {}),
-});
-export type Lease = v.InferOutput<typeof LeaseSchema>;
-
-/** Parses a Lease read from the API server. */
-export function parseLease(u: unknown): Result<Lease, string> {
-  return parseWith(LeaseSchema, u, 'Lease');
-}

@@ -49,4 +49,3 @@ export const RESOURCE_NAMES: Readonly<Record<CustomKind, ResourceNames>> = {
 /** Built-in API versions of the core objects the controller reads and writes. */
 export const JOB_API_VERSION = 'batch/v1';
 export const POD_API_VERSION = 'v1';
-export const LEASE_API_VERSION = 'coordination.k8s.io/v1';

@@ -1,4 +1,4 @@
-import { type Agent, parseAgent } from '../api/index.ts';
+import { type Agent, isTerminalPhase, parseAgent } from '../api/index.ts';
 import { describeKubeError, type KubeObject } from '../kube/index.ts';
 import { type Decision, decide, type ReconcileOptions, type Snapshot } from '../reconcile/index.ts';
 import type { StoreReader, WorkResult } from '../runtime/index.ts';
@@ -49,8 +49,8 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
   }
   const agent = parsed.value;
   const log = deps.logger.with({ agent: key });
-  const finished = agent.status.phase === 'Succeeded' || agent.status.phase === 'Failed';
-  if (finished || agent.metadata.deletionTimestamp !== undefined) return { kind: 'done' };
+  if (isTerminalPhase(agent.status.phase) || agent.metadata.deletionTimestamp !== undefined)
+    return { kind: 'done' };
   const siblings = deps.agents
     .list()
     .filter(
