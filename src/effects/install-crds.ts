@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { buildCrd, CRD_KINDS } from '../api/crd/index.ts';
-import { describeKubeError, type KubeError, type Transport } from '../kube/index.ts';
+import { decodeJson, describeKubeError, type KubeError, type Transport } from '../kube/index.ts';
 import type { Clock } from '../runtime/index.ts';
 import type { Logger } from '../shared/log.ts';
 import { err, ok, type Result } from '../shared/result.ts';
@@ -55,8 +55,8 @@ async function waitEstablished(
   for (;;) {
     const r = await transport.request('GET', `${CRD_PATH}/${name}`);
     if (!r.ok) return r;
-    const parsed = v.safeParse(EstablishedSchema, JSON.parse(r.value.text));
-    const conditions = parsed.success ? (parsed.output.status.conditions ?? []) : [];
+    const parsed = decodeJson(r.value.text, EstablishedSchema, `CRD ${name}`);
+    const conditions = parsed.ok ? (parsed.value.status.conditions ?? []) : [];
     if (conditions.some((c) => c.type === 'Established' && c.status === 'True')) return ok(undefined);
     if (clock.now() > deadline)
       return err({ kind: 'timeout', message: `waited ${timeoutMs} ms`, idle: false });
