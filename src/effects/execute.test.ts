@@ -6,28 +6,20 @@ import {
   type JobManifest,
   type NetworkPolicyManifest,
 } from '../jobs/index.ts';
+import { createFakeTransport, type FakeReply, type FakeRequest } from '../kube/fake-transport.ts';
 import {
   createEventRecorder,
-  createFakeTransport,
   type EventNote,
   type EventRecorder,
-  type FakeReply,
-  type FakeRequest,
   type InvolvedObject,
   MERGE_PATCH,
+  NETWORK_POLICIES,
 } from '../kube/index.ts';
 import { type ControllerMetrics, createControllerMetrics } from '../metrics/index.ts';
 import type { Action, AgentRef, MetricObservation } from '../reconcile/index.ts';
 import { agent, at, definition, NS, station } from '../reconcile/test-fixtures.ts';
 import { createLogger } from '../shared/log.ts';
-import {
-  createTombstones,
-  type ExecuteOutcome,
-  executeActions,
-  FIELD_MANAGER,
-  NETWORK_POLICIES,
-  observe,
-} from './execute.ts';
+import { createTombstones, type ExecuteOutcome, executeActions, FIELD_MANAGER, observe } from './execute.ts';
 
 const GROUP_PATH = '/apis/agents.re-cinq.com/v1alpha1';
 const JOBS_PATH = `/apis/batch/v1/namespaces/${NS}/jobs`;

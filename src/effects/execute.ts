@@ -12,8 +12,8 @@ import {
   JOBS,
   type KubeError,
   KubeObjectSchema,
+  NETWORK_POLICIES,
   patchStatus,
-  type ResourceType,
   type Transport,
 } from '../kube/index.ts';
 import type { ControllerMetrics } from '../metrics/index.ts';
@@ -24,15 +24,6 @@ import { AGENTS } from './resources.ts';
 
 /** Field manager of every write the controller makes. */
 export const FIELD_MANAGER = 'agent-controller';
-
-/** networking.k8s.io/v1 NetworkPolicies, as the generic client addresses them (decision i). */
-export const NETWORK_POLICIES: ResourceType = {
-  group: 'networking.k8s.io',
-  version: 'v1',
-  plural: 'networkpolicies',
-  kind: 'NetworkPolicy',
-  namespaced: true,
-};
 
 /**
  * API connections on which a NetworkPolicy create was already refused with 403: the warning is logged once per

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type Agent, type Job, parseAgent, parseJob } from '../api/index.ts';
-import { createFakeTransport, type FakeReply, type FakeRequest, type KubeObject } from '../kube/index.ts';
+import { createFakeTransport, type FakeReply, type FakeRequest } from '../kube/fake-transport.ts';
+import type { KubeObject } from '../kube/index.ts';
 import { Store } from '../runtime/index.ts';
 import { ok, type Result } from '../shared/result.ts';
 import {

@@ -1,14 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  createFakeTransport,
-  type EventNote,
-  type EventRecorder,
-  type FakeReply,
-  type FakeRequest,
-  type InvolvedObject,
-  type KubeObject,
-} from '../kube/index.ts';
+import { createFakeTransport, type FakeReply, type FakeRequest } from '../kube/fake-transport.ts';
+import type { EventNote, EventRecorder, InvolvedObject, KubeObject } from '../kube/index.ts';
 import { type ControllerMetrics, createControllerMetrics } from '../metrics/index.ts';
 import {
   FAILURE_JOB_GONE,

@@ -19,14 +19,6 @@ export {
 } from './errors.ts';
 export type { EventNote, EventRecorder, EventRecorderOptions, InvolvedObject } from './events.ts';
 export { buildEvent, createEventRecorder, eventName, formatTime, truncateUtf8 } from './events.ts';
-export type {
-  FakeReply,
-  FakeRequest,
-  FakeStreamControl,
-  FakeTransport,
-  FakeTransportOptions,
-} from './fake-transport.ts';
-export { createFakeTransport } from './fake-transport.ts';
 export type { InvalidItem, ListOptions, ListResult } from './list.ts';
 export { DEFAULT_PAGE_SIZE, listAll } from './list.ts';
 export type { KubeObject, ObjectMeta, Status } from './meta.ts';
@@ -58,6 +50,7 @@ export {
   JOBS,
   LEASES,
   NAMESPACES,
+  NETWORK_POLICIES,
   PODS,
   SECRETS,
   SERVICE_ACCOUNTS,

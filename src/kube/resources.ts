@@ -51,3 +51,11 @@ export const LEASES: ResourceType = {
   kind: 'Lease',
   namespaced: true,
 };
+/** networking.k8s.io/v1 NetworkPolicies, as the generic client addresses them (the per-run sink policy, decision i). */
+export const NETWORK_POLICIES: ResourceType = {
+  group: 'networking.k8s.io',
+  version: 'v1',
+  plural: 'networkpolicies',
+  kind: 'NetworkPolicy',
+  namespaced: true,
+};
