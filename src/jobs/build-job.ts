@@ -36,26 +36,52 @@ export const JOB_TTL_SECONDS_AFTER_FINISHED = 3600;
 /** Retries of a run pod: none, a failed run is final. */
 export const JOB_BACKOFF_LIMIT = 0;
 
+/**
+ * Metadata of every object that belongs to one run (the Job and its sink NetworkPolicy): the run's name, labels and
+ * Agent-uid annotation, owned by the Agent (controller, blockOwnerDeletion) so it is garbage-collected with it.
+ */
+export interface RunObjectMetadata {
+  readonly name: string;
+  readonly namespace: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
+  readonly ownerReferences: readonly [
+    {
+      readonly apiVersion: string;
+      readonly kind: string;
+      readonly name: string;
+      readonly uid: string;
+      readonly controller: true;
+      readonly blockOwnerDeletion: true;
+    },
+  ];
+}
+
+/** The metadata of a run object of `agent` in `station` (pure). */
+export function runObjectMetadata(agent: Agent, stationName: string): RunObjectMetadata {
+  return {
+    name: jobNameFor(agent.metadata.name),
+    namespace: agent.metadata.namespace,
+    labels: runLabels(agent.metadata.name, stationName),
+    annotations: { [ANNOTATION_AGENT_UID]: agent.metadata.uid },
+    ownerReferences: [
+      {
+        apiVersion: API_VERSION,
+        kind: KIND_AGENT,
+        name: agent.metadata.name,
+        uid: agent.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ],
+  };
+}
+
 /** A batch/v1 Job manifest ready to POST. */
 export interface JobManifest {
   readonly apiVersion: typeof JOB_API_VERSION;
   readonly kind: 'Job';
-  readonly metadata: {
-    readonly name: string;
-    readonly namespace: string;
-    readonly labels: Readonly<Record<string, string>>;
-    readonly annotations: Readonly<Record<string, string>>;
-    readonly ownerReferences: readonly [
-      {
-        readonly apiVersion: string;
-        readonly kind: string;
-        readonly name: string;
-        readonly uid: string;
-        readonly controller: true;
-        readonly blockOwnerDeletion: true;
-      },
-    ];
-  };
+  readonly metadata: RunObjectMetadata;
   readonly spec: {
     readonly ttlSecondsAfterFinished: number;
     readonly activeDeadlineSeconds: number;
@@ -158,22 +184,7 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
   return ok({
     apiVersion: JOB_API_VERSION,
     kind: 'Job',
-    metadata: {
-      name: jobNameFor(agent.metadata.name),
-      namespace: agent.metadata.namespace,
-      labels,
-      annotations: { [ANNOTATION_AGENT_UID]: agent.metadata.uid },
-      ownerReferences: [
-        {
-          apiVersion: API_VERSION,
-          kind: KIND_AGENT,
-          name: agent.metadata.name,
-          uid: agent.metadata.uid,
-          controller: true,
-          blockOwnerDeletion: true,
-        },
-      ],
-    },
+    metadata: runObjectMetadata(agent, station.metadata.name),
     spec: {
       ttlSecondsAfterFinished: JOB_TTL_SECONDS_AFTER_FINISHED,
       activeDeadlineSeconds: clampDeadlineMinutes(station.spec.deadlineMinutes) * 60,

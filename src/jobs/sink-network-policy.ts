@@ -10,16 +10,9 @@
 // (0.0.0.0/0 and ::/0), because the name may resolve anywhere, including to private or in-cluster addresses that
 // the static policy excludes. Whether an ipBlock also matches in-cluster pod IPs is up to the CNI.
 
-import { type Agent, type AgentDefinition, API_VERSION, KIND_AGENT, type Station } from '../api/index.ts';
-import { runLabels } from './build-job.ts';
-import {
-  ANNOTATION_AGENT_UID,
-  COMPONENT_JOB,
-  jobNameFor,
-  LABEL_AGENT,
-  LABEL_COMPONENT,
-  safeName,
-} from './names.ts';
+import type { Agent, AgentDefinition, Station } from '../api/index.ts';
+import { type RunObjectMetadata, runObjectMetadata } from './build-job.ts';
+import { COMPONENT_JOB, LABEL_AGENT, LABEL_COMPONENT, safeName } from './names.ts';
 
 /** apiVersion of the NetworkPolicy the controller creates. */
 export const NETWORK_POLICY_API_VERSION = 'networking.k8s.io/v1';
@@ -49,22 +42,7 @@ export interface NetworkPolicyEgressRule {
 export interface NetworkPolicyManifest {
   readonly apiVersion: typeof NETWORK_POLICY_API_VERSION;
   readonly kind: 'NetworkPolicy';
-  readonly metadata: {
-    readonly name: string;
-    readonly namespace: string;
-    readonly labels: Readonly<Record<string, string>>;
-    readonly annotations: Readonly<Record<string, string>>;
-    readonly ownerReferences: readonly [
-      {
-        readonly apiVersion: string;
-        readonly kind: string;
-        readonly name: string;
-        readonly uid: string;
-        readonly controller: true;
-        readonly blockOwnerDeletion: true;
-      },
-    ];
-  };
+  readonly metadata: RunObjectMetadata;
   readonly spec: {
     readonly podSelector: { readonly matchLabels: Readonly<Record<string, string>> };
     readonly policyTypes: readonly ['Egress'];
@@ -171,22 +149,7 @@ export function buildSinkNetworkPolicy(input: SinkNetworkPolicyInput): NetworkPo
   return {
     apiVersion: NETWORK_POLICY_API_VERSION,
     kind: 'NetworkPolicy',
-    metadata: {
-      name: jobNameFor(agent.metadata.name),
-      namespace: agent.metadata.namespace,
-      labels: runLabels(agent.metadata.name, station.metadata.name),
-      annotations: { [ANNOTATION_AGENT_UID]: agent.metadata.uid },
-      ownerReferences: [
-        {
-          apiVersion: API_VERSION,
-          kind: KIND_AGENT,
-          name: agent.metadata.name,
-          uid: agent.metadata.uid,
-          controller: true,
-          blockOwnerDeletion: true,
-        },
-      ],
-    },
+    metadata: runObjectMetadata(agent, station.metadata.name),
     spec: {
       podSelector: {
         matchLabels: { [LABEL_COMPONENT]: COMPONENT_JOB, [LABEL_AGENT]: safeName(agent.metadata.name) },
