@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import * as net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -39,6 +38,7 @@ import {
 } from '../../src/runtime/index.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { e2eKubeconfigPath, pollUntil, readTestbedInfo } from '../support/index.ts';
+import { startApiRelay } from '../support/relay.ts';
 
 const kubeconfig = e2eKubeconfigPath();
 const skip =
@@ -72,80 +72,6 @@ const ROLES: ResourceType = {
 };
 const ROLE_BINDINGS: ResourceType = { ...ROLES, plural: 'rolebindings', kind: 'RoleBinding' };
 const TokenRequestSchema = v.looseObject({ status: v.looseObject({ token: v.string() }) });
-
-/** A TCP relay in front of the API server whose connections can be cut, refused or silently stalled. */
-interface Relay {
-  readonly url: string;
-  /** Destroys every open connection (new ones are accepted). */
-  cut(): void;
-  /** Destroys every open connection and refuses new ones until `open`. */
-  block(): void;
-  open(): void;
-  /** Keeps every open connection up but stops forwarding bytes on it (a half-open connection). */
-  stall(): void;
-  /** How many connections were accepted so far. */
-  accepted(): number;
-  close(): Promise<void>;
-}
-
-async function startRelay(target: URL): Promise<Relay> {
-  const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
-  let blocked = false;
-  let accepted = 0;
-  const server = net.createServer((client) => {
-    accepted++;
-    if (blocked) {
-      client.destroy();
-      return;
-    }
-    const upstream = net.connect(Number(target.port), target.hostname);
-    const pair = { client, upstream };
-    pairs.add(pair);
-    const drop = (): void => {
-      client.destroy();
-      upstream.destroy();
-      pairs.delete(pair);
-    };
-    client.on('error', drop).on('close', drop);
-    upstream.on('error', drop).on('close', drop);
-    client.pipe(upstream);
-    upstream.pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  const destroyAll = (): void => {
-    for (const p of [...pairs]) {
-      p.client.destroy();
-      p.upstream.destroy();
-    }
-    pairs.clear();
-  };
-  return {
-    url: `https://127.0.0.1:${port}`,
-    cut: destroyAll,
-    block() {
-      blocked = true;
-      destroyAll();
-    },
-    open() {
-      blocked = false;
-    },
-    stall() {
-      for (const p of pairs) {
-        p.client.unpipe(p.upstream);
-        p.upstream.unpipe(p.client);
-        p.client.pause();
-        p.upstream.pause();
-      }
-    },
-    accepted: () => accepted,
-    close: () =>
-      new Promise<void>((resolve) => {
-        destroyAll();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 describe('kube client on the control plane', { skip }, () => {
   let direct: Transport;
@@ -349,7 +275,7 @@ describe('kube client on the control plane', { skip }, () => {
       return r.value;
     };
     for (const n of ['pt-1', 'pt-2', 'pt-3']) await create(n);
-    const relay = await startRelay(new URL(server));
+    const relay = await startApiRelay(new URL(server));
     cleanups.push(() => relay.close());
     const viaRelay = createTransport({ server: relay.url, credentials });
     cleanups.push(async () => viaRelay.close());
@@ -426,7 +352,7 @@ describe('kube client on the control plane', { skip }, () => {
   it('the informer resumes after its connection is cut, without re-listing', async () => {
     const ns = await namespace('kube-cut');
     await createConfigMap(direct, ns, 'first');
-    const relay = await startRelay(new URL(server));
+    const relay = await startApiRelay(new URL(server));
     cleanups.push(() => relay.close());
     const viaRelay = createTransport({ server: relay.url, credentials });
     cleanups.push(async () => viaRelay.close());
@@ -454,7 +380,7 @@ describe('kube client on the control plane', { skip }, () => {
 
   it('the idle timer tears down a silent connection and the informer resumes without re-listing', async () => {
     const ns = await namespace('kube-idle');
-    const relay = await startRelay(new URL(server));
+    const relay = await startApiRelay(new URL(server));
     cleanups.push(() => relay.close());
     const viaRelay = createTransport({ server: relay.url, credentials });
     cleanups.push(async () => viaRelay.close());
