@@ -3,12 +3,11 @@
 // Replace (the newcomer deletes the running Agent and runs), and history pruning to the Station's limits.
 // A watch on the Agents records every phase change, so "never more than N Running" is observed, not sampled.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import {
   agentManifest,
   applyCrds,
-  BUNDLE_PATH,
+  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   execDefinition,
@@ -19,12 +18,7 @@ import {
 } from '../support/index.ts';
 
 const cluster = e2eCluster();
-const skip =
-  typeof cluster === 'string'
-    ? cluster
-    : existsSync(BUNDLE_PATH)
-      ? false
-      : `${BUNDLE_PATH} is missing: run \`npm run build\``;
+const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 
 /**

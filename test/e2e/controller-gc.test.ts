@@ -3,14 +3,13 @@
 // the Job garbage-collected while Running (decision a: Failed, exitCode 1, never 0). The controller is stopped
 // after the Job was created and restarted once the evidence is gone.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import {
-  type AgentObject,
+  agentCondition,
   agentManifest,
   apiPath,
   applyCrds,
-  BUNDLE_PATH,
+  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   execDefinition,
@@ -22,17 +21,8 @@ import {
 } from '../support/index.ts';
 
 const cluster = e2eCluster();
-const skip =
-  typeof cluster === 'string'
-    ? cluster
-    : existsSync(BUNDLE_PATH)
-      ? false
-      : `${BUNDLE_PATH} is missing: run \`npm run build\``;
+const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
-
-function condition(a: AgentObject, type: string) {
-  return a.status.conditions?.find((c) => c.type === type);
-}
 
 function finished(job: Job) {
   return job.status.conditions?.find(
@@ -120,7 +110,7 @@ describe(`controller: evidence garbage-collected (${runtime})`, { skip }, () => 
         assert.equal(good.status.exitCode, 0);
         assert.equal(good.status.output, '');
         assert.equal(good.status.failureReason, 'run output unavailable: pod garbage-collected');
-        assert.equal(condition(good, 'Complete')?.status, 'True');
+        assert.equal(agentCondition(good, 'Complete')?.status, 'True');
         await s.waitForEvents('good-run', good.metadata.uid, [
           'Normal/Started',
           'Normal/Succeeded',
@@ -137,7 +127,7 @@ describe(`controller: evidence garbage-collected (${runtime})`, { skip }, () => 
           `${jobVerdict?.reason}: ${jobVerdict?.message}`,
           "the Job's own reason is kept",
         );
-        assert.equal(condition(bad, 'Failed')?.reason, 'JobFailed');
+        assert.equal(agentCondition(bad, 'Failed')?.reason, 'JobFailed');
         await s.waitForEvents('bad-run', bad.metadata.uid, [
           'Warning/JobFailed',
           'Warning/OutputUnavailable',
@@ -183,7 +173,7 @@ describe(`controller: evidence garbage-collected (${runtime})`, { skip }, () => 
           'run record unavailable: Job garbage-collected before its result was observed',
         );
         assert.deepEqual(
-          [condition(done, 'Failed')?.status, condition(done, 'Failed')?.reason],
+          [agentCondition(done, 'Failed')?.status, agentCondition(done, 'Failed')?.reason],
           ['True', 'JobGarbageCollected'],
         );
         await s.waitForEvents('long-run', done.metadata.uid, ['Warning/JobGarbageCollected']);

@@ -3,14 +3,13 @@
 // a leader stopped with SIGTERM releases the Lease so the standby takes over within one election tick
 // (decision g). Times are measured and printed as diagnostics; the bounds are generous behaviour checks.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import {
   agentManifest,
   apiPath,
   applyCrds,
-  BUNDLE_PATH,
   type ControllerProcess,
+  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   execDefinition,
@@ -22,12 +21,7 @@ import {
 } from '../support/index.ts';
 
 const cluster = e2eCluster();
-const skip =
-  typeof cluster === 'string'
-    ? cluster
-    : existsSync(BUNDLE_PATH)
-      ? false
-      : `${BUNDLE_PATH} is missing: run \`npm run build\``;
+const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 
 /** Waits until exactly one of the replicas reports controller_is_leader 1; returns [leader, standby]. */

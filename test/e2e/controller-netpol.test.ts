@@ -9,7 +9,7 @@
 // 127.0.0.1, the one named by a hostname is `https://localhost/y` (nothing listens on 443, so it is unreachable
 // and the run must succeed regardless).
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -19,8 +19,8 @@ import {
   agentManifest,
   apiPath,
   applyCrds,
-  BUNDLE_PATH,
   collectionPath,
+  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   execDefinition,
@@ -38,12 +38,7 @@ import {
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cluster = e2eCluster();
-const skip =
-  typeof cluster === 'string'
-    ? cluster
-    : existsSync(BUNDLE_PATH)
-      ? false
-      : `${BUNDLE_PATH} is missing: run \`npm run build\``;
+const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 
 const LABEL_COMPONENT = 'agents.re-cinq.com/component';

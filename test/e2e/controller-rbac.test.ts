@@ -3,7 +3,7 @@
 // created by the caller ServiceAccount of deploy/rbac/caller-rbac.yaml. Both tokens are held to least privilege:
 // the controller cannot read Secrets or create Pods, the caller can only create and read Agents.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -13,8 +13,8 @@ import {
   agentManifest,
   apiPath,
   applyCrds,
-  BUNDLE_PATH,
   collectionPath,
+  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   execDefinition,
@@ -30,12 +30,7 @@ import {
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cluster = e2eCluster();
-const skip =
-  typeof cluster === 'string'
-    ? cluster
-    : existsSync(BUNDLE_PATH)
-      ? false
-      : `${BUNDLE_PATH} is missing: run \`npm run build\``;
+const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 
 const RbacDocSchema = v.looseObject({

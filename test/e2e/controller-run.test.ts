@@ -4,13 +4,12 @@
 // environment and nowhere else), a run that exits 7, missing references and Jobs that cannot be built.
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import {
-  type AgentObject,
+  agentCondition,
   agentManifest,
   applyCrds,
-  BUNDLE_PATH,
+  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   execDefinition,
@@ -23,18 +22,8 @@ import {
 } from '../support/index.ts';
 
 const cluster = e2eCluster();
-const skip =
-  typeof cluster === 'string'
-    ? cluster
-    : existsSync(BUNDLE_PATH)
-      ? false
-      : `${BUNDLE_PATH} is missing: run \`npm run build\``;
+const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
-
-/** The condition of `type` on an Agent, if any. */
-function condition(a: AgentObject, type: string) {
-  return a.status.conditions?.find((c) => c.type === type);
-}
 
 /** The Job's condition of `type` with status True, if any. */
 function jobCondition(job: Job, type: string) {
@@ -99,11 +88,11 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
         assert.ok(Date.parse(st.startedAt) <= Date.parse(st.completedAt), 'started before completed');
         assert.equal(st.observedGeneration, done.metadata.generation);
         assert.deepEqual(
-          [condition(done, 'Complete')?.status, condition(done, 'Complete')?.reason],
+          [agentCondition(done, 'Complete')?.status, agentCondition(done, 'Complete')?.reason],
           ['True', 'Succeeded'],
         );
-        assert.equal(condition(done, 'Ready')?.status, 'True');
-        assert.equal(condition(done, 'Failed'), undefined, 'no Failed condition on a success');
+        assert.equal(agentCondition(done, 'Ready')?.status, 'True');
+        assert.equal(agentCondition(done, 'Failed'), undefined, 'no Failed condition on a success');
 
         // The run may end on the Job's early SuccessCriteriaMet; Complete follows once the pod is done.
         const job = await pollUntil(
@@ -254,11 +243,11 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
         );
         assert.equal(st.failureReason, `${failed.reason}: ${failed.message}`);
         assert.deepEqual(
-          [condition(done, 'Failed')?.status, condition(done, 'Failed')?.reason],
+          [agentCondition(done, 'Failed')?.status, agentCondition(done, 'Failed')?.reason],
           ['True', 'JobFailed'],
         );
-        assert.equal(condition(done, 'Ready')?.status, 'False');
-        assert.equal(condition(done, 'Complete'), undefined);
+        assert.equal(agentCondition(done, 'Ready')?.status, 'False');
+        assert.equal(agentCondition(done, 'Complete'), undefined);
         await s.waitForEvents('exits-7', done.metadata.uid, ['Normal/Started', 'Warning/JobFailed']);
         await ctl.waitForMetric('controller_run_failures_total', { kind: 'job_failed' }, 1);
         await ctl.waitForMetric('controller_runs_completed_total', { phase: 'Failed', exit_code: '7' }, 1);
@@ -288,7 +277,7 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
           assert.ok(st.completedAt, 'completedAt is set');
           assert.equal(st.startedAt, undefined, 'never started');
           assert.deepEqual(
-            [condition(done, 'Failed')?.status, condition(done, 'Failed')?.reason],
+            [agentCondition(done, 'Failed')?.status, agentCondition(done, 'Failed')?.reason],
             ['True', 'MissingReference'],
           );
           const events = await s.waitForEvents(name, done.metadata.uid, ['Warning/MissingReference']);
@@ -355,7 +344,7 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
           assert.equal(done.status.jobName, undefined);
           assert.ok(done.status.completedAt);
           assert.deepEqual(
-            [condition(done, 'Failed')?.status, condition(done, 'Failed')?.reason],
+            [agentCondition(done, 'Failed')?.status, agentCondition(done, 'Failed')?.reason],
             ['True', 'BuildFailed'],
           );
           await s.waitForEvents(name, done.metadata.uid, ['Warning/BuildFailed']);

@@ -4,7 +4,7 @@
 // API server, the testbed CLI (`restart kube-apiserver`), kubeconfig writers and a per-test scenario (fresh
 // namespace, tracked replicas, logs on failure).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -47,6 +47,20 @@ export function runPodImage(runtime: E2eRuntime): string {
 
 /** The host-run image of the Station `agent` container (not in the image table: runs `command` from the host). */
 export const AGENT_CONTAINER_IMAGE = 'debian:bookworm-slim';
+
+/** The condition of `type` on an Agent, if any. */
+export function agentCondition(a: AgentObject, type: string) {
+  return a.status.conditions?.find((c) => c.type === type);
+}
+
+/**
+ * Why the controller e2e tests of a file must be skipped, or false: no cluster (the reason `e2eCluster` gave) or no
+ * built bundle.
+ */
+export function controllerSkipReason(cluster: unknown): string | false {
+  if (typeof cluster === 'string') return cluster;
+  return existsSync(BUNDLE_PATH) ? false : `${BUNDLE_PATH} is missing: run \`npm run build\``;
+}
 
 /** The argv that runs the bundle on `runtime`. */
 export function bundleArgv(runtime: E2eRuntime): string[] {
