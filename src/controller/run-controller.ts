@@ -1,7 +1,7 @@
 import { type Agent, parseStation } from '../api/index.ts';
 import type { ControllerConfig } from '../config/index.ts';
 import { ALL_NAMESPACES } from '../config/index.ts';
-import { createTombstones, executeActions } from '../effects/execute.ts';
+import { createTombstones, executeActions, type Tombstones } from '../effects/execute.ts';
 import { parseCachedAgent, type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { AGENT_DEFINITIONS, AGENTS, STATIONS } from '../effects/resources.ts';
 import { JOB_LABEL_SELECTOR } from '../jobs/index.ts';
@@ -15,7 +15,15 @@ import {
 } from '../kube/index.ts';
 import type { ControllerMetrics } from '../metrics/index.ts';
 import { PHASES } from '../metrics/index.ts';
-import { isTerminal, pruneActions, runPhase } from '../reconcile/index.ts';
+import {
+  CONDITION_READY,
+  concurrencyPolicyOf,
+  effectiveMaxRuns,
+  laneKey,
+  pruneActions,
+  REASON,
+  StationBook,
+} from '../reconcile/index.ts';
 import {
   type Change,
   type Clock,
@@ -99,45 +107,104 @@ export function startController(deps: ControllerDeps): RunningController {
     resource: JOBS,
     labelSelector: JOB_LABEL_SELECTOR,
     hooks: reconnectHook('jobs'),
-    onChange: (c) => {
-      const owner = (c.object.metadata.ownerReferences ?? []).find(
-        (o) => o.controller === true && o.kind === 'Agent',
-      );
-      if (owner) enqueue(`${c.object.metadata.namespace}/${owner.name}`);
-    },
+    onChange: (c) => onJobChange(c),
   });
 
-  const tombstones = createTombstones(() => clock.now());
+  /** Every cached Agent by Station: queues, slot holders, finished runs (kept on every replica, leading or not). */
+  const book = new StationBook<Agent>();
+  const claims = createTombstones(() => clock.now());
+  /** Deletes this replica claimed; the book stops counting those Agents at once. */
+  const tombstones: Tombstones = {
+    add(uid) {
+      claims.add(uid);
+      book.setDeleting(uid, true);
+    },
+    remove(uid) {
+      claims.remove(uid);
+      book.setDeleting(uid, false);
+    },
+    has: (uid) => claims.has(uid),
+  };
 
-  /** An Agent changed: reconcile it; a run that ended or vanished frees a slot, so wake its Station's queue. */
+  /**
+   * An Agent changed: record it in the book (synchronously, before anything can decide on the old picture),
+   * reconcile it, and wake the heads of its Station's queue if a slot may have freed.
+   */
   function onAgentChange(c: Change<KubeObject>): void {
     const key = objectKey(c.object);
-    if (c.type !== 'deleted') enqueue(key);
-    else tombstones.remove(c.object.metadata.uid ?? '');
-    // A slot frees when a run ends or vanishes: wake that Station's queue (only on the transition itself).
     const now = parseCachedAgent(c.object);
-    const was = c.type === 'modified' ? parseCachedAgent(c.old) : undefined;
-    const ended =
-      c.type === 'modified' && now.ok && isTerminal(now.value) && !(was?.ok && isTerminal(was.value));
-    if ((c.type === 'deleted' || ended) && now.ok)
-      enqueueWaiting(now.value.metadata.namespace, now.value.spec.stationRef);
+    const lanes = new Set<string>();
+    if (c.type === 'modified') {
+      const was = parseCachedAgent(c.old);
+      if (was.ok) lanes.add(laneKey(was.value.metadata.namespace, was.value.spec.stationRef));
+    }
+    if (c.type === 'deleted' || !now.ok) {
+      book.remove(key);
+      if (c.type === 'deleted') claims.remove(c.object.metadata.uid ?? '');
+    } else {
+      book.upsert(key, now.value);
+    }
+    if (now.ok) lanes.add(laneKey(now.value.metadata.namespace, now.value.spec.stationRef));
+    if (c.type !== 'deleted') enqueue(key);
+    for (const lane of lanes) wakeHeads(lane);
   }
 
-  /** Wakes the Pending Agents of a Station (or of a whole namespace when `station` is undefined). */
-  function enqueueWaiting(ns: string | undefined, station: string | undefined): void {
-    if (!queue) return;
-    for (const a of parsedAgents()) {
-      if (a.metadata.namespace !== ns || runPhase(a) !== 'Pending') continue;
-      if (station === undefined || a.spec.stationRef === station) enqueue(objectKey(a));
+  /** A Job the controller owns changed: it holds its Agent's slot while cached; reconcile that Agent. */
+  function onJobChange(c: Change<KubeObject>): void {
+    const jobKey = objectKey(c.object);
+    const owner = (c.object.metadata.ownerReferences ?? []).find(
+      (o) => o.controller === true && o.kind === 'Agent',
+    );
+    if (c.type === 'deleted' || owner === undefined) book.jobGone(jobKey);
+    else book.jobSeen(jobKey, owner.uid);
+    if (owner === undefined) return;
+    const agentKey = `${c.object.metadata.namespace}/${owner.name}`;
+    enqueue(agentKey);
+    if (c.type === 'deleted') {
+      const a = book.get(agentKey);
+      if (a !== undefined) wakeHeads(laneKey(a.metadata.namespace, a.spec.stationRef));
     }
   }
 
-  /** Every valid cached Agent, except those this replica already deleted. */
-  function parsedAgents(): Agent[] {
-    return agents.store.list().flatMap((raw) => {
-      const p = parseCachedAgent(raw);
-      return p.ok && !tombstones.has(p.value.metadata.uid) ? [p.value] : [];
-    });
+  /**
+   * Wakes the queued Agents of a Station that could start now: the first `limit − holders` in queue order (all
+   * when unlimited; the head under Replace, which may preempt). The others would only be told to wait again, so
+   * they stay asleep: a finished run costs O(free slots), not O(queue).
+   */
+  function wakeHeads(lane: string): void {
+    if (!queue) return;
+    for (const key of wakeableHeads(lane)) enqueue(key);
+  }
+
+  function wakeableHeads(lane: string): string[] {
+    const { queued, holding } = book.counts(lane);
+    if (queued === 0) return [];
+    const raw = stations.store.get(lane);
+    const station = raw === undefined ? undefined : parseStation(raw);
+    let n = queued;
+    if (station?.ok) {
+      const policy = concurrencyPolicyOf(station.value.spec.concurrencyPolicy);
+      const limit = effectiveMaxRuns(policy, station.value.spec.maxConcurrentRuns);
+      if (limit > 0) n = Math.max(limit - holding, policy === 'Replace' ? 1 : 0);
+    }
+    // Without a (valid) Station every queued Agent is woken: each fails with the reason.
+    return book.heads(lane, n);
+  }
+
+  /** True when the Agent already carries Ready=False/Queued. */
+  function isQueuedCondition(a: Agent): boolean {
+    return (a.status.conditions ?? []).some(
+      (c) => c.type === CONDITION_READY && c.status === 'False' && c.reason === REASON.queued,
+    );
+  }
+
+  /** Wakes the queue heads of one Station, or of every Station of a namespace when `station` is undefined. */
+  function enqueueWaiting(ns: string | undefined, station: string | undefined): void {
+    if (station !== undefined) {
+      wakeHeads(laneKey(ns, station));
+      return;
+    }
+    for (const lane of book.lanes()) if (lane.startsWith(`${ns ?? ''}/`)) wakeHeads(lane);
   }
 
   const events = createEventRecorder({
@@ -158,7 +225,8 @@ export function startController(deps: ControllerDeps): RunningController {
     metrics,
     logger: log,
     now: () => new Date(clock.now()),
-    isDeleted: (uid) => tombstones.has(uid),
+    book,
+    leading: () => queue !== undefined,
     tombstones,
     backgroundEvents: true,
     options: {
@@ -187,20 +255,20 @@ export function startController(deps: ControllerDeps): RunningController {
       return;
     }
     pollFailures = 0;
-    const all = parsedAgents();
-    const counts = new Map<string, number>(PHASES.map((p) => [p, 0]));
-    for (const a of all) counts.set(runPhase(a), (counts.get(runPhase(a)) ?? 0) + 1);
-    for (const [phase, n] of counts) metrics.agents.set({ phase }, n);
-    await sweepHistory(all);
-    for (const a of all) if (!isTerminal(a)) enqueue(objectKey(a));
+    for (const phase of PHASES) metrics.agents.set({ phase }, book.phaseCount(phase));
+    await sweepHistory();
+    // Changed Agents were re-queued by the re-list itself; Running ones re-check on their own timer. Only the
+    // heads of each queue are woken here, as a backstop: the rest would only be told to wait again.
+    for (const lane of book.lanes()) wakeHeads(lane);
   }
 
-  async function sweepHistory(all: readonly Agent[]): Promise<void> {
+  async function sweepHistory(): Promise<void> {
     for (const raw of stations.store.list()) {
       if (!queue) return;
       const station = parseStation(raw);
       if (!station.ok) continue;
-      const actions = pruneActions(station.value, all);
+      const lane = laneKey(station.value.metadata.namespace, station.value.metadata.name);
+      const actions = pruneActions(station.value, book.finished(lane));
       if (actions.length === 0) continue;
       const outcome = await executeActions(actions, reconcileDeps);
       if (outcome.kind === 'error') {
@@ -241,11 +309,41 @@ export function startController(deps: ControllerDeps): RunningController {
     queue = q;
     await stopping;
     await Promise.all([agents.ready, stations.ready, definitions.ready, jobs.ready]);
+    // A term decides only from caches at least as new as the API server when it began (quorum LISTs of Agents
+    // and Jobs): the runs a previous leader or an earlier process started are all counted (decision l).
+    while (queue === q) {
+      const [a, j] = await Promise.all([agents.resync(), jobs.resync()]);
+      if (a.ok && j.ok) break;
+      const error = !a.ok ? a.error : !j.ok ? j.error : undefined;
+      log.warn('Listing Agents and Jobs for a new term failed, retrying', {
+        error: error === undefined ? '' : describeKubeError(error),
+      });
+      await clock.sleep(1000);
+    }
     if (queue !== q) return;
+    for (const key of termStartKeys()) q.add(key);
     q.start();
-    log.info('Started reconciling', { namespace: config.namespace });
-    await safePoll();
+    log.info('Started reconciling', { namespace: config.namespace, agents: book.size });
     schedulePoll(q);
+  }
+
+  /**
+   * What a new term looks at: every Agent holding a slot (Running, or started by an earlier leader), the heads of
+   * every queue, and queued Agents never told they wait (no Ready=False/Queued yet). Queued Agents that already
+   * carry it would only be told to wait again.
+   */
+  function termStartKeys(): string[] {
+    const keys: string[] = [];
+    for (const raw of agents.store.list()) {
+      const key = objectKey(raw);
+      const parsed = parseCachedAgent(raw);
+      if (!parsed.ok) continue;
+      const place = book.placeOf(key);
+      if (place === 'holding') keys.push(key);
+      else if (place === 'queued' && !isQueuedCondition(parsed.value)) keys.push(key);
+    }
+    for (const lane of book.lanes()) keys.push(...wakeableHeads(lane));
+    return keys;
   }
 
   function stopLeading(): Promise<void> {

@@ -48,6 +48,11 @@ export interface ExecuteDeps {
    * decision's remaining writes. Default false.
    */
   readonly backgroundEvents?: boolean;
+  /**
+   * Asked right before a Job create is sent: false drops it and the rest of the decision (outcome `superseded`),
+   * e.g. once leadership was lost. Called once per create actually attempted.
+   */
+  readonly beforeCreateJob?: () => boolean;
 }
 
 /**
@@ -132,6 +137,8 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
       }
       case 'createJob': {
         const { metadata } = action.job;
+        if (deps.beforeCreateJob !== undefined && !deps.beforeCreateJob())
+          return { kind: 'superseded', what: 'job creation (no longer leading)' };
         const r = await createObject(
           deps.transport,
           JOBS,

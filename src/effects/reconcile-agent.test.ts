@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { Agent } from '../api/index.ts';
 import { createFakeTransport, type FakeReply, type FakeRequest } from '../kube/fake-transport.ts';
-import type { EventNote, EventRecorder, InvolvedObject, KubeObject } from '../kube/index.ts';
+import {
+  type EventNote,
+  type EventRecorder,
+  type InvolvedObject,
+  type KubeObject,
+  objectKey,
+} from '../kube/index.ts';
 import { type ControllerMetrics, createControllerMetrics } from '../metrics/index.ts';
 import {
   FAILURE_JOB_GONE,
@@ -10,10 +17,11 @@ import {
   failureOutputUnavailable,
   failureRejected,
   REASON,
+  StationBook,
 } from '../reconcile/index.ts';
 import { Store, type WorkResult } from '../runtime/index.ts';
 import { createLogger } from '../shared/log.ts';
-import { type ReconcileDeps, reconcileAgent } from './reconcile-agent.ts';
+import { parseCachedAgent, type ReconcileDeps, reconcileAgent } from './reconcile-agent.ts';
 
 const NS = 'team';
 const GROUP_PATH = `/apis/agents.re-cinq.com/v1alpha1/namespaces/${NS}`;
@@ -230,8 +238,19 @@ function harness(
     },
   };
   const metrics = createControllerMetrics(false);
+  // The book as the controller feeds it: every parseable cached Agent, and the Jobs they own.
+  const book = new StationBook<Agent>();
+  for (const raw of o.agents ?? []) {
+    const p = parseCachedAgent(raw);
+    if (p.ok) book.upsert(objectKey(raw), p.value);
+  }
+  for (const j of o.jobs ?? []) {
+    const owner = (j.metadata.ownerReferences ?? []).find((r) => r.controller === true);
+    if (owner !== undefined) book.jobSeen(objectKey(j), owner.uid);
+  }
   const deps: ReconcileDeps = {
     transport,
+    book,
     agents: store(o.agents),
     stations: store(o.stations),
     definitions: store(o.definitions),

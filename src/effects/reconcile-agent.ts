@@ -1,6 +1,13 @@
 import { type Agent, isTerminalPhase, parseAgent } from '../api/index.ts';
 import { describeKubeError, type KubeObject } from '../kube/index.ts';
-import { type Decision, decide, type ReconcileOptions, type Snapshot } from '../reconcile/index.ts';
+import {
+  type Decision,
+  decide,
+  EMPTY_QUEUE_VIEW,
+  type ReconcileOptions,
+  type Snapshot,
+  type StationBook,
+} from '../reconcile/index.ts';
 import type { StoreReader, WorkResult } from '../runtime/index.ts';
 import type { Logger } from '../shared/log.ts';
 import { type ExecuteDeps, executeActions } from './execute.ts';
@@ -8,11 +15,16 @@ import { type GatherDeps, gatherEvidence, lookupDefinition, lookupStation, obser
 
 export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
   readonly agents: StoreReader<KubeObject>;
+  /**
+   * The Agents of the cache by Station, fed synchronously from every cache change (see `StationBook`). Admissions
+   * decided here are recorded in it before their Job is asked for.
+   */
+  readonly book: StationBook<Agent>;
+  /** False once this replica stopped leading: no Job is created after that (a fence against a late handler). */
+  readonly leading?: () => boolean;
   readonly options: ReconcileOptions;
   readonly now: () => Date;
   readonly logger: Logger;
-  /** Agents already deleted by this controller but still in the cache: never counted as siblings. */
-  readonly isDeleted?: (uid: string) => boolean;
 }
 
 const parsedAgents = new WeakMap<object, ReturnType<typeof parseAgent>>();
@@ -51,21 +63,12 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
   const log = deps.logger.with({ agent: key });
   if (isTerminalPhase(agent.status.phase) || agent.metadata.deletionTimestamp !== undefined)
     return { kind: 'done' };
-  const siblings = deps.agents
-    .list()
-    .filter(
-      (a) => a.metadata.namespace === agent.metadata.namespace && !deps.isDeleted?.(a.metadata.uid ?? ''),
-    )
-    .flatMap((a) => {
-      const p = parseCachedAgent(a);
-      return p.ok ? [p.value] : [];
-    });
   let snapshot: Snapshot = {
     agent,
     station: null,
     definition: null,
     job: { kind: 'unknown' },
-    siblings,
+    queue: EMPTY_QUEUE_VIEW,
     options: deps.options,
   };
   const refs = await resolveRefs(agent, snapshot, deps);
@@ -76,7 +79,14 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
   snapshot = refs.snapshot;
 
   for (let round = 0; round < MAX_ROUNDS; round++) {
+    // The Station picture is read, decided on and (for an admission) written back in one synchronous step, so
+    // no other reconcile can decide between them: two admissions never see the same free slot (decision l).
+    const queue = deps.book.view(key);
+    if (queue === undefined) return { kind: 'done' };
+    snapshot = { ...snapshot, queue };
     const decision: Decision = decide(snapshot, deps.now());
+    const starts = decision.actions.some((a) => a.kind === 'createJob');
+    if (starts) deps.book.admit(key);
     if (decision.needs === 'job') {
       const job = await observeJob(deps, agent);
       if (!job.ok) return retry(log, 'Reading the Job failed', describeKubeError(job.error));
@@ -89,7 +99,18 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
       snapshot = { ...snapshot, job: { ...snapshot.job, evidence } };
       continue;
     }
-    const outcome = await executeActions(decision.actions, deps);
+    let createSent = false;
+    const outcome = await executeActions(decision.actions, {
+      ...deps,
+      beforeCreateJob: () => {
+        if (deps.leading !== undefined && !deps.leading()) return false;
+        createSent = true;
+        return true;
+      },
+    });
+    // An admission whose Job was never asked for gives its slot back; once asked, the slot stays held until the
+    // Agent is seen Running, finished or gone (the create may have landed even if its answer was lost).
+    if (starts && !createSent) deps.book.release(key);
     switch (outcome.kind) {
       case 'done':
       case 'superseded':

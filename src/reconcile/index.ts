@@ -28,9 +28,17 @@ export {
   admit,
   type ConcurrencyPolicy,
   concurrencyPolicyOf,
+  decideAdmission,
   effectiveMaxRuns,
   type StationConcurrency,
 } from './station/admission.ts';
+export {
+  EMPTY_QUEUE_VIEW,
+  laneKey,
+  type Place,
+  StationBook,
+  type StationQueueView,
+} from './station/book.ts';
 export {
   DEFAULT_HISTORY_LIMIT,
   type PruneChoice,

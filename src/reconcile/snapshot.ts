@@ -1,4 +1,5 @@
 import type { Agent, AgentDefinition, Job, Pod, Station } from '../api/index.ts';
+import type { StationQueueView } from './station/book.ts';
 
 /** Controller settings the decisions depend on. */
 export interface ReconcileOptions {
@@ -54,11 +55,10 @@ export interface Snapshot {
   readonly definition: AgentDefinition | null;
   readonly job: JobObservation;
   /**
-   * Agents of the Agent's namespace that may share its Station (the whole namespace is fine: admission and
-   * pruning filter by `spec.stationRef`). May or may not include the Agent itself. Must come from one consistent
-   * source (the shared cache) on every path, so admission counts the same way everywhere.
+   * The Agent's Station as it sees it (holders of run slots, queued Agents ahead of it, finished runs), from the
+   * shell's `StationBook`, read in the same synchronous step as `decide` runs (decision l).
    */
-  readonly siblings: readonly Agent[];
+  readonly queue: StationQueueView<Agent>;
   /**
    * Set by the executor after the API server refused to create the Job (422 Invalid or 400 BadRequest) with the
    * Status message; decide then fails the Agent (decision b).

@@ -14,6 +14,7 @@ import {
 import { buildJob, jobNameFor } from '../jobs/index.ts';
 import { err } from '../shared/result.ts';
 import type { JobBuilder } from './agent/decide.ts';
+import { StationBook, type StationQueueView } from './station/book.ts';
 
 export const NS = 'team';
 export const T0 = Date.parse('2025-03-01T12:00:00.000Z');
@@ -226,3 +227,17 @@ export const failingBuilder =
   (message: string): JobBuilder =>
   () =>
     err(message);
+
+/**
+ * The Station picture `candidate` sees among `siblings` (any Agents; other Stations are sorted out), as a
+ * `StationBook` fed from a cache holding exactly them builds it.
+ */
+export function queueOf(candidate: Agent, siblings: readonly Agent[] = []): StationQueueView<Agent> {
+  const book = new StationBook<Agent>();
+  const key = (a: Agent) => `${a.metadata.namespace}/${a.metadata.name}`;
+  for (const a of siblings) if (key(a) !== key(candidate)) book.upsert(key(a), a);
+  book.upsert(key(candidate), candidate);
+  const view = book.view(key(candidate));
+  if (view === undefined) throw new Error('candidate not in its own book');
+  return view;
+}

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { flushMicrotasks, ManualClock } from './clock.ts';
+import { flushMicrotasks, ManualClock, systemClock } from './clock.ts';
 import { createWorkQueue, type WorkResult } from './workqueue.ts';
 
 interface Deferred {
@@ -268,5 +268,42 @@ describe('createWorkQueue', () => {
     await clock.advance(3);
     await h.finish('a', { kind: 'retry' });
     assert.deepEqual(seen, ['add', 'wait:7', 'work:3', 'retry']);
+  });
+
+  it('yields to the event loop during a long pass of handlers that do no I/O', async () => {
+    const total = 300;
+    let done = 0;
+    const doneWhenTimerFired: number[] = [];
+    const q = createWorkQueue({
+      clock: systemClock,
+      concurrency: 4,
+      sliceBudgetMs: 5,
+      handler: async () => {
+        const until = performance.now() + 1; // 1 ms of synchronous work, then done without I/O
+        while (performance.now() < until) {
+          // busy
+        }
+        done++;
+        return { kind: 'done' };
+      },
+    });
+    for (let i = 0; i < total; i++) q.add(`k${i}`);
+    const ticker = setInterval(() => doneWhenTimerFired.push(done), 0);
+    q.start();
+    await new Promise<void>((resolve) => {
+      const check = setInterval(() => {
+        if (done < total) return;
+        clearInterval(check);
+        resolve();
+      }, 1);
+    });
+    clearInterval(ticker);
+    await q.shutdown();
+    // Timers ran while the pass was under way, not only before and after it.
+    const during = doneWhenTimerFired.filter((n) => n > 0 && n < total);
+    assert.ok(
+      during.length >= 10,
+      `timers fired mid-pass ${during.length} times: ${doneWhenTimerFired.join(',')}`,
+    );
   });
 });

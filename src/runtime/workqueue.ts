@@ -39,7 +39,17 @@ export interface WorkQueueOptions {
   readonly backoff?: BackoffPolicy;
   readonly hooks?: WorkQueueHooks;
   readonly logger?: Logger;
+  /**
+   * Longest stretch (ms, wall time) the queue starts handlers without yielding to the event loop (default 10).
+   * Handlers that finish without I/O chain through microtasks; without a yield a pass over thousands of keys would
+   * starve timers and sockets (health probes, Lease renewals, watches).
+   */
+  readonly sliceBudgetMs?: number;
 }
+
+/** Runs `fn` after pending I/O and timers (a macrotask), on Node and Deno. */
+const nextMacrotask: (fn: () => void) => void =
+  typeof setImmediate === 'function' ? (fn) => void setImmediate(fn) : (fn) => void setTimeout(fn, 0);
 
 /**
  * A queue of keys (never objects) feeding a bounded pool of workers.
@@ -91,11 +101,30 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
   let started = false;
   let stopping = false;
   let idle: (() => void) | undefined;
+  const budget = opts.sliceBudgetMs ?? 10;
+  /** Start of the current synchronous stretch; `sliceOpen` until the event loop next runs a macrotask. */
+  let sliceStart = 0;
+  let sliceOpen = false;
+  let yielding = false;
 
   const depthChanged = (): void => hooks.onDepth?.(ready.size);
 
   const pump = (): void => {
-    if (!started) return;
+    if (!started || yielding) return;
+    if (!sliceOpen) {
+      sliceOpen = true;
+      sliceStart = performance.now();
+      nextMacrotask(() => {
+        sliceOpen = false;
+      });
+    } else if (performance.now() - sliceStart > budget && ready.size > 0 && processing.size < concurrency) {
+      yielding = true;
+      nextMacrotask(() => {
+        yielding = false;
+        pump();
+      });
+      return;
+    }
     while (processing.size < concurrency && ready.size > 0) {
       const first = ready.entries().next();
       if (first.done) break;

@@ -30,6 +30,7 @@ import {
   job,
   NS,
   pod,
+  queueOf,
   recordingBuilder,
   running,
   station,
@@ -40,15 +41,16 @@ import { decide, EARLY_VERDICT_RETRY_MS, type JobBuilder, STALE_JOB_RETRY_MS } f
 const OPTIONS = { agentImage: 'agent-controller:e2e', maxOutputBytes: 262144, requeueMs: 15000 };
 const NOW = at(60);
 
-function snap(a: Agent, over: Partial<Snapshot> = {}): Snapshot {
+function snap(a: Agent, over: Partial<Snapshot> & { readonly siblings?: readonly Agent[] } = {}): Snapshot {
+  const { siblings, ...rest } = over;
   return {
     agent: a,
     station: station(),
     definition: definition(),
     job: { kind: 'unknown' },
-    siblings: [a],
+    queue: queueOf(a, siblings ?? [a]),
     options: OPTIONS,
-    ...over,
+    ...rest,
   };
 }
 
@@ -532,7 +534,7 @@ describe('decide: Pending admission', () => {
     // Once the condition is recorded, waiting again writes nothing.
     const queued = agent('a', { created: 10, status: { phase: 'Pending', conditions: st.conditions } });
     const again = run(
-      { ...s, agent: queued, siblings: [running('r1'), running('r2'), queued] },
+      { ...s, agent: queued, queue: queueOf(queued, [running('r1'), running('r2'), queued]) },
       recordingBuilder(),
       at(90),
     );
@@ -559,7 +561,7 @@ describe('decide: Pending admission', () => {
       status: { phase: 'Pending', conditions: onlyPatch(q).conditions },
     });
     const d = run(
-      { ...s, agent: queued, siblings: [finished('r', 'Succeeded', 30), queued] },
+      { ...s, agent: queued, queue: queueOf(queued, [finished('r', 'Succeeded', 30), queued]) },
       recordingBuilder(),
       at(40),
     );

@@ -13,7 +13,7 @@ import {
   REASON,
 } from '../reasons.ts';
 import type { Snapshot } from '../snapshot.ts';
-import { admit } from '../station/admission.ts';
+import { decideAdmission } from '../station/admission.ts';
 import {
   agentRef,
   event,
@@ -99,7 +99,7 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
       message: failureReason,
     });
   }
-  const verdict = admit(agent, s.siblings, {
+  const verdict = decideAdmission(s.queue, {
     name: station.metadata.name,
     maxConcurrentRuns: station.spec.maxConcurrentRuns,
     concurrencyPolicy: station.spec.concurrencyPolicy,

@@ -13,8 +13,7 @@ export function pruneAfter(s: Snapshot, phase: 'Succeeded' | 'Failed', completed
   if (s.station === null) return [];
   const { agent } = s;
   const self: Agent = { ...agent, status: { ...agent.status, phase, completedAt } };
-  const others = s.siblings.filter((a) => !isSameAgent(a, agent));
-  return pruneActions(s.station, [...others, self], (a) => isSameAgent(a, agent));
+  return pruneActions(s.station, [...s.queue.finished, self], (a) => isSameAgent(a, agent));
 }
 
 /** Whole and fractional seconds from the RFC 3339 time `from` to `to` (never negative); undefined if unparseable. */

@@ -1,11 +1,5 @@
-import {
-  type AgentRunView,
-  compareQueueOrder,
-  compareStartOrder,
-  inStation,
-  isSameAgent,
-  runPhase,
-} from './runs.ts';
+import { EMPTY_QUEUE_VIEW, StationBook, type StationQueueView } from './book.ts';
+import { type AgentRunView, compareStartOrder, isSameAgent, runPhase } from './runs.ts';
 
 /** A Station's concurrency policy; an unknown value reads as `Allow` (reference §1.2, §1.4). */
 export type ConcurrencyPolicy = 'Allow' | 'Forbid' | 'Replace';
@@ -35,9 +29,9 @@ export function effectiveMaxRuns(policy: ConcurrencyPolicy, maxConcurrentRuns: n
 
 /** Counts behind an admission verdict, for messages and logs. */
 export interface AdmissionCounts {
-  /** Running siblings of the Station. */
+  /** Other Agents of the Station holding a run slot (Running, with a Job, or admitted and not yet seen back). */
   readonly running: number;
-  /** Pending siblings ahead of the candidate in queue order. */
+  /** Queued siblings ahead of the candidate in queue order. */
   readonly ahead: number;
   /** Effective limit; 0 = unlimited. */
   readonly limit: number;
@@ -52,42 +46,57 @@ export type Admission<A extends AgentRunView> =
   | ({ readonly kind: 'replace'; readonly victims: readonly A[] } & AdmissionCounts);
 
 /**
- * Decides whether the Pending `candidate` may start now, from `agents` (any list of Agents; those not in the
- * Station, the candidate itself, terminal ones and ones being deleted are ignored). Guarantees (decision d):
- * - first come, first served: the queue is the Station's Pending Agents in creationTimestamp order (ties by name);
- * - the candidate is admitted iff `running + ahead < limit`, where `ahead` counts the Pending siblings before it in
- *   the queue; the rule is a pure function of the list, so the watch path, the poll path and a burst all count
- *   the same way and never admit more than `limit` runs (given the caller reconciles against a list that shows
- *   its own earlier admissions as Running or Pending, which a cache does);
+ * Decides whether the candidate whose Station picture is `view` may start now (decisions d and l). Guarantees:
+ * - a candidate that already holds a slot (admitted before, or its Job exists) is admitted: that starts no second
+ *   run, and it can never deadlock behind an Agent that sorts before it but arrived later;
+ * - otherwise first come, first served: it is admitted iff `holders + ahead < limit`, where `holders` counts
+ *   every other Agent holding a slot (Running, with a Job, or admitted and not yet echoed by the watch) and
+ *   `ahead` the queued Agents before it; so whatever order the reconciles run in, and however late the cache
+ *   shows their effects, at most `limit` Agents ever hold a slot (see `StationBook`);
  * - `Allow` and `Forbid` wait when full; `Replace` waits too unless the candidate heads the queue, in which case
- *   it preempts the oldest Running runs (by startedAt), exactly enough to make room (one when the Station is at
- *   its limit). A Running sibling without a resourceVersion cannot be deleted safely and is never chosen; if too
- *   few remain, the candidate waits.
+ *   it preempts the oldest Running holders (by startedAt), exactly enough to make room. Only Agents whose
+ *   Running status the cache shows (with a resourceVersion) can be victims; if too few qualify, it waits.
  */
-export function admit<A extends AgentRunView>(
-  candidate: AgentRunView,
-  agents: readonly A[],
+export function decideAdmission<A extends AgentRunView>(
+  view: StationQueueView<A>,
   station: StationConcurrency,
 ): Admission<A> {
   const policy = concurrencyPolicyOf(station.concurrencyPolicy);
   const limit = effectiveMaxRuns(policy, station.maxConcurrentRuns);
-  const siblings = agents.filter(
-    (a) =>
-      inStation(a, station.name, candidate.metadata.namespace) &&
-      !isSameAgent(a, candidate) &&
-      a.metadata.deletionTimestamp === undefined,
-  );
-  const running = siblings.filter((a) => runPhase(a) === 'Running');
-  const ahead = siblings.filter(
-    (a) => runPhase(a) === 'Pending' && compareQueueOrder(a, candidate) < 0,
-  ).length;
-  const counts: AdmissionCounts = { running: running.length, ahead, limit, policy };
-  if (limit === 0 || running.length + ahead < limit) return { kind: 'admit', ...counts };
-  if (policy !== 'Replace' || ahead > 0) return { kind: 'wait', ...counts };
-  const need = running.length - limit + 1;
-  const victims = [...running]
-    .sort(compareStartOrder)
-    .filter((a) => a.metadata.resourceVersion !== undefined && a.metadata.resourceVersion !== '');
+  const holders = view.holders.length;
+  const counts: AdmissionCounts = { running: holders, ahead: view.ahead, limit, policy };
+  if (view.holdsSlot || limit === 0 || holders + view.ahead < limit) return { kind: 'admit', ...counts };
+  if (policy !== 'Replace' || view.ahead > 0) return { kind: 'wait', ...counts };
+  const need = holders - limit + 1;
+  const victims = view.holders
+    .filter(
+      (a) =>
+        runPhase(a) === 'Running' &&
+        a.metadata.resourceVersion !== undefined &&
+        a.metadata.resourceVersion !== '',
+    )
+    .sort(compareStartOrder);
   if (victims.length < need) return { kind: 'wait', ...counts };
   return { kind: 'replace', victims: victims.slice(0, need), ...counts };
+}
+
+/**
+ * `decideAdmission` for a candidate among a plain list of Agents (any list: those of other Stations, the
+ * candidate itself, finished and deleting ones are sorted out), as a cache without in-flight admissions shows
+ * them. For tests and one-off checks; the controller keeps a `StationBook` instead of rebuilding one.
+ */
+export function admit<A extends AgentRunView>(
+  candidate: A,
+  agents: readonly A[],
+  station: StationConcurrency,
+): Admission<A> {
+  const book = new StationBook<A>();
+  const keyOf = (a: AgentRunView) => `${a.metadata.namespace ?? ''}/${a.metadata.name ?? ''}`;
+  for (const a of agents) {
+    if (a.spec.stationRef !== station.name || a.metadata.namespace !== candidate.metadata.namespace) continue;
+    if (isSameAgent(a, candidate)) continue;
+    book.upsert(keyOf(a), a);
+  }
+  book.upsert(keyOf(candidate), candidate);
+  return decideAdmission(book.view(keyOf(candidate)) ?? EMPTY_QUEUE_VIEW, station);
 }
