@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_AGENTS, DEFAULT_CONCURRENCY, parseBenchArgs } from './args.ts';
+import { DEFAULT_AGENTS, DEFAULT_CONCURRENCY, DEFAULT_QUEUE_AGENTS, parseBenchArgs } from './args.ts';
 
 describe('parseBenchArgs', () => {
   it('defaults: N, concurrency, node runtime, both phases, timeout 10 min + N/20 min', () => {
     const r = parseBenchArgs(['--kubeconfig', '/k'], {});
     assert.ok(r.ok);
     assert.deepEqual(r.value, {
+      scenario: 'runs',
       agents: DEFAULT_AGENTS,
       concurrency: DEFAULT_CONCURRENCY,
       kubeconfig: '/k',
@@ -82,5 +83,16 @@ describe('parseBenchArgs', () => {
     const h = parseBenchArgs(['-h'], {});
     assert.ok(h.ok);
     assert.equal(h.value.help, true);
+  });
+
+  it('--scenario queue-10k defaults to 10,000 Agents; an unknown scenario is refused', () => {
+    const q = parseBenchArgs(['--kubeconfig', '/k', '--scenario', 'queue-10k'], {});
+    assert.ok(q.ok);
+    assert.equal(q.value.scenario, 'queue-10k');
+    assert.equal(q.value.agents, DEFAULT_QUEUE_AGENTS);
+    const small = parseBenchArgs(['--kubeconfig', '/k', '--scenario', 'queue-10k', '--agents', '200'], {});
+    assert.ok(small.ok && small.value.agents === 200);
+    const bad = parseBenchArgs(['--kubeconfig', '/k', '--scenario', 'soak'], {});
+    assert.deepEqual(bad, { ok: false, error: '--scenario must be runs or queue-10k' });
   });
 });

@@ -11,8 +11,15 @@ export const DEFAULT_CONCURRENCY = 50;
 export const RUNTIMES = ['node', 'deno'] as const;
 export type Runtime = (typeof RUNTIMES)[number];
 
+/** What a benchmark run measures: N runs start to finish, or a long queue behind one slot. */
+export const SCENARIOS = ['runs', 'queue-10k'] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+/** Agents of the queue scenario by default. */
+export const DEFAULT_QUEUE_AGENTS = 10_000;
+
 /** Everything one benchmark run is configured with. */
 export interface BenchOptions {
+  readonly scenario: Scenario;
   readonly agents: number;
   readonly concurrency: number;
   readonly kubeconfig: string;
@@ -36,6 +43,8 @@ First makes the API writes of N runs with a minimal client and no controller (th
 Agents with the controller running and times them from watch events; prints both side by side.
 
 Flags:
+  --scenario S          runs (default): N Agents start to finish, raw bound alongside;
+                        queue-10k: N Agents (default ${DEFAULT_QUEUE_AGENTS}) queued behind one Forbid slot
   --agents N            Agents to create (default ${DEFAULT_AGENTS})
   --concurrency C       in-flight requests of the creating client and of the raw-bound client (default ${DEFAULT_CONCURRENCY})
   --kubeconfig PATH     cluster to use (npm run bench: default is the local testbed, started if needed)
@@ -59,6 +68,7 @@ const positiveInt = (flag: string, max: number) =>
   );
 
 const FlagsSchema = v.object({
+  scenario: v.optional(v.picklist(SCENARIOS, '--scenario must be runs or queue-10k')),
   agents: v.optional(positiveInt('--agents', 100_000)),
   concurrency: v.optional(positiveInt('--concurrency', 1000)),
   kubeconfig: v.optional(v.pipe(v.string(), v.minLength(1, '--kubeconfig must not be empty'))),
@@ -87,6 +97,7 @@ export function parseBenchArgs(
       strict: true,
       allowPositionals: false,
       options: {
+        scenario: { type: 'string' },
         agents: { type: 'string' },
         concurrency: { type: 'string' },
         kubeconfig: { type: 'string' },
@@ -111,9 +122,11 @@ export function parseBenchArgs(
   if (kubeconfig === undefined && !help) return err('no cluster: pass --kubeconfig PATH (or set KUBECONFIG)');
   if (f['no-baseline'] === true && f['no-controller'] === true)
     return err('--no-baseline and --no-controller together leave nothing to run');
-  const agents = f.agents ?? DEFAULT_AGENTS;
+  const scenario = f.scenario ?? 'runs';
+  const agents = f.agents ?? (scenario === 'queue-10k' ? DEFAULT_QUEUE_AGENTS : DEFAULT_AGENTS);
   const runtime = f.runtime ?? 'node';
   return ok({
+    scenario,
     agents,
     concurrency: f.concurrency ?? DEFAULT_CONCURRENCY,
     kubeconfig: kubeconfig ?? '',

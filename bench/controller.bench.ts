@@ -24,6 +24,7 @@ import { BENCH_LABEL, benchAgent, benchDefinition, benchStation } from './fixtur
 import { type ProcPeaks, startProcSampler } from './host-procs.ts';
 import { BenchHttp, runPool } from './http.ts';
 import { resourceFigures } from './prom-text.ts';
+import { formatQueueReport, runQueueScenario } from './queue-scenario.ts';
 import { runRawBound } from './raw-bound.ts';
 import { rawFigures } from './raw-figures.ts';
 import { type BenchReport, formatReport } from './report.ts';
@@ -64,7 +65,8 @@ const AgentView = v.looseObject({
 const CrdStatus = v.looseObject({
   status: v.optional(
     v.looseObject({
-      conditions: v.optional(v.array(v.looseObject({ type: v.string(), status: v.string() }))),
+      // A CRD created a moment ago reports `conditions: null`.
+      conditions: v.nullish(v.array(v.looseObject({ type: v.string(), status: v.string() }))),
     }),
   ),
 });
@@ -396,6 +398,37 @@ async function main(argv: readonly string[]): Promise<number> {
     interrupted: false,
   };
   let code = 0;
+  if (opts.scenario === 'queue-10k') {
+    const load = loadavg();
+    try {
+      await ensureCrds(client);
+      const r = await runQueueScenario({
+        opts,
+        repoRoot: REPO_ROOT,
+        client,
+        http,
+        runId,
+        live,
+        signal: abort.signal,
+        createNamespace: (name) => createNamespace(client, name, runId),
+      });
+      process.stdout.write(
+        `load average at start ${load
+          .map((x) => x.toFixed(2))
+          .join(' ')}, ${cpus().length} cores, ${opts.runtime}\n\n${formatQueueReport(r)}`,
+      );
+      if (opts.jsonOut) writeFileSync(opts.jsonOut, `${JSON.stringify(r, null, 2)}\n`);
+    } catch (error) {
+      info(`failed: ${error instanceof Error ? error.message : String(error)}`);
+      code = 1;
+    } finally {
+      await live.controller?.stop();
+      for (const ns of live.namespaces) await deleteNamespace(client, ns, cleanupTimeout(abort.signal));
+      http.close();
+      client.close();
+    }
+    return interrupted ? 130 : code;
+  }
   try {
     await ensureCrds(client);
     if (opts.baseline && !abort.signal.aborted)

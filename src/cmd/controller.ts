@@ -9,7 +9,7 @@ import {
   SERVICE_ACCOUNT_DIR,
 } from '../kube/index.ts';
 import { createControllerMetrics } from '../metrics/index.ts';
-import { installShutdown, systemClock } from '../runtime/index.ts';
+import { installShutdown, startLoopLagProbe, systemClock } from '../runtime/index.ts';
 import { createApp, serveApp } from '../server/index.ts';
 import { createLogger } from '../shared/log.ts';
 import { VERSION } from '../shared/version.ts';
@@ -77,6 +77,12 @@ export const controllerCommand: Command = {
       return 1;
     }
     const metrics = createControllerMetrics();
+    const lag = startLoopLagProbe({
+      observe: (s) => {
+        metrics.eventLoopLag.observe(s);
+        metrics.eventLoopMaxLag.set(lag.maxSeconds());
+      },
+    });
     const transport = createTransport({
       server: cluster.value.server,
       credentials: cluster.value.credentials,
@@ -99,6 +105,7 @@ export const controllerCommand: Command = {
       const installed = await installCrds(transport, clock, log);
       if (!installed.ok) {
         log.error('Installing the CRDs failed', { error: installed.error });
+        lag.stop();
         transport.close();
         return 1;
       }
@@ -133,6 +140,7 @@ export const controllerCommand: Command = {
     }
     await controller.stop();
     await server?.close();
+    lag.stop();
     transport.close();
     shutdown.dispose();
     log.info('Stopped');

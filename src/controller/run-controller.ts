@@ -37,6 +37,9 @@ import {
 import type { ReadinessCheck } from '../server/index.ts';
 import type { Logger } from '../shared/log.ts';
 
+/** How long a shutdown waits for reconciles in flight before it releases the Lease anyway. */
+export const SHUTDOWN_DRAIN_MS = 5000;
+
 /** Poll failures in a row after which readiness drops (reference §6.4). */
 export const MAX_CONSECUTIVE_POLL_FAILURES = 3;
 
@@ -401,7 +404,19 @@ export function startController(deps: ControllerDeps): RunningController {
     ],
     isLeader: () => (elector ? elector.isLeader() : queue !== undefined),
     async stop() {
-      await stopLeading();
+      // Handlers in flight may wait on a slow API server for up to a request timeout. Give them a few seconds,
+      // then go on: none can create a Job any more (the leadership fence), and their other writes carry
+      // resourceVersion preconditions, so the next leader cannot be harmed by one landing late.
+      const drained = new AbortController();
+      const finished = await Promise.race([
+        stopLeading().then(() => true),
+        clock.sleep(SHUTDOWN_DRAIN_MS, drained.signal).then(() => false),
+      ]);
+      drained.abort();
+      if (!finished)
+        log.warn('Reconciles still running at shutdown; not waiting for them', {
+          waitedMs: SHUTDOWN_DRAIN_MS,
+        });
       abort.abort();
       await Promise.allSettled([...runs, electing]);
       if (elector) {

@@ -614,7 +614,7 @@ describe('reconcileAgent', () => {
       assert.equal(await counter(h.metrics, 'controller_run_queue_seconds_count'), 0);
     });
 
-    it('at the Station limit → Pending/Queued patch, no Job, requeueAfter', async () => {
+    it('at the Station limit → Pending/Queued patch, no Job, no re-check timer (woken when a slot frees)', async () => {
       const h = harness({
         stations: [rawStation({ maxConcurrentRuns: 1 })],
         definitions: [rawDefinition()],
@@ -626,7 +626,7 @@ describe('reconcileAgent', () => {
           }),
         ],
       });
-      assert.deepEqual(await h.run(), { kind: 'requeueAfter', ms: OPTIONS.requeueMs });
+      assert.deepEqual(await h.run(), { kind: 'done' });
       assert.deepEqual(h.calls(), [`PATCH ${STATUS_PATH}`]);
       const s = statusOf(h.patched());
       assert.equal(s.phase, 'Pending');

@@ -35,6 +35,8 @@ export interface ControllerMetrics {
   readonly jobsCreated: Counter;
   readonly statusPatches: Counter;
   readonly apiRequestDuration: Histogram<'verb' | 'code'>;
+  readonly eventLoopLag: Histogram;
+  readonly eventLoopMaxLag: Gauge;
 }
 
 /** Creates the registry and every metric; `withProcessMetrics` adds prom-client's default process metrics. */
@@ -122,6 +124,17 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
       help: 'Duration of non-watch API server requests',
       labelNames: ['verb', 'code'],
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    eventLoopLag: new Histogram({
+      name: 'controller_event_loop_lag_seconds',
+      help: 'How late a 100 ms timer fired: time the event loop was busy with something else',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    }),
+    eventLoopMaxLag: new Gauge({
+      name: 'controller_event_loop_max_lag_seconds',
+      help: 'Largest event-loop lag in the last 10 s',
       registers,
     }),
   };

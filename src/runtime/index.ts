@@ -30,6 +30,7 @@ export {
   releasePatch,
   renewPatch,
 } from './leader.ts';
+export { type LoopLagProbe, startLoopLagProbe } from './loop-lag.ts';
 export type { ShutdownHandle } from './shutdown.ts';
 export { installShutdown } from './shutdown.ts';
 export { anySignal } from './signals.ts';

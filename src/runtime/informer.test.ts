@@ -223,3 +223,23 @@ describe('createInformer', () => {
     await running;
   });
 });
+
+describe('stripManagedFields', () => {
+  it('drops metadata.managedFields and keeps everything else; objects without them are returned as they are', async () => {
+    const { stripManagedFields } = await import('./informer.ts');
+    const obj = {
+      kind: 'Agent',
+      metadata: { name: 'a', resourceVersion: '3', managedFields: [{ manager: 'kubectl' }] },
+      spec: { stationRef: 's' },
+    };
+    const out = stripManagedFields(obj);
+    assert.deepEqual(out, {
+      kind: 'Agent',
+      metadata: { name: 'a', resourceVersion: '3' },
+      spec: { stationRef: 's' },
+    });
+    assert.equal(obj.metadata.managedFields.length, 1, 'the input is not changed');
+    const bare = { metadata: { name: 'b' } };
+    assert.equal(stripManagedFields(bare), bare);
+  });
+});

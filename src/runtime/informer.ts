@@ -120,7 +120,7 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
     }
     for (const bad of r.value.invalid)
       log.warn('Skipped invalid object', { name: bad.name, ns: bad.namespace, error: bad.message });
-    const changes = store.replace(r.value.items);
+    const changes = store.replace(r.value.items.map(stripManagedFields));
     rv = r.value.resourceVersion;
     log.debug('Listed', { reason, items: r.value.items.length, pages: r.value.pages, resourceVersion: rv });
     for (const c of changes) emit(c);
@@ -144,7 +144,7 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
       log.warn('Skipped invalid object', { name: rawKey(ev.object), error: parsed.error });
       return;
     }
-    emit(store.upsert(parsed.value));
+    emit(store.upsert(stripManagedFields(parsed.value)));
   };
 
   const watch = async (from: string, signal: AbortSignal): Promise<WatcherOutcome | undefined> => {
@@ -236,6 +236,16 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
     resourceVersion: () => rv,
   };
   return informer;
+}
+
+/**
+ * Drops `metadata.managedFields` before caching (as client-go's TransformStripManagedFields does): they are often
+ * the larger part of a small object, and nothing reads them from a cache.
+ */
+export function stripManagedFields<T extends KubeObject>(obj: T): T {
+  if (!Object.hasOwn(obj.metadata, 'managedFields')) return obj;
+  const { managedFields: _dropped, ...metadata } = obj.metadata;
+  return { ...obj, metadata };
 }
 
 function schemaParse<T>(schema: v.GenericSchema<unknown, T>, value: unknown): Result<T, string> {

@@ -58,7 +58,11 @@ async function sampleFor(s: Scenario, ms: number, onSample?: (n: number) => Prom
   let samples = 0;
   while (Date.now() < end) {
     const next = Date.now() + SAMPLE_MS;
-    const [agents, jobs] = await Promise.all([s.agents(), s.jobs()]);
+    // Jobs first, then Agents: a Job counts as live only if its Agent still exists afterwards. A Replace victim
+    // is deleted before its successor's Job is created, but its own Job lingers (without deletionTimestamp) until
+    // the garbage collector gets to it; listed in this order, the two never both count.
+    const jobs = await s.jobs();
+    const agents = await s.agents();
     const present = new Set(agents.map((a) => a.metadata.name ?? ''));
     for (const st of STATIONS) {
       const running = agents.filter((a) => a.spec.stationRef === st.name && a.status.phase === 'Running');
@@ -71,6 +75,15 @@ async function sampleFor(s: Scenario, ms: number, onSample?: (n: number) => Prom
           (j.metadata.ownerReferences ?? []).some((o) => present.has(o.name)),
       );
       bump(liveJobs, st.name, live.length);
+      if (live.length > st.limit) {
+        const detail = live.map((j) => {
+          const owner = agents.find((a) =>
+            (j.metadata.ownerReferences ?? []).some((o) => o.name === a.metadata.name),
+          );
+          return `${j.metadata.name} (created ${j.metadata.creationTimestamp}, Agent ${owner?.status.phase ?? '?'}${owner?.metadata.deletionTimestamp ? ' deleting' : ''})`;
+        });
+        process.stdout.write(`# ${st.name}: ${live.length} live Jobs: ${detail.join('; ')}\n`);
+      }
     }
     samples++;
     await onSample?.(samples);

@@ -509,7 +509,7 @@ describe('decide: Pending start', () => {
 describe('decide: Pending admission', () => {
   const limited = (spec: Record<string, unknown>) => station('stn', spec);
 
-  it('queues under Allow at the limit: Pending + Ready=False/Queued + Event, then requeues quietly', () => {
+  it('queues under Allow at the limit: Pending + Ready=False/Queued + Event, then sleeps (no re-check timer: woken when a slot frees)', () => {
     const a = agent('a', { created: 10 });
     const s = snap(a, {
       siblings: [running('r1'), running('r2'), a],
@@ -530,7 +530,7 @@ describe('decide: Pending admission', () => {
       events(d).map((e) => [e.type, e.reason]),
       [['Normal', 'Queued']],
     );
-    assert.equal(d.requeueAfterMs, OPTIONS.requeueMs);
+    assert.equal(d.requeueAfterMs, undefined);
     // Once the condition is recorded, waiting again writes nothing.
     const queued = agent('a', { created: 10, status: { phase: 'Pending', conditions: st.conditions } });
     const again = run(
@@ -538,7 +538,7 @@ describe('decide: Pending admission', () => {
       recordingBuilder(),
       at(90),
     );
-    assert.deepEqual(again, { actions: [], requeueAfterMs: OPTIONS.requeueMs });
+    assert.deepEqual(again, { actions: [] });
   });
 
   it('queues under Forbid behind one Running run even with maxConcurrentRuns 0', () => {

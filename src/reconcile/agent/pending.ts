@@ -109,15 +109,15 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
     const message = `Waiting for a free run slot: Station ${station.metadata.name} allows ${limit} run${limit === 1 ? '' : 's'} at once (concurrencyPolicy ${verdict.policy})`;
     const updates = queuedConditions(message);
     const stamped = updates.map((u) => ({ ...u, observedGeneration: agent.metadata.generation }));
-    if (conditionsSatisfied(agent.status.conditions, stamped)) {
-      return { actions: [], requeueAfterMs: s.options.requeueMs };
-    }
+    // No re-check timer: a queued Agent is woken when a slot may have freed for it (the shell wakes the heads of
+    // a Station's queue on every change that frees one, and on every poll), so 10,000 queued Agents cost nothing
+    // while nothing changes.
+    if (conditionsSatisfied(agent.status.conditions, stamped)) return { actions: [] };
     return {
       actions: [
         statusPatch(agent, { phase: 'Pending' }, updates, now),
         event(agentRef(agent), 'Normal', REASON.queued, message),
       ],
-      requeueAfterMs: s.options.requeueMs,
     };
   }
   const actions: Action[] = [];

@@ -155,9 +155,11 @@ class World {
         return;
       }
       case 'reconcile':
-        return this.reconcile(`a${cmd.i}`);
+        this.reconcile(`a${cmd.i}`);
+        return;
       case 'step':
-        return this.step(cmd.c);
+        this.step(cmd.c);
+        return;
       case 'finish': {
         const j = this.jobs.get(jobNameFor(`a${cmd.i}`));
         if (j === undefined || j.finished) return;
@@ -166,7 +168,8 @@ class World {
         return;
       }
       case 'userDelete':
-        return this.deleteAgent(`a${cmd.i}`);
+        this.deleteAgent(`a${cmd.i}`);
+        return;
       case 'leaderChange': {
         // The old leader's handlers end: a write already sent lands (we run each chain's next op if it is the
         // Job create, to model a create whose answer was lost); nothing else is sent (the fence). The new
@@ -240,7 +243,10 @@ class World {
       this.chains.splice(this.chains.indexOf(chain), 1);
       if (chain.admits && !chain.createSent) this.book.release(`${NS}/${chain.agent}`);
     };
-    if (op === undefined) return end();
+    if (op === undefined) {
+      end();
+      return;
+    }
     switch (op.kind) {
       case 'createJob': {
         chain.createSent = true;
@@ -249,7 +255,10 @@ class World {
       }
       case 'patchStatus': {
         const a = this.agents.get(chain.agent);
-        if (a === undefined || String(a.rv) !== op.resourceVersion) return end(); // 404 / 409: superseded
+        if (a === undefined || String(a.rv) !== op.resourceVersion) {
+          end(); // 404 / 409: superseded
+          return;
+        }
         a.status = { ...a.status, ...JSON.parse(JSON.stringify(op.status)) };
         this.publishAgent(a);
         break;
@@ -259,7 +268,10 @@ class World {
         this.book.setDeleting(op.ref.uid, true);
         if (victim === undefined || String(victim.rv) !== op.resourceVersion) {
           this.book.setDeleting(op.ref.uid, false);
-          if (op.purpose === 'preempt') return end();
+          if (op.purpose === 'preempt') {
+            end();
+            return;
+          }
           break;
         }
         this.deleteAgent(op.ref.name);
