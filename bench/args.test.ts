@@ -16,6 +16,8 @@ describe('parseBenchArgs', () => {
       agentImage: 'agent-controller:e2e',
       baseline: true,
       controller: true,
+      informerBaseline: true,
+      pods: 'real',
       timeoutMs: (10 + Math.ceil(DEFAULT_AGENTS / 20)) * 60_000,
       jsonOut: undefined,
       help: false,

@@ -29,6 +29,10 @@ export interface BenchOptions {
   readonly agentImage: string;
   readonly baseline: boolean;
   readonly controller: boolean;
+  /** Also run the @kubernetes/client-node informer controller (bench/baseline-controller.ts) on the same load. */
+  readonly informerBaseline: boolean;
+  /** real: run pods run their processes; instant: the test node reports them done at once (controller-only figures). */
+  readonly pods: 'real' | 'instant';
   /** Give up waiting for terminal Agents after this long. */
   readonly timeoutMs: number;
   /** Write the figures as JSON here too. */
@@ -51,7 +55,10 @@ Flags:
   --bundle PATH         controller bundle (default dist/agent-controller.mjs)
   --runtime R           node or deno: what runs the controller and the run pods (default node)
   --agent-image IMAGE   init image of run pods (default agent-controller:e2e, or :e2e-deno with --runtime deno)
+  --pods P              real (default): run pods run their processes; instant: the test node runs nothing and
+                        reports each pod done at once, so the figures measure the controller and the API server
   --no-baseline         skip the raw-bound client
+  --no-informer-baseline  skip the @kubernetes/client-node informer controller run on the same load
   --no-controller       only run the raw-bound client
   --timeout-minutes M   stop waiting for terminal Agents after M minutes (default 10 + N/20)
   --json PATH           also write the figures as JSON to PATH
@@ -77,6 +84,8 @@ const FlagsSchema = v.object({
   'agent-image': v.optional(v.pipe(v.string(), v.minLength(1, '--agent-image must not be empty'))),
   'no-baseline': v.optional(v.boolean()),
   'no-controller': v.optional(v.boolean()),
+  'no-informer-baseline': v.optional(v.boolean()),
+  pods: v.optional(v.picklist(['real', 'instant'], '--pods must be real or instant')),
   'timeout-minutes': v.optional(positiveInt('--timeout-minutes', 24 * 60)),
   json: v.optional(v.pipe(v.string(), v.minLength(1, '--json must not be empty'))),
   help: v.optional(v.boolean()),
@@ -106,6 +115,8 @@ export function parseBenchArgs(
         'agent-image': { type: 'string' },
         'no-baseline': { type: 'boolean' },
         'no-controller': { type: 'boolean' },
+        'no-informer-baseline': { type: 'boolean' },
+        pods: { type: 'string' },
         'timeout-minutes': { type: 'string' },
         json: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -136,6 +147,8 @@ export function parseBenchArgs(
       f['agent-image'] ?? (runtime === 'deno' ? 'agent-controller:e2e-deno' : 'agent-controller:e2e'),
     baseline: f['no-baseline'] !== true,
     controller: f['no-controller'] !== true,
+    informerBaseline: f['no-informer-baseline'] !== true && f['no-controller'] !== true,
+    pods: f.pods ?? 'real',
     timeoutMs: (f['timeout-minutes'] ?? 10 + Math.ceil(agents / 20)) * 60_000,
     jsonOut: f.json,
     help,

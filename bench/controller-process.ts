@@ -35,9 +35,12 @@ export interface StartOptions {
   readonly agentImage: string;
   readonly logFile: string;
   readonly startTimeoutMs?: number;
+  /** Run this instead of the bundle (the informer baseline); it must log `Serving health and metrics` with its port. */
+  readonly command?: readonly [string, readonly string[]];
 }
 
 function commandFor(o: StartOptions): [string, string[]] {
+  if (o.command !== undefined) return [o.command[0], [...o.command[1]]];
   const args = [
     'controller',
     '--namespace',

@@ -172,17 +172,41 @@ async function controllerPhase(
   runId: string,
   live: Live,
   signal: AbortSignal,
+  subject: 'ours' | 'informer-baseline' = 'ours',
 ): Promise<NonNullable<BenchReport['controller']>> {
-  const namespace = `bench-${runId}`;
+  const namespace = subject === 'ours' ? `bench-${runId}` : `bench-b-${runId}`;
   await createNamespace(client, namespace, runId);
   live.namespaces.add(namespace);
   const group = (resource: string) => apiPath(AGENTS_GROUP_VERSION, resource, { namespace });
   await client.create(group('agentdefinitions'), benchDefinition(namespace, runId));
-  await client.create(group('stations'), benchStation(namespace, runId));
+  await client.create(group('stations'), benchStation(namespace, runId, opts.pods));
 
-  const logFile = join(tmpdir(), `agent-controller-bench-${runId}.log`);
-  info(`starting the controller (${opts.runtime}) for namespace ${namespace}; log ${logFile}`);
+  const logFile = join(
+    tmpdir(),
+    `agent-controller-bench-${runId}${subject === 'ours' ? '' : '-baseline'}.log`,
+  );
+  info(
+    `starting ${subject === 'ours' ? `the controller (${opts.runtime})` : 'the informer baseline'} for namespace ${namespace}; log ${logFile}`,
+  );
   const controller = await startControllerProcess({
+    ...(subject === 'informer-baseline'
+      ? {
+          command: [
+            process.execPath,
+            [
+              '--import',
+              'tsx',
+              resolve(REPO_ROOT, 'bench/baseline-controller.ts'),
+              '--namespace',
+              namespace,
+              '--port',
+              '0',
+              '--agent-image',
+              opts.agentImage,
+            ],
+          ] as const,
+        }
+      : {}),
     runtime: opts.runtime,
     repoRoot: REPO_ROOT,
     bundle: resolve(REPO_ROOT, opts.bundle),
@@ -386,6 +410,7 @@ async function main(argv: readonly string[]): Promise<number> {
       agents: opts.agents,
       concurrency: opts.concurrency,
       runtime: opts.runtime,
+      pods: opts.pods,
       cpus: cpus().length,
       loadAverage: loadavg(),
       node: process.version,
@@ -435,6 +460,16 @@ async function main(argv: readonly string[]): Promise<number> {
       report.raw = await rawPhase(opts, client, http, runId, live, abort.signal);
     if (opts.controller && !abort.signal.aborted)
       report.controller = await controllerPhase(opts, client, http, runId, live, abort.signal);
+    if (opts.informerBaseline && !abort.signal.aborted)
+      report.baseline = await controllerPhase(
+        opts,
+        client,
+        http,
+        runId,
+        live,
+        abort.signal,
+        'informer-baseline',
+      );
   } catch (error) {
     info(`failed: ${error instanceof Error ? error.message : String(error)}`);
     code = 1;

@@ -30,7 +30,11 @@ export function benchDefinition(namespace: string, runId: string): Record<string
  * controller prunes older terminal Agents, which also bounds the test node's disk, since each run pod holds a copy
  * of the runtime until its Job is garbage-collected), and an `agent` container whose image the test node ignores.
  */
-export function benchStation(namespace: string, runId: string): Record<string, unknown> {
+export function benchStation(
+  namespace: string,
+  runId: string,
+  pods: 'real' | 'instant' = 'real',
+): Record<string, unknown> {
   return {
     apiVersion: API_VERSION,
     kind: 'Station',
@@ -40,7 +44,13 @@ export function benchStation(namespace: string, runId: string): Record<string, u
       deadlineMinutes: 30,
       maxConcurrentRuns: 0,
       concurrencyPolicy: 'Allow',
-      template: { spec: { containers: [{ name: 'agent', image: 'debian:bookworm-slim' }] } },
+      template: {
+        // Instant pods (test/node-agent/instant.ts): the test node runs no process and reports exit 0 at once.
+        ...(pods === 'instant'
+          ? { metadata: { annotations: { 'testbed.agent-controller.dev/instant': 'true' } } }
+          : {}),
+        spec: { containers: [{ name: 'agent', image: 'debian:bookworm-slim' }] },
+      },
     },
   };
 }

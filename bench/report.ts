@@ -10,27 +10,17 @@ export interface BenchReport {
     readonly agents: number;
     readonly concurrency: number;
     readonly runtime: string;
+    /** real: run pods ran their processes; instant: the test node reported them done at once. */
+    readonly pods?: 'real' | 'instant';
     readonly cpus: number;
     readonly loadAverage: readonly number[];
     readonly node: string;
     readonly startedAt: string;
     readonly note?: string;
   };
-  readonly controller?: {
-    readonly namespace: string;
-    readonly figures: ControllerRunFigures;
-    readonly resources: ResourceFigures;
-    /** Run-pod processes on the host (every user's), sampled 1/s. */
-    readonly pods: ProcPeaks;
-    readonly logWarnings: number;
-    readonly logErrors: number;
-    readonly firstErrors: readonly string[];
-    readonly logFile: string;
-    readonly watchReconnects: number;
-    readonly watchRelists: number;
-    readonly timedOut: boolean;
-    readonly cleanupMs: number | undefined;
-  };
+  readonly controller?: RunSection;
+  /** The same load through bench/baseline-controller.ts (@kubernetes/client-node informers). */
+  readonly baseline?: RunSection;
   readonly raw?: {
     readonly namespace: string;
     readonly figures: RawFigures;
@@ -38,6 +28,23 @@ export interface BenchReport {
   };
   readonly totalMs: number;
   readonly interrupted: boolean;
+}
+
+/** One controller's run over the N Agents. */
+export interface RunSection {
+  readonly namespace: string;
+  readonly figures: ControllerRunFigures;
+  readonly resources: ResourceFigures;
+  /** Run-pod processes on the host (every user's), sampled 1/s. */
+  readonly pods: ProcPeaks;
+  readonly logWarnings: number;
+  readonly logErrors: number;
+  readonly firstErrors: readonly string[];
+  readonly logFile: string;
+  readonly watchReconnects: number;
+  readonly watchRelists: number;
+  readonly timedOut: boolean;
+  readonly cleanupMs: number | undefined;
 }
 
 /** A latency in ms: 1 decimal under 100 ms, whole ms above; `-` when not measured. */
@@ -70,6 +77,8 @@ export function fmtRatio(a: number | undefined, b: number | undefined): string {
 }
 
 const pad = (s: string, n: number): string => s.padEnd(n);
+const mibOf = (bytes: number | undefined): number | undefined =>
+  bytes === undefined ? undefined : bytes / 1048576;
 const lpad = (s: string, n: number): string => s.padStart(n);
 
 function summaryRow(label: string, s: Summary): string {
@@ -79,24 +88,10 @@ function summaryRow(label: string, s: Summary): string {
 
 const TABLE_HEAD = `  ${pad('latency (ms)', 34)}${['count', 'p50', 'p90', 'p99', 'max'].map((c) => lpad(c, 9)).join('')}`;
 
-/** Renders the report as the plain-text block the benchmark prints. Pure. */
-export function formatReport(r: BenchReport): string {
-  const out: string[] = [];
-  const h = r.header;
-  out.push(
-    `agent-controller benchmark: ${h.agents} Agents, client concurrency ${h.concurrency}, controller on ${h.runtime}`,
-  );
-  out.push(
-    `machine: ${h.cpus} CPUs, load average at start ${h.loadAverage.map((x) => x.toFixed(2)).join(' ')}, ` +
-      `node ${h.node}; started ${h.startedAt}`,
-  );
-  if (h.note) out.push(`note: ${h.note}`);
-  if (r.interrupted) out.push('INTERRUPTED: the figures below cover only what happened before Ctrl-C');
-
-  const c = r.controller;
-  if (c) {
+function runSection(out: string[], title: string, c: RunSection): void {
+  {
     const f = c.figures;
-    out.push('', `Controller run (namespace ${c.namespace})`);
+    out.push('', title);
     out.push(
       `  Agents: ${f.created}/${f.requested} created (${f.createFailures} POST failures); ` +
         `${f.succeeded} Succeeded, ${f.failed} Failed, ${f.lost} deleted before terminal, ${f.unfinished} unfinished` +
@@ -161,6 +156,27 @@ export function formatReport(r: BenchReport): string {
     for (const e of c.firstErrors) out.push(`    ${e}`);
     if (c.cleanupMs !== undefined) out.push(`  namespace deleted in ${fmtS(c.cleanupMs)}`);
   }
+}
+
+/** Renders the report as the plain-text block the benchmark prints. Pure. */
+export function formatReport(r: BenchReport): string {
+  const out: string[] = [];
+  const h = r.header;
+  out.push(
+    `agent-controller benchmark: ${h.agents} Agents, client concurrency ${h.concurrency}, controller on ${h.runtime}`,
+  );
+  out.push(
+    `pods: ${h.pods ?? 'real'}; machine: ${h.cpus} CPUs, load average at start ${h.loadAverage.map((x) => x.toFixed(2)).join(' ')}, ` +
+      `node ${h.node}; started ${h.startedAt}`,
+  );
+  if (h.note) out.push(`note: ${h.note}`);
+  if (r.interrupted) out.push('INTERRUPTED: the figures below cover only what happened before Ctrl-C');
+
+  const c = r.controller;
+  if (c) runSection(out, `Controller run (namespace ${c.namespace})`, c);
+  const b = r.baseline;
+  if (b)
+    runSection(out, `Informer baseline run: @kubernetes/client-node informers (namespace ${b.namespace})`, b);
 
   const raw = r.raw;
   if (raw) {
@@ -185,20 +201,107 @@ export function formatReport(r: BenchReport): string {
   if (c && raw) {
     const cf = c.figures;
     const rf = raw.figures;
-    const row = (label: string, a: number, b: number, fmt: (x: number) => string): string =>
-      `  ${pad(label, 40)}${lpad(fmt(a), 12)}${lpad(fmt(b), 12)}${lpad(fmtRatio(a, b), 10)}`;
-    out.push('', 'Side by side (controller vs raw bound; ratio = controller ÷ raw)');
-    out.push(`  ${pad('', 40)}${lpad('controller', 12)}${lpad('raw', 12)}${lpad('ratio', 10)}`);
-    out.push(row('create→Job p50 (ms)  vs  POST Job', cf.createToJob.p50, rf.jobPost.p50, fmtMs));
-    out.push(row('create→Job p99 (ms)  vs  POST Job', cf.createToJob.p99, rf.jobPost.p99, fmtMs));
+    const bf = b?.figures;
+    const perAgent = (
+      x: RunSection | undefined,
+      pick: (l: NonNullable<RunSection['resources']['last']>) => number | undefined,
+    ) => {
+      const last = x?.resources.last;
+      const v = last === undefined ? undefined : pick(last);
+      return v === undefined || x === undefined || x.figures.created === 0
+        ? undefined
+        : v / x.figures.created;
+    };
+    const row = (
+      label: string,
+      a: number | undefined,
+      raw0: number | undefined,
+      base: number | undefined,
+      fmt: (x: number | undefined) => string,
+    ): string =>
+      `  ${pad(label, 40)}${lpad(fmt(a), 12)}${lpad(fmt(raw0), 12)}${lpad(fmt(base), 12)}${lpad(fmtRatio(a, raw0), 10)}${lpad(fmtRatio(a, base), 10)}`;
+    out.push('', 'Side by side (ratios: ours ÷ raw bound, ours ÷ informer baseline)');
     out.push(
-      row('finished→terminal p50 (ms)  vs  PATCH', cf.finishedToTerminal.p50, rf.terminalPatch.p50, fmtMs),
+      `  ${pad('', 40)}${lpad('ours', 12)}${lpad('raw', 12)}${lpad('baseline', 12)}${lpad('÷ raw', 10)}${lpad('÷ base', 10)}`,
     );
     out.push(
-      row('finished→terminal p99 (ms)  vs  PATCH', cf.finishedToTerminal.p99, rf.terminalPatch.p99, fmtMs),
+      row(
+        'create→Job p50 (ms)  vs  POST Job',
+        cf.createToJob.p50,
+        rf.jobPost.p50,
+        bf?.createToJob.p50,
+        fmtMs,
+      ),
     );
-    out.push(row('Agents/s to terminal  vs  items/s', cf.agentsPerSecond, rf.itemsPerSecond, fmtRate));
-    out.push(row('Jobs created/s  vs  Job POSTs/s', cf.jobsPerSecond, rf.jobsPerSecond, fmtRate));
+    out.push(
+      row(
+        'create→Job p99 (ms)  vs  POST Job',
+        cf.createToJob.p99,
+        rf.jobPost.p99,
+        bf?.createToJob.p99,
+        fmtMs,
+      ),
+    );
+    out.push(
+      row(
+        'finished→terminal p50 (ms)  vs  PATCH',
+        cf.finishedToTerminal.p50,
+        rf.terminalPatch.p50,
+        bf?.finishedToTerminal.p50,
+        fmtMs,
+      ),
+    );
+    out.push(
+      row(
+        'finished→terminal p99 (ms)  vs  PATCH',
+        cf.finishedToTerminal.p99,
+        rf.terminalPatch.p99,
+        bf?.finishedToTerminal.p99,
+        fmtMs,
+      ),
+    );
+    out.push(
+      row(
+        'Agents/s to terminal  vs  items/s',
+        cf.agentsPerSecond,
+        rf.itemsPerSecond,
+        bf?.agentsPerSecond,
+        fmtRate,
+      ),
+    );
+    out.push(
+      row('Jobs created/s  vs  Job POSTs/s', cf.jobsPerSecond, rf.jobsPerSecond, bf?.jobsPerSecond, fmtRate),
+    );
+    out.push(
+      row(
+        'reconciles per Agent',
+        perAgent(c, (l) => l.reconciles),
+        undefined,
+        undefined,
+        fmtRate,
+      ),
+    );
+    out.push(
+      row(
+        'status patches per Agent',
+        perAgent(c, (l) => l.statusPatches),
+        2,
+        perAgent(b, (l) => l.statusPatches),
+        fmtRate,
+      ),
+    );
+    out.push(
+      row(
+        'peak RSS (MiB)',
+        mibOf(c.resources.peakRssBytes),
+        undefined,
+        mibOf(b?.resources.peakRssBytes),
+        fmtRate,
+      ),
+    );
+    out.push(
+      row('CPU seconds during the run', c.resources.cpuSeconds, undefined, b?.resources.cpuSeconds, fmtRate),
+    );
   }
   out.push('', `total bench time ${fmtS(r.totalMs)}`);
   return `${out.join('\n')}\n`;

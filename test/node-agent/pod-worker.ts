@@ -9,6 +9,7 @@ import { err, ok, type Result } from '../../src/shared/result.ts';
 import { apiPath, type KubeClient, KubeError } from '../support/kube-client.ts';
 import { type EnvSources, type PodFacts, resolveEnv } from './env.ts';
 import type { ImageTable } from './images.ts';
+import { type InstantRun, instantRun } from './instant.ts';
 import type { IpPool } from './ip-pool.ts';
 import { ContainerLogWriter, parseCriLog, terminationMessageFromLog } from './logs.ts';
 import {
@@ -455,6 +456,8 @@ export class PodWorker {
     c: Container,
     volumes: ReadonlyMap<string, string>,
   ): Promise<number | undefined> {
+    const instant = instantRun(this.#pod.metadata.annotations, kind, c.name);
+    if (instant !== undefined) return this.#runInstant(kind, index, c, instant);
     let spec: ProcessSpec | undefined;
     while (!spec) {
       if (this.#stopping) return undefined;
@@ -577,6 +580,43 @@ export class PodWorker {
       ...(message ? { message } : {}),
       startedAt: runningSince,
       finishedAt,
+      containerID,
+    });
+  }
+
+  /** An instant container (see ./instant.ts): running at once, its log written, terminated after the delay. */
+  async #runInstant(kind: Kind, index: number, c: Container, plan: InstantRun): Promise<number | undefined> {
+    const run = this.#getRun(kind, index);
+    const containerID = `testbed://${this.uid}/${c.name}/${run.restartCount}`;
+    const startedAt = this.#deps.now();
+    const logDir = join(this.#dir, 'logs', c.name);
+    mkdirSync(logDir, { recursive: true });
+    const logFile = join(logDir, `${run.restartCount}.log`);
+    const writer = new ContainerLogWriter(logFile, this.#deps.now);
+    this.#logFiles.set(c.name, [...(this.#logFiles.get(c.name) ?? []), logFile]);
+    this.#setRun(kind, index, { ...run, state: { kind: 'running', startedAt }, containerID });
+    if (plan.log !== '') writer.write('stdout', plan.log);
+    if (plan.delayMs > 0) await this.#sleep(plan.delayMs);
+    writer.close();
+    if (this.#stopping) {
+      // Stopped before its time was up: like a container killed by the grace-period SIGKILL.
+      this.#terminated(kind, index, {
+        kind: 'terminated',
+        exitCode: 137,
+        signal: 9,
+        reason: 'Error',
+        startedAt,
+        finishedAt: this.#deps.now(),
+        containerID,
+      });
+      return undefined;
+    }
+    return this.#terminated(kind, index, {
+      kind: 'terminated',
+      exitCode: plan.exitCode,
+      reason: plan.exitCode === 0 ? 'Completed' : 'Error',
+      startedAt,
+      finishedAt: this.#deps.now(),
       containerID,
     });
   }
