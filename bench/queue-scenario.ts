@@ -88,7 +88,8 @@ function queueDefinition(namespace: string, runId: string): Record<string, unkno
     apiVersion: API_VERSION,
     kind: 'AgentDefinition',
     metadata: { name: QUEUE_STATION, namespace, labels: { [BENCH_LABEL]: runId } },
-    spec: { model: 'exec', prompt: 'queue {i}', tool_config: { command: ['sleep', '3600'] } },
+    // The prompt is appended as one more argument: sh takes it as $0.
+    spec: { model: 'exec', prompt: 'queue {i}', tool_config: { command: ['sh', '-c', 'sleep 3600'] } },
   };
 }
 
@@ -281,6 +282,11 @@ export async function runQueueScenario(ctx: QueueContext): Promise<QueueReport> 
     rawPostJobMs: summarize([]),
     notes,
   };
+  /** Stops the scenario between steps once Ctrl-C was pressed (the caller still cleans up). */
+  const step = (what: string): void => {
+    if (signal.aborted) throw new Error(`interrupted before ${what}`);
+    info(what);
+  };
   try {
     await ready;
     if (!(await waitLeader(controller.metricsUrl, 60_000, signal)))
@@ -312,6 +318,7 @@ export async function runQueueScenario(ctx: QueueContext): Promise<QueueReport> 
       `created ${created} in ${((tCreated - t0) / 1000).toFixed(1)} s; waiting until ${created - 1} are queued`,
     );
 
+    step(`waiting until ${created - 1} Agents are queued`);
     // 2. Every Agent but one queued (Ready=False/Queued), one Running.
     const allQueued = await until(() => queuedCount >= created - 1, 30 * 60_000, signal);
     if (allQueued) report.allQueuedMs = now() - t0;
@@ -326,6 +333,7 @@ export async function runQueueScenario(ctx: QueueContext): Promise<QueueReport> 
     }
     report.statusPatches = last;
 
+    step('idle window');
     // 3. Idle window: nothing changes; probe health every 250 ms, /readyz and /metrics every second.
     info(`idle window of ${report.idleWindowS} s with ${created} Agents cached`);
     const before = await scrape(controller.metricsUrl);
@@ -354,6 +362,7 @@ export async function runQueueScenario(ctx: QueueContext): Promise<QueueReport> 
     report.healthzFailures = healthz.filter((x) => !Number.isFinite(x)).length;
     report.readyzMetrics = summarize(other);
 
+    step('FIFO hand-overs');
     // 4. FIFO hand-over: delete the running Agent; the oldest queued one must get its Job.
     const handovers: number[] = [];
     const order = (a: Tracked, b: Tracked) =>
@@ -406,6 +415,7 @@ export async function runQueueScenario(ctx: QueueContext): Promise<QueueReport> 
     }
     report.handover = summarize(handovers);
 
+    step('raw floors');
     // 5. Raw floors in the same run: paginated LIST of the N Agents, POST of a (suspended) Job.
     const lists: number[] = [];
     for (let k = 0; k < 3; k++) {
@@ -448,6 +458,7 @@ export async function runQueueScenario(ctx: QueueContext): Promise<QueueReport> 
     const firstFull = lagBuckets.find(([, c]) => c >= total);
     if (total > 0 && firstFull !== undefined) report.maxLoopLagMs = firstFull[0] * 1000;
 
+    step('restart');
     // 7. Restart: SIGTERM (timed, Lease released?), then a new process to Ready, leading, and a hand-over.
     info('restarting the controller');
     const tStop = now();

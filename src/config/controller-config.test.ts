@@ -137,11 +137,11 @@ describe('controller configuration', () => {
 });
 
 describe('controller configuration: workers', () => {
-  it('defaults to 16 reconcile workers and accepts AGENT_WORKERS in 1..256', () => {
+  it('defaults to 48 reconcile workers and accepts AGENT_WORKERS in 1..256', () => {
     const d = parseControllerConfig({}, {}, undefined);
     const w = parseControllerConfig({}, { AGENT_WORKERS: '64' }, undefined);
     assert.ok(d.ok && w.ok);
-    assert.equal(d.value.workers, 16);
+    assert.equal(d.value.workers, 48);
     assert.equal(w.value.workers, 64);
     const bad = parseControllerConfig({}, { AGENT_WORKERS: '0' }, undefined);
     assert.equal(!bad.ok && bad.error, 'AGENT_WORKERS must be between 1 and 256');

@@ -1,8 +1,8 @@
-import { type Agent, parseStation } from '../api/index.ts';
+import { type Agent, AgentSchema, parseJob, parseStation } from '../api/index.ts';
 import type { ControllerConfig } from '../config/index.ts';
 import { ALL_NAMESPACES } from '../config/index.ts';
 import { createTombstones, executeActions, type Tombstones } from '../effects/execute.ts';
-import { parseCachedAgent, type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
+import { type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { AGENT_DEFINITIONS, AGENTS, STATIONS } from '../effects/resources.ts';
 import { JOB_LABEL_SELECTOR } from '../jobs/index.ts';
 import {
@@ -19,6 +19,7 @@ import {
   CONDITION_READY,
   concurrencyPolicyOf,
   effectiveMaxRuns,
+  isJobFinished,
   laneKey,
   pruneActions,
   REASON,
@@ -80,10 +81,13 @@ export function startController(deps: ControllerDeps): RunningController {
   const reconnectHook = (resource: string) => ({
     onReconnect: () => metrics.watchReconnects.inc({ resource }),
   });
-  const enqueue = (key: string): void => queue?.add(key);
-  const agents: Informer<KubeObject> = createInformer({
+  const enqueue = (key: string, urgent = false): void => queue?.add(key, urgent);
+  // Agents are cached parsed (an Agent that does not parse is skipped with a warning by the informer): one copy
+  // per Agent, shared with the book, matters at 10,000 queued Agents.
+  const agents: Informer<Agent> = createInformer<Agent>({
     ...informerOptions,
     resource: AGENTS,
+    schema: AgentSchema,
     hooks: {
       ...reconnectHook('agents'),
       // Every full LIST of Agents: at start, on each poll and after a 410 (a failed LIST's retry is not one).
@@ -133,22 +137,18 @@ export function startController(deps: ControllerDeps): RunningController {
    * An Agent changed: record it in the book (synchronously, before anything can decide on the old picture),
    * reconcile it, and wake the heads of its Station's queue if a slot may have freed.
    */
-  function onAgentChange(c: Change<KubeObject>): void {
+  function onAgentChange(c: Change<Agent>): void {
     const key = objectKey(c.object);
-    const now = parseCachedAgent(c.object);
-    const lanes = new Set<string>();
-    if (c.type === 'modified') {
-      const was = parseCachedAgent(c.old);
-      if (was.ok) lanes.add(laneKey(was.value.metadata.namespace, was.value.spec.stationRef));
-    }
-    if (c.type === 'deleted' || !now.ok) {
+    const lanes = new Set<string>([laneKey(c.object.metadata.namespace, c.object.spec.stationRef)]);
+    if (c.type === 'modified') lanes.add(laneKey(c.old.metadata.namespace, c.old.spec.stationRef));
+    if (c.type === 'deleted') {
       book.remove(key);
-      if (c.type === 'deleted') claims.remove(c.object.metadata.uid ?? '');
+      claims.remove(c.object.metadata.uid);
     } else {
-      book.upsert(key, now.value);
+      // The cache and the book share one parsed object per Agent.
+      book.upsert(key, c.object);
+      enqueue(key);
     }
-    if (now.ok) lanes.add(laneKey(now.value.metadata.namespace, now.value.spec.stationRef));
-    if (c.type !== 'deleted') enqueue(key);
     for (const lane of lanes) wakeHeads(lane);
   }
 
@@ -162,11 +162,25 @@ export function startController(deps: ControllerDeps): RunningController {
     else book.jobSeen(jobKey, owner.uid);
     if (owner === undefined) return;
     const agentKey = `${c.object.metadata.namespace}/${owner.name}`;
-    enqueue(agentKey);
+    // Only changes the Agent's reconcile acts on wake it: the Job appearing (adoption), finishing (the result:
+    // ahead of new Agents waiting for admission, as urgent) or vanishing. Progress updates of a running Job
+    // (active, ready, pod counts) would each cost a reconcile that does nothing.
+    const job = c.type === 'deleted' ? undefined : parseJob(c.object);
+    const finished = job?.ok === true && isJobFinished(job.value);
+    // A finished Job's later condition changes matter too (an early verdict followed by the final one).
+    const verdictChanged =
+      c.type === 'modified' && finished && jobConditions(c.object) !== jobConditions(c.old);
+    if (c.type !== 'modified' || verdictChanged) enqueue(agentKey, finished);
     if (c.type === 'deleted') {
       const a = book.get(agentKey);
       if (a !== undefined) wakeHeads(laneKey(a.metadata.namespace, a.spec.stationRef));
     }
+  }
+
+  /** A Job's conditions as one comparable string (type=status, in order). */
+  function jobConditions(raw: KubeObject): string {
+    const job = parseJob(raw);
+    return job.ok ? (job.value.status?.conditions ?? []).map((x) => `${x.type}=${x.status}`).join(',') : '';
   }
 
   /**
@@ -220,7 +234,6 @@ export function startController(deps: ControllerDeps): RunningController {
   });
   const reconcileDeps: ReconcileDeps = {
     transport,
-    agents: agents.store,
     stations: stations.store,
     definitions: definitions.store,
     jobs: jobs.store,
@@ -232,6 +245,7 @@ export function startController(deps: ControllerDeps): RunningController {
     leading: () => queue !== undefined,
     tombstones,
     backgroundEvents: true,
+    backgroundPrunes: true,
     options: {
       agentImage: config.agentImage,
       maxOutputBytes: config.maxOutputBytes,
@@ -337,13 +351,11 @@ export function startController(deps: ControllerDeps): RunningController {
    */
   function termStartKeys(): string[] {
     const keys: string[] = [];
-    for (const raw of agents.store.list()) {
-      const key = objectKey(raw);
-      const parsed = parseCachedAgent(raw);
-      if (!parsed.ok) continue;
+    for (const agent of agents.store.list()) {
+      const key = objectKey(agent);
       const place = book.placeOf(key);
       if (place === 'holding') keys.push(key);
-      else if (place === 'queued' && !isQueuedCondition(parsed.value)) keys.push(key);
+      else if (place === 'queued' && !isQueuedCondition(agent)) keys.push(key);
     }
     for (const lane of book.lanes()) keys.push(...wakeableHeads(lane));
     return keys;

@@ -736,6 +736,43 @@ describe('executeActions', () => {
     });
   });
 
+  describe('deleteAgent with backgroundPrunes', () => {
+    it('a prune never holds up or fails the decision; a refused one gives its claim back and warns', async () => {
+      const h = harness((req) =>
+        req.method === 'DELETE' ? { status: 500, body: status(500, 'InternalError', 'boom') } : success(req),
+      );
+      const tombstones = createTombstones(() => 0);
+      const out = await executeActions([del('old1', 'prune'), createJob()], {
+        ...h.deps,
+        tombstones,
+        backgroundPrunes: true,
+      });
+      assert.deepEqual(out, { kind: 'done' });
+      assert.deepEqual(
+        h.requests.map((r) => r.method),
+        ['DELETE', 'POST'],
+      );
+      await new Promise((r) => setImmediate(r));
+      assert.equal(tombstones.has('uid-old1'), false, 'the refused claim was given back');
+      assert.ok(h.logs.some((l) => l.msg === 'Pruning an Agent failed; the next sweep retries'));
+    });
+
+    it('a preemption still runs in line and stops the decision when refused', async () => {
+      const h = harness((req) =>
+        req.method === 'DELETE' ? { status: 500, body: status(500, 'InternalError', 'boom') } : success(req),
+      );
+      const out = await executeActions([del('victim', 'preempt'), createJob()], {
+        ...h.deps,
+        backgroundPrunes: true,
+      });
+      assert.equal(out.kind, 'error');
+      assert.deepEqual(
+        h.requests.map((r) => r.method),
+        ['DELETE'],
+      );
+    });
+  });
+
   describe('recordEvent', () => {
     it('records the Event on the Agent (apiVersion, kind, name, namespace, uid) with type, reason and message', async () => {
       const h = harness();

@@ -19,7 +19,7 @@ import {
 import type { ControllerMetrics } from '../metrics/index.ts';
 import type { Action, AgentRef, MetricObservation } from '../reconcile/index.ts';
 import type { Logger } from '../shared/log.ts';
-import { assertNever } from '../shared/result.ts';
+import { assertNever, err } from '../shared/result.ts';
 import { AGENTS } from './resources.ts';
 
 /** Field manager of every write the controller makes. */
@@ -53,6 +53,11 @@ export interface ExecuteDeps {
    * e.g. once leadership was lost. Called once per create actually attempted.
    */
   readonly beforeCreateJob?: () => boolean;
+  /**
+   * When true, history-pruning deletes run in the background (claimed first, logged on failure, retried by the
+   * next sweep) instead of holding up the worker. Default false.
+   */
+  readonly backgroundPrunes?: boolean;
 }
 
 /**
@@ -181,29 +186,15 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
         return { kind: 'error', error: r.error, action: action.kind };
       }
       case 'deleteAgent': {
-        const { ref } = action;
-        if (action.purpose === 'prune' && deps.tombstones?.has(ref.uid)) break;
-        deps.tombstones?.add(ref.uid);
-        const r = await deleteObject(deps.transport, AGENTS, ref, {
-          resourceVersion: action.resourceVersion,
-          timeoutMs: deps.timeoutMs,
-        });
-        if (!r.ok && !isNotFound(r.error)) deps.tombstones?.remove(ref.uid);
-        if (r.ok || isNotFound(r.error)) {
-          deps.logger.info('Deleted Agent', {
-            namespace: ref.namespace,
-            agent: ref.name,
-            purpose: action.purpose,
-            why: action.reason,
-          });
+        if (action.purpose === 'prune' && deps.tombstones?.has(action.ref.uid)) break;
+        if (action.purpose === 'prune' && deps.backgroundPrunes === true) {
+          // History pruning never decides anything the rest of the decision depends on: it runs beside it.
+          void deleteAgent(action, deps);
           break;
         }
-        if (isConflict(r.error)) {
-          if (action.purpose === 'preempt') return { kind: 'superseded', what: `preemption of ${ref.name}` };
-          deps.logger.info('Skipped pruning a changed Agent', { namespace: ref.namespace, agent: ref.name });
-          break;
-        }
-        return { kind: 'error', error: r.error, action: action.kind };
+        const r = await deleteAgent(action, deps);
+        if (r !== undefined) return r;
+        break;
       }
       case 'recordEvent': {
         const recording = Promise.resolve()
@@ -235,6 +226,47 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
     }
   }
   return { kind: 'done' };
+}
+
+/**
+ * One Agent DELETE (resourceVersion precondition, Background propagation). Claims the tombstone before the request
+ * and gives it back if the delete is refused. Undefined when done (deleted, already gone, or a pruned Agent that
+ * changed); an outcome when the decision must stop. Never rejects.
+ */
+async function deleteAgent(
+  action: Extract<Action, { kind: 'deleteAgent' }>,
+  deps: ExecuteDeps,
+): Promise<ExecuteOutcome | undefined> {
+  const { ref } = action;
+  deps.tombstones?.add(ref.uid);
+  const r = await deleteObject(deps.transport, AGENTS, ref, {
+    resourceVersion: action.resourceVersion,
+    timeoutMs: deps.timeoutMs,
+  }).catch((error: unknown) => err<KubeError>({ kind: 'network', message: String(error) }));
+  if (!r.ok && !isNotFound(r.error)) deps.tombstones?.remove(ref.uid);
+  if (r.ok || isNotFound(r.error)) {
+    deps.logger.info('Deleted Agent', {
+      namespace: ref.namespace,
+      agent: ref.name,
+      purpose: action.purpose,
+      why: action.reason,
+    });
+    return undefined;
+  }
+  if (isConflict(r.error)) {
+    if (action.purpose === 'preempt') return { kind: 'superseded', what: `preemption of ${ref.name}` };
+    deps.logger.info('Skipped pruning a changed Agent', { namespace: ref.namespace, agent: ref.name });
+    return undefined;
+  }
+  if (action.purpose === 'prune' && deps.backgroundPrunes === true) {
+    deps.logger.warn('Pruning an Agent failed; the next sweep retries', {
+      namespace: ref.namespace,
+      agent: ref.name,
+      error: describeKubeError(r.error),
+    });
+    return undefined;
+  }
+  return { kind: 'error', error: r.error, action: action.kind };
 }
 
 /** Maps one metric observation of the core onto its Prometheus series. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Agent } from '../api/index.ts';
+import { type Agent, parseAgent } from '../api/index.ts';
 import { createFakeTransport, type FakeReply, type FakeRequest } from '../kube/fake-transport.ts';
 import {
   type EventNote,
@@ -21,7 +21,7 @@ import {
 } from '../reconcile/index.ts';
 import { Store, type WorkResult } from '../runtime/index.ts';
 import { createLogger } from '../shared/log.ts';
-import { parseCachedAgent, type ReconcileDeps, reconcileAgent } from './reconcile-agent.ts';
+import { type ReconcileDeps, reconcileAgent } from './reconcile-agent.ts';
 
 const NS = 'team';
 const GROUP_PATH = `/apis/agents.re-cinq.com/v1alpha1/namespaces/${NS}`;
@@ -241,7 +241,7 @@ function harness(
   // The book as the controller feeds it: every parseable cached Agent, and the Jobs they own.
   const book = new StationBook<Agent>();
   for (const raw of o.agents ?? []) {
-    const p = parseCachedAgent(raw);
+    const p = parseAgent(raw);
     if (p.ok) book.upsert(objectKey(raw), p.value);
   }
   for (const j of o.jobs ?? []) {
@@ -251,7 +251,6 @@ function harness(
   const deps: ReconcileDeps = {
     transport,
     book,
-    agents: store(o.agents),
     stations: store(o.stations),
     definitions: store(o.definitions),
     jobs: store(o.jobs),
@@ -298,7 +297,7 @@ describe('reconcileAgent', () => {
     assert.deepEqual(h.events, []);
   });
 
-  it('an Agent that does not parse → done, no request', async () => {
+  it('an Agent that does not parse (the informer skips it, so the book never has it) → done, no request', async () => {
     const broken = { ...rawAgent('a1'), spec: { stationRef: 7 } };
     const h = harness({ agents: [broken] });
     assert.deepEqual(await h.run(), { kind: 'done' });

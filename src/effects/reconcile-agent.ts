@@ -1,5 +1,5 @@
-import { type Agent, isTerminalPhase, parseAgent } from '../api/index.ts';
-import { describeKubeError, type KubeObject } from '../kube/index.ts';
+import { type Agent, isTerminalPhase } from '../api/index.ts';
+import { describeKubeError } from '../kube/index.ts';
 import {
   type Decision,
   decide,
@@ -8,16 +8,15 @@ import {
   type Snapshot,
   type StationBook,
 } from '../reconcile/index.ts';
-import type { StoreReader, WorkResult } from '../runtime/index.ts';
+import type { WorkResult } from '../runtime/index.ts';
 import type { Logger } from '../shared/log.ts';
 import { type ExecuteDeps, executeActions } from './execute.ts';
 import { type GatherDeps, gatherEvidence, lookupDefinition, lookupStation, observeJob } from './gather.ts';
 
 export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
-  readonly agents: StoreReader<KubeObject>;
   /**
-   * The Agents of the cache by Station, fed synchronously from every cache change (see `StationBook`). Admissions
-   * decided here are recorded in it before their Job is asked for.
+   * The (parsed) Agents of the cache by Station, fed synchronously from every cache change (see `StationBook`):
+   * the source of the Agent itself too. Admissions decided here are recorded in it before their Job is asked for.
    */
   readonly book: StationBook<Agent>;
   /** False once this replica stopped leading: no Job is created after that (a fence against a late handler). */
@@ -25,21 +24,6 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
   readonly options: ReconcileOptions;
   readonly now: () => Date;
   readonly logger: Logger;
-}
-
-const parsedAgents = new WeakMap<object, ReturnType<typeof parseAgent>>();
-
-/**
- * Parses a cached Agent once per object: cache entries are immutable and replaced on change, so memoising by
- * identity keeps admission (which reads every sibling) from re-validating the whole namespace on every reconcile.
- */
-export function parseCachedAgent(raw: KubeObject): ReturnType<typeof parseAgent> {
-  let parsed = parsedAgents.get(raw);
-  if (parsed === undefined) {
-    parsed = parseAgent(raw);
-    parsedAgents.set(raw, parsed);
-  }
-  return parsed;
 }
 
 /** The most decide → gather rounds one reconcile makes (job, evidence, existing Job, rejected Job). */
@@ -52,14 +36,8 @@ const MAX_ROUNDS = 5;
  * (the change that superseded it wakes the key again).
  */
 export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<WorkResult> {
-  const raw = deps.agents.get(key);
-  if (raw === undefined) return { kind: 'done' };
-  const parsed = parseCachedAgent(raw);
-  if (!parsed.ok) {
-    deps.logger.warn('Skipped an invalid Agent', { agent: key, error: parsed.error });
-    return { kind: 'done' };
-  }
-  const agent = parsed.value;
+  const agent = deps.book.get(key);
+  if (agent === undefined) return { kind: 'done' };
   const log = deps.logger.with({ agent: key });
   if (isTerminalPhase(agent.status.phase) || agent.metadata.deletionTimestamp !== undefined)
     return { kind: 'done' };

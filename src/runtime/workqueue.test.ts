@@ -307,3 +307,34 @@ describe('createWorkQueue', () => {
     );
   });
 });
+
+describe('createWorkQueue urgent keys', () => {
+  it('takes urgent keys before ordinary ones, promotes a queued key, and keeps urgency across a busy key', async () => {
+    const clock = new ManualClock(0);
+    const order: string[] = [];
+    let release: (() => void) | undefined;
+    const q = createWorkQueue({
+      clock,
+      concurrency: 1,
+      handler: async (key) => {
+        order.push(key);
+        if (key === 'busy' && release === undefined) await new Promise<void>((r) => (release = r));
+        return { kind: 'done' };
+      },
+    });
+    q.add('busy');
+    q.start();
+    await flushMicrotasks();
+    q.add('a');
+    q.add('b');
+    q.add('c', true);
+    q.add('b', true); // promoted
+    q.add('busy', true); // busy now: runs again, urgently, after this run
+    q.add('d');
+    assert.equal(q.depth(), 4);
+    release?.();
+    for (let i = 0; i < 10; i++) await flushMicrotasks();
+    assert.deepEqual(order, ['busy', 'c', 'b', 'busy', 'a', 'd']);
+    await q.shutdown();
+  });
+});

@@ -61,7 +61,11 @@ const nextMacrotask: (fn: () => void) => void =
  * - a handler that throws counts as `retry`.
  */
 export interface WorkQueue {
-  add(key: string): void;
+  /**
+   * Queues a key. `urgent` keys are taken before every ordinary one (a finished run ahead of a burst of new
+   * Agents); an ordinary key already queued is promoted.
+   */
+  add(key: string, urgent?: boolean): void;
   /** Adds after `ms` (≤ 0: now). Keeps whichever due time is earlier. */
   addAfter(key: string, ms: number): void;
   /** Adds after the key's next backoff delay and counts a failure. */
@@ -91,8 +95,11 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
   const concurrency = Math.max(1, opts.concurrency ?? 1);
   const policy = opts.backoff ?? DEFAULT_ITEM_BACKOFF;
   const hooks = opts.hooks ?? {};
-  /** Ready keys in FIFO order with the time they became ready. */
+  /** Ready keys in FIFO order with the time they became ready; `urgent` ones are taken first. */
   const ready = new Map<string, number>();
+  const urgentReady = new Map<string, number>();
+  /** Keys added urgently while processing: re-queued urgently when their run finishes. */
+  const dirtyUrgent = new Set<string>();
   const processing = new Set<string>();
   /** Keys added while processing: re-queued when their run finishes. */
   const dirty = new Set<string>();
@@ -107,7 +114,8 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
   let sliceOpen = false;
   let yielding = false;
 
-  const depthChanged = (): void => hooks.onDepth?.(ready.size);
+  const readyCount = (): number => ready.size + urgentReady.size;
+  const depthChanged = (): void => hooks.onDepth?.(readyCount());
 
   const pump = (): void => {
     if (!started || yielding) return;
@@ -117,7 +125,7 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
       nextMacrotask(() => {
         sliceOpen = false;
       });
-    } else if (performance.now() - sliceStart > budget && ready.size > 0 && processing.size < concurrency) {
+    } else if (performance.now() - sliceStart > budget && readyCount() > 0 && processing.size < concurrency) {
       yielding = true;
       nextMacrotask(() => {
         yielding = false;
@@ -125,17 +133,18 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
       });
       return;
     }
-    while (processing.size < concurrency && ready.size > 0) {
-      const first = ready.entries().next();
+    while (processing.size < concurrency && readyCount() > 0) {
+      const from = urgentReady.size > 0 ? urgentReady : ready;
+      const first = from.entries().next();
       if (first.done) break;
       const [key, since] = first.value;
-      ready.delete(key);
+      from.delete(key);
       processing.add(key);
       hooks.onQueueLatency?.(clock.now() - since);
       void work(key);
     }
     depthChanged();
-    if (stopping && processing.size === 0 && ready.size === 0) idle?.();
+    if (stopping && processing.size === 0 && readyCount() === 0) idle?.();
   };
 
   const work = async (key: string): Promise<void> => {
@@ -162,11 +171,12 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
         queue.addAfter(key, result.ms);
         break;
     }
-    if (dirty.delete(key)) enqueue(key);
+    const urgent = dirtyUrgent.delete(key);
+    if (dirty.delete(key)) enqueue(key, urgent);
     pump();
   };
 
-  const enqueue = (key: string): void => {
+  const enqueue = (key: string, urgent = false): void => {
     if (stopping) return;
     const w = waiting.get(key);
     if (w) {
@@ -175,10 +185,18 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
     }
     if (processing.has(key)) {
       dirty.add(key);
+      if (urgent) dirtyUrgent.add(key);
       return;
     }
-    if (ready.has(key)) return;
-    ready.set(key, clock.now());
+    if (urgentReady.has(key)) return;
+    const since = ready.get(key);
+    if (since !== undefined) {
+      if (!urgent) return;
+      ready.delete(key);
+      urgentReady.set(key, since);
+      return;
+    }
+    (urgent ? urgentReady : ready).set(key, clock.now());
     hooks.onAdd?.();
     pump();
   };
@@ -188,7 +206,7 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
     addAfter(key, ms) {
       if (stopping) return;
       if (ms <= 0) return enqueue(key);
-      if (ready.has(key)) return;
+      if (ready.has(key) || urgentReady.has(key)) return;
       const due = clock.now() + ms;
       const w = waiting.get(key);
       if (w && w.due <= due) return;
@@ -208,7 +226,7 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
       failures.delete(key);
     },
     numRequeues: (key) => failures.get(key) ?? 0,
-    depth: () => ready.size,
+    depth: () => readyCount(),
     delayed: () => waiting.size,
     active: () => processing.size,
     start() {
@@ -220,12 +238,16 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
       for (const w of waiting.values()) w.cancel();
       waiting.clear();
       dirty.clear();
-      if (!o.drain || !started) ready.clear();
+      dirtyUrgent.clear();
+      if (!o.drain || !started) {
+        ready.clear();
+        urgentReady.clear();
+      }
       depthChanged();
       return new Promise<void>((resolve) => {
         idle = resolve;
         pump();
-        if (processing.size === 0 && ready.size === 0) resolve();
+        if (processing.size === 0 && readyCount() === 0) resolve();
       });
     },
   };
