@@ -128,4 +128,25 @@ describe('listAll', () => {
     const r2 = await listAll(noRv, CONFIG_MAPS, KubeObjectSchema);
     assert.ok(!r2.ok && r2.error.kind === 'decode');
   });
+
+  it('uses the object `reuse` returns instead of validating the item again', async () => {
+    const t = createFakeTransport({ request: () => page(['a', 'b'], undefined) });
+    const cached = { metadata: { name: 'a', namespace: 'n', resourceVersion: '1' }, marker: 'cached' };
+    let validated = 0;
+    const counting = v.pipe(
+      KubeObjectSchema,
+      v.transform((o) => {
+        validated++;
+        return o;
+      }),
+    );
+    const r = await listAll(t, CONFIG_MAPS, counting, {
+      namespace: 'n',
+      reuse: (raw) => ((raw.metadata as { name?: string }).name === 'a' ? cached : undefined),
+    });
+    assert.ok(r.ok);
+    assert.equal(r.value.items[0], cached, 'the very same object');
+    assert.equal(r.value.items[1]?.metadata.name, 'b');
+    assert.equal(validated, 1, 'only b was validated');
+  });
 });

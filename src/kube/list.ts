@@ -10,7 +10,7 @@ import type { Transport } from './transport.ts';
 /** client-go's and kube-rs's page size. */
 export const DEFAULT_PAGE_SIZE = 500;
 
-export interface ListOptions extends SelectorOptions {
+export interface ListOptions<T = unknown> extends SelectorOptions {
   /** Namespace to list in; undefined lists across all namespaces (or a cluster-scoped type). */
   readonly namespace?: string | undefined;
   /** Page size (default {@link DEFAULT_PAGE_SIZE}). */
@@ -18,6 +18,11 @@ export interface ListOptions extends SelectorOptions {
   readonly signal?: AbortSignal | undefined;
   /** How often an expired continue token may restart the list from scratch before giving up (default 3). */
   readonly maxRestarts?: number | undefined;
+  /**
+   * An already-validated object to use instead of validating `raw` again (an informer passes its cached copy when
+   * name and resourceVersion match: a periodic re-list of 10,000 unchanged objects then validates none of them).
+   */
+  readonly reuse?: ((raw: Readonly<Record<string, unknown>>) => T | undefined) | undefined;
 }
 
 /** An item that failed the caller's schema: left out of `items`, reported so it can be logged. */
@@ -51,7 +56,7 @@ export async function listAll<T>(
   t: Transport,
   rt: ResourceType,
   schema: v.GenericSchema<unknown, T>,
-  opts: ListOptions = {},
+  opts: ListOptions<T> = {},
 ): Promise<Result<ListResult<T>, KubeError>> {
   const path = resourcePath(rt, { namespace: opts.namespace });
   const maxRestarts = opts.maxRestarts ?? 3;
@@ -83,10 +88,13 @@ export async function listAll<T>(
       if (!page.ok) return page;
       pages++;
       for (const raw of page.value.items ?? []) {
-        const withType =
-          typeof raw === 'object' && raw !== null && !Array.isArray(raw)
-            ? { apiVersion, kind: rt.kind, ...(raw as Record<string, unknown>) }
-            : raw;
+        const isObject = typeof raw === 'object' && raw !== null && !Array.isArray(raw);
+        const known = isObject ? opts.reuse?.(raw as Record<string, unknown>) : undefined;
+        if (known !== undefined) {
+          items.push(known);
+          continue;
+        }
+        const withType = isObject ? { apiVersion, kind: rt.kind, ...(raw as Record<string, unknown>) } : raw;
         const parsed = v.safeParse(schema, withType);
         if (parsed.success) items.push(parsed.output);
         else {

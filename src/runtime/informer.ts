@@ -110,6 +110,17 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
       fieldSelector: opts.fieldSelector,
       limit: opts.pageSize,
       signal,
+      reuse: (raw) => {
+        const meta = raw.metadata;
+        if (typeof meta !== 'object' || meta === null) return undefined;
+        const m = meta as Record<string, unknown>;
+        const cached = store.get(rawKey(raw));
+        return cached !== undefined &&
+          typeof m.resourceVersion === 'string' &&
+          cached.metadata.resourceVersion === m.resourceVersion
+          ? cached
+          : undefined;
+      },
     });
     if (!r.ok) {
       for (const w of served) w(r);
