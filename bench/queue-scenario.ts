@@ -478,7 +478,9 @@ export async function runQueueScenario(ctx: QueueContext): Promise<QueueReport> 
     );
     if (readyOk) report.restartReadyMs = now() - tStart;
     if (await waitLeader(controller.metricsUrl, 120_000, signal)) report.restartLeadingMs = now() - tStart;
+    const inOrderBefore = report.handoverInOrder;
     report.restartHandoverMs = await handOver();
+    report.handoverInOrder = inOrderBefore;
     return report;
   } finally {
     signal.removeEventListener('abort', onAbort);

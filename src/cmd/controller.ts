@@ -81,6 +81,8 @@ export const controllerCommand: Command = {
       observe: (s) => {
         metrics.eventLoopLag.observe(s);
         metrics.eventLoopMaxLag.set(lag.maxSeconds());
+        // Something held the event loop long enough to delay health probes and Lease renewals: say so.
+        if (s >= 0.25) log.warn('Event loop was blocked', { ms: Math.round(s * 1000) });
       },
     });
     const transport = createTransport({

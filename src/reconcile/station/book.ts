@@ -33,8 +33,8 @@ interface Entry<A> {
   readonly key: string;
   readonly uid: string;
   readonly lane: string;
-  readonly agent: A;
-  readonly phase: RunPhase;
+  agent: A;
+  phase: RunPhase;
   /** Queue order, precomputed once per object version: creationTimestamp (ms; missing → last), name, uid. */
   readonly time: number;
   readonly name: string;
@@ -105,6 +105,28 @@ export class StationBook<A extends AgentRunView> {
   /** Records the current version of an Agent (added or modified). */
   upsert(key: string, agent: A): void {
     const old = this.#agents.get(key);
+    if (
+      old !== undefined &&
+      old.uid === (agent.metadata.uid ?? key) &&
+      old.lane === laneKey(agent.metadata.namespace, agent.spec.stationRef) &&
+      old.agent.metadata.creationTimestamp === agent.metadata.creationTimestamp
+    ) {
+      // A new version of the same Agent in the same queue position (a status echo): update it in place, and move
+      // it only if its place changes, so 10,000 echoes cost O(log n) each, not a queue splice each.
+      this.#count(old.phase, -1);
+      old.agent = agent;
+      old.phase = runPhase(agent);
+      this.#count(old.phase, 1);
+      const place = this.#placeFor(old);
+      if (place === old.place) {
+        if (place === 'finished') this.#admitted.delete(old.uid);
+        return;
+      }
+      this.#detach(old);
+      this.#count(old.phase, 1);
+      this.#attach(old);
+      return;
+    }
     if (old !== undefined) this.#detach(old);
     const uid = agent.metadata.uid ?? key;
     if (old !== undefined && old.uid !== uid) {
