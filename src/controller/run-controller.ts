@@ -41,6 +41,9 @@ import type { Logger } from '../shared/log.ts';
 /** How long a shutdown waits for reconciles in flight before it releases the Lease anyway. */
 export const SHUTDOWN_DRAIN_MS = 5000;
 
+/** A run in progress is re-checked every this many poll intervals (60 s by default), watches aside. */
+export const RUN_RECHECK_POLLS = 4;
+
 /** Poll failures in a row after which readiness drops (reference §6.4). */
 export const MAX_CONSECUTIVE_POLL_FAILURES = 3;
 
@@ -249,7 +252,10 @@ export function startController(deps: ControllerDeps): RunningController {
     options: {
       agentImage: config.agentImage,
       maxOutputBytes: config.maxOutputBytes,
-      requeueMs: config.pollIntervalMs,
+      // A backstop only: the Agent and Job watches (and each poll's re-list, which replays what a watch missed)
+      // wake a run whenever something changes. At the poll interval itself it cost a run of 70 s five reconciles
+      // that did nothing (bench/README.md).
+      requeueMs: config.pollIntervalMs * RUN_RECHECK_POLLS,
     },
   };
 
