@@ -423,10 +423,24 @@ async function main(argv: readonly string[]): Promise<number> {
     interrupted: false,
   };
   let code = 0;
-  if (opts.scenario === 'queue-10k') {
-    const load = loadavg();
+  /** Runs one scenario body; whatever happens, stops the controller and deletes the namespaces. */
+  const guarded = async (body: () => Promise<void>): Promise<void> => {
     try {
       await ensureCrds(client);
+      await body();
+    } catch (error) {
+      info(`failed: ${error instanceof Error ? error.message : String(error)}`);
+      code = 1;
+    } finally {
+      await live.controller?.stop();
+      for (const ns of live.namespaces) await deleteNamespace(client, ns, cleanupTimeout(abort.signal));
+      http.close();
+      client.close();
+    }
+  };
+  if (opts.scenario === 'queue-10k') {
+    const load = loadavg();
+    await guarded(async () => {
       const r = await runQueueScenario({
         opts,
         repoRoot: REPO_ROOT,
@@ -443,19 +457,10 @@ async function main(argv: readonly string[]): Promise<number> {
           .join(' ')}, ${cpus().length} cores, ${opts.runtime}\n\n${formatQueueReport(r)}`,
       );
       if (opts.jsonOut) writeFileSync(opts.jsonOut, `${JSON.stringify(r, null, 2)}\n`);
-    } catch (error) {
-      info(`failed: ${error instanceof Error ? error.message : String(error)}`);
-      code = 1;
-    } finally {
-      await live.controller?.stop();
-      for (const ns of live.namespaces) await deleteNamespace(client, ns, cleanupTimeout(abort.signal));
-      http.close();
-      client.close();
-    }
+    });
     return interrupted ? 130 : code;
   }
-  try {
-    await ensureCrds(client);
+  await guarded(async () => {
     if (opts.baseline && !abort.signal.aborted)
       report.raw = await rawPhase(opts, client, http, runId, live, abort.signal);
     if (opts.controller && !abort.signal.aborted)
@@ -470,15 +475,7 @@ async function main(argv: readonly string[]): Promise<number> {
         abort.signal,
         'informer-baseline',
       );
-  } catch (error) {
-    info(`failed: ${error instanceof Error ? error.message : String(error)}`);
-    code = 1;
-  } finally {
-    await live.controller?.stop();
-    for (const ns of live.namespaces) await deleteNamespace(client, ns, cleanupTimeout(abort.signal));
-    http.close();
-    client.close();
-  }
+  });
   report.totalMs = Date.now() - startedMs;
   report.interrupted = interrupted;
   process.stdout.write(formatReport(report));
