@@ -1,7 +1,8 @@
-import { type Agent, AgentSchema, parseJob, parseStation } from '../api/index.ts';
+import { type Agent, AgentSchema, type Job } from '../api/index.ts';
 import type { ControllerConfig } from '../config/index.ts';
 import { ALL_NAMESPACES } from '../config/index.ts';
 import { createTombstones, executeActions, type Tombstones } from '../effects/execute.ts';
+import { parseCachedJob, parseCachedStation } from '../effects/gather.ts';
 import { type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { AGENT_DEFINITIONS, AGENTS, STATIONS } from '../effects/resources.ts';
 import { JOB_LABEL_SELECTOR } from '../jobs/index.ts';
@@ -40,6 +41,9 @@ import type { Logger } from '../shared/log.ts';
 
 /** How long a shutdown waits for reconciles in flight before it releases the Lease anyway. */
 export const SHUTDOWN_DRAIN_MS = 5000;
+
+const conditionsText = (job: Job): string =>
+  (job.status?.conditions ?? []).map((x) => `${x.type}=${x.status}`).join(',');
 
 /** A run in progress is re-checked every this many poll intervals (60 s by default), watches aside. */
 export const RUN_RECHECK_POLLS = 4;
@@ -166,24 +170,23 @@ export function startController(deps: ControllerDeps): RunningController {
     if (owner === undefined) return;
     const agentKey = `${c.object.metadata.namespace}/${owner.name}`;
     // Only changes the Agent's reconcile acts on wake it: the Job appearing (adoption), finishing (the result:
-    // ahead of new Agents waiting for admission, as urgent) or vanishing. Progress updates of a running Job
-    // (active, ready, pod counts) would each cost a reconcile that does nothing.
-    const job = c.type === 'deleted' ? undefined : parseJob(c.object);
-    const finished = job?.ok === true && isJobFinished(job.value);
-    // A finished Job's later condition changes matter too (an early verdict followed by the final one).
-    const verdictChanged =
-      c.type === 'modified' && finished && jobConditions(c.object) !== jobConditions(c.old);
-    if (c.type !== 'modified' || verdictChanged) enqueue(agentKey, finished);
+    // ahead of new Agents waiting for admission, as urgent) or vanishing, and a finished Job's later verdict (an
+    // early verdict followed by the final one). Progress updates of a running Job (active, ready, pod counts)
+    // would each cost a reconcile that does nothing.
+    const verdict = c.type === 'deleted' ? undefined : verdictOf(c.object);
+    const changed = c.type !== 'modified' || (verdict !== undefined && verdict !== verdictOf(c.old));
+    if (changed) enqueue(agentKey, verdict !== undefined);
     if (c.type === 'deleted') {
       const a = book.get(agentKey);
       if (a !== undefined) wakeHeads(laneKey(a.metadata.namespace, a.spec.stationRef));
     }
   }
 
-  /** A Job's conditions as one comparable string (type=status, in order). */
-  function jobConditions(raw: KubeObject): string {
-    const job = parseJob(raw);
-    return job.ok ? (job.value.status?.conditions ?? []).map((x) => `${x.type}=${x.status}`).join(',') : '';
+  /** A finished Job's conditions as one comparable string (type=status, in order); undefined while it runs. */
+  function verdictOf(raw: KubeObject): string | undefined {
+    const job = parseCachedJob(raw);
+    if (!job.ok || !isJobFinished(job.value)) return undefined;
+    return conditionsText(job.value);
   }
 
   /**
@@ -200,7 +203,7 @@ export function startController(deps: ControllerDeps): RunningController {
     const { queued, holding } = book.counts(lane);
     if (queued === 0) return [];
     const raw = stations.store.get(lane);
-    const station = raw === undefined ? undefined : parseStation(raw);
+    const station = raw === undefined ? undefined : parseCachedStation(raw);
     let n = queued;
     if (station?.ok) {
       const policy = concurrencyPolicyOf(station.value.spec.concurrencyPolicy);
@@ -288,7 +291,7 @@ export function startController(deps: ControllerDeps): RunningController {
   async function sweepHistory(): Promise<void> {
     for (const raw of stations.store.list()) {
       if (!queue) return;
-      const station = parseStation(raw);
+      const station = parseCachedStation(raw);
       if (!station.ok) continue;
       const lane = laneKey(station.value.metadata.namespace, station.value.metadata.name);
       const actions = pruneActions(station.value, book.finished(lane));

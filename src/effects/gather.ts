@@ -31,6 +31,7 @@ import {
   type RunEvidence,
 } from '../reconcile/index.ts';
 import type { StoreReader } from '../runtime/index.ts';
+import { oncePerObject } from '../shared/once-per-object.ts';
 import { err, ok, type Result } from '../shared/result.ts';
 import { AGENT_DEFINITIONS, STATIONS } from './resources.ts';
 
@@ -53,6 +54,14 @@ export type RefLookup<T> =
   | { readonly kind: 'invalid'; readonly message: string };
 
 const key = (namespace: string, name: string): string => `${namespace}/${name}`;
+
+/**
+ * Parsers of cached objects, memoised per object: the cache replaces an object on every change, so each version is
+ * validated once however many reconciles (and queue wake-ups) read it.
+ */
+export const parseCachedStation = oncePerObject(parseStation);
+export const parseCachedDefinition = oncePerObject(parseAgentDefinition);
+export const parseCachedJob = oncePerObject(parseJob);
 
 /**
  * Looks an object up in its cache, and on a miss confirms with a live GET, so an object created a moment before the
@@ -89,7 +98,7 @@ export function lookupStation(
     STATIONS,
     agent.metadata.namespace ?? '',
     agent.spec.stationRef,
-    parseStation,
+    parseCachedStation,
   );
 }
 
@@ -104,7 +113,7 @@ export function lookupDefinition(
     AGENT_DEFINITIONS,
     namespace,
     station.spec.agentDefRef,
-    parseAgentDefinition,
+    parseCachedDefinition,
   );
 }
 
@@ -128,7 +137,7 @@ export async function observeJob(deps: GatherDeps, agent: Agent): Promise<Result
     if (!got.ok) return isNotFound(got.error) ? ok({ kind: 'absent' }) : got;
     raw = got.value;
   }
-  const job = parseJob(raw);
+  const job = parseCachedJob(raw);
   if (!job.ok) return err({ kind: 'decode', message: `Job ${namespace}/${name}: ${job.error}` });
   return ok({ kind: 'present', job: job.value, evidence: { kind: 'notGathered' } });
 }

@@ -613,6 +613,24 @@ describe('reconcileAgent', () => {
       assert.equal(await counter(h.metrics, 'controller_run_queue_seconds_count'), 0);
     });
 
+    it('an admission holds the slot once its Job POST was sent, even when the POST failed (500)', async () => {
+      const h = harness({
+        ...PENDING_WORLD,
+        agents: [rawAgent('a1')],
+        router: (req) => (req.method === 'POST' && req.path === JOBS_PATH ? internal : undefined),
+      });
+      assert.equal((await h.run()).kind, 'retry');
+      assert.equal(h.deps.book.placeOf(`${NS}/a1`), 'holding', 'the Job may exist: the slot stays taken');
+    });
+
+    it('after leadership ended no Job is created; the admission is given back', async () => {
+      const h = harness({ ...PENDING_WORLD, agents: [rawAgent('a1')] });
+      const result = await reconcileAgent(`${NS}/a1`, { ...h.deps, leading: () => false });
+      assert.deepEqual(result, { kind: 'done' });
+      assert.deepEqual(h.calls(), []);
+      assert.equal(h.deps.book.placeOf(`${NS}/a1`), 'queued');
+    });
+
     it('at the Station limit → Pending/Queued patch, no Job, no re-check timer (woken when a slot frees)', async () => {
       const h = harness({
         stations: [rawStation({ maxConcurrentRuns: 1 })],

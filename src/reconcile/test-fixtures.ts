@@ -14,7 +14,7 @@ import {
 import { buildJob, jobNameFor } from '../jobs/index.ts';
 import { err } from '../shared/result.ts';
 import type { JobBuilder } from './agent/decide.ts';
-import { StationBook, type StationQueueView } from './station/book.ts';
+import { type StationQueueView, viewAmong } from './station/book.ts';
 
 export const NS = 'team';
 export const T0 = Date.parse('2025-03-01T12:00:00.000Z');
@@ -228,16 +228,7 @@ export const failingBuilder =
   () =>
     err(message);
 
-/**
- * The Station picture `candidate` sees among `siblings` (any Agents; other Stations are sorted out), as a
- * `StationBook` fed from a cache holding exactly them builds it.
- */
+/** The Station picture `candidate` sees among `siblings` (see `viewAmong`). */
 export function queueOf(candidate: Agent, siblings: readonly Agent[] = []): StationQueueView<Agent> {
-  const book = new StationBook<Agent>();
-  const key = (a: Agent) => `${a.metadata.namespace}/${a.metadata.name}`;
-  for (const a of siblings) if (key(a) !== key(candidate)) book.upsert(key(a), a);
-  book.upsert(key(candidate), candidate);
-  const view = book.view(key(candidate));
-  if (view === undefined) throw new Error('candidate not in its own book');
-  return view;
+  return viewAmong(candidate, siblings);
 }

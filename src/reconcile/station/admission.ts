@@ -1,5 +1,5 @@
-import { EMPTY_QUEUE_VIEW, StationBook, type StationQueueView } from './book.ts';
-import { type AgentRunView, compareStartOrder, isSameAgent, runPhase } from './runs.ts';
+import { type StationQueueView, viewAmong } from './book.ts';
+import { type AgentRunView, compareStartOrder, runPhase } from './runs.ts';
 
 /** A Station's concurrency policy; an unknown value reads as `Allow` (reference §1.2, §1.4). */
 export type ConcurrencyPolicy = 'Allow' | 'Forbid' | 'Replace';
@@ -80,23 +80,11 @@ export function decideAdmission<A extends AgentRunView>(
   return { kind: 'replace', victims: victims.slice(0, need), ...counts };
 }
 
-/**
- * `decideAdmission` for a candidate among a plain list of Agents (any list: those of other Stations, the
- * candidate itself, finished and deleting ones are sorted out), as a cache without in-flight admissions shows
- * them. For tests and one-off checks; the controller keeps a `StationBook` instead of rebuilding one.
- */
+/** `decideAdmission` for a candidate among a plain list of Agents (see `viewAmong`). */
 export function admit<A extends AgentRunView>(
   candidate: A,
   agents: readonly A[],
   station: StationConcurrency,
 ): Admission<A> {
-  const book = new StationBook<A>();
-  const keyOf = (a: AgentRunView) => `${a.metadata.namespace ?? ''}/${a.metadata.name ?? ''}`;
-  for (const a of agents) {
-    if (a.spec.stationRef !== station.name || a.metadata.namespace !== candidate.metadata.namespace) continue;
-    if (isSameAgent(a, candidate)) continue;
-    book.upsert(keyOf(a), a);
-  }
-  book.upsert(keyOf(candidate), candidate);
-  return decideAdmission(book.view(keyOf(candidate)) ?? EMPTY_QUEUE_VIEW, station);
+  return decideAdmission(viewAmong(candidate, agents), station);
 }

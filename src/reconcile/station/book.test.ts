@@ -23,7 +23,7 @@ describe('StationBook', () => {
       agent('b2', { created: 1 }),
     );
     assert.deepEqual(
-      b.queuedKeys(LANE).map((k) => k.split('/')[1]),
+      b.heads(LANE, 100).map((k) => k.split('/')[1]),
       ['z', 'b', 'b2', 'c', 'a'],
     );
     assert.equal(b.view(`${NS}/c`)?.ahead, 3);
@@ -34,7 +34,7 @@ describe('StationBook', () => {
   it('an Agent without a creationTimestamp queues last', () => {
     const late = { ...agent('a'), metadata: { ...agent('a').metadata, creationTimestamp: '' } };
     const b = bookOf(late, agent('b', { created: 5 }));
-    assert.deepEqual(b.queuedKeys(LANE), [`${NS}/b`, `${NS}/a`]);
+    assert.deepEqual(b.heads(LANE, 100), [`${NS}/b`, `${NS}/a`]);
   });
 
   it('separates Stations and namespaces into lanes', () => {
@@ -136,6 +136,6 @@ describe('StationBook', () => {
     const b = bookOf(agent('a'), agent('b', { created: 1 }));
     b.upsert(`${NS}/a`, agent('a', { station: 'other', rv: '2' }));
     assert.equal(b.view(`${NS}/b`)?.ahead, 0);
-    assert.deepEqual(b.queuedKeys(laneKey(NS, 'other')), [`${NS}/a`]);
+    assert.deepEqual(b.heads(laneKey(NS, 'other'), 100), [`${NS}/a`]);
   });
 });

@@ -1,4 +1,4 @@
-import { type AgentRunView, type RunPhase, runPhase } from './runs.ts';
+import { type AgentRunView, isSameAgent, type RunPhase, runPhase } from './runs.ts';
 
 /**
  * The slot picture of one Station as seen by one candidate Agent: everything admission and history pruning read.
@@ -240,11 +240,6 @@ export class StationBook<A extends AgentRunView> {
     return l.queue.slice(0, n).map((e) => e.key);
   }
 
-  /** Keys of every queued Agent of a lane, in queue order. */
-  queuedKeys(lane: string): string[] {
-    return this.heads(lane, Number.POSITIVE_INFINITY);
-  }
-
   /** Numbers of queued, slot-holding and finished Agents in a lane. */
   counts(lane: string): { readonly queued: number; readonly holding: number; readonly finished: number } {
     const l = this.#lanes.get(lane);
@@ -335,4 +330,17 @@ export class StationBook<A extends AgentRunView> {
     const e = key === undefined ? undefined : this.#agents.get(key);
     return e !== undefined && e.uid === uid ? e : undefined;
   }
+}
+
+/**
+ * The Station picture `candidate` sees among a plain list of Agents (any list: other Stations and namespaces,
+ * the candidate itself, finished and deleting ones are sorted out), as a book fed from a cache holding exactly
+ * them builds it (no admissions in flight). For tests and one-off checks; the controller keeps one book.
+ */
+export function viewAmong<A extends AgentRunView>(candidate: A, agents: readonly A[]): StationQueueView<A> {
+  const book = new StationBook<A>();
+  const keyOf = (a: AgentRunView) => `${a.metadata.namespace ?? ''}/${a.metadata.name ?? ''}`;
+  for (const a of agents) if (!isSameAgent(a, candidate)) book.upsert(keyOf(a), a);
+  book.upsert(keyOf(candidate), candidate);
+  return book.view(keyOf(candidate)) ?? EMPTY_QUEUE_VIEW;
 }
