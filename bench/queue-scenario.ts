@@ -392,11 +392,8 @@ export async function runQueueScenario(ctx: QueueContext): Promise<QueueReport> 
         notes.push(`hand-over delete failed: ${r.error}`);
         return undefined;
       }
-      const got = await until(
-        () => [...jobSeen.keys()].some((k) => queued.some((q) => q.name === k)),
-        60_000,
-        signal,
-      );
+      const waiting = new Set(queued.map((q) => q.name));
+      const got = await until(() => [...jobSeen.keys()].some((k) => waiting.has(k)), 60_000, signal);
       if (!got) {
         notes.push(`no queued Agent got a Job within 60 s after ${runningAgent.name} was deleted`);
         return undefined;

@@ -98,11 +98,9 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
   /** Ready keys in FIFO order with the time they became ready; `urgent` ones are taken first. */
   const ready = new Map<string, number>();
   const urgentReady = new Map<string, number>();
-  /** Keys added urgently while processing: re-queued urgently when their run finishes. */
-  const dirtyUrgent = new Set<string>();
   const processing = new Set<string>();
-  /** Keys added while processing: re-queued when their run finishes. */
-  const dirty = new Set<string>();
+  /** Keys added while processing (value: added urgently): re-queued when their run finishes. */
+  const dirty = new Map<string, boolean>();
   const waiting = new Map<string, { due: number; cancel: () => void }>();
   const failures = new Map<string, number>();
   let started = false;
@@ -171,8 +169,11 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
         queue.addAfter(key, result.ms);
         break;
     }
-    const urgent = dirtyUrgent.delete(key);
-    if (dirty.delete(key)) enqueue(key, urgent);
+    const urgent = dirty.get(key);
+    if (urgent !== undefined) {
+      dirty.delete(key);
+      enqueue(key, urgent);
+    }
     pump();
   };
 
@@ -184,8 +185,7 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
       waiting.delete(key);
     }
     if (processing.has(key)) {
-      dirty.add(key);
-      if (urgent) dirtyUrgent.add(key);
+      dirty.set(key, urgent || dirty.get(key) === true);
       return;
     }
     if (urgentReady.has(key)) return;
@@ -238,7 +238,6 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
       for (const w of waiting.values()) w.cancel();
       waiting.clear();
       dirty.clear();
-      dirtyUrgent.clear();
       if (!o.drain || !started) {
         ready.clear();
         urgentReady.clear();

@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
-  type AgentObject,
   agentManifest,
   applyCrds,
   collectionPath,
@@ -93,33 +92,12 @@ async function sampleFor(s: Scenario, ms: number, onSample?: (n: number) => Prom
   return { sampledRunning, watchedRunning: new Map(), liveJobs, jobsSeen, samples };
 }
 
-/** Most Agents of each Station Running at once, from a watch-ordered stream of versions. */
-function watchRunning(history: readonly AgentObject[]): Map<string, number> {
-  const phase = new Map<string, { station: string; running: boolean }>();
-  const most = new Map<string, number>();
-  for (const a of history) {
-    const name = a.metadata.name ?? '';
-    phase.set(name, { station: a.spec.stationRef, running: a.status.phase === 'Running' && !a.deleted });
-    for (const st of STATIONS) {
-      const n = [...phase.values()].filter((p) => p.station === st.name && p.running).length;
-      most.set(st.name, Math.max(most.get(st.name) ?? 0, n));
-    }
-  }
-  return most;
-}
-
 async function burst(s: Scenario, midway?: (sample: number) => Promise<void>): Promise<Figures> {
   await s.create(
     execDefinition('long-nap', ['sh', '-c', 'sleep 120; echo "done $0"']),
     ...STATIONS.map((st) => stationManifest(st.name, 'long-nap', st.spec)),
   );
-  const history: Array<AgentObject & { deleted?: boolean }> = [];
   const rec = await s.recordAgents();
-  const apply = rec.apply.bind(rec);
-  rec.apply = (type, a) => {
-    history.push(type === 'DELETED' ? { ...a, deleted: true } : a);
-    apply(type, a);
-  };
   const manifests = STATIONS.flatMap((st) =>
     Array.from({ length: PER_STATION }, (_, i) => agentManifest(`${st.name}-${i}`, st.name)),
   );
@@ -128,7 +106,7 @@ async function burst(s: Scenario, midway?: (sample: number) => Promise<void>): P
   const figures = await sampleFor(s, WINDOW_MS, midway);
   await rec.stop();
   assert.deepEqual(rec.errors, []);
-  return { ...figures, watchedRunning: watchRunning(history) };
+  return { ...figures, watchedRunning: rec.maxRunningByStation };
 }
 
 function assertWithinLimits(f: Figures): void {

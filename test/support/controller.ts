@@ -1026,6 +1026,8 @@ export class Scenario {
 export class AgentRecorder {
   /** Most Agents in phase Running at the same time. */
   maxRunning = 0;
+  /** Most Agents of each Station (`spec.stationRef`) in phase Running at the same time. */
+  readonly maxRunningByStation = new Map<string, number>();
   /** Names in the order they first became Running. */
   readonly started: string[] = [];
   /** Names in the order they were deleted. */
@@ -1037,6 +1039,7 @@ export class AgentRecorder {
   /** Stops watching. */
   stop: () => Promise<void> = async () => {};
   readonly #phase = new Map<string, string>();
+  readonly #station = new Map<string, string>();
 
   constructor(initial: readonly AgentObject[]) {
     for (const a of initial) this.apply('ADDED', a);
@@ -1055,8 +1058,17 @@ export class AgentRecorder {
     if (phase === 'Running' && this.#phase.get(name) !== 'Running' && !this.started.includes(name))
       this.started.push(name);
     this.#phase.set(name, phase);
-    const running = [...this.#phase.values()].filter((p) => p === 'Running').length;
+    this.#station.set(name, a.spec.stationRef);
+    let running = 0;
+    let inStation = 0;
+    for (const [n, p] of this.#phase) {
+      if (p !== 'Running') continue;
+      running++;
+      if (this.#station.get(n) === a.spec.stationRef) inStation++;
+    }
     this.maxRunning = Math.max(this.maxRunning, running);
+    const station = a.spec.stationRef;
+    this.maxRunningByStation.set(station, Math.max(this.maxRunningByStation.get(station) ?? 0, inStation));
   }
 
   /** The recorded phase of an Agent that still exists. */

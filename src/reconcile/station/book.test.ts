@@ -132,8 +132,12 @@ describe('StationBook', () => {
     assert.equal(b.phaseCount('Failed'), 0);
   });
 
-  it('moving an Agent to another Station moves it between lanes', () => {
-    const b = bookOf(agent('a'), agent('b', { created: 1 }));
+  it('moving an Agent to another Station moves it between lanes, keeping its admission', () => {
+    const b = bookOf(agent('a'), agent('b', { created: 1 }), agent('c', { created: 2 }));
+    b.admit(`${NS}/c`);
+    b.upsert(`${NS}/c`, agent('c', { created: 2, station: 'third', rv: '2' }));
+    assert.equal(b.placeOf(`${NS}/c`), 'holding');
+    assert.deepEqual(b.counts(laneKey(NS, 'third')), { queued: 0, holding: 1, finished: 0 });
     b.upsert(`${NS}/a`, agent('a', { station: 'other', rv: '2' }));
     assert.equal(b.view(`${NS}/b`)?.ahead, 0);
     assert.deepEqual(b.heads(laneKey(NS, 'other'), 100), [`${NS}/a`]);

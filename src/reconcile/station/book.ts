@@ -105,10 +105,12 @@ export class StationBook<A extends AgentRunView> {
   /** Records the current version of an Agent (added or modified). */
   upsert(key: string, agent: A): void {
     const old = this.#agents.get(key);
+    const uid = agent.metadata.uid ?? key;
+    const lane = laneKey(agent.metadata.namespace, agent.spec.stationRef);
     if (
       old !== undefined &&
-      old.uid === (agent.metadata.uid ?? key) &&
-      old.lane === laneKey(agent.metadata.namespace, agent.spec.stationRef) &&
+      old.uid === uid &&
+      old.lane === lane &&
       old.agent.metadata.creationTimestamp === agent.metadata.creationTimestamp
     ) {
       // A new version of the same Agent in the same queue position (a status echo): update it in place, and move
@@ -117,32 +119,25 @@ export class StationBook<A extends AgentRunView> {
       old.agent = agent;
       old.phase = runPhase(agent);
       this.#count(old.phase, 1);
-      const place = this.#placeFor(old);
-      if (place === old.place) {
-        if (place === 'finished') this.#admitted.delete(old.uid);
-        return;
-      }
-      this.#detach(old);
-      this.#count(old.phase, 1);
-      this.#attach(old);
+      if (this.#placeFor(old) !== old.place) this.#reseat(old);
       return;
     }
-    if (old !== undefined) this.#detach(old);
-    const uid = agent.metadata.uid ?? key;
-    if (old !== undefined && old.uid !== uid) {
-      this.#forget(old.uid);
-      this.#keyOfUid.delete(old.uid);
+    if (old !== undefined) {
+      this.#detach(old);
+      this.#count(old.phase, -1);
+      // A new object under the same name (deleted and re-created): the old one's marks go with it.
+      if (old.uid !== uid) {
+        this.#forget(old.uid);
+        this.#keyOfUid.delete(old.uid);
+      }
     }
     const entry: Entry<A> = {
       key,
       uid,
-      lane: laneKey(agent.metadata.namespace, agent.spec.stationRef),
+      lane,
       agent,
       phase: runPhase(agent),
-      time:
-        old !== undefined && old.agent.metadata.creationTimestamp === agent.metadata.creationTimestamp
-          ? old.time
-          : parseTime(agent.metadata.creationTimestamp),
+      time: parseTime(agent.metadata.creationTimestamp),
       name: agent.metadata.name ?? '',
       place: 'none',
     };
@@ -157,6 +152,7 @@ export class StationBook<A extends AgentRunView> {
     const old = this.#agents.get(key);
     if (old === undefined) return;
     this.#detach(old);
+    this.#count(old.phase, -1);
     this.#agents.delete(key);
     if (this.#keyOfUid.get(old.uid) === key) this.#keyOfUid.delete(old.uid);
     this.#forget(old.uid);
@@ -169,7 +165,7 @@ export class StationBook<A extends AgentRunView> {
     if (prev !== undefined) this.jobGone(jobKey);
     this.#jobOwner.set(jobKey, ownerUid);
     this.#jobsOf.set(ownerUid, (this.#jobsOf.get(ownerUid) ?? 0) + 1);
-    this.#reseat(ownerUid);
+    this.#reseatUid(ownerUid);
   }
 
   /** The Job left the cache. */
@@ -180,7 +176,7 @@ export class StationBook<A extends AgentRunView> {
     const n = (this.#jobsOf.get(owner) ?? 1) - 1;
     if (n > 0) this.#jobsOf.set(owner, n);
     else this.#jobsOf.delete(owner);
-    this.#reseat(owner);
+    this.#reseatUid(owner);
   }
 
   /** This controller decided to start the Agent: it holds a slot until it is seen finished or gone. */
@@ -188,7 +184,7 @@ export class StationBook<A extends AgentRunView> {
     const e = this.#agents.get(key);
     if (e === undefined || this.#admitted.has(e.uid)) return;
     this.#admitted.add(e.uid);
-    this.#reseat(e.uid);
+    this.#reseat(e);
   }
 
   /**
@@ -198,7 +194,7 @@ export class StationBook<A extends AgentRunView> {
   release(key: string): void {
     const e = this.#agents.get(key);
     if (e === undefined || !this.#admitted.delete(e.uid)) return;
-    this.#reseat(e.uid);
+    this.#reseat(e);
   }
 
   /** This controller claimed the delete of the Agent `uid` (`false`: the claim was given back). */
@@ -207,7 +203,7 @@ export class StationBook<A extends AgentRunView> {
     if (deleting && !this.#keyOfUid.has(uid)) return;
     if (deleting) this.#deleting.add(uid);
     else this.#deleting.delete(uid);
-    this.#reseat(uid);
+    this.#reseatUid(uid);
   }
 
   /** The Agent's current version, if known. */
@@ -288,7 +284,6 @@ export class StationBook<A extends AgentRunView> {
 
   #attach(e: Entry<A>): void {
     const place = this.#placeFor(e);
-    if (place === 'finished') this.#admitted.delete(e.uid);
     e.place = place;
     if (place === 'none') return;
     let lane = this.#lanes.get(e.lane);
@@ -302,7 +297,6 @@ export class StationBook<A extends AgentRunView> {
   }
 
   #detach(e: Entry<A>): void {
-    this.#count(e.phase, -1);
     const lane = this.#lanes.get(e.lane);
     if (lane !== undefined) {
       if (e.place === 'queued') {
@@ -316,13 +310,15 @@ export class StationBook<A extends AgentRunView> {
     e.place = 'none';
   }
 
-  /** Re-places the Agent with this uid after a change of its Jobs, admission or deletion mark. */
-  #reseat(uid: string): void {
-    const e = this.#byUid(uid);
-    if (e === undefined) return;
+  /** Re-places an Agent after a change of its phase, Jobs, admission or deletion mark. */
+  #reseat(e: Entry<A>): void {
     this.#detach(e);
-    this.#count(e.phase, 1);
     this.#attach(e);
+  }
+
+  #reseatUid(uid: string): void {
+    const e = this.#byUid(uid);
+    if (e !== undefined) this.#reseat(e);
   }
 
   #byUid(uid: string): Entry<A> | undefined {
