@@ -48,6 +48,7 @@ describe('parseAgent', () => {
       labels: {},
       annotations: {},
       ownerReferences: [],
+      finalizers: [],
     });
     assert.equal('someFutureField' in a.spec, false);
     assert.equal('extra' in a.status, false);

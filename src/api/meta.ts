@@ -16,7 +16,7 @@ export type OwnerReference = v.InferOutput<typeof OwnerReferenceSchema>;
 /**
  * The subset of metav1.ObjectMeta the controller reads, for objects read back from the API server (which always
  * sets name, namespace, uid, resourceVersion and creationTimestamp on namespaced objects). `labels`,
- * `annotations` and `ownerReferences` default to empty on parse. Unknown fields are dropped.
+ * `annotations`, `ownerReferences` and `finalizers` default to empty on parse. Unknown fields are dropped.
  */
 export const ObjectMetaSchema = v.object({
   name: v.string(),
@@ -29,6 +29,7 @@ export const ObjectMetaSchema = v.object({
   labels: parseDefault(v.record(v.string(), v.string()), {}),
   annotations: parseDefault(v.record(v.string(), v.string()), {}),
   ownerReferences: parseDefault(v.array(OwnerReferenceSchema), []),
+  finalizers: parseDefault(v.array(v.string()), []),
 });
 export type ObjectMeta = v.InferOutput<typeof ObjectMetaSchema>;
 

@@ -2,6 +2,7 @@ import * as v from 'valibot';
 import { type LogLevel, parseLogLevel } from '../shared/log.ts';
 import { err, ok, type Result } from '../shared/result.ts';
 import { VERSION } from '../shared/version.ts';
+import { type BatchProvider, DEFAULT_BASE_URL } from '../vendors/batch/port.ts';
 
 /** Sentinel namespace value meaning "watch every namespace". */
 export const ALL_NAMESPACES = '*';
@@ -26,6 +27,12 @@ export interface ControllerConfig {
   readonly leaderElection: boolean;
   /** Agents reconciled at once (different keys; one key never runs twice at once). */
   readonly workers: number;
+  /** `execution: batch` runs are submitted (`BATCH_ENABLED=true`); otherwise they fail with a clear reason. */
+  readonly batchEnabled: boolean;
+  /** Poll period of one in-flight vendor batch (`BATCH_POLL_SECONDS`, default 60). */
+  readonly batchPollMs: number;
+  /** Vendor base URLs (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`, `GEMINI_BASE_URL`), for proxies and tests. */
+  readonly vendorBaseUrls: Readonly<Record<BatchProvider, string>>;
 }
 
 /** Command-line flags of `controller`, as parsed by node:util parseArgs. */
@@ -64,6 +71,19 @@ const namespaceName = (name: string) =>
     ),
   );
 
+const httpUrl = (name: string) =>
+  v.pipe(
+    v.string(),
+    v.check((text) => {
+      try {
+        const u = new URL(text);
+        return u.protocol === 'http:' || u.protocol === 'https:';
+      } catch {
+        return false;
+      }
+    }, `${name} must be an http(s) URL`),
+  );
+
 const EnvSchema = v.object({
   KUBECONFIG: v.optional(v.string()),
   WATCH_NAMESPACE: v.optional(v.string()),
@@ -89,6 +109,16 @@ const EnvSchema = v.object({
   AGENT_LEADER_ELECTION: v.optional(
     v.picklist(['true', 'false'], 'AGENT_LEADER_ELECTION must be true or false'),
   ),
+  BATCH_ENABLED: v.optional(v.picklist(['true', 'false'], 'BATCH_ENABLED must be true or false')),
+  BATCH_POLL_SECONDS: v.optional(
+    v.pipe(
+      digits('BATCH_POLL_SECONDS'),
+      v.minValue(1, 'BATCH_POLL_SECONDS must be a whole number of seconds, at least 1'),
+    ),
+  ),
+  ANTHROPIC_BASE_URL: v.optional(httpUrl('ANTHROPIC_BASE_URL')),
+  OPENAI_BASE_URL: v.optional(httpUrl('OPENAI_BASE_URL')),
+  GEMINI_BASE_URL: v.optional(httpUrl('GEMINI_BASE_URL')),
 });
 
 /** The default init-container image: this controller's own image, at this version. */
@@ -100,6 +130,8 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 262144;
  * the 50 requests in flight of the benchmark's raw client, measured against 16 on 1,000 instant runs (bench/README.md).
  */
 export const DEFAULT_WORKERS = 48;
+/** Default poll period of an in-flight vendor batch, in seconds (vendors poll samples use 30–60 s). */
+export const DEFAULT_BATCH_POLL_SECONDS = 60;
 
 /**
  * Parses flags and environment into a frozen config. `inClusterNamespace` is the content of the service-account
@@ -159,6 +191,13 @@ export function parseControllerConfig(
       pollIntervalMs: e.AGENT_POLL_INTERVAL_MS ?? 15000,
       leaderElection: e.AGENT_LEADER_ELECTION !== 'false',
       workers: e.AGENT_WORKERS ?? DEFAULT_WORKERS,
+      batchEnabled: e.BATCH_ENABLED === 'true',
+      batchPollMs: (e.BATCH_POLL_SECONDS ?? DEFAULT_BATCH_POLL_SECONDS) * 1000,
+      vendorBaseUrls: {
+        anthropic: e.ANTHROPIC_BASE_URL ?? DEFAULT_BASE_URL.anthropic,
+        openai: e.OPENAI_BASE_URL ?? DEFAULT_BASE_URL.openai,
+        gemini: e.GEMINI_BASE_URL ?? DEFAULT_BASE_URL.gemini,
+      },
     }),
   );
 }

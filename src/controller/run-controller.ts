@@ -1,8 +1,12 @@
 import { type Agent, AgentSchema, type Job } from '../api/index.ts';
 import type { ControllerConfig } from '../config/index.ts';
 import { ALL_NAMESPACES } from '../config/index.ts';
+import { createBatchPoller } from '../effects/batch/poller.ts';
+import { createBatchRuntime } from '../effects/batch/runtime.ts';
+import { createSecretReader } from '../effects/batch/secrets.ts';
+import { createSinkDispatcher } from '../effects/batch/sinks.ts';
 import { createTombstones, executeActions, type Tombstones } from '../effects/execute.ts';
-import { parseCachedJob, parseCachedStation } from '../effects/gather.ts';
+import { parseCachedDefinition, parseCachedJob, parseCachedStation } from '../effects/gather.ts';
 import { type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { AGENT_DEFINITIONS, AGENTS, STATIONS } from '../effects/resources.ts';
 import { JOB_LABEL_SELECTOR } from '../jobs/index.ts';
@@ -16,6 +20,7 @@ import {
 } from '../kube/index.ts';
 import type { ControllerMetrics } from '../metrics/index.ts';
 import { PHASES } from '../metrics/index.ts';
+import { apiKeySecretKey, BATCH_FINALIZER, isBatchProvider, renderContextFor } from '../reconcile/batch/plan.ts';
 import {
   CONDITION_READY,
   concurrencyPolicyOf,
@@ -148,6 +153,7 @@ export function startController(deps: ControllerDeps): RunningController {
     const key = objectKey(c.object);
     const lanes = new Set<string>([laneKey(c.object.metadata.namespace, c.object.spec.stationRef)]);
     if (c.type === 'modified') lanes.add(laneKey(c.old.metadata.namespace, c.old.spec.stationRef));
+    trackBatch(c);
     if (c.type === 'deleted') {
       book.remove(key);
       claims.remove(c.object.metadata.uid);
@@ -157,6 +163,54 @@ export function startController(deps: ControllerDeps): RunningController {
       enqueue(key);
     }
     for (const lane of lanes) wakeHeads(lane);
+  }
+
+  /** Keeps the batch poller's list in step with the Agents whose vendor batch is in flight. */
+  function trackBatch(c: Change<Agent>): void {
+    const a = c.object;
+    const uid = a.metadata.uid;
+    const provider = a.status.batchProvider;
+    const batchId = a.status.batchId ?? '';
+    const inFlight =
+      c.type !== 'deleted' &&
+      a.status.phase === 'Running' &&
+      a.metadata.deletionTimestamp === undefined &&
+      a.status.batchFallback !== true &&
+      batchId !== '' &&
+      isBatchProvider(provider);
+    if (c.type === 'deleted') {
+      batchRuntime.nothingOutstanding.delete(uid);
+      batchRuntime.cleanupNotBefore.delete(uid);
+    }
+    if (!inFlight || !isBatchProvider(provider)) {
+      poller.untrack(uid);
+      return;
+    }
+    const key = objectKey(a);
+    poller.track(uid, {
+      key,
+      namespace: a.metadata.namespace,
+      provider,
+      batchId,
+      secretKey: apiKeySecretKey(definitionOf(a), provider),
+      render: () => {
+        const current = book.get(key);
+        if (current === undefined || current.metadata.uid !== uid) return undefined;
+        const started = Date.parse(current.status.startedAt ?? current.metadata.creationTimestamp);
+        const ms = Number.isNaN(started) ? 0 : clock.now() - started;
+        return renderContextFor(current, definitionOf(current), ms);
+      },
+    });
+  }
+
+  /** The AgentDefinition of an Agent's Station, from the caches (null when either is missing or invalid). */
+  function definitionOf(a: Agent) {
+    const rawStation = stations.store.get(laneKey(a.metadata.namespace, a.spec.stationRef));
+    const station = rawStation === undefined ? undefined : parseCachedStation(rawStation);
+    if (!station?.ok) return null;
+    const rawDef = definitions.store.get(`${a.metadata.namespace}/${station.value.spec.agentDefRef}`);
+    const def = rawDef === undefined ? undefined : parseCachedDefinition(rawDef);
+    return def?.ok ? def.value : null;
   }
 
   /** A Job the controller owns changed: it holds its Agent's slot while cached; reconcile that Agent. */
@@ -238,6 +292,18 @@ export function startController(deps: ControllerDeps): RunningController {
     random: deps.random,
     logger: log,
   });
+  const secrets = createSecretReader({ transport, now: () => clock.now() });
+  const batchRuntime = createBatchRuntime({ baseUrls: config.vendorBaseUrls, secrets });
+  const poller = createBatchPoller({
+    runtime: batchRuntime,
+    clock,
+    random: deps.random,
+    periodMs: config.batchPollMs,
+    logger: log,
+    onEnded: (key) => enqueue(key, true),
+    onPoll: (provider, result) => metrics.batchPolls.inc({ provider, result }),
+  });
+  const sinks = createSinkDispatcher({ secrets, logger: log });
   const reconcileDeps: ReconcileDeps = {
     transport,
     stations: stations.store,
@@ -252,6 +318,9 @@ export function startController(deps: ControllerDeps): RunningController {
     tombstones,
     backgroundEvents: true,
     backgroundPrunes: true,
+    batch: batchRuntime,
+    poller,
+    sinks,
     options: {
       agentImage: config.agentImage,
       maxOutputBytes: config.maxOutputBytes,
@@ -259,6 +328,7 @@ export function startController(deps: ControllerDeps): RunningController {
       // wake a run whenever something changes. At the poll interval itself it cost a run of 70 s five reconciles
       // that did nothing (bench/README.md).
       requeueMs: config.pollIntervalMs * RUN_RECHECK_POLLS,
+      batch: { enabled: config.batchEnabled, pollMs: config.batchPollMs },
     },
   };
 
@@ -282,6 +352,7 @@ export function startController(deps: ControllerDeps): RunningController {
     }
     pollFailures = 0;
     for (const phase of PHASES) metrics.agents.set({ phase }, book.phaseCount(phase));
+    metrics.batchesInFlight.set(poller.size);
     await sweepHistory();
     // Changed Agents were re-queued by the re-list itself; Running ones re-check on their own timer. Only the
     // heads of each queue are woken here, as a backstop: the rest would only be told to wait again.
@@ -349,6 +420,7 @@ export function startController(deps: ControllerDeps): RunningController {
     if (queue !== q) return;
     for (const key of termStartKeys()) q.add(key);
     q.start();
+    poller.setActive(true);
     log.info('Started reconciling', { namespace: config.namespace, agents: book.size });
     schedulePoll(q);
   }
@@ -365,6 +437,7 @@ export function startController(deps: ControllerDeps): RunningController {
       const place = book.placeOf(key);
       if (place === 'holding') keys.push(key);
       else if (place === 'queued' && !isQueuedCondition(agent)) keys.push(key);
+      else if (agent.metadata.finalizers.includes(BATCH_FINALIZER)) keys.push(key);
     }
     for (const lane of book.lanes()) keys.push(...wakeableHeads(lane));
     return keys;
@@ -372,6 +445,7 @@ export function startController(deps: ControllerDeps): RunningController {
 
   function stopLeading(): Promise<void> {
     metrics.isLeader.set(0);
+    poller.setActive(false);
     const q = queue;
     queue = undefined;
     cancelPoll?.();
@@ -438,6 +512,7 @@ export function startController(deps: ControllerDeps): RunningController {
         log.warn('Reconciles still running at shutdown; not waiting for them', {
           waitedMs: SHUTDOWN_DRAIN_MS,
         });
+      poller.stop();
       abort.abort();
       await Promise.allSettled([...runs, electing]);
       if (elector) {

@@ -10,6 +10,7 @@ import {
   isInvalid,
   isNotFound,
   JOBS,
+  jsonPatch,
   type KubeError,
   KubeObjectSchema,
   NETWORK_POLICIES,
@@ -20,6 +21,9 @@ import type { ControllerMetrics } from '../metrics/index.ts';
 import type { Action, AgentRef, MetricObservation } from '../reconcile/index.ts';
 import type { Logger } from '../shared/log.ts';
 import { assertNever, err } from '../shared/result.ts';
+import { describeBatchError } from '../vendors/batch/http.ts';
+import { type BatchRuntime, vendorCall } from './batch/runtime.ts';
+import type { SinkDispatcher } from './batch/sinks.ts';
 import { AGENTS } from './resources.ts';
 
 /** Field manager of every write the controller makes. */
@@ -58,6 +62,10 @@ export interface ExecuteDeps {
    * next sweep) instead of holding up the worker. Default false.
    */
   readonly backgroundPrunes?: boolean;
+  /** Vendors, credentials and protocol state of batch runs; without it batch actions fail (retry). */
+  readonly batch?: BatchRuntime;
+  /** Delivers `notifySinks` in the background. */
+  readonly sinks?: SinkDispatcher;
 }
 
 /**
@@ -96,7 +104,17 @@ export type ExecuteOutcome =
   /** The API server refused the Job (422/400): decide again with `jobRejected`. */
   | { readonly kind: 'jobRejected'; readonly message: string }
   /** Any other failure: the reconcile is retried with backoff. */
-  | { readonly kind: 'error'; readonly error: KubeError; readonly action: Action['kind'] };
+  | { readonly kind: 'error'; readonly error: KubeError; readonly action: Action['kind'] }
+  /** A vendor or credential failure to retry later (`afterMs` when the vendor said how long to wait). */
+  | { readonly kind: 'retryLater'; readonly reason: string; readonly afterMs?: number }
+  /** The vendor accepted the batch: decide again with `submission: {kind: 'submitted', id}`. */
+  | { readonly kind: 'batchSubmitted'; readonly id: string }
+  /** The vendor refused the batch for good: decide again with `submission: {kind: 'rejected', message}`. */
+  | { readonly kind: 'batchRejected'; readonly message: string }
+  /** A cleanup step was taken and must finish at the vendor first. */
+  | { readonly kind: 'cleanupPending'; readonly detail: string }
+  /** A cleanup attempt failed: decide again with `cleanup: {kind: 'failed', message}`. */
+  | { readonly kind: 'cleanupFailed'; readonly message: string };
 
 const involved = (ref: AgentRef) => ({
   apiVersion: API_VERSION,
@@ -211,6 +229,94 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
         if (deps.backgroundEvents !== true) await recording;
         break;
       }
+      case 'addFinalizer':
+      case 'removeFinalizer': {
+        const { ref } = action;
+        const ops =
+          action.kind === 'addFinalizer'
+            ? [
+                { op: 'test' as const, path: '/metadata/resourceVersion', value: action.resourceVersion },
+                action.first
+                  ? { op: 'add' as const, path: '/metadata/finalizers', value: [action.finalizer] }
+                  : { op: 'add' as const, path: '/metadata/finalizers/-', value: action.finalizer },
+              ]
+            : [
+                {
+                  op: 'test' as const,
+                  path: `/metadata/finalizers/${action.index}`,
+                  value: action.finalizer,
+                },
+                { op: 'remove' as const, path: `/metadata/finalizers/${action.index}` },
+              ];
+        const r = await jsonPatch(deps.transport, AGENTS, ref, ops, KubeObjectSchema, opts);
+        if (r.ok) {
+          deps.logger.info(action.kind === 'addFinalizer' ? 'Added finalizer' : 'Removed finalizer', {
+            namespace: ref.namespace,
+            agent: ref.name,
+            finalizer: action.finalizer,
+          });
+          break;
+        }
+        if (isConflict(r.error) || isNotFound(r.error) || isInvalid(r.error))
+          return { kind: 'superseded', what: `finalizer ${action.finalizer}` };
+        return { kind: 'error', error: r.error, action: action.kind };
+      }
+      case 'submitBatch': {
+        const rt = deps.batch;
+        if (rt === undefined) return { kind: 'retryLater', reason: 'batch execution is not configured' };
+        if (deps.beforeCreateJob !== undefined && !deps.beforeCreateJob())
+          return { kind: 'superseded', what: 'batch submission (no longer leading)' };
+        const call = await vendorCall(rt, action.provider, action.ref.namespace, action.secretKey);
+        if (!call.ok) {
+          return call.error.kind === 'missing'
+            ? { kind: 'batchRejected', message: call.error.message }
+            : { kind: 'retryLater', reason: call.error.message };
+        }
+        const uid = action.ref.uid;
+        // While the create is in flight its outcome is unknown: a crash or a lost answer means "search first".
+        rt.nothingOutstanding.delete(uid);
+        const r = await rt.vendors[action.provider].submit(action.request, call.value);
+        const where = { namespace: action.ref.namespace, agent: action.ref.name, provider: action.provider };
+        if (r.ok) {
+          deps.logger.info('Submitted batch', { ...where, batch: r.value.id });
+          return { kind: 'batchSubmitted', id: r.value.id };
+        }
+        const e = r.error;
+        if (e.kind === 'rejected') {
+          rt.nothingOutstanding.add(uid);
+          if (e.status === 401 || e.status === 403) rt.secrets.forget(action.ref.namespace);
+          deps.logger.warn('Batch refused by the vendor', { ...where, error: describeBatchError(e) });
+          return { kind: 'batchRejected', message: describeBatchError(e) };
+        }
+        if (e.kind === 'unavailable' && e.status === 429) rt.nothingOutstanding.add(uid);
+        return {
+          kind: 'retryLater',
+          reason: `submitting to ${action.provider}: ${describeBatchError(e)}`,
+          ...(e.kind === 'unavailable' && e.retryAfterMs !== undefined ? { afterMs: e.retryAfterMs } : {}),
+        };
+      }
+      case 'cleanupBatch': {
+        const rt = deps.batch;
+        if (rt === undefined) return { kind: 'retryLater', reason: 'batch execution is not configured' };
+        const call = await vendorCall(rt, action.provider, action.ref.namespace, action.secretKey);
+        if (!call.ok) {
+          return call.error.kind === 'missing'
+            ? { kind: 'cleanupFailed', message: call.error.message }
+            : { kind: 'retryLater', reason: call.error.message };
+        }
+        const r = await rt.vendors[action.provider].cleanup(action.batchId, call.value);
+        const where = { namespace: action.ref.namespace, agent: action.ref.name, batch: action.batchId };
+        if (!r.ok) {
+          deps.logger.warn('Batch cleanup failed', { ...where, error: describeBatchError(r.error) });
+          return { kind: 'cleanupFailed', message: describeBatchError(r.error) };
+        }
+        if (r.value.kind === 'pending') return { kind: 'cleanupPending', detail: r.value.detail };
+        deps.logger.info('Cleaned up batch', where);
+        break;
+      }
+      case 'notifySinks':
+        deps.sinks?.deliver(action);
+        break;
       case 'observeMetric':
         try {
           observe(deps.metrics, action.observation);
@@ -286,6 +392,12 @@ export function observe(metrics: ControllerMetrics, o: MetricObservation): void 
       return;
     case 'runFailure':
       metrics.runFailures.inc({ kind: o.kind });
+      return;
+    case 'batchCleanupFailure':
+      metrics.batchCleanupFailures.inc();
+      return;
+    case 'batchOrphan':
+      metrics.batchOrphans.inc({ provider: o.provider });
       return;
     default:
       assertNever(o, 'metric observation');

@@ -1,5 +1,7 @@
 import { type Agent, isTerminalPhase } from '../api/index.ts';
 import { describeKubeError } from '../kube/index.ts';
+import { cleanupBackoffMs, holdsBatchFinalizer, isBatchRun } from '../reconcile/agent/batch.ts';
+import { apiKeySecretKey, isBatchProvider } from '../reconcile/batch/plan.ts';
 import {
   type Decision,
   decide,
@@ -10,6 +12,10 @@ import {
 } from '../reconcile/index.ts';
 import type { WorkResult } from '../runtime/index.ts';
 import type { Logger } from '../shared/log.ts';
+import { describeBatchError } from '../vendors/batch/http.ts';
+import { runCustomId } from '../vendors/batch/port.ts';
+import type { BatchPoller } from './batch/poller.ts';
+import { checkCredentials, knownSubmission, vendorCall } from './batch/runtime.ts';
 import { type ExecuteDeps, executeActions } from './execute.ts';
 import { type GatherDeps, gatherEvidence, lookupDefinition, lookupStation, observeJob } from './gather.ts';
 
@@ -24,10 +30,15 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
   readonly options: ReconcileOptions;
   readonly now: () => Date;
   readonly logger: Logger;
+  /** The latest observation of each in-flight vendor batch. */
+  readonly poller?: BatchPoller;
 }
 
-/** The most decide → gather rounds one reconcile makes (job, evidence, existing Job, rejected Job). */
-const MAX_ROUNDS = 5;
+/**
+ * The most decide → gather rounds one reconcile makes (job, evidence, existing Job, rejected Job; credentials,
+ * vendor search, submission, cleanup).
+ */
+export const MAX_ROUNDS = 8;
 
 /**
  * Reconciles one Agent by key (`namespace/name`): reads the cache and the few live objects the core needs, asks
@@ -39,8 +50,10 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
   const agent = deps.book.get(key);
   if (agent === undefined) return { kind: 'done' };
   const log = deps.logger.with({ agent: key });
-  if (isTerminalPhase(agent.status.phase) || agent.metadata.deletionTimestamp !== undefined)
-    return { kind: 'done' };
+  const finished = isTerminalPhase(agent.status.phase) || agent.metadata.deletionTimestamp !== undefined;
+  if (finished && !holdsBatchFinalizer(agent)) return { kind: 'done' };
+  const uid = agent.metadata.uid;
+  const notBefore = deps.batch?.cleanupNotBefore.get(uid);
   let snapshot: Snapshot = {
     agent,
     station: null,
@@ -48,6 +61,9 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
     job: { kind: 'unknown' },
     queue: EMPTY_QUEUE_VIEW,
     options: deps.options,
+    ...(deps.batch !== undefined ? { submission: knownSubmission(deps.batch, uid) } : {}),
+    ...(deps.poller !== undefined ? { batchState: deps.poller.observation(uid) } : {}),
+    ...(notBefore !== undefined ? { cleanupNotBefore: new Date(notBefore) } : {}),
   };
   const refs = await resolveRefs(agent, snapshot, deps);
   if (!refs.ok) {
@@ -63,8 +79,22 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
     if (queue === undefined) return { kind: 'done' };
     snapshot = { ...snapshot, queue };
     const decision: Decision = decide(snapshot, deps.now());
-    const starts = decision.actions.some((a) => a.kind === 'createJob');
+    const starts = decision.admits === true || decision.actions.some((a) => a.kind === 'createJob');
     if (starts) deps.book.admit(key);
+    if (decision.needs === 'credentials') {
+      if (deps.batch === undefined || snapshot.definition === null)
+        return retry(log, 'Batch credentials needed', 'batch execution is not configured');
+      const checked = await checkCredentials(deps.batch, agent, snapshot.definition);
+      if (!checked.ok) return retry(log, 'Reading batch credentials failed', checked.error);
+      snapshot = { ...snapshot, credentials: checked.value };
+      continue;
+    }
+    if (decision.needs === 'batchLookup') {
+      const found = await lookupSubmission(deps, agent, snapshot);
+      if (!found.ok) return retry(log, 'Searching the vendor for an earlier submission failed', found.error);
+      snapshot = { ...snapshot, submission: found.value };
+      continue;
+    }
     if (decision.needs === 'job') {
       const job = await observeJob(deps, agent);
       if (!job.ok) return retry(log, 'Reading the Job failed', describeKubeError(job.error));
@@ -87,8 +117,12 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
       },
     });
     // An admission whose Job was never asked for gives its slot back; once asked, the slot stays held until the
-    // Agent is seen Running, finished or gone (the create may have landed even if its answer was lost).
-    if (starts && !createSent) deps.book.release(key);
+    // Agent is seen Running, finished or gone (the create may have landed even if its answer was lost). A batch
+    // admission (the finalizer, then the submission record) is given back when its write was refused.
+    const createsJob = decision.actions.some((a) => a.kind === 'createJob');
+    if (starts && (createsJob ? !createSent : outcome.kind === 'superseded')) deps.book.release(key);
+    if (decision.submissionRecord === true && outcome.kind === 'done')
+      deps.batch?.nothingOutstanding.add(uid);
     switch (outcome.kind) {
       case 'done':
       case 'superseded':
@@ -106,9 +140,64 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
         continue;
       case 'error':
         return retry(log, `Action ${outcome.action} failed`, describeKubeError(outcome.error));
+      case 'retryLater':
+        log.warn('Batch step failed, will retry', { error: outcome.reason });
+        return outcome.afterMs !== undefined
+          ? { kind: 'requeueAfter', ms: Math.max(1000, outcome.afterMs) }
+          : { kind: 'retry', reason: outcome.reason };
+      case 'batchSubmitted':
+        snapshot = { ...snapshot, submission: { kind: 'submitted', id: outcome.id } };
+        continue;
+      case 'batchRejected':
+        snapshot = { ...snapshot, submission: { kind: 'rejected', message: outcome.message } };
+        continue;
+      case 'cleanupPending':
+        snapshot = { ...snapshot, cleanup: { kind: 'pending', detail: outcome.detail } };
+        continue;
+      case 'cleanupFailed': {
+        const attempt = (agent.status.batchCleanupAttempts ?? 0) + 1;
+        deps.batch?.cleanupNotBefore.set(uid, deps.now().getTime() + cleanupBackoffMs(attempt));
+        snapshot = { ...snapshot, cleanup: { kind: 'failed', message: outcome.message } };
+        continue;
+      }
     }
   }
   return retry(log, 'Reconcile did not settle', `after ${MAX_ROUNDS} rounds`);
+}
+
+/**
+ * Searches the vendor for a submission of this run (its request id is `run-<uid>`) made at or after its record.
+ * Without a readable key nothing can be searched: the answer is `undecided` (never `absent`, which would submit).
+ */
+async function lookupSubmission(
+  deps: ReconcileDeps,
+  agent: Agent,
+  snapshot: Snapshot,
+): Promise<{ ok: true; value: NonNullable<Snapshot['submission']> } | { ok: false; error: string }> {
+  const rt = deps.batch;
+  const provider = agent.status.batchProvider;
+  if (rt === undefined || !isBatchProvider(provider)) return { ok: true, value: { kind: 'none' } };
+  const call = await vendorCall(
+    rt,
+    provider,
+    agent.metadata.namespace,
+    apiKeySecretKey(snapshot.definition, provider),
+  );
+  if (!call.ok) {
+    if (call.error.kind === 'unreadable') return { ok: false, error: call.error.message };
+    return {
+      ok: true,
+      value: {
+        kind: 'lookedUp',
+        result: { kind: 'undecided', candidates: [`(cannot search: ${call.error.message})`] },
+      },
+    };
+  }
+  const since = new Date(Date.parse(agent.status.startedAt ?? agent.metadata.creationTimestamp) || 0);
+  const found = await rt.vendors[provider].find(runCustomId(agent.metadata.uid), since, call.value);
+  if (!found.ok) return { ok: false, error: describeBatchError(found.error) };
+  if (found.value.kind === 'absent') rt.nothingOutstanding.add(agent.metadata.uid);
+  return { ok: true, value: { kind: 'lookedUp', result: found.value } };
 }
 
 function retry(log: Logger, msg: string, error: string): WorkResult {
@@ -139,7 +228,9 @@ async function resolveRefs(
     };
   }
   const withStation: Snapshot = { ...snapshot, station: station.value.value };
-  if (agent.status.phase !== 'Pending') return { ok: true, snapshot: withStation };
+  // Batch runs read their definition in every phase (timeout, sinks, the key's Secret entry, the prompt).
+  const wantsDefinition = agent.status.phase === 'Pending' || isBatchRun(agent) || holdsBatchFinalizer(agent);
+  if (!wantsDefinition) return { ok: true, snapshot: withStation };
   const namespace = agent.metadata.namespace ?? '';
   const definition = await lookupDefinition(deps, namespace, station.value.value);
   if (!definition.ok) return { ok: false, error: describeKubeError(definition.error) };

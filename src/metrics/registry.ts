@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { BATCH_PROVIDERS } from '../vendors/batch/port.ts';
 
 /** Agent phases, in lifecycle order; every gauge series is pre-initialised for each. */
 export const PHASES = ['Pending', 'Running', 'Succeeded', 'Failed'] as const;
@@ -9,6 +10,8 @@ export const FAILURE_KINDS = [
   'output_unavailable',
   'preempted',
   'build_error',
+  'batch_failed',
+  'batch_timeout',
 ] as const;
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 
@@ -29,6 +32,9 @@ export interface ControllerMetrics {
   readonly runQueue: Histogram;
   readonly runFailures: Counter<'kind'>;
   readonly batchCleanupFailures: Counter;
+  readonly batchOrphans: Counter<'provider'>;
+  readonly batchPolls: Counter<'provider' | 'result'>;
+  readonly batchesInFlight: Gauge;
   readonly isLeader: Gauge;
   readonly reconciles: Counter<'result'>;
   readonly reconcileDuration: Histogram;
@@ -92,6 +98,23 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
       help: 'Failed attempts to delete vendor batch resources after a batch run',
       registers,
     }),
+    batchOrphans: new Counter({
+      name: 'controller_batch_orphans_total',
+      help: 'Vendor batch objects left behind: cleanup gave up, or a submission could not be tied to its run',
+      labelNames: ['provider'],
+      registers,
+    }),
+    batchPolls: new Counter({
+      name: 'controller_batch_polls_total',
+      help: 'Polls of in-flight vendor batches, by provider and result (pending, ended, error)',
+      labelNames: ['provider', 'result'],
+      registers,
+    }),
+    batchesInFlight: new Gauge({
+      name: 'controller_batches_in_flight',
+      help: 'Vendor batches this replica polls',
+      registers,
+    }),
     isLeader: new Gauge({
       name: 'controller_is_leader',
       help: '1 while this replica holds the Lease',
@@ -140,6 +163,7 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
   };
   for (const phase of PHASES) m.agents.set({ phase }, 0);
   for (const kind of FAILURE_KINDS) m.runFailures.inc({ kind }, 0);
+  for (const provider of BATCH_PROVIDERS) m.batchOrphans.inc({ provider }, 0);
   for (const result of ['success', 'error', 'requeue', 'conflict']) m.reconciles.inc({ result }, 0);
   m.isLeader.set(0);
   if (withProcessMetrics) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });

@@ -1,5 +1,6 @@
 import type { AgentPhase } from '../api/index.ts';
 import type { JobManifest, NetworkPolicyManifest } from '../jobs/index.ts';
+import type { BatchProvider, BatchRequest } from '../vendors/batch/port.ts';
 import type { StatusCondition } from './conditions.ts';
 
 /**
@@ -25,6 +26,18 @@ import type { StatusCondition } from './conditions.ts';
  *   continue. 409 → for `purpose: 'preempt'` stop and drop the rest (the victim changed, perhaps it finished;
  *   the next reconcile recomputes); for `purpose: 'prune'` skip it and continue with the next action.
  * - `recordEvent` and `observeMetric` are best effort: a failure is logged and never stops the decision.
+ * - `addFinalizer` / `removeFinalizer`: a JSON patch of the Agent that tests and touches only the one finalizer
+ *   entry (add: tests the resourceVersion; remove: tests the entry at `index`). 200 → continue; 404 → stop (gone);
+ *   409 / 422 (the test failed) → superseded: stop, the next reconcile recomputes. Other errors → retry.
+ * - `submitBatch`: the vendor create (never sent once this replica stopped leading). Success → stop, decide again
+ *   with `submission: {kind: 'submitted', id}`. A definite refusal (4xx) → stop, decide again with
+ *   `submission: {kind: 'rejected', message}`. Anything else → the reconcile errors and is retried; the create may
+ *   have landed, so the next attempt searches the vendor first (`needs: 'batchLookup'`).
+ * - `cleanupBatch`: the vendor cleanup of one batch. Done → continue; pending (Anthropic: cancel sent, delete
+ *   once ended) → stop, decide again with `cleanup: {kind: 'pending'}`; failure → stop, decide again with
+ *   `cleanup: {kind: 'failed', message}`.
+ * - `notifySinks`: handed to a background deliverer (never awaited, never fails the decision); placed right after
+ *   the status patch it reports, so it is sent only once that patch succeeded.
  */
 
 /** The object an action is about. Always an Agent (`agents.re-cinq.com/v1alpha1`). */
@@ -47,6 +60,10 @@ export interface AgentStatusPatch {
   readonly output?: string;
   readonly failureReason?: string;
   readonly observedGeneration?: number;
+  readonly batchId?: string;
+  readonly batchProvider?: BatchProvider;
+  readonly batchFallback?: boolean;
+  readonly batchCleanupAttempts?: number;
   readonly conditions: readonly StatusCondition[];
 }
 
@@ -57,6 +74,8 @@ export const RUN_FAILURE_KINDS = [
   'output_unavailable',
   'preempted',
   'build_error',
+  'batch_failed',
+  'batch_timeout',
 ] as const;
 export type RunFailureKind = (typeof RUN_FAILURE_KINDS)[number];
 
@@ -69,7 +88,39 @@ export type MetricObservation =
   /** `controller_run_queue_seconds`: creationTimestamp to Job creation. */
   | { readonly metric: 'runQueue'; readonly seconds: number }
   /** `controller_run_failures_total{kind}`. */
-  | { readonly metric: 'runFailure'; readonly kind: RunFailureKind };
+  | { readonly metric: 'runFailure'; readonly kind: RunFailureKind }
+  /** `controller_batch_cleanup_failures_total`. */
+  | { readonly metric: 'batchCleanupFailure' }
+  /** `controller_batch_orphans_total{provider}`: a vendor object the controller gave up on or cannot tie back. */
+  | { readonly metric: 'batchOrphan'; readonly provider: BatchProvider };
+
+/** One event for the definition's sinks, in the order the run produced it. */
+export type SinkEvent =
+  /** A CLI stream-JSON line (already filtered through `output.select`). */
+  | { readonly kind: 'line'; readonly line: string }
+  /** A lifecycle event `{kind: 'lifecycle', phase, status, reason?, exitCode?}` (always delivered). */
+  | {
+      readonly kind: 'lifecycle';
+      readonly phase: 'agent' | 'batch';
+      readonly status: 'started' | 'running' | 'succeeded' | 'failed';
+      readonly reason?: string;
+      readonly exitCode?: number;
+    };
+
+/** An http sink of a definition. */
+export interface SinkTarget {
+  readonly url: string;
+  /** Key in `agent-secrets` holding header lines for the sink. */
+  readonly headersSecret?: string;
+}
+
+/** Who sent an event: the envelope's `source`. */
+export interface SinkSource {
+  readonly agent: string;
+  readonly station: string;
+  readonly namespace: string;
+  readonly task?: string;
+}
 
 /** A Job manifest ready to POST, as built by src/jobs `buildJob`. */
 /** A NetworkPolicy manifest ready to POST, as built by src/jobs `buildSinkNetworkPolicy`. */
@@ -103,7 +154,43 @@ export type Action =
       readonly reason: string;
       readonly message: string;
     }
-  | { readonly kind: 'observeMetric'; readonly observation: MetricObservation };
+  | { readonly kind: 'observeMetric'; readonly observation: MetricObservation }
+  | {
+      readonly kind: 'addFinalizer';
+      readonly ref: AgentRef;
+      readonly resourceVersion: string;
+      readonly finalizer: string;
+      /** True when the Agent has no finalizers yet (the list itself is added). */
+      readonly first: boolean;
+    }
+  | {
+      readonly kind: 'removeFinalizer';
+      readonly ref: AgentRef;
+      readonly finalizer: string;
+      readonly index: number;
+    }
+  | {
+      readonly kind: 'submitBatch';
+      readonly ref: AgentRef;
+      readonly provider: BatchProvider;
+      /** Key of `agent-secrets` holding the vendor key (read by the executor; never in the core). */
+      readonly secretKey: string;
+      readonly request: BatchRequest;
+    }
+  | {
+      readonly kind: 'cleanupBatch';
+      readonly ref: AgentRef;
+      readonly provider: BatchProvider;
+      readonly secretKey: string;
+      readonly batchId: string;
+    }
+  | {
+      readonly kind: 'notifySinks';
+      readonly ref: AgentRef;
+      readonly sinks: readonly SinkTarget[];
+      readonly source: SinkSource;
+      readonly events: readonly SinkEvent[];
+    };
 
 /** The outcome of one `decide` call. */
 export interface Decision {
@@ -115,5 +202,13 @@ export interface Decision {
    * calls decide again: `job` → read the Job; `runEvidence` → the Job has finished: list its pods, pick one with
    * `pickRunPod`, read its agent log.
    */
-  readonly needs?: 'job' | 'runEvidence';
+  readonly needs?: 'job' | 'runEvidence' | 'credentials' | 'batchLookup';
+  /**
+   * Set on the decision that writes a batch run's submission record (Running, batchProvider, no batchId): once
+   * it is done, the shell knows nothing was submitted for the Agent yet, so the next reconcile submits at once
+   * instead of searching the vendor first.
+   */
+  readonly submissionRecord?: true;
+  /** True when the decision starts a run (a Job create or a batch admission): the shell admits it in the book. */
+  readonly admits?: true;
 }

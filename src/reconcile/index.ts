@@ -21,7 +21,17 @@ export {
 export { MAX_CONDITION_MESSAGE, MAX_EVENT_MESSAGE } from './agent/status.ts';
 export * from './conditions.ts';
 export * from './reasons.ts';
-export type { JobObservation, LogRead, ReconcileOptions, RunEvidence, Snapshot } from './snapshot.ts';
+export type {
+  BatchOptions,
+  CleanupObservation,
+  CredentialCheck,
+  JobObservation,
+  LogRead,
+  ReconcileOptions,
+  RunEvidence,
+  Snapshot,
+  SubmissionObservation,
+} from './snapshot.ts';
 export {
   type Admission,
   type AdmissionCounts,

@@ -51,6 +51,30 @@ export const REASON = {
   preempted: 'Preempted',
   /** Event on the Agent that deleted another one under concurrencyPolicy Replace. */
   preempting: 'Preempting',
+  /** Batch run: the submission record is written; the prompt is being submitted to the vendor. */
+  submitting: 'Submitting',
+  /** Batch run asked of a controller without BATCH_ENABLED=true. */
+  batchDisabled: 'BatchDisabled',
+  /** The recipe cannot run as one batch prompt (tools, repos, a model without a batch API…). */
+  batchUnsupported: 'BatchUnsupported',
+  /** The vendor key is missing from the Secret agent-secrets. */
+  batchCredentialsMissing: 'BatchCredentialsMissing',
+  /** The vendor refused the batch (4xx other than 429). */
+  batchRejected: 'BatchRejected',
+  /** The batch request failed at the vendor (errored, expired, cancelled, refused). */
+  batchFailed: 'BatchFailed',
+  /** The batch ran longer than batch.timeoutMinutes. */
+  batchTimedOut: 'BatchTimedOut',
+  /** Condition reason while a timed-out batch run falls back to a Job. */
+  fallingBack: 'FallingBack',
+  /** The vendor batch (or OpenAI files) were deleted after the run. */
+  batchCleanedUp: 'BatchCleanedUp',
+  /** Cleaning up the vendor batch failed; it is retried with backoff. */
+  batchCleanupFailed: 'BatchCleanupFailed',
+  /** A vendor object of the run is left behind (cleanup gave up, or a submission could not be tied back). */
+  batchOrphaned: 'BatchOrphaned',
+  /** More than one batch was found for one run; the extra ones are cancelled and deleted. */
+  duplicateBatch: 'DuplicateBatch',
 } as const;
 
 export type Reason = (typeof REASON)[keyof typeof REASON];
@@ -77,6 +101,14 @@ export const failureNotOwned = (jobName: string): string =>
   `Job ${jobName} already exists and is not owned by this Agent`;
 /** `status.failureReason` when the pod or its log could not be read for another reason than garbage collection. */
 export const failureOutputUnavailable = (detail: string): string => `run output unavailable: ${detail}`;
+/** `status.failureReason` of a batch run asked of a controller without batch execution. */
+export const FAILURE_BATCH_DISABLED = 'batch execution is disabled on this controller';
+/** `status.failureReason` of a batch run that ran past batch.timeoutMinutes with onTimeout: fail. */
+export const FAILURE_BATCH_TIMEOUT = 'batch timed out';
+/** `status.failureReason` when the vendor refused the batch create. */
+export const failureBatchRejected = (provider: string, detail: string): string =>
+  `batch rejected by ${provider}: ${detail}`;
+
 /** Why an Agent was deleted by a newer run under concurrencyPolicy Replace. */
 export const preemptedMessage = (by: string, station: string): string =>
   `preempted by Agent ${by}: Station ${station} is at its concurrency limit (concurrencyPolicy Replace)`;

@@ -1,4 +1,5 @@
 import type { Agent, AgentDefinition, Job, Pod, Station } from '../api/index.ts';
+import type { BatchState, FindOutcome } from '../vendors/batch/port.ts';
 import type { StationQueueView } from './station/book.ts';
 
 /** Controller settings the decisions depend on. */
@@ -12,7 +13,41 @@ export interface ReconcileOptions {
    * watches normally wake the reconcile earlier.
    */
   readonly requeueMs: number;
+  /** Batch execution settings of this controller. */
+  readonly batch: BatchOptions;
 }
+
+/** How this controller runs `execution: batch` (controller env `BATCH_ENABLED`, `BATCH_POLL_SECONDS`). */
+export interface BatchOptions {
+  readonly enabled: boolean;
+  /** Poll period of one in-flight batch (ms); also the re-check period of a submission that cannot be confirmed. */
+  readonly pollMs: number;
+}
+
+/** Whether the vendor key of a Pending batch run can be read (the shell reads `agent-secrets`). */
+export type CredentialCheck =
+  | { readonly kind: 'unknown' }
+  | { readonly kind: 'present' }
+  /** The Secret or the key is missing; `message` names the key, never a value. */
+  | { readonly kind: 'missing'; readonly message: string };
+
+/** What is known about the vendor submission of a batch run that has its record but no batchId. */
+export type SubmissionObservation =
+  /** Nothing known: after a restart or a create whose answer was lost. Decide asks for `needs: 'batchLookup'`. */
+  | { readonly kind: 'unknown' }
+  /** This controller knows no create is outstanding (it wrote the record, or the last create was refused). */
+  | { readonly kind: 'none' }
+  /** The vendor was searched. */
+  | { readonly kind: 'lookedUp'; readonly result: FindOutcome }
+  /** The create just succeeded. */
+  | { readonly kind: 'submitted'; readonly id: string }
+  /** The create was refused for good (4xx other than 429): the vendor's message. */
+  | { readonly kind: 'rejected'; readonly message: string };
+
+/** How the last cleanup attempt of this reconcile went (absent: none made yet). */
+export type CleanupObservation =
+  | { readonly kind: 'pending'; readonly detail: string }
+  | { readonly kind: 'failed'; readonly message: string };
 
 /** The pod log read for a finished run (`container=agent`, tail). */
 export type LogRead =
@@ -71,5 +106,15 @@ export interface Snapshot {
   readonly invalidReference?:
     | { readonly kind: 'Station' | 'AgentDefinition'; readonly name: string; readonly message: string }
     | undefined;
+  /** Batch runs: whether the vendor key exists (Pending only). */
+  readonly credentials?: CredentialCheck | undefined;
+  /** Batch runs with a record and no batchId, and cleanups of such runs. */
+  readonly submission?: SubmissionObservation | undefined;
+  /** Batch runs with a batchId: the poller's latest observation (undefined: not polled yet). */
+  readonly batchState?: BatchState | undefined;
+  /** Set after a cleanup attempt in this reconcile did not finish. */
+  readonly cleanup?: CleanupObservation | undefined;
+  /** After a failed cleanup: no new attempt before this time (the shell's backoff). */
+  readonly cleanupNotBefore?: Date | undefined;
   readonly options: ReconcileOptions;
 }

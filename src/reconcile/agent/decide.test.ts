@@ -38,7 +38,12 @@ import {
 } from '../test-fixtures.ts';
 import { decide, EARLY_VERDICT_RETRY_MS, type JobBuilder, STALE_JOB_RETRY_MS } from './decide.ts';
 
-const OPTIONS = { agentImage: 'agent-controller:e2e', maxOutputBytes: 262144, requeueMs: 15000 };
+const OPTIONS = {
+  agentImage: 'agent-controller:e2e',
+  maxOutputBytes: 262144,
+  requeueMs: 15000,
+  batch: { enabled: true, pollMs: 60000 },
+};
 const NOW = at(60);
 
 function snap(a: Agent, over: Partial<Snapshot> & { readonly siblings?: readonly Agent[] } = {}): Snapshot {

@@ -1,6 +1,13 @@
 import { buildJob } from '../../jobs/index.ts';
 import type { Decision } from '../actions.ts';
 import type { Snapshot } from '../snapshot.ts';
+import {
+  decideBatchCleanup,
+  decideBatchRunning,
+  decideFallback,
+  holdsBatchFinalizer,
+  isBatchRun,
+} from './batch.ts';
 import { decidePending, type JobBuilder } from './pending.ts';
 import { decideRunning } from './running.ts';
 
@@ -39,17 +46,25 @@ const NOTHING: Decision = { actions: [] };
  *     `run record unavailable: Job garbage-collected before its result was observed`.
  *   - then the Station's history is pruned.
  *
+ * - Batch runs (`execution: batch`; src/reconcile/agent/batch.ts): Pending → finalizer, then the submission
+ *   record (Running, batchProvider); Running → submit or find the submission, batchId, then the poller's result
+ *   or the timeout (fail, or fall back to a Job: `batchFallback`); finished, fallen back or deleted → vendor
+ *   cleanup, then the finalizer is removed.
+ *
  * Every status patch carries the Agent's resourceVersion, `observedGeneration` and the full condition list;
  * every transition records an Event (Normal for progress, Warning for failures) and its metrics.
  */
 export function decide(snapshot: Snapshot, now: Date, build: JobBuilder = buildJob): Decision {
   const { agent } = snapshot;
-  if (agent.metadata.deletionTimestamp !== undefined) return NOTHING;
+  if (agent.metadata.deletionTimestamp !== undefined)
+    return holdsBatchFinalizer(agent) ? decideBatchCleanup(snapshot, now) : NOTHING;
   switch (agent.status.phase) {
     case 'Succeeded':
     case 'Failed':
-      return NOTHING;
+      return holdsBatchFinalizer(agent) ? decideBatchCleanup(snapshot, now) : NOTHING;
     case 'Running':
+      if (agent.status.batchFallback === true) return decideFallback(snapshot, now, build);
+      if (isBatchRun(agent)) return decideBatchRunning(snapshot, now);
       return decideRunning(snapshot, now);
     case 'Pending':
       return decidePending(snapshot, now, build);

@@ -1,4 +1,4 @@
-import { type Agent, GROUP, type Job, KIND_AGENT } from '../../api/index.ts';
+import { type Agent, GROUP, type Job, KIND_AGENT, type Station } from '../../api/index.ts';
 import { type BuildJobInput, buildSinkNetworkPolicy } from '../../jobs/index.ts';
 import type { Result } from '../../shared/result.ts';
 import type { Action, Decision, JobManifest, RunFailureKind } from '../actions.ts';
@@ -14,6 +14,7 @@ import {
 } from '../reasons.ts';
 import type { Snapshot } from '../snapshot.ts';
 import { decideAdmission } from '../station/admission.ts';
+import { decideBatchPending, holdsBatchFinalizer } from './batch.ts';
 import {
   agentRef,
   event,
@@ -62,6 +63,9 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
       message,
     });
   }
+  if (definition.spec.execution === 'batch' || holdsBatchFinalizer(agent)) {
+    return decideBatchPending(s, now, station, definition);
+  }
   if (s.jobRejected !== undefined) {
     const failureReason = failureRejected(s.jobRejected.message);
     return failBeforeStart(s, now, {
@@ -99,51 +103,9 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
       message: failureReason,
     });
   }
-  const verdict = decideAdmission(s.queue, {
-    name: station.metadata.name,
-    maxConcurrentRuns: station.spec.maxConcurrentRuns,
-    concurrencyPolicy: station.spec.concurrencyPolicy,
-  });
-  if (verdict.kind === 'wait') {
-    const limit = verdict.limit;
-    const message = `Waiting for a free run slot: Station ${station.metadata.name} allows ${limit} run${limit === 1 ? '' : 's'} at once (concurrencyPolicy ${verdict.policy})`;
-    const updates = queuedConditions(message);
-    const stamped = updates.map((u) => ({ ...u, observedGeneration: agent.metadata.generation }));
-    // No re-check timer: a queued Agent is woken when a slot may have freed for it (the shell wakes the heads of
-    // a Station's queue on every change that frees one, and on every poll), so 10,000 queued Agents cost nothing
-    // while nothing changes.
-    if (conditionsSatisfied(agent.status.conditions, stamped)) return { actions: [] };
-    return {
-      actions: [
-        statusPatch(agent, { phase: 'Pending' }, updates, now),
-        event(agentRef(agent), 'Normal', REASON.queued, message),
-      ],
-    };
-  }
-  const actions: Action[] = [];
-  if (verdict.kind === 'replace') {
-    const reason = preemptedMessage(agent.metadata.name, station.metadata.name);
-    for (const victim of verdict.victims) {
-      const victimRef = agentRef(victim);
-      actions.push(
-        {
-          kind: 'deleteAgent',
-          ref: victimRef,
-          resourceVersion: victim.metadata.resourceVersion,
-          purpose: 'preempt',
-          reason,
-        },
-        event(victimRef, 'Warning', REASON.preempted, reason),
-        { kind: 'observeMetric', observation: { metric: 'runFailure', kind: 'preempted' } },
-        event(
-          agentRef(agent),
-          'Normal',
-          REASON.preempting,
-          `Deleted Agent ${victim.metadata.name} to make room (Station ${station.metadata.name}, concurrencyPolicy Replace)`,
-        ),
-      );
-    }
-  }
+  const verdict = decideAdmission(s.queue, stationConcurrency(station));
+  if (verdict.kind === 'wait') return queuedDecision(s, station, verdict, now);
+  const actions: Action[] = verdict.kind === 'replace' ? preemptActions(agent, station, verdict.victims) : [];
   const jobName = built.value.metadata.name;
   // Decision (i): the policy admitting the definition's http sinks exists before the run's pods can start.
   const policy = buildSinkNetworkPolicy({ agent, station, definition });
@@ -153,6 +115,67 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
     ...startActions(agent, jobName, formatStatusTime(now), `Created Job ${jobName}`, now, now),
   );
   return { actions, requeueAfterMs: s.options.requeueMs };
+}
+
+/** The concurrency settings admission reads from a Station. */
+export function stationConcurrency(station: Station) {
+  return {
+    name: station.metadata.name,
+    maxConcurrentRuns: station.spec.maxConcurrentRuns,
+    concurrencyPolicy: station.spec.concurrencyPolicy,
+  };
+}
+
+/**
+ * A Pending Agent told to wait: Ready=False/Queued, patched and announced once. No re-check timer: a queued Agent
+ * is woken when a slot may have freed for it (the shell wakes the heads of a Station's queue on every change that
+ * frees one, and on every poll), so 10,000 queued Agents cost nothing while nothing changes.
+ */
+export function queuedDecision(
+  s: Snapshot,
+  station: Station,
+  verdict: { readonly limit: number; readonly policy: string },
+  now: Date,
+): Decision {
+  const { agent } = s;
+  const limit = verdict.limit;
+  const message = `Waiting for a free run slot: Station ${station.metadata.name} allows ${limit} run${limit === 1 ? '' : 's'} at once (concurrencyPolicy ${verdict.policy})`;
+  const updates = queuedConditions(message);
+  const stamped = updates.map((u) => ({ ...u, observedGeneration: agent.metadata.generation }));
+  if (conditionsSatisfied(agent.status.conditions, stamped)) return { actions: [] };
+  return {
+    actions: [
+      statusPatch(agent, { phase: 'Pending' }, updates, now),
+      event(agentRef(agent), 'Normal', REASON.queued, message),
+    ],
+  };
+}
+
+/** Deleting the victims chosen under concurrencyPolicy Replace (resourceVersion preconditions), with Events. */
+export function preemptActions(agent: Agent, station: Station, victims: readonly Agent[]): Action[] {
+  const actions: Action[] = [];
+  const reason = preemptedMessage(agent.metadata.name, station.metadata.name);
+  for (const victim of victims) {
+    const victimRef = agentRef(victim);
+    actions.push(
+      {
+        kind: 'deleteAgent',
+        ref: victimRef,
+        resourceVersion: victim.metadata.resourceVersion,
+        purpose: 'preempt',
+        reason,
+      },
+      event(victimRef, 'Warning', REASON.preempted, reason),
+      { kind: 'observeMetric', observation: { metric: 'runFailure', kind: 'preempted' } },
+      event(
+        agentRef(agent),
+        'Normal',
+        REASON.preempting,
+        `Deleted Agent ${victim.metadata.name} to make room (Station ${station.metadata.name}, concurrencyPolicy Replace)`,
+      ),
+    );
+  }
+  return actions;
 }
 
 /** Running + jobName + startedAt, the Started event and the queue-time metric. */
@@ -216,7 +239,7 @@ export function jobOwnership(job: Job, agent: Agent): 'owned' | 'stale' | 'forei
   return 'foreign';
 }
 
-interface EarlyFailure {
+export interface EarlyFailure {
   readonly kind: RunFailureKind;
   readonly reason: string;
   readonly failureReason: string;
@@ -224,7 +247,7 @@ interface EarlyFailure {
 }
 
 /** A Pending Agent fails without a run: no jobName, no exitCode, not timed. */
-function failBeforeStart(s: Snapshot, now: Date, f: EarlyFailure): Decision {
+export function failBeforeStart(s: Snapshot, now: Date, f: EarlyFailure): Decision {
   const { agent } = s;
   const completedAt = formatStatusTime(now);
   return {

@@ -107,9 +107,10 @@ function readEvidence(
   }
 }
 
-interface Completion {
+export interface Completion {
   readonly phase: 'Succeeded' | 'Failed';
-  readonly jobName: string;
+  /** The run's Job; absent for a batch run. */
+  readonly jobName?: string;
   readonly exitCode: number;
   readonly output: string;
   readonly failureReason?: string;
@@ -118,10 +119,12 @@ interface Completion {
   readonly message: string;
   readonly failureKinds: readonly RunFailureKind[];
   readonly extraEvents: readonly { type: 'Normal' | 'Warning'; reason: string; message: string }[];
+  /** Actions that must follow the status patch at once (sink notifications: only once the patch succeeded). */
+  readonly afterPatch?: readonly Action[];
 }
 
 /** The terminal transition of a run that started: status, events, metrics, then the history sweep. */
-function finish(s: Snapshot, now: Date, c: Completion): Decision {
+export function finish(s: Snapshot, now: Date, c: Completion): Decision {
   const { agent } = s;
   const completedAt = formatStatusTime(now);
   const ref = agentRef(agent);
@@ -133,7 +136,7 @@ function finish(s: Snapshot, now: Date, c: Completion): Decision {
       agent,
       {
         phase: c.phase,
-        jobName: c.jobName,
+        ...(c.jobName !== undefined ? { jobName: c.jobName } : {}),
         exitCode: c.exitCode,
         output: c.output,
         ...(c.failureReason !== undefined ? { failureReason: c.failureReason } : {}),
@@ -142,6 +145,7 @@ function finish(s: Snapshot, now: Date, c: Completion): Decision {
       conditions,
       now,
     ),
+    ...(c.afterPatch ?? []),
     event(ref, c.phase === 'Succeeded' ? 'Normal' : 'Warning', c.reason, c.message),
     ...c.extraEvents.map((e) => event(ref, e.type, e.reason, e.message)),
     { kind: 'observeMetric', observation: { metric: 'runCompleted', phase: c.phase, exitCode: c.exitCode } },

@@ -22,7 +22,12 @@ import {
 import { concurrencyPolicyOf, effectiveMaxRuns } from './admission.ts';
 import { StationBook } from './book.ts';
 
-const OPTIONS = { agentImage: 'agent-controller:test', maxOutputBytes: 4096, requeueMs: 15000 };
+const OPTIONS = {
+  agentImage: 'agent-controller:test',
+  maxOutputBytes: 4096,
+  requeueMs: 15000,
+  batch: { enabled: true, pollMs: 60000 },
+};
 
 /** An Agent as the API server holds it. */
 interface ApiAgent {

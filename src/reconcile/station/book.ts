@@ -1,4 +1,4 @@
-import { type AgentRunView, isSameAgent, type RunPhase, runPhase } from './runs.ts';
+import { type AgentRunView, awaitsFallbackSlot, isSameAgent, type RunPhase, runPhase } from './runs.ts';
 
 /**
  * The slot picture of one Station as seen by one candidate Agent: everything admission and history pruning read.
@@ -88,7 +88,7 @@ function lowerBound<A>(queue: readonly Entry<A>[], e: Entry<A>): number {
  * controller decides to start it until it is seen finished or gone. It holds it when any of these is true:
  * - the controller admitted it (`admitted`), even if neither its Job nor its Running status has come back yet;
  * - a Job it owns (by uid) is in the Job cache (a run started by an earlier leader or before a restart);
- * - its phase is Running.
+ * - its phase is Running (except a batch run that fell back to a Job and has none yet: it waits in the queue).
  * Deleting Agents (deletionTimestamp, or a delete this controller claimed) hold nothing and are not queued.
  */
 export class StationBook<A extends AgentRunView> {
@@ -278,7 +278,8 @@ export class StationBook<A extends AgentRunView> {
   #placeFor(e: Entry<A>): Place {
     if (e.agent.metadata.deletionTimestamp !== undefined || this.#deleting.has(e.uid)) return 'none';
     if (e.phase === 'Succeeded' || e.phase === 'Failed') return 'finished';
-    if (e.phase === 'Running' || this.#admitted.has(e.uid) || this.#jobsOf.has(e.uid)) return 'holding';
+    if (this.#admitted.has(e.uid) || this.#jobsOf.has(e.uid)) return 'holding';
+    if (e.phase === 'Running' && !awaitsFallbackSlot(e.agent)) return 'holding';
     return 'queued';
   }
 

@@ -22,8 +22,18 @@ export interface AgentRunView {
         readonly phase?: string | undefined;
         readonly startedAt?: string | undefined;
         readonly completedAt?: string | undefined;
+        readonly jobName?: string | undefined;
+        readonly batchFallback?: boolean | undefined;
       }
     | undefined;
+}
+
+/**
+ * True for a batch run that timed out with `onTimeout: fallback` and has no Job yet: it waits in Running for a
+ * slot like a queued Agent, and holds none until its Job is asked for.
+ */
+export function awaitsFallbackSlot(agent: AgentRunView): boolean {
+  return agent.status?.batchFallback === true && (agent.status.jobName ?? '') === '';
 }
 
 /** The Agent's phase; absent or unknown → `Pending`. */
