@@ -20,7 +20,12 @@ import {
 } from '../kube/index.ts';
 import type { ControllerMetrics } from '../metrics/index.ts';
 import { PHASES } from '../metrics/index.ts';
-import { apiKeySecretKey, BATCH_FINALIZER, isBatchProvider, renderContextFor } from '../reconcile/batch/plan.ts';
+import {
+  apiKeySecretKey,
+  BATCH_FINALIZER,
+  isBatchProvider,
+  renderContextFor,
+} from '../reconcile/batch/plan.ts';
 import {
   CONDITION_READY,
   concurrencyPolicyOf,
