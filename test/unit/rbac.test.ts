@@ -42,8 +42,8 @@ const DocSchema = v.variant('kind', [
 type Doc = v.InferOutput<typeof DocSchema>;
 
 /** Parses every document of a deploy/rbac file; anything but a ServiceAccount, Role or RoleBinding fails. */
-function load(file: string): Doc[] {
-  const text = readFileSync(join(ROOT, 'deploy', 'rbac', file), 'utf8');
+function load(file: string, dir: readonly string[] = ['deploy', 'rbac']): Doc[] {
+  const text = readFileSync(join(ROOT, ...dir, file), 'utf8');
   return loadAll(text)
     .filter((d) => d !== null && d !== undefined)
     .map((d, i) => {
@@ -204,5 +204,41 @@ describe('deploy/rbac/caller-rbac.yaml', () => {
   it('only creates and reads Agents: no status, no delete, no other resource, no wildcard', () => {
     assertNoWildcards(role.rules);
     assert.deepEqual(grants(role.rules), ['agents.re-cinq.com agents: create,get,list,watch']);
+  });
+});
+
+describe('deploy/components/batch', () => {
+  const dir = ['deploy', 'components', 'batch'];
+  const docs = load('batch-rbac.yaml', dir);
+  const role = only(docs, 'Role');
+  const binding = only(docs, 'RoleBinding');
+
+  it('grants get on the one Secret agent-secrets, by name: no list, no watch, no other Secret', () => {
+    assertNoWildcards(role.rules);
+    assert.deepEqual(role.rules, [
+      { apiGroups: [''], resources: ['secrets'], resourceNames: ['agent-secrets'], verbs: ['get'] },
+    ]);
+  });
+
+  it('binds it to the controller ServiceAccount in the controller namespace', () => {
+    const controller = only(load('controller-rbac.yaml'), 'ServiceAccount');
+    assert.equal(role.metadata.namespace, controller.metadata.namespace);
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: role.metadata.name,
+    });
+    assert.deepEqual(binding.subjects, [
+      { kind: 'ServiceAccount', name: controller.metadata.name, namespace: controller.metadata.namespace },
+    ]);
+  });
+
+  it('is a kustomize Component that adds the RBAC and sets BATCH_ENABLED=true on the controller', () => {
+    const kustomization = readFileSync(join(ROOT, ...dir, 'kustomization.yaml'), 'utf8');
+    assert.match(kustomization, /^kind: Component$/m);
+    assert.match(kustomization, /- batch-rbac\.yaml/);
+    const patch = readFileSync(join(ROOT, ...dir, 'batch-env.yaml'), 'utf8');
+    assert.match(patch, /name: BATCH_ENABLED, value: "true"/);
+    assert.match(patch, /- name: controller\n/);
   });
 });

@@ -674,12 +674,12 @@ describe('geminiBatches against the fake server', () => {
   });
 
   describe('find', () => {
-    it('finds the newest batch of the display name and lists the others as duplicates', async () => {
+    it('finds the oldest batch of the display name and lists the others as duplicates', async () => {
       const first = await submitted();
       await submitted({ ...REQUEST, customId: 'run-other' });
       const second = await submitted();
       const found = value(await geminiBatches.find(REQUEST.customId, new Date(), harness(fake).call));
-      assert.deepEqual(found, { kind: 'found', id: second, duplicates: [first] });
+      assert.deepEqual(found, { kind: 'found', id: first, duplicates: [second] });
       assert.equal(fake.requests.at(-1)!.path, '/v1beta/batches?pageSize=100');
     });
 
@@ -816,8 +816,8 @@ describe('geminiBatches with hand-built answers', () => {
     );
     assert.deepEqual(value(await geminiBatches.find('run-x', since, stubCall(fetch))), {
       kind: 'found',
-      id: 'batches/3',
-      duplicates: ['batches/2'],
+      id: 'batches/2',
+      duplicates: ['batches/3'],
     });
     assert.deepEqual(seen, [
       'GET /v1beta/batches?pageSize=100',

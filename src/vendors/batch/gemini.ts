@@ -309,7 +309,7 @@ export const geminiBatches: BatchVendor = {
       seenTokens.add(token);
     }
     if (matches.length === 0) return ok({ kind: 'absent' });
-    const ids = [...new Map(matches.sort((a, b) => b.created - a.created).map((m) => [m.id, m])).keys()];
+    const ids = [...new Map(matches.sort((a, b) => a.created - b.created).map((m) => [m.id, m])).keys()];
     return ok({ kind: 'found', id: ids[0]!, duplicates: ids.slice(1) });
   },
 };

@@ -693,15 +693,15 @@ describe('openaiBatches against the fake OpenAI', () => {
   });
 
   describe('find', () => {
-    it('finds the newest batch for a custom id with older ones as duplicates, and nothing for another id', async () => {
+    it('finds the oldest batch for a custom id with newer ones as duplicates, and nothing for another id', async () => {
       const since = new Date();
       const first = value(await openaiBatches.submit(REQUEST, callFor(fake))).id;
       value(await openaiBatches.submit({ ...REQUEST, customId: 'run-other' }, callFor(fake)));
       const second = value(await openaiBatches.submit(REQUEST, callFor(fake))).id;
       assert.deepEqual(value(await openaiBatches.find(CUSTOM_ID, since, callFor(fake))), {
         kind: 'found',
-        id: second,
-        duplicates: [first],
+        id: first,
+        duplicates: [second],
       });
       assert.deepEqual(value(await openaiBatches.find('run-absent', since, callFor(fake))), {
         kind: 'absent',

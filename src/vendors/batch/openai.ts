@@ -373,12 +373,12 @@ export const openaiBatches: BatchVendor = {
 
   /**
    * Walks `GET /batches` (newest first, cursor `after`) while batches were created at or after `since` minus
-   * OPENAI_FIND_SKEW_MS, matching `metadata.agent_run === customId`: the newest match is `id`, older ones
+   * OPENAI_FIND_SKEW_MS, matching `metadata.agent_run === customId`: the oldest match is `id` (the original submission), newer ones
    * `duplicates`; none → absent. Never undecided.
    */
   async find(customId: string, since: Date, call: VendorCall): Promise<Result<FindOutcome, BatchError>> {
     const threshold = (since.getTime() - OPENAI_FIND_SKEW_MS) / 1000;
-    const matches: { id: string; createdAt: number }[] = [];
+    const matches: { id: string; createdAt: number; seen: number }[] = [];
     let after: string | undefined;
     for (let page = 0; page < OPENAI_FIND_MAX_PAGES; page++) {
       const query = `limit=${OPENAI_LIST_PAGE_SIZE}${after === undefined ? '' : `&after=${encodeURIComponent(after)}`}`;
@@ -397,14 +397,15 @@ export const openaiBatches: BatchVendor = {
           continue;
         }
         if (batch.metadata?.[METADATA_RUN_KEY] === customId) {
-          matches.push({ id: batch.id, createdAt: batch.created_at });
+          matches.push({ id: batch.id, createdAt: batch.created_at, seen: matches.length });
         }
       }
       const last = list.value.data.at(-1);
       if (older || list.value.has_more !== true || last === undefined) {
-        const ordered = matches.sort((a, b) => b.createdAt - a.createdAt).map((m) => m.id);
-        const [newest, ...duplicates] = ordered;
-        return ok(newest === undefined ? { kind: 'absent' } : { kind: 'found', id: newest, duplicates });
+        // Oldest first; the list is newest first, so of two created in the same second the later-listed is older.
+        const ordered = matches.sort((a, b) => a.createdAt - b.createdAt || b.seen - a.seen).map((m) => m.id);
+        const [oldest, ...duplicates] = ordered;
+        return ok(oldest === undefined ? { kind: 'absent' } : { kind: 'found', id: oldest, duplicates });
       }
       const next = list.value.last_id ?? last.id;
       if (next === after)

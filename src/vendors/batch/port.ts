@@ -70,7 +70,10 @@ export type BatchState =
 
 /** What a search for an earlier submission found (crash recovery, vendors.md 8.1). */
 export type FindOutcome =
-  /** Exactly this batch carries the request (confirmed by custom id, metadata or display name). */
+  /**
+   * This batch carries the request (confirmed by custom id, metadata or display name). With several, `id` is the
+   * oldest (the original submission) and the others are `duplicates`, every vendor alike.
+   */
   | { readonly kind: 'found'; readonly id: string; readonly duplicates: readonly string[] }
   /** Nothing was submitted for this request id: it is safe to submit. */
   | { readonly kind: 'absent' }

@@ -314,11 +314,11 @@ export async function startFakeAnthropic(options: FakeVendorOptions = {}): Promi
       b.timer = setTimeout(() => {
         b.timer = undefined;
         if (b.status === 'ended' || b.deleted) return;
-        const outcome: FakeOutcome =
+        const outcome: FakeOutcome | 'hold' =
           b.status === 'canceling'
             ? { kind: 'cancelled' }
             : (options.autoOutcome?.(snapshot(b)) ?? echoOutcome(b));
-        end(b, outcome);
+        if (outcome !== 'hold') end(b, outcome);
       }, options.autoFinishMs);
       b.timer.unref();
     }

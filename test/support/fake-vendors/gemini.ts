@@ -426,7 +426,8 @@ export async function startFakeGemini(options: FakeVendorOptions = {}): Promise<
       b.timer = setTimeout(() => {
         b.timer = undefined;
         if (b.deleted || b.state === 'ended') return;
-        finishHeld(b, (options.autoOutcome ?? echo)(view(b)));
+        const outcome = options.autoOutcome?.(view(b)) ?? echo(view(b));
+        if (outcome !== 'hold') finishHeld(b, outcome);
       }, options.autoFinishMs);
     }
     return { status: 200, body: operation(b) };

@@ -11,7 +11,8 @@
 // - A batch moves `validating` → `in_progress` on the first GET (one or list) after its create.
 // - A `cancelling` batch stays so until `finish()` (or, with `autoFinishMs`, that long after the cancel, as `cancelled`).
 // - `FakeBatch.deleted` is true once the batch is terminal and all its files are deleted (OpenAI has no batch delete).
-// - A fault with a status below 400 only delays (`delayMs`) and then answers normally.
+// - A fault with a status below 400 only delays (`delayMs`) and then answers normally (with `afterEffect`, the
+//   request is processed before the delay).
 // - Faults match only requests that carry the right key (a 401 never consumes one); an `afterEffect` fault processes
 //   the request first, then waits `delayMs`, then answers the fault.
 
@@ -274,12 +275,14 @@ export async function startFakeOpenAI(options: FakeVendorOptions = {}): Promise<
     };
   }
 
-  function schedule(b: StoredBatch, outcome: () => FakeOutcome): void {
+  function schedule(b: StoredBatch, outcome: () => FakeOutcome | 'hold'): void {
     if (options.autoFinishMs === undefined) return;
     if (b.timer !== undefined) clearTimeout(b.timer);
     b.timer = setTimeout(() => {
       b.timer = undefined;
-      if (!TERMINAL.has(b.status)) finish(b.id, outcome());
+      if (TERMINAL.has(b.status)) return;
+      const chosen = outcome();
+      if (chosen !== 'hold') finish(b.id, chosen);
     }, options.autoFinishMs);
   }
 
@@ -772,8 +775,11 @@ export async function startFakeOpenAI(options: FakeVendorOptions = {}): Promise<
       return;
     }
     if (fault.status < 400) {
+      // A slow answer: with `afterEffect` the request is processed at once and only its answer is late (a create
+      // whose 200 a client that gives up, or dies, never sees); without, the whole request waits.
+      const answered = fault.afterEffect === true ? await answer(method, url, raw, contentType) : undefined;
       if (fault.delayMs !== undefined) await wait(fault.delayMs);
-      send(res, await answer(method, url, raw, contentType));
+      send(res, answered ?? (await answer(method, url, raw, contentType)));
       return;
     }
     if (fault.afterEffect === true) await answer(method, url, raw, contentType);

@@ -83,7 +83,8 @@ export interface FakeVendorOptions {
    * `succeeded` whose text is `echo: <prompt>`, or `{"echo":"<prompt>"}` when a schema was sent).
    */
   readonly autoFinishMs?: number;
-  readonly autoOutcome?: (batch: FakeBatch) => FakeOutcome;
+  /** `undefined` → the default echo; `'hold'` → the batch stays pending (until `finish()` or a cancel). */
+  readonly autoOutcome?: (batch: FakeBatch) => FakeOutcome | 'hold' | undefined;
   /** Port to listen on (default 0 = any free port). Always 127.0.0.1. */
   readonly port?: number;
 }
