@@ -3,6 +3,8 @@
 // - Without any cluster: brings up the local test control plane (scripts/testbed up; builds it with Go the first
 //   time), installs the CRDs and runs the controller there in namespace `default`, run pods executed as local
 //   processes by the test node agent. Ctrl-C stops the controller; `scripts/testbed down` stops the control plane.
+//   Batch runs are on (BATCH_ENABLED=true) against local fakes of the Anthropic, OpenAI and Gemini batch APIs
+//   (test/support/fake-vendors/serve.ts), so deploy/examples/batch.yaml runs without a vendor account.
 import { spawn, spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +17,36 @@ const env = { ...process.env };
 const [buildCmd, ...buildArgs] = runScript('scripts/build.mjs');
 const built = spawnSync(buildCmd, buildArgs, { cwd: root, stdio: 'inherit' });
 if (built.status !== 0) process.exit(built.status ?? 1);
+
+/** The fake vendor batch APIs (local default only), stopped with the controller. */
+let fakeVendors;
+
+/** Starts the fake vendor batch APIs and points the controller at them with batch execution on. */
+async function startFakeVendors(target) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/fake-vendors/serve.ts'], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  fakeVendors = child;
+  const line = await new Promise((resolve, reject) => {
+    let buffered = '';
+    child.stdout.on('data', (chunk) => {
+      buffered += chunk;
+      const nl = buffered.indexOf('\n');
+      if (nl >= 0) resolve(buffered.slice(0, nl));
+    });
+    child.once('exit', (code) => reject(new Error(`the fake vendor APIs exited (${code})`)));
+  });
+  const vendors = JSON.parse(line);
+  target.BATCH_ENABLED ??= 'true';
+  target.BATCH_POLL_SECONDS ??= '2';
+  target.ANTHROPIC_BASE_URL ??= vendors.anthropic.baseUrl;
+  target.OPENAI_BASE_URL ??= vendors.openai.baseUrl;
+  target.GEMINI_BASE_URL ??= vendors.gemini.baseUrl;
+  console.error(
+    'start: batch runs go to local fakes of the vendor batch APIs: scripts/testbed kubectl apply -f deploy/examples/batch.yaml',
+  );
+}
 
 const hasCluster =
   Boolean(env.KUBECONFIG) ||
@@ -42,6 +74,7 @@ if (!hasCluster) {
     controllerArgs.push('--namespace', 'default');
   if (!args.includes('--install-crds')) controllerArgs.push('--install-crds');
   if (!args.some((a) => a.startsWith('--bind-address'))) controllerArgs.push('--bind-address', '127.0.0.1');
+  await startFakeVendors(env);
   console.error(`start: local control plane ready; KUBECONFIG=${env.KUBECONFIG}`);
   console.error(
     'start: try it: scripts/testbed kubectl apply -f deploy/examples/hello.yaml && scripts/testbed kubectl get agents -w',
@@ -51,4 +84,7 @@ if (!hasCluster) {
 const [cmd, ...cmdArgs] = runScript('dist/agent-controller.mjs', ...controllerArgs);
 const child = spawn(cmd, cmdArgs, { cwd: root, env, stdio: 'inherit' });
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
-child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+child.on('exit', (code, signal) => {
+  fakeVendors?.kill('SIGTERM');
+  process.exit(code ?? (signal ? 1 : 0));
+});

@@ -4,7 +4,7 @@
 // disabled controller, an unrunnable recipe and a missing key fail with reasons; a vendor error fails the run;
 // deleting an Agent mid-flight cancels and deletes its batch; a controller SIGKILLed after the vendor accepted a
 // batch but before the batchId patch is replaced by one that finds and adopts that batch (no second submission);
-// Replace preempts a batch run. The controller runs as the deploy/ ServiceAccount plus deploy/components/batch.
+// a cleanup that keeps failing gives up after 5 counted attempts; Replace preempts a batch run. The controller runs as the deploy/ ServiceAccount plus deploy/components/batch.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -403,6 +403,43 @@ describe(`controller: batch runs (${runtime})`, { skip }, () => {
           (e) => e.reason === 'Started',
         );
         assert.match(started.map((e) => e.message ?? '').join('\n'), /adopted/);
+      }),
+  );
+
+  it(
+    'a cleanup that keeps failing is retried with backoff 5 times, counted, then the finalizer is removed anyway',
+    { timeout: 120_000 },
+    () =>
+      runScenario(cluster, 'batch-cleanup', async (s) => {
+        await applyControllerRbac(s);
+        const ctl = await startBatchReplica(s, fakes);
+        await s.create(
+          secretsManifest(fakes),
+          batchDefinition('def', 'gemini-3.8-flash'),
+          stationManifest('st', 'def'),
+        );
+        // Every DELETE of a batch fails from now on (until the faults are used up).
+        fakes.gemini.inject({ method: 'DELETE', path: /\/v1beta\/batches\//, status: 500, times: 50 });
+        s.defer(() => fakes.gemini.reset());
+        await s.create(agentManifest('sticky', 'st', { parameters: { topic: 'cleanup' } }));
+        const done = await s.waitTerminal('sticky', 60_000);
+        assert.equal(done.status.phase, 'Succeeded');
+        await waitFinalizerGone(s, 'sticky');
+        const later = await s.agent('sticky');
+        assert.equal(later?.status.batchCleanupAttempts, 5);
+        assert.equal(await ctl.metric('controller_batch_cleanup_failures_total'), 5);
+        assert.equal(await ctl.metric('controller_batch_orphans_total', { provider: 'gemini' }), 1);
+        const events = await s.waitForEvents('sticky', done.metadata.uid, [
+          'Warning/BatchCleanupFailed',
+          'Warning/BatchOrphaned',
+        ]);
+        const orphaned = events.find((e) => e.reason === 'BatchOrphaned');
+        assert.match(orphaned?.message ?? '', new RegExp(`gemini batch ${done.status.batchId ?? '-'}`));
+        assert.equal(
+          batchesOf(fakes.gemini, done.metadata.uid ?? '')[0]?.deleted,
+          false,
+          'left at the vendor',
+        );
       }),
   );
 

@@ -475,7 +475,14 @@ describe('batch Pending: admission, finalizer, submission record', () => {
     it(`admitted with the finalizer → the submission record (Running, batchProvider ${provider}, startedAt)`, () => {
       const a = bagent('a', { finalizers: [BATCH_FINALIZER], model });
       const d = run(snap(a));
-      assert.deepEqual(kinds(d), ['patchStatus']);
+      assert.deepEqual(kinds(d), ['patchStatus', 'recordEvent']);
+      assert.deepEqual(d.actions[1], {
+        kind: 'recordEvent',
+        ref: { namespace: a.metadata.namespace, name: a.metadata.name, uid: a.metadata.uid },
+        type: 'Normal',
+        reason: 'Submitting',
+        message: `Submitting the prompt to the ${provider} batch API`,
+      });
       const st = onlyPatch(d);
       assert.deepEqual(fields(st), ['batchProvider', 'phase', 'startedAt']);
       assert.equal(st.phase, 'Running');
@@ -569,7 +576,14 @@ describe('batch Pending: admission, finalizer, submission record', () => {
     const d = run(
       snap(a, { station: station('stn', { concurrencyPolicy: 'Replace' }), siblings: [holder, a] }),
     );
-    assert.deepEqual(kinds(d), ['deleteAgent', 'recordEvent', 'observeMetric', 'recordEvent', 'patchStatus']);
+    assert.deepEqual(kinds(d), [
+      'deleteAgent',
+      'recordEvent',
+      'observeMetric',
+      'recordEvent',
+      'patchStatus',
+      'recordEvent',
+    ]);
     assert.equal(onlyPatch(d).phase, 'Running');
     assert.equal(d.submissionRecord, true);
     assert.equal(d.admits, true);
@@ -883,9 +897,7 @@ describe('batch Running with a batchId: poll, complete, time out', () => {
     assert.deepEqual(near, { actions: [], requeueAfterMs: 10_000 });
   });
 
-  it('in progress with less than a second to the deadline → requeue no later than the deadline', {
-    todo: 'the requeue is floored at 1000 ms (Math.max(1000, …)), so it overshoots a deadline < 1 s away',
-  }, () => {
+  it('in progress with less than a second to the deadline → requeue no later than the deadline', () => {
     const a = recorded('a', { batchId: BATCH_ID, started: 10 });
     const d = decide(snap(a, { definition: recipe({ batch: { timeoutMinutes: 1 } }) }), at(69.5));
     assert.deepEqual(d.actions, []);
@@ -1249,9 +1261,7 @@ describe('batch fallback to a Job (Running, batchFallback)', () => {
     assert.deepEqual(run(snap(freed, { ...over, siblings: [running('busy'), freed] })), { actions: [] });
   });
 
-  it('at the Station limit with a pending cleanup → re-checked after min(CLEANUP_PENDING_RETRY_MS, pollMs)', {
-    todo: 'decideFallback returns NOTHING when the cleanup row has no actions, dropping its requeueAfterMs',
-  }, () => {
+  it('at the Station limit with a pending cleanup → re-checked after min(CLEANUP_PENDING_RETRY_MS, pollMs)', () => {
     const a = fallen();
     const d = decide(
       snap(a, {
@@ -1266,9 +1276,7 @@ describe('batch fallback to a Job (Running, batchFallback)', () => {
     assert.deepEqual(d, { actions: [], requeueAfterMs: CLEANUP_PENDING_RETRY_MS });
   });
 
-  it('at the Station limit with the cleanup backing off → re-checked when cleanupNotBefore passes', {
-    todo: 'decideFallback returns NOTHING when the cleanup row has no actions, dropping its requeueAfterMs',
-  }, () => {
+  it('at the Station limit with the cleanup backing off → re-checked when cleanupNotBefore passes', () => {
     const a = fallen({ status: { batchCleanupAttempts: 1 } });
     const d = decide(
       snap(a, {

@@ -139,6 +139,7 @@ export function decideBatchPending(
       batchConditions(REASON.submitting, `Submitting the prompt to the ${provider} batch API`),
       now,
     ),
+    event(agentRef(agent), 'Normal', REASON.submitting, `Submitting the prompt to the ${provider} batch API`),
   );
   return { actions, admits: true, submissionRecord: true, requeueAfterMs: s.options.requeueMs };
 }
@@ -161,7 +162,7 @@ export function decideBatchRunning(s: Snapshot, now: Date): Decision {
   if (batchId === '') return submission(s, now, provider);
   return {
     actions: [],
-    requeueAfterMs: Math.max(1000, Math.min(deadline - now.getTime(), s.options.requeueMs)),
+    requeueAfterMs: Math.max(1, Math.min(deadline - now.getTime(), s.options.requeueMs)),
   };
 }
 
@@ -353,7 +354,9 @@ export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decis
     if (running.actions.length > 0 || running.needs !== undefined) return running;
     if (!holdsBatchFinalizer(agent)) return running;
     const cleanup = decideBatchCleanup(s, now);
-    return cleanup.actions.length > 0 || cleanup.needs !== undefined ? cleanup : running;
+    if (cleanup.actions.length > 0 || cleanup.needs !== undefined) return cleanup;
+    const recheck = earliest(running.requeueAfterMs, cleanup.requeueAfterMs);
+    return recheck === undefined ? running : { ...running, requeueAfterMs: recheck };
   }
   if (s.job.kind === 'unknown') return { actions: [], needs: 'job' };
   if (station === null || definition === null) {
@@ -392,11 +395,8 @@ export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decis
   }
   const verdict = decideAdmission(s.queue, stationConcurrency(station));
   if (verdict.kind === 'wait') {
-    if (holdsBatchFinalizer(agent)) {
-      const cleanup = decideBatchCleanup(s, now);
-      if (cleanup.actions.length > 0 || cleanup.needs !== undefined) return cleanup;
-    }
-    return NOTHING;
+    // Not re-checked for a slot (the queue wakes it), but a cleanup in progress keeps its own re-check.
+    return holdsBatchFinalizer(agent) ? decideBatchCleanup(s, now) : NOTHING;
   }
   const actions: Action[] = verdict.kind === 'replace' ? preemptActions(agent, station, verdict.victims) : [];
   const policy = buildSinkNetworkPolicy({ agent, station, definition });
@@ -404,6 +404,13 @@ export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decis
   actions.push({ kind: 'createJob', job: built.value });
   const started = fallbackStarted(s, now, built.value.metadata.name, 'Created Job');
   return { ...started, actions: [...actions, ...started.actions], admits: true };
+}
+
+/** The sooner of two optional re-check delays. */
+function earliest(a: number | undefined, b: number | undefined): number | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return Math.min(a, b);
 }
 
 function fallbackStarted(s: Snapshot, now: Date, jobName: string, what: string): Decision {
