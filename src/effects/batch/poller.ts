@@ -143,6 +143,13 @@ export function createBatchPoller(options: {
     untrack: (uid) => void entries.delete(uid),
     observation: (uid) => entries.get(uid)?.state,
     setActive(on) {
+      if (on && !active) {
+        // A new leader takes over every in-flight batch at once: spread the overdue ones over a period again
+        // instead of polling them all in the first ticks.
+        const now = clock.now();
+        for (const e of entries.values())
+          if (e.dueAt <= now) e.dueAt = now + Math.floor(options.random() * periodMs);
+      }
       active = on;
       if (on) schedule();
       else {
