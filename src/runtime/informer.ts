@@ -25,7 +25,10 @@ import {
 export interface InformerHooks {
   /** A LIST starts (initial, after a 410, on request, or retrying a failed LIST). */
   readonly onList?: (reason: ListReason) => void;
-  /** A WATCH connects after the first one (a reconnect); the restart after a requested resync() does not count. */
+  /**
+   * A WATCH connects after the first one (a reconnect); the restart after a requested resync() does not count,
+   * unless the watch before it had broken (a resync during the backoff after an outage is still a reconnect).
+   */
   readonly onReconnect?: () => void;
   readonly onListError?: (error: KubeError) => void;
   readonly onWatchError?: (error: KubeError) => void;
@@ -97,6 +100,8 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
   let waiters: Array<(r: Result<ListSummary, KubeError>) => void> = [];
   /** Aborts the current watch or backoff sleep when a resync is requested. */
   let interrupt: AbortController | undefined;
+  /** The last watch broke (not aborted for a resync): the next one is a reconnect even after a resync. */
+  let lostWatch = false;
 
   const list = async (reason: ListReason, signal: AbortSignal): Promise<WatcherOutcome | undefined> => {
     // The watch that follows a requested re-list is a planned restart, not a reconnect.
@@ -159,8 +164,9 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
   };
 
   const watch = async (from: string, signal: AbortSignal): Promise<WatcherOutcome | undefined> => {
-    if (watches++ > 0 && !plannedRestart) hooks.onReconnect?.();
+    if (watches++ > 0 && (!plannedRestart || lostWatch)) hooks.onReconnect?.();
     plannedRestart = false;
+    lostWatch = false;
     interrupt = new AbortController();
     const both = anySignal(signal, interrupt.signal);
     rv = from;
@@ -184,6 +190,7 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
     interrupt = undefined;
     if (end.kind === 'aborted') return signal.aborted ? undefined : { kind: 'resyncRequested' };
     if (end.kind === 'failed') {
+      lostWatch = true;
       hooks.onWatchError?.(end.error);
       log.info('Watch failed, resuming from the last resourceVersion', {
         resourceVersion: rv,
