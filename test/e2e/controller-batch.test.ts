@@ -6,12 +6,9 @@
 // batch but before the batchId patch is replaced by one that finds and adopts that batch (no second submission);
 // a cleanup that keeps failing gives up after 5 counted attempts; Replace preempts a batch run. The controller runs as the deploy/ ServiceAccount plus deploy/components/batch.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { loadAll } from 'js-yaml';
-import * as v from 'valibot';
 import { runCustomId } from '../../src/vendors/batch/port.ts';
 import { startFakeAnthropic } from '../support/fake-vendors/anthropic.ts';
 import { startFakeGemini } from '../support/fake-vendors/gemini.ts';
@@ -21,7 +18,7 @@ import {
   agentCondition,
   agentManifest,
   applyCrds,
-  collectionPath,
+  applyRbacManifests,
   controllerSkipReason,
   e2eCluster,
   e2eRuntime,
@@ -39,7 +36,7 @@ import {
 const cluster = e2eCluster();
 const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const _ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const FINALIZER = 'agents.re-cinq.com/batch-cleanup';
 
 interface Fakes {
@@ -93,29 +90,6 @@ function batchDefinition(
   };
 }
 
-const RbacDocSchema = v.looseObject({
-  apiVersion: v.string(),
-  kind: v.picklist(['ServiceAccount', 'Role', 'RoleBinding']),
-  metadata: v.looseObject({ name: v.string(), namespace: v.optional(v.string()) }),
-  subjects: v.optional(
-    v.array(v.looseObject({ kind: v.string(), name: v.string(), namespace: v.optional(v.string()) })),
-  ),
-});
-
-/** Creates the objects of an RBAC manifest file in the scenario's namespace (namespaces rewritten). */
-async function applyRbac(s: Scenario, ...path: string[]): Promise<void> {
-  for (const raw of loadAll(readFileSync(join(ROOT, ...path), 'utf8'))) {
-    if (raw === null || raw === undefined) continue;
-    const doc = v.parse(RbacDocSchema, raw);
-    const manifest = {
-      ...doc,
-      metadata: { ...doc.metadata, namespace: s.ns },
-      ...(doc.subjects ? { subjects: doc.subjects.map((x) => ({ ...x, namespace: s.ns })) } : {}),
-    } as Manifest;
-    await s.client.create(collectionPath(doc.kind, s.ns), manifest);
-  }
-}
-
 /** A replica running as the agent-controller ServiceAccount with the batch component's grant. */
 async function startBatchReplica(
   s: Scenario,
@@ -137,8 +111,8 @@ async function startBatchReplica(
 
 /** RBAC for the controller (deploy/rbac plus deploy/components/batch). */
 async function applyControllerRbac(s: Scenario): Promise<void> {
-  await applyRbac(s, 'deploy', 'rbac', 'controller-rbac.yaml');
-  await applyRbac(s, 'deploy', 'components', 'batch', 'batch-rbac.yaml');
+  await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
+  await applyRbacManifests(s, 'deploy/components/batch/batch-rbac.yaml');
 }
 
 /** Waits until the Agent no longer carries the batch finalizer. */

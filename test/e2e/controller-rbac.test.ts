@@ -3,16 +3,14 @@
 // created by the caller ServiceAccount of deploy/rbac/caller-rbac.yaml. Both tokens are held to least privilege:
 // the controller cannot read Secrets or create Pods, the caller can only create and read Agents.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { loadAll } from 'js-yaml';
-import * as v from 'valibot';
 import {
   agentManifest,
   apiPath,
   applyCrds,
+  applyRbacManifests,
   collectionPath,
   controllerSkipReason,
   e2eCluster,
@@ -22,39 +20,14 @@ import {
   KubeClient,
   KubeError,
   kubeconfigWithToken,
-  type Manifest,
   runScenario,
-  type Scenario,
   stationManifest,
 } from '../support/index.ts';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const _ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cluster = e2eCluster();
 const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
-
-const RbacDocSchema = v.looseObject({
-  apiVersion: v.string(),
-  kind: v.picklist(['ServiceAccount', 'Role', 'RoleBinding']),
-  metadata: v.looseObject({ name: v.string(), namespace: v.optional(v.string()) }),
-  subjects: v.optional(
-    v.array(v.looseObject({ kind: v.string(), name: v.string(), namespace: v.optional(v.string()) })),
-  ),
-});
-
-/** Creates the objects of a deploy/rbac file in the scenario's namespace (namespaces rewritten). */
-async function applyRbacFile(s: Scenario, file: string): Promise<void> {
-  for (const raw of loadAll(readFileSync(join(ROOT, 'deploy', 'rbac', file), 'utf8'))) {
-    if (raw === null || raw === undefined) continue;
-    const doc = v.parse(RbacDocSchema, raw);
-    const manifest = {
-      ...doc,
-      metadata: { ...doc.metadata, namespace: s.ns },
-      ...(doc.subjects ? { subjects: doc.subjects.map((x) => ({ ...x, namespace: s.ns })) } : {}),
-    } as Manifest;
-    await s.client.create(collectionPath(doc.kind, s.ns), manifest);
-  }
-}
 
 /** Resolves to the HTTP status of a request that must fail (any status < 400 is returned as is). */
 async function statusOf(attempt: Promise<unknown>): Promise<number> {
@@ -79,8 +52,8 @@ describe(`controller: ServiceAccount authentication with the deploy/ RBAC (${run
     },
     () =>
       runScenario(cluster, 'ctl-rbac', async (s) => {
-        await applyRbacFile(s, 'controller-rbac.yaml');
-        await applyRbacFile(s, 'caller-rbac.yaml');
+        await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
+        await applyRbacManifests(s, 'deploy/rbac/caller-rbac.yaml');
         const dir = s.tempDir();
         const controllerConfig = kubeconfigWithToken(
           s.cluster.kubeconfig,

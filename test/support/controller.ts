@@ -656,6 +656,32 @@ export function collectionPath(kind: string, namespace: string): string {
   return apiPath(where[0], where[1], { namespace });
 }
 
+const RbacDocSchema = v.looseObject({
+  apiVersion: v.string(),
+  kind: v.picklist(['ServiceAccount', 'Role', 'RoleBinding']),
+  metadata: v.looseObject({ name: v.string(), namespace: v.optional(v.string()) }),
+  subjects: v.optional(
+    v.array(v.looseObject({ kind: v.string(), name: v.string(), namespace: v.optional(v.string()) })),
+  ),
+});
+
+/**
+ * Creates the ServiceAccounts, Roles and RoleBindings of a manifest file of the repository (`path` relative to its
+ * root, e.g. `deploy/rbac/controller-rbac.yaml`) in the scenario's namespace, namespaces rewritten.
+ */
+export async function applyRbacManifests(s: Scenario, path: string): Promise<void> {
+  for (const raw of loadAll(readFileSync(join(ROOT, path), 'utf8'))) {
+    if (raw === null || raw === undefined) continue;
+    const doc = v.parse(RbacDocSchema, raw);
+    const manifest = {
+      ...doc,
+      metadata: { ...doc.metadata, namespace: s.ns },
+      ...(doc.subjects ? { subjects: doc.subjects.map((x) => ({ ...x, namespace: s.ns })) } : {}),
+    } as Manifest;
+    await s.client.create(collectionPath(doc.kind, s.ns), manifest);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // CRDs
 

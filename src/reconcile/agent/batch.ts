@@ -186,7 +186,7 @@ function submission(s: Snapshot, now: Date, provider: BatchProvider): Decision {
         message: failureReason,
         failureKinds: ['batch_failed'],
         extraEvents: [],
-        afterPatch: sinkActions(s, provider, [lifecycle('agent', 'failed', { exitCode: 1 })]),
+        afterPatch: sinkActions(s, [lifecycle('agent', 'failed', { exitCode: 1 })]),
       });
     }
     case 'lookedUp':
@@ -243,7 +243,7 @@ function adopt(
       batchConditions(REASON.running, `Batch ${id} is in progress at ${provider}`),
       now,
     ),
-    ...sinkActions(s, provider, [lifecycle('agent', 'started')]),
+    ...sinkActions(s, [lifecycle('agent', 'started')]),
     event(ref, 'Normal', REASON.started, message),
     ...(queued !== undefined
       ? [{ kind: 'observeMetric' as const, observation: { metric: 'runQueue' as const, seconds: queued } }]
@@ -291,7 +291,7 @@ function complete(
       message: `Batch ${state.id} at ${provider} completed`,
       failureKinds: [],
       extraEvents: [],
-      afterPatch: sinkActions(s, provider, [...lines, lifecycle('agent', 'succeeded', { exitCode: 0 })]),
+      afterPatch: sinkActions(s, [...lines, lifecycle('agent', 'succeeded', { exitCode: 0 })]),
     });
   }
   return finish(s, now, {
@@ -303,7 +303,7 @@ function complete(
     message: `Batch ${state.id} at ${provider} failed: ${outcome.message}`,
     failureKinds: ['batch_failed'],
     extraEvents: [],
-    afterPatch: sinkActions(s, provider, [...lines, lifecycle('agent', 'failed', { exitCode: 1 })]),
+    afterPatch: sinkActions(s, [...lines, lifecycle('agent', 'failed', { exitCode: 1 })]),
   });
 }
 
@@ -318,7 +318,7 @@ function timeout(s: Snapshot, now: Date, provider: BatchProvider, minutes: numbe
     return {
       actions: [
         statusPatch(agent, { batchFallback: true }, batchConditions(REASON.fallingBack, message), now),
-        ...sinkActions(s, provider, [lifecycle('batch', 'running', { reason: 'batch_timeout' })]),
+        ...sinkActions(s, [lifecycle('batch', 'running', { reason: 'batch_timeout' })]),
         event(agentRef(agent), 'Warning', REASON.batchTimedOut, message),
         { kind: 'observeMetric', observation: { metric: 'runFailure', kind: 'batch_timeout' } },
       ],
@@ -333,7 +333,7 @@ function timeout(s: Snapshot, now: Date, provider: BatchProvider, minutes: numbe
     message: `${ran}; the batch is cancelled`,
     failureKinds: ['batch_timeout'],
     extraEvents: [],
-    afterPatch: sinkActions(s, provider, [
+    afterPatch: sinkActions(s, [
       lifecycle('batch', 'failed', { reason: 'batch_timeout' }),
       lifecycle('agent', 'failed', { exitCode: 1 }),
     ]),
@@ -563,8 +563,7 @@ function lifecycle(
 }
 
 /** The `notifySinks` action for the definition's http sinks, or nothing when it has none. */
-function sinkActions(s: Snapshot, provider: BatchProvider, events: readonly SinkEvent[]): Action[] {
-  void provider;
+function sinkActions(s: Snapshot, events: readonly SinkEvent[]): Action[] {
   const definition = s.definition;
   if (definition === null || events.length === 0) return [];
   const sinks: SinkTarget[] = [];
