@@ -34,6 +34,8 @@ import { readTestbedInfo, type TestbedInfo } from '../test/support/testbed.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const STATE = process.env.AGENT_TESTBED_DIR ?? join(ROOT, '.testbed');
+/** Image tables that tests add while the node runs (one file each; the node reads the folder on every pod). */
+const IMAGE_DIR = join(STATE, 'images.d');
 const CERTS = join(STATE, 'certs');
 const LOGS = join(STATE, 'logs');
 const KUBECONFIG = join(STATE, 'admin.kubeconfig');
@@ -410,6 +412,7 @@ function nodeAgentSourceHash(): string {
 function startNodeAgent(kubeletPort: number, env: NodeJS.ProcessEnv): ProcRecord {
   const c = (name: string): string => join(CERTS, name);
   const images = imageTable();
+  mkdirSync(IMAGE_DIR, { recursive: true });
   return startDaemon(
     'node-agent',
     process.execPath,
@@ -425,6 +428,7 @@ function startNodeAgent(kubeletPort: number, env: NodeJS.ProcessEnv): ProcRecord
       `--tls-key=${c('kubelet-serving.key')}`,
       `--client-ca=${c('ca.crt')}`,
       `--images=${images}`,
+      `--images=${IMAGE_DIR}`,
       ...(process.env.AGENT_TESTBED_IMAGES ? [`--extra-images=${process.env.AGENT_TESTBED_IMAGES}`] : []),
     ],
     env,
@@ -647,6 +651,7 @@ async function up(attempt = 1): Promise<void> {
     logDir: LOGS,
     uncachedResource: UNCACHED_RESOURCE,
     imageTable: join(STATE, 'images.json'),
+    imageDir: IMAGE_DIR,
     nodeAgentHash: nodeAgentSourceHash(),
   };
   writeFileSync(join(STATE, 'testbed.json'), `${JSON.stringify(info, null, 2)}\n`);

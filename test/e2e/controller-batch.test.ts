@@ -1,11 +1,14 @@
 // Batch runs end to end on the control plane, on the runtime named by AGENT_E2E_RUNTIME: the controller submits the
 // prompt to each vendor's batch API (loopback fakes built from ../shared/spec/vendors.md), records the result as the
 // CLI's stream-JSON lines, tells the sinks exactly once, deletes the vendor batch and removes its finalizer; a
-// disabled controller, an unrunnable recipe and a missing key fail with reasons; a vendor error fails the run;
+// disabled controller, an unrunnable recipe and a missing key fail with reasons; a vendor error fails the run; a run
+// past batch.timeoutMinutes (its startedAt moved back through the status API) fails `batch timed out`, or falls back
+// to a Job whose pod runs the real supervisor around a fake `claude` (a test image of the testbed's image folder);
 // deleting an Agent mid-flight cancels and deletes its batch; a controller SIGKILLed after the vendor accepted a
 // batch but before the batchId patch is replaced by one that finds and adopts that batch (no second submission);
 // a cleanup that keeps failing gives up after 5 counted attempts; Replace preempts a batch run. The controller runs as the deploy/ ServiceAccount plus deploy/components/batch.
 import assert from 'node:assert/strict';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +18,7 @@ import { startFakeGemini } from '../support/fake-vendors/gemini.ts';
 import { startFakeOpenAI } from '../support/fake-vendors/openai.ts';
 import type { FakeBatch, FakeOutcome, FakeVendorServer } from '../support/fake-vendors/types.ts';
 import {
+  addTestImages,
   agentCondition,
   agentManifest,
   applyCrds,
@@ -27,16 +31,18 @@ import {
   kubeconfigWithToken,
   type Manifest,
   pollUntil,
+  runPodImage,
   runScenario,
   type Scenario,
   startHttpSink,
   stationManifest,
+  testbedImage,
 } from '../support/index.ts';
 
 const cluster = e2eCluster();
 const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
-const _ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const MOCK_CLI = join(dirname(fileURLToPath(import.meta.url)), '..', 'mock-agent', 'mock-agent.mjs');
 const FINALIZER = 'agents.re-cinq.com/batch-cleanup';
 
 interface Fakes {
@@ -94,7 +100,7 @@ function batchDefinition(
 async function startBatchReplica(
   s: Scenario,
   f: Fakes,
-  opts: { enabled?: boolean; identity?: string } = {},
+  opts: { enabled?: boolean; identity?: string; env?: Record<string, string> } = {},
 ): Promise<ReturnType<Scenario['startReplica']>> {
   const kubeconfig = kubeconfigWithToken(
     s.cluster.kubeconfig,
@@ -104,7 +110,7 @@ async function startBatchReplica(
   );
   return s.startReplica({
     kubeconfig,
-    env: batchEnv(f, opts.enabled ?? true),
+    env: { ...batchEnv(f, opts.enabled ?? true), ...opts.env },
     ...(opts.identity !== undefined ? { identity: opts.identity } : {}),
   });
 }
@@ -142,6 +148,41 @@ function sinkTrail(sink: HttpSink, agent: string): string[] {
       if (ev.kind === 'lifecycle') return `lifecycle:${String(ev.phase)}/${String(ev.status)}`;
       return `line:${String(ev.type)}`;
     });
+}
+
+/** Moves the run's `startedAt` back by `hours` (as if it had been running that long), through the status API. */
+async function backdateStart(s: Scenario, name: string, hours: number): Promise<void> {
+  const a = await s.agent(name);
+  const started = Date.parse(a?.status.startedAt ?? '');
+  assert.ok(Number.isFinite(started), `${name} has a startedAt`);
+  await s.client.patch(`/apis/${GROUP_VERSION}/namespaces/${s.ns}/agents/${name}/status`, {
+    status: { startedAt: new Date(started - hours * 3_600_000).toISOString() },
+  });
+}
+
+/**
+ * Test images that ship a fake `claude` at /usr/local/bin (the mock agent in Claude style, a shell wrapper around
+ * the host's Node): the run-pod image (so the init container finds the CLI and installs nothing) and the agent
+ * container's image. Returns their names; they are removed with the scenario.
+ */
+function fakeClaudeImages(s: Scenario, text: string): { init: string; agent: string } {
+  const dir = s.tempDir();
+  const wrapper = join(dir, 'claude');
+  writeFileSync(
+    wrapper,
+    `#!/bin/sh\nMOCK_STYLE=claude MOCK_TEXT='${text}' exec node /opt/fake-cli/mock-agent.mjs "$@"\n`,
+  );
+  chmodSync(wrapper, 0o755);
+  const files = { '/usr/local/bin/claude': wrapper, '/opt/fake-cli/mock-agent.mjs': MOCK_CLI };
+  const base = testbedImage(s.cluster, runPodImage(runtime));
+  const names = { init: `agent-controller:${s.ns}`, agent: `fake-claude:${s.ns}` };
+  s.defer(
+    addTestImages(s.cluster, s.ns, {
+      [names.init]: { ...base, files: { ...(base.files as Record<string, string>), ...files } },
+      [names.agent]: { entrypoint: [], files },
+    }),
+  );
+  return names;
 }
 
 describe(`controller: batch runs (${runtime})`, { skip }, () => {
@@ -298,6 +339,151 @@ describe(`controller: batch runs (${runtime})`, { skip }, () => {
         assert.equal(err.status.exitCode, 1);
         assert.match(err.status.failureReason ?? '', /^batch request failed: /);
         await waitFinalizerGone(s, 'vendor-error');
+      }),
+  );
+
+  it(
+    'past batch.timeoutMinutes with onTimeout: fail: Failed `batch timed out`, the batch cancelled and deleted, sinks told',
+    { timeout: 120_000 },
+    () =>
+      runScenario(cluster, 'batch-timeout', async (s) => {
+        const sink = await startHttpSink();
+        s.defer(() => sink.close());
+        await applyControllerRbac(s);
+        const ctl = await startBatchReplica(s, fakes);
+        await s.create(
+          secretsManifest(fakes),
+          batchDefinition('def', 'claude-opus-5-5', {
+            prompt: 'hold {topic}',
+            batch: { timeoutMinutes: 60, onTimeout: 'fail' },
+            output: { sinks: [{ type: 'http', url: sink.url('/events') }] },
+          }),
+          stationManifest('st', 'def'),
+          agentManifest('slow', 'st', { parameters: { topic: 'forever' } }),
+        );
+        const running = await s.waitForAgent(
+          'slow',
+          (a) => typeof a.status.batchId === 'string',
+          'a batchId',
+          60_000,
+        );
+        assert.equal(running.status.phase, 'Running');
+        await backdateStart(s, 'slow', 2);
+        const done = await s.waitTerminal('slow', 60_000);
+        assert.equal(done.status.phase, 'Failed');
+        assert.equal(done.status.failureReason, 'batch timed out');
+        assert.equal(done.status.exitCode, 1);
+        assert.equal(done.status.batchId, running.status.batchId);
+        assert.equal(done.status.jobName, undefined, 'no Job for a failed timeout');
+        await waitFinalizerGone(s, 'slow');
+        const batchId = running.status.batchId ?? '';
+        assert.ok(
+          fakes.anthropic.requests.some((r) => r.method === 'POST' && r.path.endsWith(`/${batchId}/cancel`)),
+          'the batch was cancelled at the vendor',
+        );
+        await pollUntil(
+          async () => (batchesOf(fakes.anthropic, done.metadata.uid ?? '')[0]?.deleted ? true : undefined),
+          {
+            timeoutMs: 30_000,
+            description: 'the timed-out batch to be deleted at the vendor',
+          },
+        );
+        const events = await s.waitForEvents('slow', done.metadata.uid, ['Warning/BatchTimedOut']);
+        assert.match(
+          events.find((e) => e.reason === 'BatchTimedOut')?.message ?? '',
+          /did not finish within 60 minutes/,
+        );
+        assert.equal(await ctl.metric('controller_run_failures_total', { kind: 'batch_timeout' }), 1);
+        const trail = await pollUntil(
+          async () => {
+            const t = sinkTrail(sink, 'slow');
+            return t.includes('lifecycle:agent/failed') ? t : undefined;
+          },
+          { timeoutMs: 30_000, description: 'the sink events of the timed-out run' },
+        );
+        assert.deepEqual(trail, [
+          'lifecycle:agent/started',
+          'lifecycle:batch/failed',
+          'lifecycle:agent/failed',
+        ]);
+      }),
+  );
+
+  it(
+    'past batch.timeoutMinutes with onTimeout: fallback: the batch is cancelled and the recipe runs as a Job through the supervisor',
+    { timeout: 180_000 },
+    () =>
+      runScenario(cluster, 'batch-fallback', async (s) => {
+        const sink = await startHttpSink();
+        s.defer(() => sink.close());
+        await applyControllerRbac(s);
+        const images = fakeClaudeImages(s, 'answered by the fallback Job');
+        const ctl = await startBatchReplica(s, fakes, { env: { AGENT_IMAGE: images.init } });
+        await s.create(
+          secretsManifest(fakes),
+          batchDefinition('def', 'claude-opus-5-5', {
+            prompt: 'hold {topic}',
+            batch: { timeoutMinutes: 30, onTimeout: 'fallback' },
+            output: { sinks: [{ type: 'http', url: sink.url('/events') }] },
+          }),
+          stationManifest('st', 'def', {
+            template: {
+              spec: {
+                terminationGracePeriodSeconds: 2,
+                containers: [{ name: 'agent', image: images.agent }],
+              },
+            },
+          }),
+          agentManifest('patient', 'st', { parameters: { topic: 'forever' } }),
+        );
+        const running = await s.waitForAgent(
+          'patient',
+          (a) => typeof a.status.batchId === 'string',
+          'a batchId',
+          60_000,
+        );
+        await backdateStart(s, 'patient', 1);
+        const fellBack = await s.waitForAgent(
+          'patient',
+          (a) => a.status.batchFallback === true && typeof a.status.jobName === 'string',
+          'the fallback Job',
+          60_000,
+        );
+        assert.equal(fellBack.status.jobName, 'agent-job-patient');
+        const done = await s.waitTerminal('patient', 120_000);
+        const st = done.status;
+        assert.equal(st.phase, 'Succeeded', JSON.stringify(st));
+        assert.equal(st.exitCode, 0);
+        assert.equal(st.batchFallback, true);
+        assert.equal(st.batchId, running.status.batchId, 'the batchId is kept');
+        assert.match(st.output ?? '', /answered by the fallback Job/, 'the output comes from the Job run');
+        await waitFinalizerGone(s, 'patient');
+        const batchId = running.status.batchId ?? '';
+        assert.ok(
+          fakes.anthropic.requests.some((r) => r.method === 'POST' && r.path.endsWith(`/${batchId}/cancel`)),
+          'the batch was cancelled at the vendor',
+        );
+        await pollUntil(
+          async () => (batchesOf(fakes.anthropic, done.metadata.uid ?? '')[0]?.deleted ? true : undefined),
+          {
+            timeoutMs: 30_000,
+            description: 'the timed-out batch to be deleted at the vendor',
+          },
+        );
+        await s.waitForEvents('patient', done.metadata.uid, ['Warning/BatchTimedOut', 'Normal/Succeeded']);
+        assert.equal(await ctl.metric('controller_jobs_created_total'), 1);
+        assert.equal(await ctl.metric('controller_run_failures_total', { kind: 'batch_timeout' }), 1);
+        const trail = await pollUntil(
+          async () => {
+            const t = sinkTrail(sink, 'patient');
+            return t.includes('lifecycle:agent/succeeded') ? t : undefined;
+          },
+          { timeoutMs: 30_000, description: 'the sink events of the fallback run' },
+        );
+        assert.equal(trail[0], 'lifecycle:agent/started', trail.join(' '));
+        assert.equal(trail[1], 'lifecycle:batch/running', trail.join(' '));
+        assert.equal(trail.filter((t) => t === 'lifecycle:batch/running').length, 1, trail.join(' '));
+        assert.ok(trail.includes('line:result'), `the Job's CLI lines reach the sink: ${trail.join(' ')}`);
       }),
   );
 

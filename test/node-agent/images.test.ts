@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -30,6 +30,26 @@ describe('image tables', () => {
       assert.deepEqual(table['y:1']?.files, { '/opt/y/run': '/home/me/private/y' });
       assert.deepEqual(table['y:1']?.entrypoint, ['/opt/y/run']);
       assert.equal(table['y:1']?.user, 1000);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reads a folder of tables in name order after the files before it, ignoring other files', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'images-'));
+    try {
+      const base = join(dir, 'images.json');
+      const folder = join(dir, 'images.d');
+      mkdirSync(folder);
+      writeFileSync(base, JSON.stringify({ 'x:1': ['/bin/base'], 'y:1': ['/bin/y'] }));
+      assert.deepEqual(Object.keys(loadImageTables([base, folder])).sort(), ['x:1', 'y:1']);
+      writeFileSync(join(folder, 'b.json'), JSON.stringify({ 'x:1': ['/bin/b'] }));
+      writeFileSync(join(folder, 'a.json'), JSON.stringify({ 'x:1': ['/bin/a'], 'z:1': ['/bin/z'] }));
+      writeFileSync(join(folder, 'notes.txt'), 'not a table');
+      const table = loadImageTables([base, folder]);
+      assert.deepEqual(table['x:1']?.entrypoint, ['/bin/b'], 'b.json is read after a.json');
+      assert.deepEqual(table['z:1']?.entrypoint, ['/bin/z']);
+      assert.deepEqual(table['y:1']?.entrypoint, ['/bin/y']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import * as v from 'valibot';
 
 /** What a container image's config says: entrypoint, default args, env, working dir, user. */
@@ -46,13 +47,29 @@ export type ImageEntry = v.InferOutput<typeof ImageEntrySchema>;
 export const ImageTableSchema = v.record(v.string(), ImageEntrySchema);
 export type ImageTable = v.InferOutput<typeof ImageTableSchema>;
 
+/** The table files a path names: the file itself, or a folder's `*.json` files in name order (none when absent). */
+function tableFiles(path: string): string[] {
+  let isDir = false;
+  try {
+    isDir = statSync(path).isDirectory();
+  } catch {
+    return [path]; // a missing file is reported by the reader below
+  }
+  if (!isDir) return [path];
+  return readdirSync(path)
+    .filter((n) => n.endsWith('.json'))
+    .sort()
+    .map((n) => join(path, n));
+}
+
 /**
- * Reads and merges image tables (later files win). Files are read on every call so entries can be
- * added while the node runs. Throws with the file name when a file is missing or malformed.
+ * Reads and merges image tables (later files win). A path may be a folder: its `*.json` files are read in name
+ * order (tests add images there while the node runs). Files are read on every call so entries can be added while
+ * the node runs. Throws with the file name when a file is missing or malformed.
  */
-export function loadImageTables(files: readonly string[]): ImageTable {
+export function loadImageTables(paths: readonly string[]): ImageTable {
   const table: ImageTable = {};
-  for (const file of files) {
+  for (const file of paths.flatMap(tableFiles)) {
     let raw: unknown;
     try {
       raw = JSON.parse(readFileSync(file, 'utf8'));

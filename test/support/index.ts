@@ -18,9 +18,11 @@ export { freshNamespace, namespacePrefix, type TestNamespace } from './namespace
 export { type PollOptions, PollTimeoutError, pollUntil } from './poll.ts';
 export * from './schemas.ts';
 export {
+  addTestImages,
   type E2eCluster,
   e2eCluster,
   readTestbedInfo,
+  testbedImage,
   type TestbedInfo,
   TestbedInfoSchema,
 } from './testbed.ts';

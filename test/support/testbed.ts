@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import * as v from 'valibot';
 import { KubeClient } from './kube-client.ts';
@@ -15,6 +15,8 @@ export const TestbedInfoSchema = v.object({
   /** A built-in resource whose watch cache is disabled, so watches on it go straight to etcd. */
   uncachedResource: v.string(),
   imageTable: v.string(),
+  /** Folder of extra image tables read by the node on every pod (absent on a testbed started before it existed). */
+  imageDir: v.optional(v.string()),
   /** Hash of the node agent's code when it was started (`up` restarts a stale agent). */
   nodeAgentHash: v.optional(v.string()),
 });
@@ -42,4 +44,32 @@ export function e2eCluster(): E2eCluster | string {
   const kubeconfig = e2eKubeconfigPath();
   if (kubeconfig === undefined) return 'KUBECONFIG is not set (run through `npm test -- e2e`)';
   return { kubeconfig, client: KubeClient.fromKubeconfig(kubeconfig), testbed: readTestbedInfo(kubeconfig) };
+}
+
+/**
+ * Adds image tables to the testbed's node while it runs (a file `<key>.json` in its image folder; the node reads
+ * the folder on every pod). Returns the function that removes them again. Throws when the cluster is not a testbed
+ * with an image folder (restart it with `scripts/testbed up`).
+ */
+export function addTestImages(
+  cluster: E2eCluster,
+  key: string,
+  table: Readonly<Record<string, unknown>>,
+): () => void {
+  const dir = cluster.testbed?.imageDir;
+  if (dir === undefined)
+    throw new Error('the e2e cluster is not a testbed with an image folder (run scripts/testbed up)');
+  const file = join(dir, `${key}.json`);
+  writeFileSync(file, `${JSON.stringify(table, null, 2)}\n`);
+  return () => rmSync(file, { force: true });
+}
+
+/** The testbed's own image table entry for `image` (for example the run-pod image), to extend in a test image. */
+export function testbedImage(cluster: E2eCluster, image: string): Record<string, unknown> {
+  const file = cluster.testbed?.imageTable;
+  if (file === undefined) throw new Error('the e2e cluster is not a testbed');
+  const table = JSON.parse(readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
+  const entry = table[image];
+  if (entry === undefined) throw new Error(`the testbed image table ${file} has no image ${image}`);
+  return entry;
 }
