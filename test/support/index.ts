@@ -22,7 +22,7 @@ export {
   type E2eCluster,
   e2eCluster,
   readTestbedInfo,
-  testbedImage,
   type TestbedInfo,
   TestbedInfoSchema,
+  testbedImage,
 } from './testbed.ts';
