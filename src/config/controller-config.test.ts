@@ -137,6 +137,37 @@ describe('controller configuration', () => {
 });
 
 describe('controller configuration: workers', () => {
+  it('batch runs: off by default, poll every 60 s with list sweeps; BATCH_* and vendor URLs override', () => {
+    const d = parse({}, {});
+    assert.ok(d.ok);
+    assert.deepEqual(
+      [d.value.batchEnabled, d.value.batchPollMs, d.value.batchPollList],
+      [false, 60_000, true],
+    );
+    assert.equal(d.value.vendorBaseUrls.anthropic, 'https://api.anthropic.com');
+    const r = parse(
+      {},
+      {
+        BATCH_ENABLED: 'true',
+        BATCH_POLL_SECONDS: '5',
+        BATCH_POLL_LIST: 'false',
+        OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+      },
+    );
+    assert.ok(r.ok);
+    assert.deepEqual([r.value.batchEnabled, r.value.batchPollMs, r.value.batchPollList], [true, 5000, false]);
+    assert.equal(r.value.vendorBaseUrls.openai, 'http://127.0.0.1:9/v1');
+    for (const [env, message] of [
+      [{ BATCH_POLL_SECONDS: '0' }, /BATCH_POLL_SECONDS/],
+      [{ BATCH_POLL_LIST: 'yes' }, /^BATCH_POLL_LIST must be true or false$/],
+      [{ BATCH_ENABLED: '1' }, /^BATCH_ENABLED must be true or false$/],
+    ] as const) {
+      const bad = parse({}, env);
+      assert.equal(bad.ok, false);
+      assert.match(bad.ok ? '' : bad.error, message);
+    }
+  });
+
   it('defaults to 48 reconcile workers and accepts AGENT_WORKERS in 1..256', () => {
     const d = parseControllerConfig({}, {}, undefined);
     const w = parseControllerConfig({}, { AGENT_WORKERS: '64' }, undefined);

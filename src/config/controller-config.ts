@@ -31,6 +31,8 @@ export interface ControllerConfig {
   readonly batchEnabled: boolean;
   /** Poll period of one in-flight vendor batch (`BATCH_POLL_SECONDS`, default 60). */
   readonly batchPollMs: number;
+  /** Sweep many in-flight batches with the vendors' list endpoints (`BATCH_POLL_LIST`, default true). */
+  readonly batchPollList: boolean;
   /** Vendor base URLs (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`, `GEMINI_BASE_URL`), for proxies and tests. */
   readonly vendorBaseUrls: Readonly<Record<BatchProvider, string>>;
 }
@@ -116,6 +118,7 @@ const EnvSchema = v.object({
       v.minValue(1, 'BATCH_POLL_SECONDS must be a whole number of seconds, at least 1'),
     ),
   ),
+  BATCH_POLL_LIST: v.optional(v.picklist(['true', 'false'], 'BATCH_POLL_LIST must be true or false')),
   ANTHROPIC_BASE_URL: v.optional(httpUrl('ANTHROPIC_BASE_URL')),
   OPENAI_BASE_URL: v.optional(httpUrl('OPENAI_BASE_URL')),
   GEMINI_BASE_URL: v.optional(httpUrl('GEMINI_BASE_URL')),
@@ -193,6 +196,7 @@ export function parseControllerConfig(
       workers: e.AGENT_WORKERS ?? DEFAULT_WORKERS,
       batchEnabled: e.BATCH_ENABLED === 'true',
       batchPollMs: (e.BATCH_POLL_SECONDS ?? DEFAULT_BATCH_POLL_SECONDS) * 1000,
+      batchPollList: e.BATCH_POLL_LIST !== 'false',
       vendorBaseUrls: {
         anthropic: e.ANTHROPIC_BASE_URL ?? DEFAULT_BASE_URL.anthropic,
         openai: e.OPENAI_BASE_URL ?? DEFAULT_BASE_URL.openai,

@@ -307,6 +307,8 @@ export function startController(deps: ControllerDeps): RunningController {
     logger: log,
     onEnded: (key) => enqueue(key, true),
     onPoll: (provider, result) => metrics.batchPolls.inc({ provider, result }),
+    onListPage: (provider, result) => metrics.batchListPages.inc({ provider, result }),
+    listing: config.batchPollList,
   });
   const sinks = createSinkDispatcher({ secrets, logger: log });
   const reconcileDeps: ReconcileDeps = {

@@ -34,6 +34,7 @@ export interface ControllerMetrics {
   readonly batchCleanupFailures: Counter;
   readonly batchOrphans: Counter<'provider'>;
   readonly batchPolls: Counter<'provider' | 'result'>;
+  readonly batchListPages: Counter<'provider' | 'result'>;
   readonly batchesInFlight: Gauge;
   readonly isLeader: Gauge;
   readonly reconciles: Counter<'result'>;
@@ -106,7 +107,13 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
     }),
     batchPolls: new Counter({
       name: 'controller_batch_polls_total',
-      help: 'Polls of in-flight vendor batches, by provider and result (pending, ended, error)',
+      help: 'Polls of in-flight vendor batches, by provider and result (pending, ended, error); a batch seen in a list sweep counts as one',
+      labelNames: ['provider', 'result'],
+      registers,
+    }),
+    batchListPages: new Counter({
+      name: 'controller_batch_list_pages_total',
+      help: 'Batch list pages requested by the poller sweeps, by provider and result (ok, error)',
       labelNames: ['provider', 'result'],
       registers,
     }),

@@ -16,6 +16,7 @@ import {
   type BatchState,
   type BatchVendor,
   type FindOutcome,
+  LIST_PAGE_SIZE,
   type RenderContext,
   runCustomId,
   type VendorCall,
@@ -563,6 +564,42 @@ for (const v of VENDORS) {
       fake.finish(b, { kind: 'succeeded', text: TEXT });
       const done = value(await v.vendor.find(r.request.customId, since, h.call), 'find after the end');
       assertBoth(done, 'found', [a, b]);
+    });
+
+    it('listPage pages through every batch, newest first, telling the ended ones from the pending ones', async () => {
+      const h = harness(fake);
+      const ids: string[] = [];
+      for (let i = 0; i < LIST_PAGE_SIZE + 5; i++)
+        ids.push(value(await v.vendor.submit(run({ prompt: `p${i}` }).request, h.call), `submit ${i}`).id);
+      const ended = new Set([ids[0]!, ids[50]!, ids.at(-1)!]);
+      for (const id of ended) fake.finish(id, { kind: 'succeeded', text: TEXT });
+      const seen = new Map<string, boolean>();
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = value(await v.vendor.listPage(cursor, h.call), `list page ${pages}`);
+        assert.ok(page.batches.length <= LIST_PAGE_SIZE, `page ${pages} holds ${page.batches.length}`);
+        for (const b of page.batches) {
+          assert.ok(!seen.has(b.id), `${b.id} listed twice`);
+          seen.set(b.id, b.ended);
+        }
+        cursor = page.next;
+        pages++;
+      } while (cursor !== undefined && pages < 10);
+      assert.equal(pages, 2, 'two pages for 105 batches');
+      assert.deepEqual([...seen.keys()].sort(), [...ids].sort());
+      for (const id of ids) assert.equal(seen.get(id), ended.has(id), `${id} ended?`);
+      const listCalls = fake.requests.filter(
+        (r) => r.method === 'GET' && /[?&](limit|pageSize)=/.test(r.path),
+      );
+      assert.equal(listCalls.length, 2, 'one request per page');
+    });
+
+    it('listPage with a wrong key is rejected and the key never shows in the error', async () => {
+      const h = harness(fake, { apiKey: 'not-the-key' });
+      const e = failure(await v.vendor.listPage(undefined, h.call), 'list');
+      assert.equal(e.kind, 'rejected');
+      assert.ok(!JSON.stringify(e).includes(fake.apiKey));
     });
   });
 }

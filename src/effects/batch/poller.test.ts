@@ -2,18 +2,33 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock } from '../../runtime/clock.ts';
 import { createLogger } from '../../shared/log.ts';
-import { ok } from '../../shared/result.ts';
-import type { BatchProvider, BatchState, BatchVendor } from '../../vendors/batch/port.ts';
-import { createBatchPoller } from './poller.ts';
+import { err, ok } from '../../shared/result.ts';
+import {
+  type BatchProvider,
+  type BatchState,
+  type BatchVendor,
+  LIST_PAGE_SIZE,
+} from '../../vendors/batch/port.ts';
+import { createBatchPoller, LIST_THRESHOLD } from './poller.ts';
 import { createBatchRuntime } from './runtime.ts';
 import type { SecretReader } from './secrets.ts';
 
 const PERIOD = 10_000;
 const quiet = createLogger('error', () => {});
 
-/** A vendor whose checks are counted; `ended` ids end, everything else stays in progress. */
-function countingVendor(ended: Set<string>, slowMs = 0, clock?: ManualClock) {
+/** How the counting vendor's list behaves: `hide` ids are never listed; `fail` answers every page with a 503. */
+interface ListBehaviour {
+  hide?: Set<string>;
+  fail?: boolean;
+  /** Unrelated batches of the account listed before ours (newest first). */
+  others?: number;
+}
+
+/** A vendor whose checks and list pages are counted; `ended` ids end, everything else stays in progress. */
+function countingVendor(ended: Set<string>, slowMs = 0, clock?: ManualClock, list: ListBehaviour = {}) {
   const checks = new Map<string, number[]>();
+  const listed: (string | undefined)[] = [];
+  const known = new Set<string>();
   let inFlight = 0;
   let maxInFlight = 0;
   const vendor: BatchVendor = {
@@ -33,8 +48,19 @@ function countingVendor(ended: Set<string>, slowMs = 0, clock?: ManualClock) {
     cancel: async () => ok(undefined),
     cleanup: async () => ok({ kind: 'done' as const }),
     find: async () => ok({ kind: 'absent' as const }),
+    async listPage(cursor) {
+      listed.push(cursor);
+      if (list.fail) return err({ kind: 'unavailable', status: 503, message: 'HTTP 503 overloaded' });
+      const all = [
+        ...Array.from({ length: list.others ?? 0 }, (_, i) => ({ id: `other-${i}`, ended: true })),
+        ...[...known].filter((id) => !list.hide?.has(id)).map((id) => ({ id, ended: ended.has(id) })),
+      ];
+      const start = cursor === undefined ? 0 : Number(cursor);
+      const next = start + LIST_PAGE_SIZE < all.length ? String(start + LIST_PAGE_SIZE) : undefined;
+      return ok({ batches: all.slice(start, start + LIST_PAGE_SIZE), next });
+    },
   };
-  return { vendor, checks, maxInFlight: () => maxInFlight };
+  return { vendor, checks, listed, known, maxInFlight: () => maxInFlight };
 }
 
 const secrets: SecretReader = {
@@ -42,9 +68,17 @@ const secrets: SecretReader = {
   forget: () => {},
 };
 
-function setup(opts: { ended?: Set<string>; slowMs?: number; random?: () => number } = {}) {
+function setup(
+  opts: {
+    ended?: Set<string>;
+    slowMs?: number;
+    random?: () => number;
+    listing?: boolean;
+    list?: ListBehaviour;
+  } = {},
+) {
   const clock = new ManualClock(0);
-  const v = countingVendor(opts.ended ?? new Set(), opts.slowMs ?? 0, clock);
+  const v = countingVendor(opts.ended ?? new Set(), opts.slowMs ?? 0, clock, opts.list);
   const vendors = { anthropic: v.vendor, openai: v.vendor, gemini: v.vendor } as Record<
     BatchProvider,
     BatchVendor
@@ -63,8 +97,10 @@ function setup(opts: { ended?: Set<string>; slowMs?: number; random?: () => numb
     periodMs: PERIOD,
     logger: quiet,
     onEnded: (key) => woken.push(key),
+    listing: opts.listing ?? false,
   });
-  const track = (i: number) =>
+  const track = (i: number) => {
+    v.known.add(`b${i}`);
     poller.track(`uid-${i}`, {
       key: `ns/a${i}`,
       namespace: 'ns',
@@ -73,6 +109,7 @@ function setup(opts: { ended?: Set<string>; slowMs?: number; random?: () => numb
       secretKey: 'ANTHROPIC_API_KEY',
       render: () => ({ sessionId: `uid-${i}`, model: 'm', prompt: 'p', structured: false, durationMs: 0 }),
     });
+  };
   return { clock, poller, woken, track, ...v };
 }
 
@@ -124,5 +161,81 @@ describe('batch poller', () => {
     assert.equal(t.checks.get('b2')?.length, before, 'an untracked batch is not polled');
     assert.equal(t.poller.size, 1);
     t.poller.stop();
+  });
+  describe('list sweeps', () => {
+    const checksTotal = (t: ReturnType<typeof setup>) =>
+      [...t.checks.values()].reduce((n, times) => n + times.length, 0);
+
+    it('250 pending batches cost one sweep of 3 pages per period and no check of their own', async () => {
+      const t = setup({ listing: true });
+      for (let i = 0; i < 250; i++) t.track(i);
+      t.poller.setActive(true);
+      await t.clock.advance(3 * PERIOD - 1);
+      assert.equal(checksTotal(t), 0, 'no batch polled on its own');
+      assert.equal(t.listed.length, 9, `3 sweeps × 3 pages, got ${t.listed.length}`);
+      assert.deepEqual(t.listed.slice(0, 3), [undefined, '100', '200'], 'pages in cursor order');
+      t.poller.stop();
+    });
+
+    it('a batch seen ended is checked at once (its result) and woken; the rest stay swept', async () => {
+      const t = setup({ listing: true, ended: new Set(['b3']) });
+      for (let i = 0; i < 20; i++) t.track(i);
+      t.poller.setActive(true);
+      await t.clock.advance(PERIOD - 1);
+      assert.deepEqual([...t.checks.keys()], ['b3']);
+      assert.deepEqual(t.woken, ['ns/a3']);
+      assert.equal(t.poller.observation('uid-3')?.kind, 'ended');
+      await t.clock.advance(2 * PERIOD);
+      assert.equal(t.checks.get('b3')?.length, 1, 'an ended batch is not polled again');
+      t.poller.stop();
+    });
+
+    it('a batch the list does not show is polled on its own, once per period', async () => {
+      const t = setup({ listing: true, list: { hide: new Set(['b7']) } });
+      for (let i = 0; i < 20; i++) t.track(i);
+      t.poller.setActive(true);
+      await t.clock.advance(3 * PERIOD);
+      assert.deepEqual([...t.checks.keys()], ['b7']);
+      const times = t.checks.get('b7') ?? [];
+      assert.ok(times.length >= 2 && times.length <= 3, `b7 polled ${times.length} times in 3 periods`);
+      t.poller.stop();
+    });
+
+    it('a failing list falls back to polls one by one, and sweeps again the next period', async () => {
+      const t = setup({ listing: true, list: { fail: true } });
+      for (let i = 0; i < 20; i++) t.track(i);
+      t.poller.setActive(true);
+      await t.clock.advance(2 * PERIOD);
+      assert.equal(t.checks.size, 20, 'every batch polled on its own after the failed sweep');
+      assert.ok(t.listed.length >= 2, 'the sweep is tried again the next period');
+      t.poller.stop();
+    });
+
+    it('stops paging after ceil(n / page) + 1 pages when the account lists many other batches first', async () => {
+      const t = setup({ listing: true, list: { others: 5 * LIST_PAGE_SIZE } });
+      for (let i = 0; i < 20; i++) t.track(i);
+      t.poller.setActive(true);
+      await t.clock.advance(PERIOD - 1);
+      assert.equal(t.listed.length, 2, 'bounded: 20 batches → at most 2 pages');
+      assert.equal(t.checks.size, 20, 'not seen within the bound: polled on their own');
+      t.poller.stop();
+    });
+
+    it(`below ${LIST_THRESHOLD} batches in a group, or with listing off, nothing is listed`, async () => {
+      const few = setup({ listing: true });
+      for (let i = 0; i < LIST_THRESHOLD - 1; i++) few.track(i);
+      few.poller.setActive(true);
+      await few.clock.advance(2 * PERIOD);
+      assert.equal(few.listed.length, 0);
+      assert.equal(few.checks.size, LIST_THRESHOLD - 1);
+      few.poller.stop();
+      const off = setup({ listing: false });
+      for (let i = 0; i < 50; i++) off.track(i);
+      off.poller.setActive(true);
+      await off.clock.advance(PERIOD);
+      assert.equal(off.listed.length, 0);
+      assert.equal(off.checks.size, 50);
+      off.poller.stop();
+    });
   });
 });

@@ -4,7 +4,16 @@
 import * as v from 'valibot';
 import { err, ok, type Result } from '../../shared/result.ts';
 import { type ErrorReader, safeJson, type VendorHttpRequest, vendorRequest } from './http.ts';
-import type { BatchError, BatchState, BatchVendor, CleanupOutcome, FindOutcome, VendorCall } from './port.ts';
+import {
+  type BatchError,
+  type BatchListPage,
+  type BatchState,
+  type BatchVendor,
+  type CleanupOutcome,
+  type FindOutcome,
+  LIST_PAGE_SIZE,
+  type VendorCall,
+} from './port.ts';
 import { type ClaudeBatchResult, renderClaudeLines } from './render-claude.ts';
 
 /** The pinned wire version (vendors.md 1.1): sampling parameters are refused on it, and we send none. */
@@ -306,5 +315,17 @@ export const anthropicBatches: BatchVendor = {
     }
     if (unconfirmed.length > 0 || !complete) return ok({ kind: 'undecided', candidates: unconfirmed });
     return ok({ kind: 'absent' });
+  },
+
+  async listPage(cursor, call): Promise<Result<BatchListPage, BatchError>> {
+    const query = `?limit=${LIST_PAGE_SIZE}${cursor === undefined ? '' : `&after_id=${encodeURIComponent(cursor)}`}`;
+    const answer = await send(call, { method: 'GET', url: `${BATCHES}${query}`, idempotent: true });
+    if (!answer.ok) return answer;
+    const listed = decode(ListPage, answer.value.text, 'list batches');
+    if (!listed.ok) return listed;
+    const batches = listed.value.data.map((b) => ({ id: b.id, ended: b.processing_status === 'ended' }));
+    const last = listed.value.last_id ?? listed.value.data.at(-1)?.id;
+    const next = listed.value.has_more && last !== undefined && last !== cursor ? last : undefined;
+    return ok({ batches, next });
   },
 };

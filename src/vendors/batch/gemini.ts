@@ -5,16 +5,18 @@
 import * as v from 'valibot';
 import { err, ok, type Result } from '../../shared/result.ts';
 import { type ErrorReader, safeJson, vendorRequest } from './http.ts';
-import type {
-  BatchError,
-  BatchRequest,
-  BatchState,
-  BatchVendor,
-  CleanupOutcome,
-  FindOutcome,
-  RenderContext,
-  SubmittedBatch,
-  VendorCall,
+import {
+  type BatchError,
+  type BatchListPage,
+  type BatchRequest,
+  type BatchState,
+  type BatchVendor,
+  type CleanupOutcome,
+  type FindOutcome,
+  LIST_PAGE_SIZE,
+  type RenderContext,
+  type SubmittedBatch,
+  type VendorCall,
 } from './port.ts';
 import {
   GeminiInlinedResponse,
@@ -97,6 +99,7 @@ const BareBatch = v.looseObject({
   name: v.pipe(v.string(), v.startsWith('batches/')),
   displayName: v.optional(v.string()),
   createTime: v.optional(v.string()),
+  state: v.optional(v.string()),
 });
 
 const ListPage = v.looseObject({
@@ -311,6 +314,31 @@ export const geminiBatches: BatchVendor = {
     if (matches.length === 0) return ok({ kind: 'absent' });
     const ids = [...new Map(matches.sort((a, b) => a.created - b.created).map((m) => [m.id, m])).keys()];
     return ok({ kind: 'found', id: ids[0]!, duplicates: ids.slice(1) });
+  },
+
+  async listPage(cursor, call): Promise<Result<BatchListPage, BatchError>> {
+    const query = `pageSize=${LIST_PAGE_SIZE}${cursor ? `&pageToken=${encodeURIComponent(cursor)}` : ''}`;
+    const answer = await send(call, {
+      method: 'GET',
+      url: `${GEMINI_API_VERSION}/batches?${query}`,
+      idempotent: true,
+    });
+    if (!answer.ok) return answer;
+    const list = parse(ListPage, answer.value, 'GET /batches');
+    if (!list.ok) return list;
+    const ended = (state: string | undefined): boolean => {
+      const phase = geminiPhase(state);
+      return phase !== undefined && TERMINAL.has(phase);
+    };
+    const batches = [
+      ...(list.value.operations ?? []).map((op) => ({
+        id: op.name,
+        ended: op.done === true || ended(op.metadata?.state),
+      })),
+      ...(list.value.batches ?? []).map((b) => ({ id: b.name, ended: ended(b.state) })),
+    ];
+    const token = list.value.nextPageToken;
+    return ok({ batches, next: token === undefined || token === '' || token === cursor ? undefined : token });
   },
 };
 

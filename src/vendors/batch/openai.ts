@@ -7,12 +7,14 @@ import { err, ok, type Result } from '../../shared/result.ts';
 import { type ErrorReader, safeJson, type VendorHttpResponse, vendorRequest } from './http.ts';
 import {
   type BatchError,
+  type BatchListPage,
   type BatchOutcome,
   type BatchRequest,
   type BatchState,
   type BatchVendor,
   type CleanupOutcome,
   type FindOutcome,
+  LIST_PAGE_SIZE,
   type RenderContext,
   runCustomId,
   type SubmittedBatch,
@@ -87,7 +89,14 @@ const Batch = v.looseObject({
 });
 type Batch = v.InferOutput<typeof Batch>;
 const BatchList = v.looseObject({
-  data: v.array(v.looseObject({ id: v.string(), created_at: v.number(), metadata: Metadata })),
+  data: v.array(
+    v.looseObject({
+      id: v.string(),
+      created_at: v.number(),
+      status: v.optional(v.string()),
+      metadata: Metadata,
+    }),
+  ),
   last_id: v.nullish(v.string()),
   has_more: v.nullish(v.boolean()),
 });
@@ -413,5 +422,22 @@ export const openaiBatches: BatchVendor = {
       after = next;
     }
     return err({ kind: 'protocol', message: `list batches: more than ${OPENAI_FIND_MAX_PAGES} pages` });
+  },
+
+  async listPage(cursor, call): Promise<Result<BatchListPage, BatchError>> {
+    const query = `limit=${LIST_PAGE_SIZE}${cursor === undefined ? '' : `&after=${encodeURIComponent(cursor)}`}`;
+    const answer = await vendorRequest(
+      call,
+      { method: 'GET', url: `/batches?${query}`, headers: auth(call), idempotent: true },
+      readOpenAIError,
+    );
+    if (!answer.ok) return answer;
+    const list = decode(BatchList, answer.value, 'list batches');
+    if (!list.ok) return list;
+    // A batch listed without a status is reported as not ended: its own poll decides.
+    const batches = list.value.data.map((b) => ({ id: b.id, ended: TERMINAL.has(b.status ?? '') }));
+    const last = list.value.last_id ?? list.value.data.at(-1)?.id;
+    const next = list.value.has_more === true && last !== undefined && last !== cursor ? last : undefined;
+    return ok({ batches, next });
   },
 };

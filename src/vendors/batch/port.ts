@@ -148,6 +148,21 @@ export interface BatchVendor {
    * created at or after `since` whose results name the custom id).
    */
   find(customId: string, since: Date, call: VendorCall): Promise<Result<FindOutcome, BatchError>>;
+  /**
+   * One page ({@link LIST_PAGE_SIZE} batches, newest first) of the account's batch list, with whether each has
+   * ended: one request tells the poller about many batches (vendors.md 1.3, 2.x, 3.x list endpoints).
+   */
+  listPage(cursor: string | undefined, call: VendorCall): Promise<Result<BatchListPage, BatchError>>;
+}
+
+/** Batches asked for per list page. */
+export const LIST_PAGE_SIZE = 100;
+
+/** One page of a vendor's batch list. */
+export interface BatchListPage {
+  readonly batches: readonly { readonly id: string; readonly ended: boolean }[];
+  /** Cursor of the next page; undefined on the last one. */
+  readonly next: string | undefined;
 }
 
 /** The environment variable holding each vendor's API key (also the default Secret key). */
