@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_AGENTS, DEFAULT_CONCURRENCY, DEFAULT_QUEUE_AGENTS, parseBenchArgs } from './args.ts';
+import {
+  DEFAULT_AGENTS,
+  DEFAULT_BENCH_POLL_SECONDS,
+  DEFAULT_CONCURRENCY,
+  DEFAULT_QUEUE_AGENTS,
+  parseBenchArgs,
+} from './args.ts';
 
 describe('parseBenchArgs', () => {
   it('defaults: N, concurrency, node runtime, both phases, timeout 10 min + N/20 min', () => {
@@ -8,6 +14,10 @@ describe('parseBenchArgs', () => {
     assert.ok(r.ok);
     assert.deepEqual(r.value, {
       scenario: 'runs',
+      mode: 'job',
+      vendor: 'anthropic',
+      pollSeconds: DEFAULT_BENCH_POLL_SECONDS,
+      batchList: true,
       agents: DEFAULT_AGENTS,
       concurrency: DEFAULT_CONCURRENCY,
       kubeconfig: '/k',
@@ -96,5 +106,44 @@ describe('parseBenchArgs', () => {
     assert.ok(small.ok && small.value.agents === 200);
     const bad = parseBenchArgs(['--kubeconfig', '/k', '--scenario', 'soak'], {});
     assert.deepEqual(bad, { ok: false, error: '--scenario must be runs or queue-10k' });
+  });
+  it('--mode batch takes a vendor, a poll period and --no-batch-list; they make no sense without it', () => {
+    const r = parseBenchArgs(
+      [
+        '--kubeconfig',
+        '/k',
+        '--mode',
+        'batch',
+        '--vendor',
+        'gemini',
+        '--poll-seconds',
+        '3',
+        '--no-batch-list',
+      ],
+      {},
+    );
+    assert.ok(r.ok);
+    assert.deepEqual(
+      [r.value.mode, r.value.vendor, r.value.pollSeconds, r.value.batchList],
+      ['batch', 'gemini', 3, false],
+    );
+    const bad = (argv: string[]) => {
+      const x = parseBenchArgs(['--kubeconfig', '/k', ...argv], {});
+      return x.ok ? 'ok' : x.error;
+    };
+    assert.equal(bad(['--mode', 'pods']), '--mode must be job or batch');
+    assert.equal(
+      bad(['--mode', 'batch', '--vendor', 'mistral']),
+      '--vendor must be anthropic, openai or gemini',
+    );
+    assert.equal(bad(['--mode', 'batch', '--poll-seconds', '0']), '--poll-seconds must be at least 1');
+    assert.equal(
+      bad(['--mode', 'batch', '--scenario', 'queue-10k']),
+      '--mode batch runs only the runs scenario',
+    );
+    assert.equal(
+      bad(['--vendor', 'openai']),
+      '--vendor, --poll-seconds and --no-batch-list need --mode batch',
+    );
   });
 });

@@ -14,12 +14,26 @@ export type Runtime = (typeof RUNTIMES)[number];
 /** What a benchmark run measures: N runs start to finish, or a long queue behind one slot. */
 export const SCENARIOS = ['runs', 'queue-10k'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
+/** What the benchmark Agents execute as: Jobs (pods), or batches the controller submits to a fake vendor API. */
+export const MODES = ['job', 'batch'] as const;
+export type Mode = (typeof MODES)[number];
+/** Vendors whose fake batch API `--mode batch` runs against. */
+export const VENDORS = ['anthropic', 'openai', 'gemini'] as const;
+export type Vendor = (typeof VENDORS)[number];
+/** BATCH_POLL_SECONDS of the controller in `--mode batch` by default (the product's default is 60). */
+export const DEFAULT_BENCH_POLL_SECONDS = 10;
+
 /** Agents of the queue scenario by default. */
 export const DEFAULT_QUEUE_AGENTS = 10_000;
 
 /** Everything one benchmark run is configured with. */
 export interface BenchOptions {
   readonly scenario: Scenario;
+  readonly mode: Mode;
+  /** `--mode batch`: the fake vendor, the controller's poll period and whether it sweeps with list requests. */
+  readonly vendor: Vendor;
+  readonly pollSeconds: number;
+  readonly batchList: boolean;
   readonly agents: number;
   readonly concurrency: number;
   readonly kubeconfig: string;
@@ -49,6 +63,11 @@ Agents with the controller running and times them from watch events; prints both
 Flags:
   --scenario S          runs (default): N Agents start to finish, raw bound alongside;
                         queue-10k: N Agents (default ${DEFAULT_QUEUE_AGENTS}) queued behind one Forbid slot
+  --mode M              job (default): Agents run as Jobs; batch: the controller submits each to a loopback fake
+                        of a vendor's batch API (no Job, no pod), see bench/README.md
+  --vendor V            with --mode batch: anthropic (default), openai or gemini
+  --poll-seconds S      with --mode batch: the controller's BATCH_POLL_SECONDS (default ${DEFAULT_BENCH_POLL_SECONDS})
+  --no-batch-list       with --mode batch: BATCH_POLL_LIST=false (poll every batch on its own)
   --agents N            Agents to create (default ${DEFAULT_AGENTS})
   --concurrency C       in-flight requests of the creating client and of the raw-bound client (default ${DEFAULT_CONCURRENCY})
   --kubeconfig PATH     cluster to use (npm run bench: default is the local testbed, started if needed)
@@ -76,6 +95,10 @@ const positiveInt = (flag: string, max: number) =>
 
 const FlagsSchema = v.object({
   scenario: v.optional(v.picklist(SCENARIOS, '--scenario must be runs or queue-10k')),
+  mode: v.optional(v.picklist(MODES, '--mode must be job or batch')),
+  vendor: v.optional(v.picklist(VENDORS, '--vendor must be anthropic, openai or gemini')),
+  'poll-seconds': v.optional(positiveInt('--poll-seconds', 3600)),
+  'no-batch-list': v.optional(v.boolean()),
   agents: v.optional(positiveInt('--agents', 100_000)),
   concurrency: v.optional(positiveInt('--concurrency', 1000)),
   kubeconfig: v.optional(v.pipe(v.string(), v.minLength(1, '--kubeconfig must not be empty'))),
@@ -107,6 +130,10 @@ export function parseBenchArgs(
       allowPositionals: false,
       options: {
         scenario: { type: 'string' },
+        mode: { type: 'string' },
+        vendor: { type: 'string' },
+        'poll-seconds': { type: 'string' },
+        'no-batch-list': { type: 'boolean' },
         agents: { type: 'string' },
         concurrency: { type: 'string' },
         kubeconfig: { type: 'string' },
@@ -134,10 +161,18 @@ export function parseBenchArgs(
   if (f['no-baseline'] === true && f['no-controller'] === true)
     return err('--no-baseline and --no-controller together leave nothing to run');
   const scenario = f.scenario ?? 'runs';
+  const mode = f.mode ?? 'job';
+  if (mode === 'batch' && scenario !== 'runs') return err('--mode batch runs only the runs scenario');
+  if (mode !== 'batch' && (f.vendor ?? f['poll-seconds'] ?? f['no-batch-list']) !== undefined)
+    return err('--vendor, --poll-seconds and --no-batch-list need --mode batch');
   const agents = f.agents ?? (scenario === 'queue-10k' ? DEFAULT_QUEUE_AGENTS : DEFAULT_AGENTS);
   const runtime = f.runtime ?? 'node';
   return ok({
     scenario,
+    mode,
+    vendor: f.vendor ?? 'anthropic',
+    pollSeconds: f['poll-seconds'] ?? DEFAULT_BENCH_POLL_SECONDS,
+    batchList: f['no-batch-list'] !== true,
     agents,
     concurrency: f.concurrency ?? DEFAULT_CONCURRENCY,
     kubeconfig: kubeconfig ?? '',

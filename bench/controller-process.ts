@@ -35,6 +35,8 @@ export interface StartOptions {
   readonly agentImage: string;
   readonly logFile: string;
   readonly startTimeoutMs?: number;
+  /** Extra environment of the controller process. */
+  readonly env?: Readonly<Record<string, string>>;
   /** Run this instead of the bundle (the informer baseline); it must log `Serving health and metrics` with its port. */
   readonly command?: readonly [string, readonly string[]];
 }
@@ -76,6 +78,7 @@ export async function startControllerProcess(o: StartOptions): Promise<Controlle
       AGENT_IMAGE: o.agentImage,
       LOG_LEVEL: 'info',
       DENO_NO_UPDATE_CHECK: '1',
+      ...o.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

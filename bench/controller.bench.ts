@@ -24,6 +24,7 @@ import { BENCH_LABEL, benchAgent, benchDefinition, benchStation } from './fixtur
 import { type ProcPeaks, startProcSampler } from './host-procs.ts';
 import { BenchHttp, runPool } from './http.ts';
 import { resourceFigures } from './prom-text.ts';
+import { formatBatchReport, runBatchScenario } from './batch-scenario.ts';
 import { formatQueueReport, runQueueScenario } from './queue-scenario.ts';
 import { runRawBound } from './raw-bound.ts';
 import { rawFigures } from './raw-figures.ts';
@@ -438,6 +439,28 @@ async function main(argv: readonly string[]): Promise<number> {
       client.close();
     }
   };
+  if (opts.mode === 'batch') {
+    const load = loadavg();
+    await guarded(async () => {
+      const r = await runBatchScenario({
+        opts,
+        repoRoot: REPO_ROOT,
+        client,
+        http,
+        runId,
+        live,
+        signal: abort.signal,
+        createNamespace: (name) => createNamespace(client, name, runId),
+      });
+      process.stdout.write(
+        `load average at start ${load
+          .map((x) => x.toFixed(2))
+          .join(' ')}, ${cpus().length} cores, ${opts.runtime}\n\n${formatBatchReport(r)}`,
+      );
+      if (opts.jsonOut) writeFileSync(opts.jsonOut, `${JSON.stringify(r, null, 2)}\n`);
+    });
+    return interrupted ? 130 : code;
+  }
   if (opts.scenario === 'queue-10k') {
     const load = loadavg();
     await guarded(async () => {

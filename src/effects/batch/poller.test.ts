@@ -190,6 +190,17 @@ describe('batch poller', () => {
       t.poller.stop();
     });
 
+    it('100 batches seen ended together are all read within a tick, not 8 per tick', async () => {
+      const ended = new Set(Array.from({ length: 100 }, (_, i) => `b${i}`));
+      const t = setup({ listing: true, ended });
+      for (let i = 0; i < 100; i++) t.track(i);
+      t.poller.setActive(true);
+      await t.clock.advance(600);
+      assert.equal(t.woken.length, 100, `woken after 600 ms: ${t.woken.length}`);
+      assert.equal(t.maxInFlight() <= 8, true, 'still at most 8 checks at once');
+      t.poller.stop();
+    });
+
     it('a batch the list does not show is polled on its own, once per period', async () => {
       const t = setup({ listing: true, list: { hide: new Set(['b7']) } });
       for (let i = 0; i < 20; i++) t.track(i);

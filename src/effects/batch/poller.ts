@@ -193,6 +193,7 @@ export function createBatchPoller(options: {
       inFlight--;
       g.sweeping = false;
       g.nextSweepAt = clock.now() + periodMs;
+      tick();
     }
   }
 
@@ -235,6 +236,9 @@ export function createBatchPoller(options: {
       inFlight--;
       e.polling = false;
       e.dueAt = Math.max(e.dueAt, clock.now() + periodMs);
+      // A freed slot takes the next due poll at once (1,000 batches ending together are read at the bound's pace,
+      // not 8 per tick).
+      tick();
     }
   }
 
