@@ -13,6 +13,7 @@ import { buildCrd, CRD_KINDS } from '../src/api/crd/index.ts';
 import { API_VERSION } from '../src/api/index.ts';
 import { apiPath, KubeClient, type KubeObject, loadKubeconfig } from '../test/support/index.ts';
 import { type BenchOptions, DEFAULT_AGENTS, parseBenchArgs, USAGE } from './args.ts';
+import { formatBatchReport, runBatchScenario } from './batch-scenario.ts';
 import {
   type ControllerProcess,
   type Sampler,
@@ -24,7 +25,6 @@ import { BENCH_LABEL, benchAgent, benchDefinition, benchStation } from './fixtur
 import { type ProcPeaks, startProcSampler } from './host-procs.ts';
 import { BenchHttp, runPool } from './http.ts';
 import { resourceFigures } from './prom-text.ts';
-import { formatBatchReport, runBatchScenario } from './batch-scenario.ts';
 import { formatQueueReport, runQueueScenario } from './queue-scenario.ts';
 import { runRawBound } from './raw-bound.ts';
 import { rawFigures } from './raw-figures.ts';

@@ -1,17 +1,20 @@
 import { readFile } from 'node:fs/promises';
-import { parseControllerConfig } from '../config/index.ts';
-import { startController } from '../controller/run-controller.ts';
+import { type ControllerConfig, parseControllerConfig } from '../config/index.ts';
+import { type RunningController, startController } from '../controller/run-controller.ts';
 import { installCrds } from '../effects/install-crds.ts';
+import { promptPorts } from '../effects/realtime/prompt-ports.ts';
 import {
   createTransport,
   describeKubeError,
   resolveClusterConfig,
   SERVICE_ACCOUNT_DIR,
+  type Transport,
 } from '../kube/index.ts';
-import { createControllerMetrics } from '../metrics/index.ts';
+import { type ControllerMetrics, createControllerMetrics } from '../metrics/index.ts';
 import { installShutdown, startLoopLagProbe, systemClock } from '../runtime/index.ts';
-import { createApp, serveApp } from '../server/index.ts';
-import { createLogger } from '../shared/log.ts';
+import { createApp, type RunningServer, serveApp } from '../server/index.ts';
+import { createPromptApi } from '../server/prompt.ts';
+import { createLogger, type Logger } from '../shared/log.ts';
 import { VERSION } from '../shared/version.ts';
 import { type Command, parseFlags, UsageError } from './usage.ts';
 
@@ -31,10 +34,14 @@ export const controllerCommand: Command = {
     '  --port N              port for /healthz, /readyz and /metrics (default: $HEALTH_PORT, else 8081)',
     '  --bind-address IP     address to serve on (default: $HEALTH_HOST, else 0.0.0.0)',
     '  --log-level LEVEL     debug, info, warn or error (default: $LOG_LEVEL, else info)',
+    '  --api-port N          port of the realtime prompt API (default: $API_PORT, else 8443; REALTIME_ENABLED only)',
+    '  --tls-cert-file F     certificate of the prompt API (plain HTTP is served only on a loopback address)',
+    '  --tls-private-key-file F  its private key',
     '  --install-crds        server-side apply the CRDs at start (local and edge runs; needs CRD permissions)',
     '',
     'Environment: AGENT_IMAGE (init image of run pods), MAX_OUTPUT_BYTES, POD_NAME (leader identity),',
-    'AGENT_POLL_INTERVAL_MS (default 15000), AGENT_LEADER_ELECTION (default true).',
+    'AGENT_POLL_INTERVAL_MS (default 15000), AGENT_LEADER_ELECTION (default true), BATCH_ENABLED,',
+    'BATCH_POLL_SECONDS, BATCH_POLL_LIST, REALTIME_ENABLED.',
   ].join('\n'),
   async run(io) {
     const { values, help } = parseFlags(io.argv, {
@@ -44,6 +51,9 @@ export const controllerCommand: Command = {
       port: { type: 'string' },
       'bind-address': { type: 'string' },
       'log-level': { type: 'string' },
+      'api-port': { type: 'string' },
+      'tls-cert-file': { type: 'string' },
+      'tls-private-key-file': { type: 'string' },
       'install-crds': { type: 'boolean' },
     });
     if (help) {
@@ -62,6 +72,9 @@ export const controllerCommand: Command = {
         port: str(values.port),
         bindAddress: str(values['bind-address']),
         logLevel: str(values['log-level']),
+        apiPort: str(values['api-port']),
+        tlsCertFile: str(values['tls-cert-file']),
+        tlsPrivateKeyFile: str(values['tls-private-key-file']),
       },
       io.env,
       inClusterNamespace,
@@ -134,18 +147,60 @@ export const controllerCommand: Command = {
       return undefined;
     });
     if (server) log.info('Serving health and metrics', { port: server.port, address: config.bindAddress });
+    const promptServer =
+      server && config.realtimeEnabled
+        ? await servePromptApi(config, controller, transport, metrics, log)
+        : undefined;
 
     if (!shutdown.signal.aborted && server) {
       await new Promise<void>((resolve) =>
         shutdown.signal.addEventListener('abort', () => resolve(), { once: true }),
       );
     }
+    await promptServer?.close();
     await controller.stop();
     await server?.close();
     lag.stop();
     transport.close();
     shutdown.dispose();
     log.info('Stopped');
-    return server ? 0 : 1;
+    return server && (promptServer !== undefined || !config.realtimeEnabled) ? 0 : 1;
   },
 };
+
+/** Serves the realtime prompt API on its own port (every replica, leader or not); undefined when it cannot listen. */
+async function servePromptApi(
+  config: ControllerConfig,
+  controller: RunningController,
+  transport: Transport,
+  metrics: ControllerMetrics,
+  log: Logger,
+): Promise<RunningServer | undefined> {
+  const app = createPromptApi({
+    ...promptPorts({
+      transport,
+      tokens: () => controller.promptTokens(),
+      events: controller.events,
+      logger: log,
+      now: Date.now,
+    }),
+    observe: (sample) => {
+      metrics.promptsServed.inc({ action: sample.action, result: sample.result });
+      if (sample.firstLineMs !== undefined) metrics.promptFirstLine.observe(sample.firstLineMs / 1000);
+    },
+  });
+  const server = await serveApp(app, config.apiPort, config.bindAddress, config.apiTls).catch(
+    (error: unknown) => {
+      log.error('Starting the prompt API failed', { port: config.apiPort, error: String(error) });
+      return undefined;
+    },
+  );
+  if (server) {
+    log.info('Serving the realtime prompt API', {
+      port: server.port,
+      address: config.bindAddress,
+      tls: config.apiTls !== undefined,
+    });
+  }
+  return server;
+}

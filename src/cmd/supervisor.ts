@@ -1,4 +1,4 @@
-import { runSupervisor, waitForFlush } from '../pod/supervisor/index.ts';
+import { runRealtimeSupervisor, runSupervisor, waitForFlush } from '../pod/supervisor/index.ts';
 import { type Command, parseFlags, UsageError } from './usage.ts';
 
 /** How long the supervisor waits for its own stdout/stderr to drain before the hard exit. */
@@ -18,6 +18,10 @@ export const supervisorCommand: Command = {
     '  AGENT_NAME, STATION_NAME, TASK_ID, POD_NAME, POD_NAMESPACE.',
     '',
     "Exit code: the agent's own; 124 at the run deadline; 1 when the agent cannot be started.",
+    '',
+    'With AGENT_EXECUTION=realtime it runs a session instead: prompts are served on AGENT_PROMPT_PORT (8090) at',
+    'AGENT_POD_IP to holders of AGENT_PROMPT_TOKEN, one CLI turn each (AGENT_RUN_RECIPE, AGENT_RESUME_SESSION),',
+    'until POST /close, a failed turn, SIGTERM or the deadline.',
   ].join('\n'),
   /**
    * Runs the supervisor and then exits the process itself (a hard exit, after flushing stdout and stderr for at
@@ -36,7 +40,8 @@ export const supervisorCommand: Command = {
     if (child.length === 0) throw new UsageError('missing the command to supervise after --');
     let code: number;
     try {
-      code = await runSupervisor({
+      const supervise = io.env.AGENT_EXECUTION === 'realtime' ? runRealtimeSupervisor : runSupervisor;
+      code = await supervise({
         argv: child,
         env: io.env,
         stdout: process.stdout,

@@ -35,6 +35,12 @@ export interface ControllerConfig {
   readonly batchPollList: boolean;
   /** Vendor base URLs (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`, `GEMINI_BASE_URL`), for proxies and tests. */
   readonly vendorBaseUrls: Readonly<Record<BatchProvider, string>>;
+  /** `execution: realtime` runs are admitted and the prompt API is served (`REALTIME_ENABLED=true`). */
+  readonly realtimeEnabled: boolean;
+  /** Port of the realtime prompt API (`--api-port`, `API_PORT`, default 8443), at `bindAddress`. */
+  readonly apiPort: number;
+  /** TLS of the prompt API (`--tls-cert-file`, `--tls-private-key-file`); plain HTTP only on a loopback address. */
+  readonly apiTls: { readonly certFile: string; readonly keyFile: string } | undefined;
 }
 
 /** Command-line flags of `controller`, as parsed by node:util parseArgs. */
@@ -45,6 +51,14 @@ export interface ControllerFlags {
   readonly port?: string | undefined;
   readonly bindAddress?: string | undefined;
   readonly logLevel?: string | undefined;
+  readonly apiPort?: string | undefined;
+  readonly tlsCertFile?: string | undefined;
+  readonly tlsPrivateKeyFile?: string | undefined;
+}
+
+/** True for an address only this host can reach. */
+export function isLoopback(address: string): boolean {
+  return address === 'localhost' || address === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(address);
 }
 
 const IP_LITERAL = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:.]*)$/;
@@ -118,6 +132,10 @@ const EnvSchema = v.object({
       v.minValue(1, 'BATCH_POLL_SECONDS must be a whole number of seconds, at least 1'),
     ),
   ),
+  REALTIME_ENABLED: v.optional(v.picklist(['true', 'false'], 'REALTIME_ENABLED must be true or false')),
+  API_PORT: v.optional(port('API_PORT')),
+  TLS_CERT_FILE: v.optional(v.string()),
+  TLS_PRIVATE_KEY_FILE: v.optional(v.string()),
   BATCH_POLL_LIST: v.optional(v.picklist(['true', 'false'], 'BATCH_POLL_LIST must be true or false')),
   ANTHROPIC_BASE_URL: v.optional(httpUrl('ANTHROPIC_BASE_URL')),
   OPENAI_BASE_URL: v.optional(httpUrl('OPENAI_BASE_URL')),
@@ -133,6 +151,8 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 262144;
  * the 50 requests in flight of the benchmark's raw client, measured against 16 on 1,000 instant runs (bench/README.md).
  */
 export const DEFAULT_WORKERS = 48;
+/** Default port of the realtime prompt API. */
+export const DEFAULT_API_PORT = 8443;
 /** Default poll period of an in-flight vendor batch, in seconds (vendors poll samples use 30–60 s). */
 export const DEFAULT_BATCH_POLL_SECONDS = 60;
 
@@ -175,6 +195,23 @@ export function parseControllerConfig(
   if (!IP_LITERAL.test(bindAddress) && bindAddress !== 'localhost') {
     return err(`bind address must be an IP address or localhost, got: ${JSON.stringify(bindAddress)}`);
   }
+  let apiPort = e.API_PORT ?? DEFAULT_API_PORT;
+  if (flags.apiPort !== undefined) {
+    const p = v.safeParse(port('--api-port'), flags.apiPort);
+    if (!p.success) return err(p.issues[0]?.message ?? 'invalid --api-port');
+    apiPort = p.output;
+  }
+  const certFile = flags.tlsCertFile ?? (e.TLS_CERT_FILE || undefined);
+  const keyFile = flags.tlsPrivateKeyFile ?? (e.TLS_PRIVATE_KEY_FILE || undefined);
+  if ((certFile === undefined) !== (keyFile === undefined))
+    return err('--tls-cert-file and --tls-private-key-file go together');
+  const apiTls = certFile !== undefined && keyFile !== undefined ? { certFile, keyFile } : undefined;
+  const realtimeEnabled = e.REALTIME_ENABLED === 'true';
+  if (realtimeEnabled && apiTls === undefined && !isLoopback(bindAddress)) {
+    return err(
+      `the prompt API (REALTIME_ENABLED=true) serves plain HTTP only on a loopback address, not ${bindAddress}: pass --tls-cert-file and --tls-private-key-file, or --bind-address 127.0.0.1`,
+    );
+  }
   const levelName = flags.logLevel ?? e.LOG_LEVEL ?? 'info';
   const logLevel = parseLogLevel(levelName);
   if (!logLevel)
@@ -202,6 +239,9 @@ export function parseControllerConfig(
         openai: e.OPENAI_BASE_URL ?? DEFAULT_BASE_URL.openai,
         gemini: e.GEMINI_BASE_URL ?? DEFAULT_BASE_URL.gemini,
       },
+      realtimeEnabled,
+      apiPort,
+      apiTls,
     }),
   );
 }

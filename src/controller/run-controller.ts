@@ -7,12 +7,14 @@ import { createSecretReader } from '../effects/batch/secrets.ts';
 import { createSinkDispatcher } from '../effects/batch/sinks.ts';
 import { createTombstones, executeActions, type Tombstones } from '../effects/execute.ts';
 import { parseCachedDefinition, parseCachedJob, parseCachedStation } from '../effects/gather.ts';
+import { loadRealtimeKey, type PromptTokens, promptTokens as tokensFor } from '../effects/realtime/tokens.ts';
 import { type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { AGENT_DEFINITIONS, AGENTS, STATIONS } from '../effects/resources.ts';
 import { JOB_LABEL_SELECTOR } from '../jobs/index.ts';
 import {
   createEventRecorder,
   describeKubeError,
+  type EventRecorder,
   JOBS,
   type KubeObject,
   objectKey,
@@ -73,6 +75,10 @@ export interface ControllerDeps {
 /** A running controller. */
 export interface RunningController {
   readonly checks: readonly ReadinessCheck[];
+  /** The realtime prompt tokens, once the controller key is loaded (REALTIME_ENABLED only). */
+  promptTokens(): PromptTokens | undefined;
+  /** The Event recorder (the prompt API records session Events with it). */
+  readonly events: EventRecorder;
   isLeader(): boolean;
   /** Stops reconciling, stops the informers, releases the Lease (decision g). Never throws. */
   stop(): Promise<void>;
@@ -311,6 +317,24 @@ export function startController(deps: ControllerDeps): RunningController {
     listing: config.batchPollList,
   });
   const sinks = createSinkDispatcher({ secrets, logger: log });
+  let promptTokens: PromptTokens | undefined;
+  if (config.realtimeEnabled) {
+    // Every replica derives the same run tokens from the key in this Secret; retried until it can be read.
+    void (async () => {
+      for (let attempt = 1; !abort.signal.aborted; attempt++) {
+        const key = await loadRealtimeKey(transport, config.leaseNamespace);
+        if (key.ok) {
+          promptTokens = tokensFor(key.value);
+          log.info('Loaded the realtime key', { namespace: config.leaseNamespace });
+          return;
+        }
+        const error = key.error.kind === 'malformed' ? key.error.message : describeKubeError(key.error);
+        if (attempt === 1 || attempt % 12 === 0)
+          log.error('Loading the realtime key failed; realtime runs wait', { error });
+        await clock.sleep(5000, abort.signal);
+      }
+    })();
+  }
   const reconcileDeps: ReconcileDeps = {
     transport,
     stations: stations.store,
@@ -328,6 +352,9 @@ export function startController(deps: ControllerDeps): RunningController {
     batch: batchRuntime,
     poller,
     sinks,
+    get promptTokens() {
+      return promptTokens;
+    },
     options: {
       agentImage: config.agentImage,
       maxOutputBytes: config.maxOutputBytes,
@@ -336,6 +363,7 @@ export function startController(deps: ControllerDeps): RunningController {
       // that did nothing (bench/README.md).
       requeueMs: config.pollIntervalMs * RUN_RECHECK_POLLS,
       batch: { enabled: config.batchEnabled, pollMs: config.batchPollMs },
+      realtime: { enabled: config.realtimeEnabled },
     },
   };
 
@@ -503,7 +531,10 @@ export function startController(deps: ControllerDeps): RunningController {
       { name: 'api', ready: () => apiReachable },
       { name: 'poll', ready: () => pollFailures < MAX_CONSECUTIVE_POLL_FAILURES },
       { name: 'informers', ready: () => agents.store.hasSynced() && jobs.store.hasSynced() },
+      ...(config.realtimeEnabled ? [{ name: 'realtime-key', ready: () => promptTokens !== undefined }] : []),
     ],
+    promptTokens: () => promptTokens,
+    events,
     isLeader: () => (elector ? elector.isLeader() : queue !== undefined),
     async stop() {
       // Handlers in flight may wait on a slow API server for up to a request timeout. Give them a few seconds,

@@ -15,6 +15,7 @@ import {
   KubeObjectSchema,
   NETWORK_POLICIES,
   patchStatus,
+  SECRETS,
   type Transport,
 } from '../kube/index.ts';
 import type { ControllerMetrics } from '../metrics/index.ts';
@@ -24,6 +25,7 @@ import { assertNever, err } from '../shared/result.ts';
 import { describeBatchError } from '../vendors/batch/http.ts';
 import { type BatchRuntime, vendorCall } from './batch/runtime.ts';
 import type { SinkDispatcher } from './batch/sinks.ts';
+import { type PromptTokens, promptTokenSecret } from './realtime/tokens.ts';
 import { AGENTS } from './resources.ts';
 
 /** Field manager of every write the controller makes. */
@@ -66,6 +68,8 @@ export interface ExecuteDeps {
   readonly batch?: BatchRuntime;
   /** Delivers `notifySinks` in the background. */
   readonly sinks?: SinkDispatcher;
+  /** Realtime runs: derives each run's prompt token (absent while the controller key is not loaded). */
+  readonly promptTokens?: PromptTokens | undefined;
 }
 
 /**
@@ -317,6 +321,19 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
       case 'notifySinks':
         deps.sinks?.deliver(action);
         break;
+      case 'createPromptToken': {
+        if (deps.promptTokens === undefined)
+          return { kind: 'retryLater', reason: 'the realtime key is not loaded yet' };
+        const { ref } = action;
+        const body = promptTokenSecret(
+          { namespace: ref.namespace, name: ref.name, uid: action.uid },
+          action.secretName,
+          deps.promptTokens.tokenFor(action.uid),
+        );
+        const r = await createObject(deps.transport, SECRETS, ref.namespace, body, KubeObjectSchema, opts);
+        if (!r.ok && !isAlreadyExists(r.error)) return { kind: 'error', error: r.error, action: action.kind };
+        break;
+      }
       case 'observeMetric':
         try {
           observe(deps.metrics, action.observation);

@@ -41,6 +41,7 @@ const OPTIONS = {
   maxOutputBytes: 262144,
   requeueMs: 15000,
   batch: { enabled: true, pollMs: 60000 },
+  realtime: { enabled: true },
 };
 
 const status = (code: number, reason: string, message: string) => ({

@@ -14,6 +14,7 @@ import { vendorCommand } from '../vendors/cli/argv.ts';
 import { supervisorCommand } from './bundle.ts';
 import {
   clampDeadlineMinutes,
+  type EnvVar,
   headerEnvName,
   isReservedEnvName,
   type McpServerInput,
@@ -30,6 +31,7 @@ import {
 } from './names.ts';
 import { type JsonObject, wirePodTemplate } from './pod-template.ts';
 import { renderPrompt } from './prompt.ts';
+import { LABEL_EXECUTION, PROMPT_TOKEN_KEY, promptTokenSecretName, REALTIME_PORT } from './realtime.ts';
 
 /** Seconds a finished run Job is kept before the TTL controller deletes it. */
 export const JOB_TTL_SECONDS_AFTER_FINISHED = 3600;
@@ -122,6 +124,40 @@ function mcpForArgv(servers: readonly McpServerInput[]): McpServerInput[] {
   );
 }
 
+/**
+ * The agent container's extra env of a realtime run: the mode, the prompt port, the recipe the supervisor builds each
+ * turn's argv from (the vendor options, no prompt, no secret), the session to resume, and the run's prompt token
+ * from its own Secret.
+ */
+function realtimeEnv(agent: Agent, definition: AgentDefinition): EnvVar[] {
+  const d = definition.spec;
+  const recipe = {
+    model: resolveModel(agent, definition),
+    permissionMode: d.permission_mode,
+    allowedTools: d.allowed_tools,
+    disallowedTools: d.disallowed_tools,
+    maxTurns: d.max_turns,
+    mcpServers: mcpForArgv(d.resources.mcp_servers),
+  };
+  return [
+    { name: 'AGENT_EXECUTION', value: 'realtime' },
+    { name: 'AGENT_PROMPT_PORT', value: String(REALTIME_PORT) },
+    { name: 'AGENT_POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+    { name: 'AGENT_RUN_RECIPE', value: JSON.stringify(recipe) },
+    ...(agent.spec.resumeSession ? [{ name: 'AGENT_RESUME_SESSION', value: agent.spec.resumeSession }] : []),
+    {
+      name: 'AGENT_PROMPT_TOKEN',
+      valueFrom: {
+        secretKeyRef: {
+          name: promptTokenSecretName(agent.metadata.name),
+          key: PROMPT_TOKEN_KEY,
+          optional: false,
+        },
+      },
+    },
+  ];
+}
+
 /** The vendor command of a run: resolved model, rendered prompt, recipe options. */
 function vendorCommandFor(agent: Agent, definition: AgentDefinition) {
   const d = definition.spec;
@@ -172,19 +208,37 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
     resources: d.resources,
     output: d.output,
   });
-  const labels = runLabels(agent.metadata.name, station.metadata.name);
+  const realtime = d.execution === 'realtime';
+  const labels = {
+    ...runLabels(agent.metadata.name, station.metadata.name),
+    ...(realtime ? { [LABEL_EXECUTION]: 'realtime' } : {}),
+  };
+  const resume = agent.spec.resumeSession ?? '';
   const template = wirePodTemplate(station.spec.template as unknown, {
     command: supervisorCommand(command.value.argv),
-    env,
+    // A realtime resume restores the conversation of that session (the init's conversation restore).
+    env:
+      realtime && resume !== ''
+        ? env.map((e) => (e.name === 'AGENT_CONVERSATION_ID' ? { name: e.name, value: resume } : e))
+        : env,
     initImage: input.agentImage,
     labels,
+    ...(realtime
+      ? {
+          agentEnv: realtimeEnv(agent, definition),
+          agentPorts: [{ name: 'prompt', containerPort: REALTIME_PORT }],
+        }
+      : {}),
   });
   if (!template.ok) return template;
 
+  const metadata = runObjectMetadata(agent, station.metadata.name);
   return ok({
     apiVersion: JOB_API_VERSION,
     kind: 'Job',
-    metadata: runObjectMetadata(agent, station.metadata.name),
+    metadata: realtime
+      ? { ...metadata, labels: { ...metadata.labels, [LABEL_EXECUTION]: 'realtime' } }
+      : metadata,
     spec: {
       ttlSecondsAfterFinished: JOB_TTL_SECONDS_AFTER_FINISHED,
       activeDeadlineSeconds: clampDeadlineMinutes(station.spec.deadlineMinutes) * 60,

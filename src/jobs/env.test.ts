@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { REALTIME_ENV_NAMES } from '../shared/reserved-env.ts';
 import {
   clampDeadlineMinutes,
   deadlineAt,
@@ -161,7 +162,8 @@ describe('runEnv', () => {
     });
     const names = env.map((e) => e.name);
     for (const name of RESERVED_ENV_NAMES) {
-      assert.equal(names.filter((n) => n === name).length, 1, `${name} appears exactly once`);
+      const want = REALTIME_ENV_NAMES.has(name) ? 0 : 1;
+      assert.equal(names.filter((n) => n === name).length, want, `${name} appears ${want} time(s)`);
     }
     assert.deepEqual(env[0], L('AGENT_SINKS', '[{"type":"http","url":"https://s","headers_secret":""}]'));
     assert.deepEqual(
@@ -267,8 +269,10 @@ describe('deadlines', () => {
 });
 
 describe('reserved names and header env names', () => {
-  it('reserves the 23 reference names plus AGENT_DEADLINE_AT', () => {
-    assert.equal(RESERVED_ENV_NAMES.size, 24);
+  it('reserves the 23 reference names plus AGENT_DEADLINE_AT and the 6 realtime names', () => {
+    assert.equal(RESERVED_ENV_NAMES.size, 30);
+    assert.equal(REALTIME_ENV_NAMES.size, 6);
+    for (const name of REALTIME_ENV_NAMES) assert.ok(isReservedEnvName(name), name);
     assert.ok(isReservedEnvName('AGENT_DEADLINE_AT'));
     assert.ok(isReservedEnvName('POD_NAMESPACE'));
     assert.ok(!isReservedEnvName('home'));

@@ -119,6 +119,10 @@ export interface PodWiring {
   readonly initImage: string;
   /** Labels forced onto the pod template (ours win). */
   readonly labels: Readonly<Record<string, string>>;
+  /** Env of the agent container only, after the run env (a realtime run's prompt token and recipe). */
+  readonly agentEnv?: readonly EnvVar[];
+  /** Ports of the agent container, added to the template's (a realtime run's prompt server). */
+  readonly agentPorts?: readonly { readonly name: string; readonly containerPort: number }[];
 }
 
 /** Our host-escape refusals beyond the reference's, for every container of the template (sidecars included). */
@@ -222,7 +226,12 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
   const agent = containers[index] as JsonObject;
   agent.command = [...wiring.command];
   delete agent.args;
-  agent.env = clone(wiring.env) as unknown[];
+  agent.env = clone([...wiring.env, ...(wiring.agentEnv ?? [])]) as unknown[];
+  if (wiring.agentPorts !== undefined && wiring.agentPorts.length > 0) {
+    const ports = Array.isArray(agent.ports) ? (agent.ports as JsonObject[]) : [];
+    const ours = new Set(wiring.agentPorts.map((p) => p.name));
+    agent.ports = [...ports.filter((p) => !ours.has(String(p.name))), ...clone(wiring.agentPorts)];
+  }
   const stationMounts = Array.isArray(agent.volumeMounts) ? (agent.volumeMounts as JsonObject[]) : [];
   agent.volumeMounts = [...stationMounts.filter(notRunVolume), ...runVolumeMounts()];
   agent.securityContext = clone(AGENT_SECURITY_CONTEXT);

@@ -35,6 +35,8 @@ export interface ControllerMetrics {
   readonly batchOrphans: Counter<'provider'>;
   readonly batchPolls: Counter<'provider' | 'result'>;
   readonly batchListPages: Counter<'provider' | 'result'>;
+  readonly promptsServed: Counter<'action' | 'result'>;
+  readonly promptFirstLine: Histogram;
   readonly batchesInFlight: Gauge;
   readonly isLeader: Gauge;
   readonly reconciles: Counter<'result'>;
@@ -109,6 +111,18 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
       name: 'controller_batch_polls_total',
       help: 'Polls of in-flight vendor batches, by provider and result (pending, ended, error); a batch seen in a list sweep counts as one',
       labelNames: ['provider', 'result'],
+      registers,
+    }),
+    promptsServed: new Counter({
+      name: 'controller_prompts_total',
+      help: 'Realtime prompt API requests by action (prompt, close) and result (ok, unauthorized, forbidden, not_found, conflict, unavailable, too_large, bad_request, interrupted, error)',
+      labelNames: ['action', 'result'],
+      registers,
+    }),
+    promptFirstLine: new Histogram({
+      name: 'controller_prompt_first_line_seconds',
+      help: 'Realtime prompt latency from the request to the first line streamed back',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers,
     }),
     batchListPages: new Counter({

@@ -61,6 +61,8 @@ export interface AgentStatusPatch {
   readonly failureReason?: string;
   readonly observedGeneration?: number;
   readonly batchId?: string;
+  /** The CLI session of a realtime run (from its output at the end; the prompt API records it earlier). */
+  readonly sessionId?: string;
   readonly batchProvider?: BatchProvider;
   readonly batchFallback?: boolean;
   readonly batchCleanupAttempts?: number;
@@ -131,6 +133,16 @@ export type Action =
   /** The egress NetworkPolicy admitting the http sinks of a run (decision i); emitted right before its Job. */
   | { readonly kind: 'createNetworkPolicy'; readonly policy: NetworkPolicyManifest }
   | { readonly kind: 'createJob'; readonly job: JobManifest }
+  /**
+   * The Secret `secretName` (owned by the Agent) holding the realtime run's prompt token, derived by the shell from
+   * the Agent uid with the controller's key; emitted right before the Job that reads it. An existing one is kept.
+   */
+  | {
+      readonly kind: 'createPromptToken';
+      readonly ref: AgentRef;
+      readonly uid: string;
+      readonly secretName: string;
+    }
   | {
       readonly kind: 'patchStatus';
       readonly ref: AgentRef;

@@ -53,6 +53,10 @@ export const REASON = {
   preempting: 'Preempting',
   /** Batch run: the submission record is written; the prompt is being submitted to the vendor. */
   submitting: 'Submitting',
+  /** A realtime run refused at admission (controller without REALTIME_ENABLED, a field it cannot use, a resume). */
+  realtimeRefused: 'RealtimeRefused',
+  /** A realtime run's CLI session id became known (status.sessionId). */
+  sessionStarted: 'SessionStarted',
   /** Batch run asked of a controller without BATCH_ENABLED=true. */
   batchDisabled: 'BatchDisabled',
   /** The recipe cannot run as one batch prompt (tools, repos, a model without a batch API…). */

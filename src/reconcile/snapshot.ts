@@ -15,6 +15,8 @@ export interface ReconcileOptions {
   readonly requeueMs: number;
   /** Batch execution settings of this controller. */
   readonly batch: BatchOptions;
+  /** `execution: realtime` runs are admitted (`REALTIME_ENABLED=true`); otherwise they fail with a clear reason. */
+  readonly realtime: { readonly enabled: boolean };
 }
 
 /** How this controller runs `execution: batch` (controller env `BATCH_ENABLED`, `BATCH_POLL_SECONDS`). */

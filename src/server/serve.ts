@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
 import { serve as serveNode } from '@hono/node-server';
 import type { Hono } from 'hono';
 
@@ -12,6 +14,8 @@ interface DenoServeApi {
     options: {
       port: number;
       hostname: string;
+      cert?: string;
+      key?: string;
       onListen?: (addr: { port: number }) => void;
       signal?: AbortSignal;
     },
@@ -20,14 +24,26 @@ interface DenoServeApi {
 }
 
 /**
- * Serves `app` on `hostname:port` with `Deno.serve` on Deno and `@hono/node-server` on Node.
- * Port 0 picks a free port; the chosen one is in the result.
+ * Serves `app` on `hostname:port` with `Deno.serve` on Deno and `@hono/node-server` on Node; over TLS when `tls`
+ * names a PEM certificate and key. Port 0 picks a free port; the chosen one is in the result.
  */
-export async function serveApp(app: Hono, port: number, hostname = '0.0.0.0'): Promise<RunningServer> {
+export async function serveApp(
+  app: Hono,
+  port: number,
+  hostname = '0.0.0.0',
+  tls?: { readonly certFile: string; readonly keyFile: string },
+): Promise<RunningServer> {
+  const pem =
+    tls === undefined
+      ? undefined
+      : { cert: readFileSync(tls.certFile, 'utf8'), key: readFileSync(tls.keyFile, 'utf8') };
   const deno = (globalThis as { Deno?: DenoServeApi }).Deno;
   if (deno && typeof deno.serve === 'function') {
     const abort = new AbortController();
-    const server = deno.serve({ port, hostname, signal: abort.signal, onListen: () => {} }, app.fetch);
+    const server = deno.serve(
+      { port, hostname, signal: abort.signal, onListen: () => {}, ...(pem ?? {}) },
+      app.fetch,
+    );
     return {
       port: server.addr.port,
       close: async () => {
@@ -37,7 +53,8 @@ export async function serveApp(app: Hono, port: number, hostname = '0.0.0.0'): P
     };
   }
   return new Promise((resolve, reject) => {
-    const server = serveNode({ fetch: app.fetch, port, hostname }, (info) => {
+    const options = pem === undefined ? {} : { createServer: createHttpsServer, serverOptions: pem };
+    const server = serveNode({ fetch: app.fetch, port, hostname, ...options }, (info) => {
       resolve({
         port: info.port,
         close: () => new Promise<void>((done) => server.close(() => done())),

@@ -1,7 +1,19 @@
+/** The env a realtime run's agent container gets on top of the run env (never from a recipe). */
+const REALTIME_ENV_NAMES_LIST = [
+  'AGENT_EXECUTION',
+  'AGENT_PROMPT_TOKEN',
+  'AGENT_PROMPT_PORT',
+  'AGENT_POD_IP',
+  'AGENT_RUN_RECIPE',
+  'AGENT_RESUME_SESSION',
+] as const;
+export const REALTIME_ENV_NAMES: ReadonlySet<string> = new Set(REALTIME_ENV_NAMES_LIST);
+
 /**
  * Env names the controller owns. A recipe-supplied name (env, secret, sink/conversation `headers_secret`, repo
  * `token_secret`, MCP header env name) equal to one of these is dropped or blanked, so the controller's value wins.
- * The reference's 23 names plus `AGENT_DEADLINE_AT`.
+ * The reference's 23 names plus `AGENT_DEADLINE_AT` and the realtime run's own (`AGENT_EXECUTION`, `AGENT_PROMPT_*`,
+ * `AGENT_RUN_RECIPE`, `AGENT_RESUME_SESSION`).
  */
 export const RESERVED_ENV_NAMES: ReadonlySet<string> = new Set([
   'AGENT_SINKS',
@@ -28,4 +40,5 @@ export const RESERVED_ENV_NAMES: ReadonlySet<string> = new Set([
   'AGENT_DEADLINE_AT',
   'HOME',
   'PATH',
+  ...REALTIME_ENV_NAMES_LIST,
 ]);

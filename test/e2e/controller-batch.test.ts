@@ -8,7 +8,6 @@
 // batch but before the batchId patch is replaced by one that finds and adopts that batch (no second submission);
 // a cleanup that keeps failing gives up after 5 counted attempts; Replace preempts a batch run. The controller runs as the deploy/ ServiceAccount plus deploy/components/batch.
 import assert from 'node:assert/strict';
-import { chmodSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +17,6 @@ import { startFakeGemini } from '../support/fake-vendors/gemini.ts';
 import { startFakeOpenAI } from '../support/fake-vendors/openai.ts';
 import type { FakeBatch, FakeOutcome, FakeVendorServer } from '../support/fake-vendors/types.ts';
 import {
-  addTestImages,
   agentCondition,
   agentManifest,
   applyCrds,
@@ -26,23 +24,21 @@ import {
   controllerSkipReason,
   e2eCluster,
   e2eRuntime,
+  fakeClaudeImages,
   GROUP_VERSION,
   type HttpSink,
   kubeconfigWithToken,
   type Manifest,
   pollUntil,
-  runPodImage,
   runScenario,
   type Scenario,
   startHttpSink,
   stationManifest,
-  testbedImage,
 } from '../support/index.ts';
 
 const cluster = e2eCluster();
 const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
-const MOCK_CLI = join(dirname(fileURLToPath(import.meta.url)), '..', 'mock-agent', 'mock-agent.mjs');
 const FINALIZER = 'agents.re-cinq.com/batch-cleanup';
 
 interface Fakes {
@@ -158,31 +154,6 @@ async function backdateStart(s: Scenario, name: string, hours: number): Promise<
   await s.client.patch(`/apis/${GROUP_VERSION}/namespaces/${s.ns}/agents/${name}/status`, {
     status: { startedAt: new Date(started - hours * 3_600_000).toISOString() },
   });
-}
-
-/**
- * Test images that ship a fake `claude` at /usr/local/bin (the mock agent in Claude style, a shell wrapper around
- * the host's Node): the run-pod image (so the init container finds the CLI and installs nothing) and the agent
- * container's image. Returns their names; they are removed with the scenario.
- */
-function fakeClaudeImages(s: Scenario, text: string): { init: string; agent: string } {
-  const dir = s.tempDir();
-  const wrapper = join(dir, 'claude');
-  writeFileSync(
-    wrapper,
-    `#!/bin/sh\nMOCK_STYLE=claude MOCK_TEXT='${text}' exec node /opt/fake-cli/mock-agent.mjs "$@"\n`,
-  );
-  chmodSync(wrapper, 0o755);
-  const files = { '/usr/local/bin/claude': wrapper, '/opt/fake-cli/mock-agent.mjs': MOCK_CLI };
-  const base = testbedImage(s.cluster, runPodImage(runtime));
-  const names = { init: `agent-controller:${s.ns}`, agent: `fake-claude:${s.ns}` };
-  s.defer(
-    addTestImages(s.cluster, s.ns, {
-      [names.init]: { ...base, files: { ...(base.files as Record<string, string>), ...files } },
-      [names.agent]: { entrypoint: [], files },
-    }),
-  );
-  return names;
 }
 
 describe(`controller: batch runs (${runtime})`, { skip }, () => {
@@ -417,7 +388,7 @@ describe(`controller: batch runs (${runtime})`, { skip }, () => {
         const sink = await startHttpSink();
         s.defer(() => sink.close());
         await applyControllerRbac(s);
-        const images = fakeClaudeImages(s, 'answered by the fallback Job');
+        const images = fakeClaudeImages(s, runtime, { MOCK_TEXT: 'answered by the fallback Job' });
         const ctl = await startBatchReplica(s, fakes, { env: { AGENT_IMAGE: images.init } });
         await s.create(
           secretsManifest(fakes),

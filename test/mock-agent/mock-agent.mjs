@@ -20,6 +20,9 @@
 //   MOCK_ECHO_ARGV     =1: print {"argv":[…]} (the arguments after the script, e.g. the prompt) first
 //   MOCK_PRINT         one raw line printed as it is before the payload (e.g. an already-wrapped envelope)
 //   MOCK_LIST_DIR      print {"dir":…,"entries":[…]} for this directory (sorted names), before the payload
+//   MOCK_ECHO_PROMPT   =1: the styled assistant text is `echo: <prompt>` (the last argument, `--prompt=` stripped)
+//   MOCK_SESSION       session id of a fresh styled run (default a fixed UUID); a resumed run (`--resume <id>`,
+//                      Codex `exec resume <id>`) reports the id it resumes
 //
 // Modes: emit = print and exit; signal = print {"started":1}, wait for SIGTERM/SIGINT/SIGHUP, print {"signal":N},
 // exit MOCK_EXIT; crash = SIGKILL itself; orphan = leave a detached `sleep` holding stdout/stderr, print
@@ -39,10 +42,21 @@ const style = env.MOCK_STYLE || '';
 const lines = int('MOCK_LINES', 1);
 const exitCode = int('MOCK_EXIT', 0);
 const delayMs = int('MOCK_DELAY_MS', 0);
-const text = env.MOCK_TEXT || 'hello from the mock agent';
+const text =
+  env.MOCK_ECHO_PROMPT === '1'
+    ? `echo: ${(process.argv.slice(2).at(-1) ?? '').replace(/^--prompt=/, '')}`
+    : env.MOCK_TEXT || 'hello from the mock agent';
 const tool = env.MOCK_TOOL || '';
 const resultError = env.MOCK_RESULT_ERROR === '1';
-const session = '3f1e8a52-6c0d-4b7e-9a41-2d5c7e9b0a11';
+const args = process.argv.slice(2);
+/** The session a CLI argv resumes: `--resume <id>` (Claude, Gemini) or `exec resume <id>` (Codex). */
+const resumed = (() => {
+  const i = args.indexOf('--resume');
+  if (i >= 0) return args[i + 1];
+  if (args[0] === 'exec' && args[1] === 'resume') return args[2];
+  return undefined;
+})();
+const session = resumed || env.MOCK_SESSION || '3f1e8a52-6c0d-4b7e-9a41-2d5c7e9b0a11';
 
 const out = (value) => process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value)}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -4,7 +4,15 @@
 // API server, the testbed CLI (`restart kube-apiserver`), kubeconfig writers and a per-test scenario (fresh
 // namespace, tracked replicas, logs on failure).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -16,9 +24,11 @@ import { loadKubeconfig } from './kubeconfig.ts';
 import { freshNamespace } from './namespace.ts';
 import { pollUntil } from './poll.ts';
 import { ConditionSchema, type Job, JobSchema, KubeObjectSchema, type Pod, PodSchema } from './schemas.ts';
-import type { E2eCluster } from './testbed.ts';
+import { addTestImages, type E2eCluster, testbedImage } from './testbed.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The mock agent CLI (test/mock-agent). */
+const MOCK_AGENT = join(ROOT, 'test', 'mock-agent', 'mock-agent.mjs');
 /** The one-file bundle the e2e tier builds (`npm run build`). */
 export const BUNDLE_PATH = join(ROOT, 'dist', 'agent-controller.mjs');
 const DENO = join(ROOT, 'node_modules', '.bin', 'deno');
@@ -43,6 +53,35 @@ export function e2eRuntime(): E2eRuntime {
  */
 export function runPodImage(runtime: E2eRuntime): string {
   return runtime === 'deno' ? 'agent-controller:e2e-deno' : 'agent-controller:e2e';
+}
+
+/**
+ * Test images that ship a fake `claude` at /usr/local/bin (the mock agent CLI in Claude style, a shell wrapper around
+ * the host's Node, with `env` exported): the run-pod image of `runtime` (so the init container finds the CLI and
+ * installs nothing) and an agent-container image. Returns their names; they are removed with the scenario.
+ */
+export function fakeClaudeImages(
+  s: Scenario,
+  runtime: E2eRuntime,
+  env: Readonly<Record<string, string>> = {},
+): { init: string; agent: string } {
+  const dir = s.tempDir();
+  const wrapper = join(dir, 'claude');
+  const exports = Object.entries({ MOCK_STYLE: 'claude', ...env })
+    .map(([k, val]) => `${k}='${val.replace(/'/g, `'\\''`)}'`)
+    .join(' ');
+  writeFileSync(wrapper, `#!/bin/sh\n${exports} exec node /opt/fake-cli/mock-agent.mjs "$@"\n`);
+  chmodSync(wrapper, 0o755);
+  const files = { '/usr/local/bin/claude': wrapper, '/opt/fake-cli/mock-agent.mjs': MOCK_AGENT };
+  const base = testbedImage(s.cluster, runPodImage(runtime));
+  const names = { init: `agent-controller:${s.ns}`, agent: `fake-claude:${s.ns}` };
+  s.defer(
+    addTestImages(s.cluster, s.ns, {
+      [names.init]: { ...base, files: { ...(base.files as Record<string, string>), ...files } },
+      [names.agent]: { entrypoint: [], files },
+    }),
+  );
+  return names;
 }
 
 /** The host-run image of the Station `agent` container (not in the image table: runs `command` from the host). */
@@ -658,7 +697,7 @@ export function collectionPath(kind: string, namespace: string): string {
 
 const RbacDocSchema = v.looseObject({
   apiVersion: v.string(),
-  kind: v.picklist(['ServiceAccount', 'Role', 'RoleBinding']),
+  kind: v.picklist(['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRoleBinding']),
   metadata: v.looseObject({ name: v.string(), namespace: v.optional(v.string()) }),
   subjects: v.optional(
     v.array(v.looseObject({ kind: v.string(), name: v.string(), namespace: v.optional(v.string()) })),
@@ -667,12 +706,26 @@ const RbacDocSchema = v.looseObject({
 
 /**
  * Creates the ServiceAccounts, Roles and RoleBindings of a manifest file of the repository (`path` relative to its
- * root, e.g. `deploy/rbac/controller-rbac.yaml`) in the scenario's namespace, namespaces rewritten.
+ * root, e.g. `deploy/rbac/controller-rbac.yaml`) in the scenario's namespace, namespaces rewritten. A
+ * ClusterRoleBinding gets the namespace appended to its name (scenarios run side by side) and is deleted at the end.
  */
 export async function applyRbacManifests(s: Scenario, path: string): Promise<void> {
   for (const raw of loadAll(readFileSync(join(ROOT, path), 'utf8'))) {
     if (raw === null || raw === undefined) continue;
     const doc = v.parse(RbacDocSchema, raw);
+    if (doc.kind === 'ClusterRoleBinding') {
+      const name = `${doc.metadata.name}-${s.ns}`;
+      const collection = '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings';
+      await s.client.create(collection, {
+        ...doc,
+        metadata: { ...doc.metadata, name },
+        subjects: (doc.subjects ?? []).map((x) => ({ ...x, namespace: s.ns })),
+      } as Manifest);
+      s.defer(async () => {
+        await s.client.delete(`${collection}/${name}`);
+      });
+      continue;
+    }
     const manifest = {
       ...doc,
       metadata: { ...doc.metadata, namespace: s.ns },

@@ -31,6 +31,15 @@ const DocSchema = v.variant('kind', [
   }),
   v.looseObject({
     apiVersion: v.literal('rbac.authorization.k8s.io/v1'),
+    kind: v.literal('ClusterRoleBinding'),
+    metadata: MetaSchema,
+    roleRef: v.strictObject({ apiGroup: v.string(), kind: v.string(), name: v.string() }),
+    subjects: v.array(
+      v.looseObject({ kind: v.string(), name: v.string(), namespace: v.optional(v.string()) }),
+    ),
+  }),
+  v.looseObject({
+    apiVersion: v.literal('rbac.authorization.k8s.io/v1'),
     kind: v.literal('RoleBinding'),
     metadata: MetaSchema,
     roleRef: v.strictObject({ apiGroup: v.string(), kind: v.string(), name: v.string() }),
@@ -201,9 +210,13 @@ describe('deploy/rbac/caller-rbac.yaml', () => {
     ]);
   });
 
-  it('only creates and reads Agents: no status, no delete, no other resource, no wildcard', () => {
+  it('only creates and reads Agents and prompts or closes realtime runs: no status, no delete, no wildcard', () => {
     assertNoWildcards(role.rules);
-    assert.deepEqual(grants(role.rules), ['agents.re-cinq.com agents: create,get,list,watch']);
+    assert.deepEqual(grants(role.rules), [
+      'agents.re-cinq.com agents/close: create',
+      'agents.re-cinq.com agents/prompt: create',
+      'agents.re-cinq.com agents: create,get,list,watch',
+    ]);
   });
 });
 
@@ -240,5 +253,59 @@ describe('deploy/components/batch', () => {
     const patch = readFileSync(join(ROOT, ...dir, 'batch-env.yaml'), 'utf8');
     assert.match(patch, /name: BATCH_ENABLED, value: "true"/);
     assert.match(patch, /- name: controller\n/);
+  });
+});
+
+describe('deploy/components/realtime', () => {
+  const dir = ['deploy', 'components', 'realtime'];
+  const docs = load('realtime-rbac.yaml', dir);
+  const role = only(docs, 'Role');
+  const binding = only(docs, 'RoleBinding');
+  const delegator = only(docs, 'ClusterRoleBinding');
+  const controller = only(load('controller-rbac.yaml'), 'ServiceAccount');
+  const subject = [
+    { kind: 'ServiceAccount', name: controller.metadata.name, namespace: controller.metadata.namespace },
+  ];
+
+  it('creates Secrets (run tokens, the key once) and reads only the key Secret by name: no list, no watch', () => {
+    assertNoWildcards(role.rules);
+    assert.deepEqual(role.rules, [
+      { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: ['agent-controller-realtime'],
+        verbs: ['get'],
+      },
+    ]);
+    assert.equal(role.metadata.namespace, controller.metadata.namespace);
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: role.metadata.name,
+    });
+    assert.deepEqual(binding.subjects, subject);
+  });
+
+  it('delegates authentication and authorisation through system:auth-delegator only', () => {
+    assert.deepEqual(delegator.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: 'system:auth-delegator',
+    });
+    assert.deepEqual(delegator.subjects, subject);
+  });
+
+  it('is a kustomize Component: RBAC, NetworkPolicy, Service, REALTIME_ENABLED=true and TLS on the controller', () => {
+    const kustomization = readFileSync(join(ROOT, ...dir, 'kustomization.yaml'), 'utf8');
+    assert.match(kustomization, /^kind: Component$/m);
+    for (const file of ['realtime-rbac.yaml', 'realtime-networkpolicy.yaml', 'realtime-service.yaml'])
+      assert.match(kustomization, new RegExp(`- ${file.replace('.', '\\.')}`));
+    const patch = readFileSync(join(ROOT, ...dir, 'realtime-env.yaml'), 'utf8');
+    assert.match(patch, /name: REALTIME_ENABLED, value: "true"/);
+    assert.match(patch, /--tls-cert-file=/);
+    const policy = readFileSync(join(ROOT, ...dir, 'realtime-networkpolicy.yaml'), 'utf8');
+    assert.match(policy, /agents\.re-cinq\.com\/execution: realtime/);
+    assert.match(policy, /port: 8090/);
   });
 });

@@ -103,6 +103,18 @@ export function parseSupervisorConfig(env: Env): { config: SupervisorConfig; war
   };
 }
 
+/**
+ * Where a realtime session is saved when it ends: `AGENT_CONVERSATION_SOURCE`, keyed by the session id (so a later
+ * run's `resumeSession` restores it); undefined without a source, a vendor state folder or HOME.
+ */
+export function conversationForPin(
+  config: Pick<SupervisorConfig, 'vendor'>,
+  env: Env,
+  pin: string,
+): ConversationSave | undefined {
+  return conversationFromEnv({ ...env, AGENT_CONVERSATION_PIN: pin }, config.vendor);
+}
+
 function conversationFromEnv(env: Env, vendor: Vendor): ConversationSave | undefined {
   const source = readString(env, 'AGENT_CONVERSATION_SOURCE');
   const pin = readString(env, 'AGENT_CONVERSATION_PIN');

@@ -21,6 +21,12 @@ export {
   step,
 } from './outcome.ts';
 export { BareOutput, type WritableLike, waitForFlush } from './output.ts';
+export {
+  DEFAULT_PROMPT_PORT,
+  MAX_PROMPT_BYTES,
+  parseRealtimeConfig,
+  runRealtimeSupervisor,
+} from './realtime.ts';
 export { matches, parseSelectors, type Selector, selected } from './select.ts';
 export { type HandledSignal, runSupervisor, type SupervisorIo } from './supervise.ts';
 export { buildTar, type TarEntry } from './tar.ts';

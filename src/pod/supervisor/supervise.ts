@@ -13,7 +13,12 @@ import {
   type ParsedLine,
   parseLine,
 } from '../shared/index.ts';
-import { effectiveDeadline, parseSupervisorConfig, type SupervisorConfig } from './config.ts';
+import {
+  conversationForPin,
+  effectiveDeadline,
+  parseSupervisorConfig,
+  type SupervisorConfig,
+} from './config.ts';
 import { saveConversation } from './conversation.ts';
 import { LineSplitter, MAX_LINE_BYTES } from './line-splitter.ts';
 import { initialOutcome, nextWakeAt, type OutcomeEvent, type OutcomeState, step } from './outcome.ts';
@@ -50,7 +55,7 @@ export const CONVERSATION_TIMEOUT_MS = 30000;
 const MAX_TIMER_MS = 3_600_000;
 
 /** What every phase of one supervised run shares. */
-interface RunContext {
+export interface RunContext {
   readonly io: SupervisorIo;
   readonly config: SupervisorConfig;
   readonly log: Logger;
@@ -97,7 +102,7 @@ export async function runSupervisor(io: SupervisorIo): Promise<number> {
 }
 
 /** Reads the configuration, reports its problems, and opens the outputs and sinks. */
-function prepare(io: SupervisorIo): RunContext {
+export function prepare(io: SupervisorIo): RunContext {
   const startedAt = io.now();
   const errOut = new BareOutput(io.stderr, () => undefined);
   const log = createLogger('info', (line) => errOut.write(line));
@@ -166,12 +171,12 @@ function installSignalForwarding(io: SupervisorIo) {
   };
 }
 
-type Launch =
+export type Launch =
   | { readonly ok: true; readonly child: ChildProcess; readonly exited: Promise<ExitInfo> }
   | { readonly ok: false; readonly reason: 'not-found' | 'spawn' };
 
 /** Finds and spawns the agent (reference §7.1 steps 4–5), logging the reference messages on failure. */
-async function launch(ctx: RunContext, file: string, args: readonly string[]): Promise<Launch> {
+export async function launch(ctx: RunContext, file: string, args: readonly string[]): Promise<Launch> {
   if (!(await locate(file, ctx.io.env))) {
     ctx.log.error(`[supervisor] agent not found: ${file}`);
     return { ok: false, reason: 'not-found' };
@@ -188,10 +193,12 @@ async function launch(ctx: RunContext, file: string, args: readonly string[]): P
  * Streams the agent's output and drives the outcome state machine until the run has a code (steps 6–9); then
  * waits a bounded time for the pipes to reach EOF (step 10), cutting them off if a leftover process holds them.
  */
-async function superviseChild(
+export async function superviseChild(
   ctx: RunContext,
   child: ChildProcess,
   exited: Promise<ExitInfo>,
+  /** Also sees every non-empty stdout line (a realtime turn streams them to its caller). */
+  tap?: (line: string) => void,
 ): Promise<number> {
   const { config, io, log } = ctx;
   let gone = false;
@@ -224,6 +231,7 @@ async function superviseChild(
   const onStdoutLine = (line: string): void => {
     if (line.trim() === '') return;
     ctx.out.line(line);
+    tap?.(line);
     const parsed: ParsedLine = parseLine(line);
     if (!terminalSeen && parsed.json) {
       const terminal = terminalOf(config.vendor, parsed.value);
@@ -259,7 +267,7 @@ async function superviseChild(
 }
 
 /** File events for `output.watch` (step 11), then the conversation save (step 12). */
-async function epilogue(ctx: RunContext): Promise<void> {
+export async function epilogue(ctx: RunContext, pin?: string): Promise<void> {
   const { config, io, log } = ctx;
   if (config.watch.length > 0) {
     const files = await collectFileEvents(config.workspace, config.watch);
@@ -271,11 +279,13 @@ async function epilogue(ctx: RunContext): Promise<void> {
     }
     for (const event of files.events) ctx.emit(event);
   }
-  if (config.conversation) {
+  const conversation =
+    config.conversation ?? (pin !== undefined ? conversationForPin(config, io.env, pin) : undefined);
+  if (conversation) {
     // After a deadline, the upload gets at most half of what is left, so the final event can still be delivered.
     const left =
       ctx.deadlineAt === undefined ? CONVERSATION_TIMEOUT_MS : ctx.budget(CONVERSATION_TIMEOUT_MS) / 2;
-    await saveConversation(config.conversation, {
+    await saveConversation(conversation, {
       env: io.env,
       log,
       retry: config.retry,
@@ -327,7 +337,7 @@ function pump(
 }
 
 /** Sends `signal` to the child's process group (it leads its own), falling back to the child alone. */
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+export function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   const pid = child.pid;
   if (pid === undefined) return;
   try {
@@ -371,7 +381,7 @@ async function executable(path: string): Promise<boolean> {
 }
 
 /** How the child ended: an exit code, or the signal that killed it. */
-interface ExitInfo {
+export interface ExitInfo {
   readonly code: number | null;
   readonly signal: string | null;
 }

@@ -47,6 +47,7 @@ const OPTIONS: ReconcileOptions = {
   maxOutputBytes: 262144,
   requeueMs: 15000,
   batch: { enabled: true, pollMs: 60000 },
+  realtime: { enabled: true },
 };
 const NOW = at(60);
 const BATCH_ID = 'msgbatch_01';

@@ -43,6 +43,7 @@ const OPTIONS = {
   maxOutputBytes: 262144,
   requeueMs: 15000,
   batch: { enabled: true, pollMs: 60000 },
+  realtime: { enabled: true },
 };
 const NOW = at(60);
 

@@ -3,6 +3,7 @@ import { type BuildJobInput, buildSinkNetworkPolicy } from '../../jobs/index.ts'
 import type { Result } from '../../shared/result.ts';
 import type { Action, Decision, JobManifest, RunFailureKind } from '../actions.ts';
 import { conditionsSatisfied } from '../conditions.ts';
+import { isRealtime, promptTokenSecretName, realtimeProblem } from '../realtime/plan.ts';
 import {
   FAILURE_MISSING_REF,
   failureBuild,
@@ -63,6 +64,17 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
       message,
     });
   }
+  const realtime = holdsBatchFinalizer(agent)
+    ? undefined
+    : realtimeProblem(agent, definition, s.options.realtime.enabled);
+  if (realtime !== undefined) {
+    return failBeforeStart(s, now, {
+      kind: 'build_error',
+      reason: REASON.realtimeRefused,
+      failureReason: realtime,
+      message: realtime,
+    });
+  }
   if (definition.spec.execution === 'batch' || holdsBatchFinalizer(agent)) {
     return decideBatchPending(s, now, station, definition);
   }
@@ -110,6 +122,14 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   // Decision (i): the policy admitting the definition's http sinks exists before the run's pods can start.
   const policy = buildSinkNetworkPolicy({ agent, station, definition });
   if (policy !== undefined) actions.push({ kind: 'createNetworkPolicy', policy });
+  if (isRealtime(definition)) {
+    actions.push({
+      kind: 'createPromptToken',
+      ref: agentRef(agent),
+      uid: agent.metadata.uid,
+      secretName: promptTokenSecretName(agent.metadata.name),
+    });
+  }
   actions.push(
     { kind: 'createJob', job: built.value },
     ...startActions(agent, jobName, formatStatusTime(now), `Created Job ${jobName}`, now, now),

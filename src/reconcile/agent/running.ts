@@ -1,5 +1,8 @@
+import { resolveModel } from '../../api/index.ts';
 import { capOutput, jobNameFor } from '../../jobs/index.ts';
+import { sessionIdInOutput, vendorForModel } from '../../vendors/cli/index.ts';
 import type { Action, Decision, RunFailureKind } from '../actions.ts';
+import { isRealtime } from '../realtime/plan.ts';
 import { FAILURE_JOB_GONE, FAILURE_POD_GONE, failureOutputUnavailable, REASON } from '../reasons.ts';
 import type { RunEvidence, Snapshot } from '../snapshot.ts';
 import { agentExitCode, coherentExitCode, parseJobOutcome } from './outcome.ts';
@@ -131,11 +134,17 @@ export function finish(s: Snapshot, now: Date, c: Completion): Decision {
   const conditions =
     c.phase === 'Succeeded' ? succeededConditions(c.message) : failedConditions(c.reason, c.message);
   const duration = secondsBetween(agent.status.startedAt, now);
+  // A realtime run's session id, read from its output as the final check (the prompt API records it as it goes).
+  const sessionId =
+    s.definition !== null && isRealtime(s.definition)
+      ? sessionIdInOutput(vendorForModel(resolveModel(agent, s.definition)), c.output)
+      : undefined;
   const actions: Action[] = [
     statusPatch(
       agent,
       {
         phase: c.phase,
+        ...(sessionId !== undefined && sessionId !== agent.status.sessionId ? { sessionId } : {}),
         ...(c.jobName !== undefined ? { jobName: c.jobName } : {}),
         exitCode: c.exitCode,
         output: c.output,

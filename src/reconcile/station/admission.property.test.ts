@@ -27,6 +27,7 @@ const OPTIONS = {
   maxOutputBytes: 4096,
   requeueMs: 15000,
   batch: { enabled: true, pollMs: 60000 },
+  realtime: { enabled: true },
 };
 
 /** An Agent as the API server holds it. */

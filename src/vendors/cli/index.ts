@@ -17,6 +17,7 @@ export { type McpServerSpec, type PermissionMode, permissionModeOf, type VendorR
 export { mcpHeaderEnvName } from './mcp.ts';
 export { opencodeArgv, opencodeModel } from './opencode.ts';
 export { DEFAULT_MODEL, VENDORS, type Vendor, vendorForModel } from './route.ts';
+export { sessionIdInOutput, sessionIdOf } from './session.ts';
 export {
   classifyEvent,
   classifyLine,

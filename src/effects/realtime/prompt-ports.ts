@@ -1,0 +1,252 @@
+// The prompt API's ports against the real cluster: TokenReview and SubjectAccessReview (delegated authentication and
+// authorisation, as an aggregated API server does), the Agent and its run pod read live from the API server, the
+// forward to the pod's prompt server with the run's token, and the `status.sessionId` patch.
+
+import { createHash } from 'node:crypto';
+import * as v from 'valibot';
+import { API_VERSION, GROUP } from '../../api/index.ts';
+import { LABEL_JOB_NAME } from '../../jobs/names.ts';
+import { LABEL_EXECUTION, REALTIME_PORT } from '../../jobs/realtime.ts';
+import {
+  describeKubeError,
+  type EventRecorder,
+  getObject,
+  isConflict,
+  isNotFound,
+  listAll,
+  PODS,
+  patchStatus,
+  type Transport,
+} from '../../kube/index.ts';
+import { REASON } from '../../reconcile/reasons.ts';
+import type {
+  CallerIdentity,
+  PodEndpoint,
+  PromptApiDeps,
+  PromptTarget,
+  Upstream,
+} from '../../server/prompt.ts';
+import type { Logger } from '../../shared/log.ts';
+import { sessionIdOf } from '../../vendors/cli/session.ts';
+import { AGENTS } from '../resources.ts';
+import type { PromptTokens } from './tokens.ts';
+
+/** How long a TokenReview answer is reused for the same token. */
+const TOKEN_CACHE_MS = 10_000;
+
+const TokenReviewStatus = v.looseObject({
+  status: v.optional(
+    v.looseObject({
+      authenticated: v.optional(v.boolean()),
+      user: v.optional(
+        v.looseObject({
+          username: v.optional(v.string()),
+          uid: v.optional(v.string()),
+          groups: v.optional(v.array(v.string())),
+          extra: v.optional(v.record(v.string(), v.array(v.string()))),
+        }),
+      ),
+    }),
+  ),
+});
+const SarStatus = v.looseObject({
+  status: v.optional(v.looseObject({ allowed: v.optional(v.boolean()) })),
+});
+const AgentView = v.looseObject({
+  metadata: v.looseObject({ name: v.string(), namespace: v.optional(v.string()), uid: v.string() }),
+  status: v.optional(
+    v.looseObject({
+      phase: v.optional(v.string()),
+      jobName: v.optional(v.string()),
+      sessionId: v.optional(v.string()),
+    }),
+  ),
+});
+const PodView = v.looseObject({
+  metadata: v.looseObject({
+    name: v.string(),
+    labels: v.optional(v.record(v.string(), v.string())),
+    deletionTimestamp: v.optional(v.string()),
+  }),
+  status: v.optional(v.looseObject({ phase: v.optional(v.string()), podIP: v.optional(v.string()) })),
+});
+
+export interface PromptPortsOptions {
+  readonly transport: Transport;
+  readonly tokens: () => PromptTokens | undefined;
+  readonly events: EventRecorder;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly fetch?: typeof fetch;
+  /** A verified client certificate's identity for this request (TLS only), if any. */
+  readonly clientIdentity?: (request: Request) => CallerIdentity | undefined;
+}
+
+/** The prompt API's ports (everything but `observe`, which the metrics own). */
+export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe'> {
+  const doFetch = o.fetch ?? ((input, init) => fetch(input, init));
+  const reviews = new Map<string, { at: number; identity: CallerIdentity | undefined }>();
+
+  async function tokenReview(token: string): Promise<CallerIdentity | undefined | { error: string }> {
+    const key = createHash('sha256').update(token).digest('hex');
+    const cached = reviews.get(key);
+    if (cached !== undefined && o.now() - cached.at < TOKEN_CACHE_MS) return cached.identity;
+    const r = await o.transport.request('POST', '/apis/authentication.k8s.io/v1/tokenreviews', {
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } },
+    });
+    if (!r.ok) return { error: describeKubeError(r.error) };
+    const parsed = v.safeParse(TokenReviewStatus, safeJson(r.value.text));
+    if (!parsed.success) return { error: 'TokenReview answer is not understood' };
+    const s = parsed.output.status;
+    const user = s?.user;
+    const identity =
+      s?.authenticated === true && user?.username !== undefined && user.username !== ''
+        ? {
+            username: user.username,
+            ...(user.uid !== undefined ? { uid: user.uid } : {}),
+            groups: user.groups ?? [],
+            ...(user.extra !== undefined ? { extra: user.extra } : {}),
+          }
+        : undefined;
+    if (reviews.size > 1000) reviews.clear();
+    reviews.set(key, { at: o.now(), identity });
+    return identity;
+  }
+
+  return {
+    now: o.now,
+    async authenticate(request) {
+      const fromCert = o.clientIdentity?.(request);
+      if (fromCert !== undefined) return fromCert;
+      const token = /^Bearer\s+(\S+)$/i.exec(request.headers.get('authorization') ?? '')?.[1];
+      if (token === undefined) return undefined;
+      return tokenReview(token);
+    },
+    async authorize(caller, target) {
+      const r = await o.transport.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+        body: {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SubjectAccessReview',
+          spec: {
+            user: caller.username,
+            ...(caller.uid !== undefined ? { uid: caller.uid } : {}),
+            groups: caller.groups,
+            ...(caller.extra !== undefined ? { extra: caller.extra } : {}),
+            resourceAttributes: {
+              namespace: target.namespace,
+              verb: 'create',
+              group: GROUP,
+              resource: 'agents',
+              subresource: target.subresource,
+              name: target.name,
+            },
+          },
+        },
+      });
+      if (!r.ok) return { error: describeKubeError(r.error) };
+      const parsed = v.safeParse(SarStatus, safeJson(r.value.text));
+      if (!parsed.success) return { error: 'SubjectAccessReview answer is not understood' };
+      return parsed.output.status?.allowed === true;
+    },
+    async agent(namespace, name) {
+      const got = await getObject(o.transport, AGENTS, { namespace, name }, AgentView);
+      if (!got.ok) return isNotFound(got.error) ? undefined : { error: describeKubeError(got.error) };
+      const a = got.value;
+      return {
+        namespace,
+        name: a.metadata.name,
+        uid: a.metadata.uid,
+        phase: a.status?.phase,
+        jobName: a.status?.jobName,
+        sessionId: a.status?.sessionId,
+      };
+    },
+    async endpoint(target) {
+      const listed = await listAll(o.transport, PODS, PodView, {
+        namespace: target.namespace,
+        labelSelector: `${LABEL_JOB_NAME}=${target.jobName ?? ''}`,
+      });
+      if (!listed.ok) return { error: describeKubeError(listed.error) };
+      const pods = listed.value.items.filter((p) => p.metadata.deletionTimestamp === undefined);
+      if (pods.length > 0 && pods.every((p) => p.metadata.labels?.[LABEL_EXECUTION] !== 'realtime'))
+        return { kind: 'notRealtime' } satisfies PodEndpoint;
+      const pod = pods.find((p) => p.status?.phase === 'Running' && (p.status.podIP ?? '') !== '');
+      if (pod === undefined) {
+        const phase = pods[0]?.status?.phase;
+        return {
+          kind: 'notYet',
+          detail: pods.length === 0 ? 'no pod yet' : `pod ${pods[0]?.metadata.name} is ${phase ?? 'Pending'}`,
+        };
+      }
+      const ip = pod.status?.podIP ?? '';
+      return { kind: 'ready', url: `http://${ip.includes(':') ? `[${ip}]` : ip}:${REALTIME_PORT}` };
+    },
+    async forward(url, path, uid, body, signal): Promise<Upstream> {
+      const tokens = o.tokens();
+      if (tokens === undefined) throw new Error('the realtime key is not loaded yet');
+      const res = await doFetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tokens.tokenFor(uid)}`, 'content-type': 'application/json' },
+        body,
+        signal,
+      });
+      return { status: res.status, body: res.body, text: () => res.text() };
+    },
+    sessionIdOf(line) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        return undefined;
+      }
+      return sessionIdOf('claude', parsed) ?? sessionIdOf('gemini', parsed) ?? sessionIdOf('codex', parsed);
+    },
+    sessionSeen(target, sessionId) {
+      void recordSession(o, target, sessionId);
+    },
+  };
+}
+
+/** Patches `status.sessionId` (resourceVersion precondition, retried on conflict) and records an Event once. */
+async function recordSession(o: PromptPortsOptions, target: PromptTarget, sessionId: string): Promise<void> {
+  const ref = { namespace: target.namespace, name: target.name };
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const got = await getObject(
+      o.transport,
+      AGENTS,
+      ref,
+      v.looseObject({
+        metadata: v.looseObject({ uid: v.string(), resourceVersion: v.string() }),
+        status: v.optional(v.looseObject({ sessionId: v.optional(v.string()) })),
+      }),
+    );
+    if (!got.ok || got.value.metadata.uid !== target.uid) return;
+    if (got.value.status?.sessionId === sessionId) return;
+    const patched = await patchStatus(o.transport, AGENTS, ref, { sessionId }, v.unknown(), {
+      resourceVersion: got.value.metadata.resourceVersion,
+      fieldManager: 'agent-controller',
+    });
+    if (patched.ok) {
+      void o.events.record(
+        { apiVersion: API_VERSION, kind: 'Agent', metadata: { ...ref, uid: target.uid } },
+        { type: 'Normal', reason: REASON.sessionStarted, message: `CLI session ${sessionId}` },
+      );
+      return;
+    }
+    if (!isConflict(patched.error)) {
+      o.logger.warn('Recording the session id failed', {
+        agent: `${ref.namespace}/${ref.name}`,
+        error: describeKubeError(patched.error),
+      });
+      return;
+    }
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

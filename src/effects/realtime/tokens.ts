@@ -1,0 +1,129 @@
+// The prompt tokens of realtime runs: one per run, derived from the Agent uid with a keyed hash (HMAC-SHA256) under
+// a controller key kept in a Secret, so every replica derives the same token and a token opens no other run. The
+// controller creates the key Secret once (get-or-create, the loser of a race re-reads); the per-run token reaches the
+// pod through a Secret owned by the Agent (secretKeyRef), never as a literal in the Job.
+
+import { createHmac, randomBytes } from 'node:crypto';
+import * as v from 'valibot';
+import { API_VERSION, KIND_AGENT } from '../../api/index.ts';
+import {
+  createObject,
+  getObject,
+  isAlreadyExists,
+  isNotFound,
+  type KubeError,
+  KubeObjectSchema,
+  SECRETS,
+  type Transport,
+} from '../../kube/index.ts';
+import { PROMPT_TOKEN_KEY } from '../../reconcile/realtime/plan.ts';
+import { constantTimeEqual } from '../../shared/constant-time.ts';
+import { err, ok, type Result } from '../../shared/result.ts';
+
+/** Name of the Secret (in the controller's namespace) holding the key every replica derives tokens with. */
+export const REALTIME_KEY_SECRET = 'agent-controller-realtime';
+/** Its data key. */
+export const REALTIME_KEY_FIELD = 'hmac-key';
+/** Bytes of a new key. */
+const KEY_BYTES = 32;
+
+const KeySecretSchema = v.object({
+  data: v.optional(v.nullable(v.record(v.string(), v.string()))),
+});
+
+/** Derives and checks the prompt tokens of realtime runs. */
+export interface PromptTokens {
+  /** The token of the run whose Agent has `uid` (base64url, 43 characters). */
+  tokenFor(uid: string): string;
+  /** True when `presented` is the token of `uid`; constant time in the token's content. */
+  verify(uid: string, presented: string): boolean;
+}
+
+/** The tokens for a key (the raw key bytes). */
+export function promptTokens(key: Uint8Array): PromptTokens {
+  const tokenFor = (uid: string): string =>
+    createHmac('sha256', key).update(`prompt:${uid}`).digest('base64url');
+  return {
+    tokenFor,
+    verify(uid, presented) {
+      return constantTimeEqual(tokenFor(uid), presented);
+    },
+  };
+}
+
+/**
+ * Reads the controller key from `namespace/agent-controller-realtime`, creating it (32 random bytes) when absent.
+ * Two replicas starting together: one create wins, the other reads the winner's key.
+ */
+export async function loadRealtimeKey(
+  transport: Transport,
+  namespace: string,
+): Promise<Result<Uint8Array, KubeError | { readonly kind: 'malformed'; readonly message: string }>> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const got = await getObject(
+      transport,
+      SECRETS,
+      { namespace, name: REALTIME_KEY_SECRET },
+      KeySecretSchema,
+    );
+    if (got.ok) {
+      const b64 = got.value.data?.[REALTIME_KEY_FIELD];
+      const bytes = b64 === undefined ? new Uint8Array() : Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      if (bytes.length < 16) {
+        return err({
+          kind: 'malformed',
+          message: `Secret ${namespace}/${REALTIME_KEY_SECRET} has no ${REALTIME_KEY_FIELD} of at least 16 bytes`,
+        });
+      }
+      return ok(bytes);
+    }
+    if (!isNotFound(got.error)) return got;
+    const created = await createObject(
+      transport,
+      SECRETS,
+      namespace,
+      {
+        metadata: {
+          name: REALTIME_KEY_SECRET,
+          labels: { 'app.kubernetes.io/name': 'agent-controller', 'app.kubernetes.io/component': 'realtime' },
+        },
+        type: 'Opaque',
+        data: { [REALTIME_KEY_FIELD]: btoa(String.fromCharCode(...randomBytes(KEY_BYTES))) },
+      },
+      KubeObjectSchema,
+      { fieldManager: 'agent-controller' },
+    );
+    if (!created.ok && !isAlreadyExists(created.error)) return created;
+  }
+  return err({
+    kind: 'malformed',
+    message: `Secret ${namespace}/${REALTIME_KEY_SECRET} could not be read or created`,
+  });
+}
+
+/** The per-run Secret holding a run's token, owned by its Agent (garbage-collected with it). */
+export function promptTokenSecret(
+  agent: { readonly namespace: string; readonly name: string; readonly uid: string },
+  secretName: string,
+  token: string,
+): Record<string, unknown> {
+  return {
+    metadata: {
+      name: secretName,
+      namespace: agent.namespace,
+      labels: { 'agents.re-cinq.com/component': 'prompt-token' },
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: KIND_AGENT,
+          name: agent.name,
+          uid: agent.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    type: 'Opaque',
+    stringData: { [PROMPT_TOKEN_KEY]: token },
+  };
+}

@@ -1,0 +1,16 @@
+// Names and numbers of a realtime run's Job (execution: realtime): the pod's prompt port, its label, and the Secret
+// that carries the run's prompt token.
+
+import { safeName } from './names.ts';
+
+/** Port of the run pod's prompt server (the supervisor in realtime mode). */
+export const REALTIME_PORT = 8090;
+/** Label on a realtime run's Job and pod (`agents.re-cinq.com/execution: realtime`); the NetworkPolicy selects it. */
+export const LABEL_EXECUTION = 'agents.re-cinq.com/execution';
+/** Key of the per-run Secret that holds the run's prompt token. */
+export const PROMPT_TOKEN_KEY = 'token';
+
+/** Name of the Secret holding a realtime run's prompt token (owned by the Agent): `agent-prompt-<name>`. */
+export function promptTokenSecretName(agentName: string): string {
+  return safeName(`agent-prompt-${agentName}`, 253);
+}

@@ -1,0 +1,371 @@
+// The supervisor of a realtime run (`AGENT_EXECUTION=realtime`): a live CLI session that the controller's prompt
+// API talks to. It serves prompts on `AGENT_PROMPT_PORT` (8090) at the pod IP and accepts only the run's own token
+// (`AGENT_PROMPT_TOKEN`, from the run's Secret; compared in constant time; anything else → 401 without detail).
+//
+// One CLI invocation per turn, continuing the session by id (vendors.md 6.4: all three vendor CLIs resume by id; no
+// input format for a long-lived stdin session is documented, so none is relied on). The first turn is the rendered
+// prompt (the Job's argv) unless the run resumes a session (`AGENT_RESUME_SESSION`: restored by the init container,
+// no initial prompt). Every turn's lines go where a Job run's go (stdout, sinks, `output.select`) and, for a turn
+// asked through the API, back to the caller as NDJSON until the turn ends.
+//
+// The session ends, and with it the pod, on `POST /close` (exit code of the last turn, 0 if none failed), when a turn
+// exits non-zero (its code), on SIGTERM (143), or at the run deadline (124). Closing twice is harmless.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import * as v from 'valibot';
+import { constantTimeEqual } from '../../shared/constant-time.ts';
+import { vendorCommand } from '../../vendors/cli/argv.ts';
+import { sessionIdOf } from '../../vendors/cli/session.ts';
+import { agentFailedBeforeStart, agentFinished, agentStarted, parseLine } from '../shared/index.ts';
+import {
+  epilogue,
+  launch,
+  prepare,
+  type RunContext,
+  type SupervisorIo,
+  signalGroup,
+  superviseChild,
+} from './supervise.ts';
+
+/** Default port of the prompt server. */
+export const DEFAULT_PROMPT_PORT = 8090;
+/** Largest prompt request body accepted (413 beyond). */
+export const MAX_PROMPT_BYTES = 1024 * 1024;
+
+/** The recipe each turn's argv is built from (the Job's `AGENT_RUN_RECIPE`): vendor options, no prompt. */
+const RecipeSchema = v.object({
+  model: v.string(),
+  permissionMode: v.optional(v.string()),
+  allowedTools: v.optional(v.array(v.string())),
+  disallowedTools: v.optional(v.array(v.string())),
+  maxTurns: v.optional(v.number()),
+  mcpServers: v.optional(
+    v.array(
+      v.object({
+        name: v.string(),
+        transport: v.string(),
+        command: v.optional(v.string()),
+        args: v.optional(v.array(v.string())),
+        url: v.optional(v.string()),
+        headers_secret: v.optional(v.string()),
+      }),
+    ),
+  ),
+});
+type Recipe = v.InferOutput<typeof RecipeSchema>;
+
+const PromptBodySchema = v.object({ prompt: v.pipe(v.string(), v.minLength(1, 'prompt must not be empty')) });
+
+/** What the realtime supervisor reads besides the Job run's configuration. */
+export interface RealtimeConfig {
+  readonly token: string;
+  readonly port: number;
+  readonly host: string;
+  readonly recipe: Recipe;
+  readonly resumeSession: string | undefined;
+}
+
+/** Reads the realtime settings; one line naming the variable when one is unusable. */
+export function parseRealtimeConfig(
+  env: Readonly<Record<string, string | undefined>>,
+): { ok: true; value: RealtimeConfig } | { ok: false; error: string } {
+  const token = env.AGENT_PROMPT_TOKEN ?? '';
+  if (token.length < 16) return { ok: false, error: 'AGENT_PROMPT_TOKEN is missing or too short' };
+  const rawPort = env.AGENT_PROMPT_PORT ?? '';
+  const port = rawPort === '' ? DEFAULT_PROMPT_PORT : Number(rawPort);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    return { ok: false, error: `AGENT_PROMPT_PORT must be a port number, got ${JSON.stringify(rawPort)}` };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(env.AGENT_RUN_RECIPE ?? '');
+  } catch {
+    return { ok: false, error: 'AGENT_RUN_RECIPE is not JSON' };
+  }
+  const recipe = v.safeParse(RecipeSchema, raw);
+  if (!recipe.success) return { ok: false, error: `AGENT_RUN_RECIPE: ${v.summarize(recipe.issues)}` };
+  const resume = env.AGENT_RESUME_SESSION ?? '';
+  return {
+    ok: true,
+    value: {
+      token,
+      port,
+      host: env.AGENT_POD_IP || '0.0.0.0',
+      recipe: recipe.output,
+      resumeSession: resume === '' ? undefined : resume,
+    },
+  };
+}
+
+/** One turn in flight: where its lines go (undefined for the first turn, which nobody asked for). */
+interface Turn {
+  readonly respond: ServerResponse | undefined;
+}
+
+/** How a session ended. */
+type End = { readonly code: number; readonly why: string };
+
+/**
+ * Runs a realtime session (see the header). Resolves to the pod's exit code; never rejects for agent, client or sink
+ * problems.
+ */
+export async function runRealtimeSupervisor(io: SupervisorIo): Promise<number> {
+  const ctx = prepare(io);
+  const parsed = parseRealtimeConfig(io.env);
+  if (!parsed.ok) {
+    ctx.log.error(`[supervisor] realtime: ${parsed.error}`);
+    ctx.emit(agentFailedBeforeStart('spawn'));
+    await ctx.sinks.close(ctx.budget(ctx.config.flushMs));
+    return 1;
+  }
+  const rt = parsed.value;
+  const session = new Session(ctx, rt);
+  const code = await session.run();
+  return code;
+}
+
+class Session {
+  readonly #ctx: RunContext;
+  readonly #rt: RealtimeConfig;
+  #sessionId: string | undefined;
+  #turn: Turn | undefined;
+  #child: { kill(signal: NodeJS.Signals): void } | undefined;
+  #lastCode = 0;
+  #ended: End | undefined;
+  #endSession: (end: End) => void = () => undefined;
+  #server: Server | undefined;
+
+  constructor(ctx: RunContext, rt: RealtimeConfig) {
+    this.#ctx = ctx;
+    this.#rt = rt;
+    this.#sessionId = rt.resumeSession;
+  }
+
+  async run(): Promise<number> {
+    const ctx = this.#ctx;
+    const ended = new Promise<End>((resolve) => {
+      this.#endSession = (end) => {
+        if (this.#ended !== undefined) return;
+        this.#ended = end;
+        resolve(end);
+      };
+    });
+    const removeSignals = [
+      this.#ctx.io.onSignal('SIGTERM', () => this.#stop(143, 'SIGTERM')),
+      this.#ctx.io.onSignal('SIGINT', () => this.#stop(130, 'SIGINT')),
+      this.#ctx.io.onSignal('SIGPIPE', () => undefined),
+    ];
+    const deadline =
+      ctx.deadlineAt === undefined
+        ? undefined
+        : setTimeout(
+            () => this.#stop(124, 'the run deadline passed'),
+            Math.max(0, ctx.deadlineAt - ctx.io.now()),
+          );
+    try {
+      this.#server = await this.#listen();
+    } catch (error) {
+      ctx.log.error('[supervisor] realtime: cannot serve prompts', {
+        port: this.#rt.port,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      ctx.emit(agentFailedBeforeStart('spawn'));
+      await ctx.sinks.close(ctx.budget(ctx.config.flushMs));
+      clearTimeout(deadline);
+      for (const remove of removeSignals) remove();
+      return 1;
+    }
+    ctx.log.info('[supervisor] realtime session: serving prompts', { port: this.#rt.port });
+    ctx.emit(agentStarted());
+    if (this.#rt.resumeSession === undefined) {
+      const [file, ...args] = ctx.io.argv;
+      void this.#runTurn(file ?? '', args, undefined);
+    }
+    const end = await ended;
+    clearTimeout(deadline);
+    ctx.log.info('[supervisor] realtime session ended', { code: end.code, why: end.why });
+    await new Promise<void>((resolve) => {
+      this.#server?.close(() => resolve());
+      this.#server?.closeAllConnections?.();
+    });
+    await epilogue(ctx, this.#sessionId);
+    ctx.emit(agentFinished(end.code));
+    await ctx.sinks.close(ctx.budget(ctx.config.flushMs));
+    for (const remove of removeSignals) remove();
+    return end.code;
+  }
+
+  /** Ends the session now (a signal or the deadline): the turn in flight is stopped. */
+  #stop(code: number, why: string): void {
+    if (this.#child !== undefined) {
+      try {
+        this.#child.kill('SIGTERM');
+      } catch {
+        // already gone
+      }
+    }
+    this.#endSession({ code, why });
+  }
+
+  /** Runs one turn to its end; a non-zero exit ends the session with that code. */
+  async #runTurn(file: string, args: readonly string[], respond: ServerResponse | undefined): Promise<void> {
+    const ctx = this.#ctx;
+    this.#turn = { respond };
+    try {
+      const started = await launch(ctx, file, args);
+      if (!started.ok) {
+        respond?.end(`${JSON.stringify({ type: 'error', message: 'the agent CLI could not be started' })}\n`);
+        this.#endSession({ code: 1, why: `the agent CLI could not be started (${started.reason})` });
+        return;
+      }
+      const { child, exited } = started;
+      this.#child = { kill: (signal) => signalGroup(child, signal) };
+      const code = await superviseChild(ctx, child, exited, (line) => {
+        const parsed = parseLine(line);
+        if (parsed.json) {
+          const id = sessionIdOf(ctx.config.vendor, parsed.value);
+          if (id !== undefined) this.#sessionId = id;
+        }
+        if (respond !== undefined && !respond.destroyed) respond.write(`${line}\n`);
+      });
+      this.#child = undefined;
+      this.#lastCode = code;
+      respond?.end();
+      if (code !== 0) this.#endSession({ code, why: `a turn ended with exit code ${code}` });
+    } finally {
+      this.#turn = undefined;
+    }
+  }
+
+  #listen(): Promise<Server> {
+    const server = createServer((req, res) => {
+      void this.#handle(req, res).catch((error) => {
+        this.#ctx.log.warn('[supervisor] prompt request failed', {
+          error: error instanceof Error ? error.message : String(error),
+        });
+        if (!res.headersSent) reply(res, 500, { message: 'internal error' });
+        else res.destroy();
+      });
+    });
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.#rt.port, this.#rt.host, () => {
+        server.off('error', reject);
+        resolve(server);
+      });
+    });
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '').split('?')[0];
+    if (req.method === 'GET' && path === '/healthz') {
+      reply(res, 200, { ok: true, sessionId: this.#sessionId ?? null, busy: this.#turn !== undefined });
+      return;
+    }
+    if (req.method !== 'POST' || (path !== '/prompt' && path !== '/close')) {
+      reply(res, 404, { message: 'not found' });
+      return;
+    }
+    if (!this.#authorized(req.headers.authorization)) {
+      req.resume();
+      reply(res, 401, { message: 'unauthorized' });
+      return;
+    }
+    if (path === '/close') {
+      req.resume();
+      reply(res, 200, { closed: true, sessionId: this.#sessionId ?? null });
+      this.#closeAfterTurn();
+      return;
+    }
+    const body = await readBody(req, MAX_PROMPT_BYTES);
+    if (body === 'tooLarge') {
+      reply(res, 413, { message: `the prompt request is larger than ${MAX_PROMPT_BYTES} bytes` });
+      return;
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(body);
+    } catch {
+      reply(res, 400, { message: 'the body must be JSON {"prompt": "..."}' });
+      return;
+    }
+    const prompt = v.safeParse(PromptBodySchema, raw);
+    if (!prompt.success) {
+      reply(res, 400, { message: v.summarize(prompt.issues) });
+      return;
+    }
+    if (this.#ended !== undefined || this.#closing) {
+      reply(res, 409, { message: 'the session has ended' });
+      return;
+    }
+    if (this.#turn !== undefined) {
+      reply(res, 409, { message: 'a prompt is already in flight' });
+      return;
+    }
+    const command = vendorCommand({
+      ...this.#rt.recipe,
+      prompt: prompt.output.prompt,
+      resumeSession: this.#sessionId,
+    });
+    if (!command.ok) {
+      reply(res, 400, { message: command.error });
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+    res.flushHeaders();
+    const [file, ...args] = command.value.argv;
+    await this.#runTurn(file ?? '', args, res);
+  }
+
+  #closing = false;
+
+  /** Ends the session once the turn in flight (if any) is over. */
+  #closeAfterTurn(): void {
+    if (this.#closing) return;
+    this.#closing = true;
+    const wait = async (): Promise<void> => {
+      while (this.#turn !== undefined) await new Promise((r) => setTimeout(r, 50));
+      this.#endSession({ code: this.#lastCode, why: 'closed' });
+    };
+    void wait();
+  }
+
+  #authorized(header: string | undefined): boolean {
+    const presented = /^Bearer (.+)$/.exec(header ?? '')?.[1] ?? '';
+    return constantTimeEqual(this.#rt.token, presented);
+  }
+}
+
+function reply(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': new TextEncoder().encode(text).length,
+  });
+  res.end(text);
+}
+
+/** The request body as text, or `tooLarge` once it passes `max` bytes. */
+function readBody(req: IncomingMessage, max: number): Promise<string | 'tooLarge'> {
+  return new Promise((resolve, reject) => {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (chunk: Uint8Array) => {
+      size += chunk.length;
+      if (size > max) over = true;
+      else chunks.push(chunk);
+    });
+    req.on('end', () => resolve(over ? 'tooLarge' : new TextDecoder().decode(concat(chunks))));
+    req.on('error', reject);
+  });
+}
+
+function concat(chunks: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}

@@ -1,0 +1,32 @@
+// The CLI session id a stream-JSON line reveals (vendors.md 6.1–6.3): Claude's `system/init` and Gemini's `init`
+// carry `session_id`; Codex's `thread.started` carries `thread_id`. Agent output is untrusted: an id is taken only
+// when it is a short printable string that cannot pass for a flag.
+
+import type { Vendor } from './route.ts';
+
+const ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+/** The session id `line` (one parsed JSON event) reveals for `vendor`, or undefined. */
+export function sessionIdOf(vendor: Vendor, line: unknown): string | undefined {
+  if (typeof line !== 'object' || line === null) return undefined;
+  const e = line as Record<string, unknown>;
+  let id: unknown;
+  if (vendor === 'claude' && e.type === 'system' && e.subtype === 'init') id = e.session_id;
+  else if (vendor === 'gemini' && e.type === 'init') id = e.session_id;
+  else if (vendor === 'codex' && e.type === 'thread.started') id = e.thread_id;
+  return typeof id === 'string' && ID.test(id) ? id : undefined;
+}
+
+/** The session id of a run's output (newline-separated event lines): the last one revealed, or undefined. */
+export function sessionIdInOutput(vendor: Vendor, output: string): string | undefined {
+  let found: string | undefined;
+  for (const line of output.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      found = sessionIdOf(vendor, JSON.parse(line)) ?? found;
+    } catch {
+      // not an event line
+    }
+  }
+  return found;
+}

@@ -1,0 +1,264 @@
+// Realtime runs end to end on the control plane, on the runtime named by AGENT_E2E_RUNTIME: a realtime Agent gets a
+// Job whose pod's supervisor serves prompts (a fake `claude` from a test image: the mock agent CLI echoing each
+// prompt); people and programs prompt it through the controller's prompt API, authenticated by a TokenReview and
+// authorised by a SubjectAccessReview on agents/prompt and agents/close. Three prompts by a ServiceAccount with the
+// grant (refused for one without, and without a token), `status.sessionId` and its Event, close → Succeeded, the
+// prompt API answering on a standby replica, and the admission reasons. The controller runs as the deploy/
+// ServiceAccount plus deploy/components/realtime.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import {
+  agentCondition,
+  agentManifest,
+  applyCrds,
+  applyRbacManifests,
+  type ControllerProcess,
+  controllerSkipReason,
+  e2eCluster,
+  e2eRuntime,
+  fakeClaudeImages,
+  GROUP_VERSION,
+  kubeconfigWithToken,
+  type Manifest,
+  pollUntil,
+  runScenario,
+  type Scenario,
+  stationManifest,
+} from '../support/index.ts';
+
+const cluster = e2eCluster();
+const skip = controllerSkipReason(cluster);
+const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
+const SESSION = 'e2e-session-0001';
+
+function realtimeDefinition(name: string, spec: Readonly<Record<string, unknown>> = {}): Manifest {
+  return {
+    apiVersion: GROUP_VERSION,
+    kind: 'AgentDefinition',
+    metadata: { name },
+    spec: { model: 'claude-opus-5-5', prompt: 'hello {topic}', execution: 'realtime', ...spec },
+  };
+}
+
+/** The controller's RBAC plus the realtime component's, and the caller role (agent-launcher). */
+async function applyRbac(s: Scenario): Promise<void> {
+  await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
+  await applyRbacManifests(s, 'deploy/components/realtime/realtime-rbac.yaml');
+  await applyRbacManifests(s, 'deploy/rbac/caller-rbac.yaml');
+}
+
+/** A replica as the agent-controller ServiceAccount with REALTIME_ENABLED (unless told otherwise). */
+async function startRealtimeReplica(
+  s: Scenario,
+  opts: { enabled?: boolean; identity?: string; agentImage?: string } = {},
+): Promise<ControllerProcess> {
+  const kubeconfig = kubeconfigWithToken(
+    s.cluster.kubeconfig,
+    await s.serviceAccountToken('agent-controller'),
+    'agent-controller',
+    s.tempDir(),
+  );
+  return s.startReplica({
+    kubeconfig,
+    env: {
+      ...(opts.enabled === false ? {} : { REALTIME_ENABLED: 'true', API_PORT: '0' }),
+      ...(opts.agentImage !== undefined ? { AGENT_IMAGE: opts.agentImage } : {}),
+    },
+    ...(opts.identity !== undefined ? { identity: opts.identity } : {}),
+  });
+}
+
+/** The prompt API base URL of a replica (from its log line). */
+async function apiUrl(ctl: ControllerProcess): Promise<string> {
+  const line = await ctl.waitForLog('Serving the realtime prompt API');
+  return `http://127.0.0.1:${String(line.port)}`;
+}
+
+function agentPath(s: Scenario, name: string, action: 'prompt' | 'close'): string {
+  return `/apis/${GROUP_VERSION}/namespaces/${s.ns}/agents/${name}/${action}`;
+}
+
+async function call(
+  base: string,
+  path: string,
+  token: string | undefined,
+  body: unknown,
+): Promise<{ status: number; text: string; lines: Record<string, unknown>[] }> {
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
+    },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(60_000),
+  });
+  const text = await res.text();
+  const lines = (res.headers.get('content-type') ?? '').includes('ndjson')
+    ? text
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+    : [];
+  return { status: res.status, text, lines };
+}
+
+/** Prompts until the run pod listens (503 before), then returns the 200 answer. */
+async function promptWhenReady(base: string, path: string, token: string, prompt: string) {
+  return pollUntil(
+    async (observe) => {
+      const r = await call(base, path, token, { prompt });
+      observe(`${r.status} ${r.text.slice(0, 200)}`);
+      if (r.status === 503 || r.status === 409) return undefined;
+      return r;
+    },
+    { timeoutMs: 90_000, intervalMs: 500, description: 'the run pod to take a prompt' },
+  );
+}
+
+describe(`controller: realtime runs (${runtime})`, { skip }, () => {
+  if (typeof cluster === 'string') return;
+  before(() => applyCrds(cluster.client));
+  after(() => cluster.client.close());
+
+  it(
+    'three prompts through the prompt API, the session id recorded, refused without the grant, close → Succeeded; a standby answers too',
+    { timeout: 240_000 },
+    () =>
+      runScenario(cluster, 'rt-session', async (s) => {
+        await applyRbac(s);
+        const images = fakeClaudeImages(s, runtime, { MOCK_ECHO_PROMPT: '1', MOCK_SESSION: SESSION });
+        const leader = await startRealtimeReplica(s, { identity: 'rt-leader', agentImage: images.init });
+        await leader.waitForMetric('controller_is_leader', {}, 1, 30_000);
+        const standby = await startRealtimeReplica(s, { identity: 'rt-standby', agentImage: images.init });
+        await s.create(
+          realtimeDefinition('def'),
+          stationManifest('st', 'def', {
+            template: {
+              spec: {
+                terminationGracePeriodSeconds: 2,
+                containers: [{ name: 'agent', image: images.agent }],
+              },
+            },
+          }),
+          agentManifest('live', 'st', { parameters: { topic: 'world' } }),
+        );
+        const launcher = await s.serviceAccountToken('agent-launcher');
+        const base = await apiUrl(leader);
+        const promptPath = agentPath(s, 'live', 'prompt');
+
+        const first = await promptWhenReady(base, promptPath, launcher, 'what is one plus one');
+        assert.equal(first.status, 200, first.text);
+        assert.match(JSON.stringify(first.lines), /echo: what is one plus one/);
+        assert.equal(first.lines.at(-1)?.type, 'result', 'a turn ends with its result line');
+
+        const second = await call(base, promptPath, launcher, { prompt: 'and two plus two' });
+        assert.equal(second.status, 200, second.text);
+        assert.match(JSON.stringify(second.lines), /echo: and two plus two/);
+        // The standby replica serves the API as well (stateless forwarding).
+        const third = await call(await apiUrl(standby), promptPath, launcher, {
+          prompt: 'third, via the standby',
+        });
+        assert.equal(third.status, 200, third.text);
+        assert.match(JSON.stringify(third.lines), /echo: third, via the standby/);
+
+        const recorded = await s.waitForAgent(
+          'live',
+          (a) => a.status.sessionId === SESSION,
+          'status.sessionId',
+          30_000,
+        );
+        assert.equal(recorded.status.phase, 'Running');
+        await s.waitForEvents('live', recorded.metadata.uid, ['Normal/SessionStarted']);
+
+        // No token, a token without the grant, an unknown Agent.
+        assert.equal((await call(base, promptPath, undefined, { prompt: 'x' })).status, 401);
+        await s.client.create(`/api/v1/namespaces/${s.ns}/serviceaccounts`, {
+          apiVersion: 'v1',
+          kind: 'ServiceAccount',
+          metadata: { name: 'no-prompt' },
+        });
+        const stranger = await s.serviceAccountToken('no-prompt');
+        const refused = await call(base, promptPath, stranger, { prompt: 'x' });
+        assert.equal(refused.status, 403, refused.text);
+        const status = JSON.parse(refused.text) as Record<string, unknown>;
+        assert.equal(status.kind, 'Status');
+        assert.equal(status.reason, 'Forbidden');
+        assert.match(String(status.message), /cannot create resource "agents\/prompt"/);
+        assert.equal(
+          (await call(base, agentPath(s, 'nobody', 'prompt'), launcher, { prompt: 'x' })).status,
+          404,
+        );
+
+        const closed = await call(base, agentPath(s, 'live', 'close'), launcher, {});
+        assert.equal(closed.status, 200, closed.text);
+        const done = await s.waitTerminal('live', 60_000);
+        assert.equal(done.status.phase, 'Succeeded', JSON.stringify(done.status));
+        assert.equal(done.status.exitCode, 0);
+        assert.equal(done.status.sessionId, SESSION);
+        assert.equal(agentCondition(done, 'Complete')?.status, 'True');
+        assert.match(done.status.output ?? '', /echo: hello world/, 'the first turn ran the rendered prompt');
+        assert.match(done.status.output ?? '', /echo: third, via the standby/);
+        const again = await call(base, agentPath(s, 'live', 'close'), launcher, {});
+        assert.equal(again.status, 409, 'closing an ended session answers 409, harmlessly');
+        const late = await call(base, promptPath, launcher, { prompt: 'too late' });
+        assert.equal(late.status, 409);
+        const job = await s.job(done.status.jobName ?? '');
+        assert.equal(job?.metadata.labels?.['agents.re-cinq.com/execution'], 'realtime');
+        await leader.waitForMetric('controller_prompts_total', { action: 'prompt', result: 'ok' }, 2, 10_000);
+      }),
+  );
+
+  it(
+    'admission reasons: REALTIME_ENABLED unset, conversation id or pin, resumeSession without a source or on a CLI that cannot resume',
+    { timeout: 120_000 },
+    () =>
+      runScenario(cluster, 'rt-reasons', async (s) => {
+        await applyRbac(s);
+        await s.create(
+          realtimeDefinition('def-plain'),
+          stationManifest('st-plain', 'def-plain'),
+          agentManifest('disabled', 'st-plain'),
+        );
+        const off = await startRealtimeReplica(s, { enabled: false, identity: 'rt-off' });
+        const d = await s.waitTerminal('disabled', 60_000);
+        assert.equal(d.status.failureReason, 'realtime execution is disabled on this controller');
+        await off.stop();
+
+        const source = { resources: { conversation: { source: 'http://127.0.0.1:9/store' } } };
+        await s.create(
+          realtimeDefinition('def-id', { resources: { conversation: { id: 'c-1' } } }),
+          stationManifest('st-id', 'def-id'),
+          agentManifest('with-id', 'st-id'),
+          realtimeDefinition('def-pin', { resources: { conversation: { pin: 'p-1' } } }),
+          stationManifest('st-pin', 'def-pin'),
+          agentManifest('with-pin', 'st-pin'),
+          stationManifest('st-plain-2', 'def-plain'),
+          {
+            ...agentManifest('resume-no-source', 'st-plain-2'),
+            spec: { stationRef: 'st-plain-2', resumeSession: 's-1' },
+          },
+          realtimeDefinition('def-opencode', { ...source, model: 'opencode/x/y' }),
+          stationManifest('st-opencode', 'def-opencode'),
+          {
+            ...agentManifest('resume-opencode', 'st-opencode'),
+            spec: { stationRef: 'st-opencode', resumeSession: 's-1' },
+          },
+        );
+        await startRealtimeReplica(s, { identity: 'rt-on' });
+        const want: [string, string][] = [
+          ['with-id', 'realtime execution cannot use resources.conversation.id'],
+          ['with-pin', 'realtime execution cannot use resources.conversation.pin'],
+          ['resume-no-source', 'resumeSession needs resources.conversation.source'],
+          ['resume-opencode', 'opencode cannot resume a session'],
+        ];
+        for (const [name, reason] of want) {
+          const a = await s.waitTerminal(name, 60_000);
+          assert.equal(a.status.phase, 'Failed', name);
+          assert.equal(a.status.failureReason, reason, name);
+          assert.equal(a.status.jobName, undefined, `${name}: no Job`);
+          await s.waitForEvents(name, a.metadata.uid, ['Warning/RealtimeRefused']);
+        }
+      }),
+  );
+});

@@ -1,0 +1,271 @@
+// The realtime supervisor on the host (AGENT_EXECUTION=realtime): the real `supervisor` subcommand serving prompts on
+// a loopback port around a fake `claude` (the mock agent CLI in Claude style, on PATH), on Node from source and on
+// Deno from the bundle. Token checks, a prompt streamed back as NDJSON, turns continuing the session by id, a second
+// prompt while one is in flight (409), close, a CLI crash mid-turn, the deadline, an oversized body.
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const MOCK = join(ROOT, 'test', 'mock-agent', 'mock-agent.mjs');
+const BUNDLE = join(ROOT, 'dist', 'agent-controller.mjs');
+const DENO = join(ROOT, 'node_modules', '.bin', 'deno');
+const TOKEN = 'tok-0123456789abcdef0123456789abcdef';
+const SESSION = 'sess-0001';
+
+type Runtime = 'node' | 'deno';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor<T>(
+  probe: () => Promise<T | undefined> | T | undefined,
+  ms: number,
+  what: string,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) assert.fail(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+interface Session {
+  readonly proc: ChildProcess;
+  readonly url: string;
+  readonly stdout: string[];
+  readonly exited: Promise<number | null>;
+  stderr(): string;
+}
+
+async function startSession(
+  runtime: Runtime,
+  bin: string,
+  env: Record<string, string> = {},
+  firstPrompt = 'first prompt',
+): Promise<Session> {
+  const port = await freePort();
+  const [cmd, args] =
+    runtime === 'deno'
+      ? [DENO, ['run', '-A', BUNDLE, 'supervisor', '--']]
+      : [process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'main.ts'), 'supervisor', '--']];
+  const proc = spawn(cmd, [...args, 'claude', '--print', '--', firstPrompt], {
+    cwd: ROOT,
+    env: {
+      PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+      HOME: process.env.HOME ?? '/tmp',
+      AGENT_NAME: 'rt',
+      POD_NAME: 'rt-pod',
+      POD_NAMESPACE: 'ns',
+      AGENT_MODEL: 'claude-opus-5-5',
+      AGENT_EXECUTION: 'realtime',
+      AGENT_PROMPT_TOKEN: TOKEN,
+      AGENT_PROMPT_PORT: String(port),
+      AGENT_POD_IP: '127.0.0.1',
+      AGENT_RUN_RECIPE: JSON.stringify({ model: 'claude-opus-5-5', permissionMode: 'bypass' }),
+      AGENT_EXIT_GRACE_MS: '500',
+      MOCK_STYLE: 'claude',
+      MOCK_ECHO_PROMPT: '1',
+      MOCK_ECHO_ARGV: '1',
+      MOCK_SESSION: SESSION,
+      DENO_NO_UPDATE_CHECK: '1',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const stdout: string[] = [];
+  let partial = '';
+  let err = '';
+  proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    const parts = (partial + chunk).split('\n');
+    partial = parts.pop() ?? '';
+    stdout.push(...parts.filter((l) => l !== ''));
+  });
+  proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    err += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(
+    async () => {
+      if (proc.exitCode !== null) assert.fail(`the supervisor exited early (${proc.exitCode}): ${err}`);
+      const ok = await fetch(`${url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      return ok ? true : undefined;
+    },
+    20_000,
+    'the prompt server',
+  );
+  return { proc, url, stdout, exited, stderr: () => err };
+}
+
+const auth = { authorization: `Bearer ${TOKEN}` };
+
+async function prompt(s: Session, text: string, headers: Record<string, string> = auth) {
+  const res = await fetch(`${s.url}/prompt`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ prompt: text }),
+  });
+  const body = await res.text();
+  const lines = res.headers.get('content-type')?.includes('ndjson')
+    ? body
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+    : [];
+  return { status: res.status, body, lines };
+}
+
+/** Waits until the session's first turn (no caller) has ended: its result line is on stdout and the server is idle. */
+async function firstTurnDone(s: Session): Promise<void> {
+  await waitFor(
+    async () => {
+      const h = (await (await fetch(`${s.url}/healthz`)).json()) as { busy: boolean };
+      return !h.busy && s.stdout.some((l) => l.includes('"type":"result"')) ? true : undefined;
+    },
+    20_000,
+    'the first turn to end',
+  );
+}
+
+for (const runtime of ['node', 'deno'] as const) {
+  const skip =
+    runtime === 'deno' && (!existsSync(DENO) || !existsSync(BUNDLE))
+      ? 'deno or the bundle is missing (npm run build)'
+      : false;
+  describe(`realtime supervisor (${runtime})`, { skip }, () => {
+    let bin: string;
+    before(async () => {
+      bin = await mkdtemp(join(tmpdir(), 'rt-bin-'));
+      // The fake claude: the mock agent; a prompt containing "crash" kills it mid-turn.
+      await writeFile(
+        join(bin, 'claude'),
+        `#!/bin/sh\ncase "$*" in *crash*) echo '{"type":"system","subtype":"init","session_id":"${SESSION}"}'; kill -9 $$;; esac\nexec "${process.execPath}" "${MOCK}" "$@"\n`,
+      );
+      await chmod(join(bin, 'claude'), 0o755);
+    });
+    after(() => rm(bin, { recursive: true, force: true }));
+
+    it('refuses a missing or wrong token with 401 and no detail; health needs none', async () => {
+      const s = await startSession(runtime, bin);
+      try {
+        for (const headers of [
+          {},
+          { authorization: 'Bearer nope' },
+          { authorization: `Bearer ${TOKEN}x` },
+          { authorization: TOKEN },
+        ]) {
+          const r = await prompt(s, 'hello', headers);
+          assert.equal(r.status, 401, JSON.stringify(headers));
+          assert.deepEqual(JSON.parse(r.body), { message: 'unauthorized' });
+        }
+        const closeNoAuth = await fetch(`${s.url}/close`, { method: 'POST' });
+        assert.equal(closeNoAuth.status, 401);
+        assert.equal(s.proc.exitCode, null, 'an unauthorized close closes nothing');
+      } finally {
+        s.proc.kill('SIGKILL');
+      }
+    });
+
+    it('runs the first turn, streams later turns back as NDJSON, continues the session by id, closes with 0', async () => {
+      const s = await startSession(runtime, bin);
+      await firstTurnDone(s);
+      assert.ok(
+        s.stdout.some((l) => l.includes('echo: first prompt')),
+        'the first turn ran the rendered prompt',
+      );
+      const two = await prompt(s, 'second question');
+      assert.equal(two.status, 200, two.body);
+      const argv = two.lines.find((l) => Array.isArray(l.argv))?.argv as string[];
+      assert.deepEqual(argv.slice(argv.indexOf('--resume'), argv.indexOf('--resume') + 2), [
+        '--resume',
+        SESSION,
+      ]);
+      assert.equal(argv.at(-1), 'second question');
+      const text = JSON.stringify(two.lines);
+      assert.match(text, /echo: second question/);
+      assert.equal(two.lines.at(-1)?.type, 'result', 'the turn ends with its result line');
+      const three = await prompt(s, 'third');
+      assert.match(JSON.stringify(three.lines), /echo: third/);
+      assert.ok(
+        s.stdout.some((l) => l.includes('echo: third')),
+        'turn lines also go to stdout',
+      );
+      const closed = await fetch(`${s.url}/close`, { method: 'POST', headers: auth });
+      assert.equal(closed.status, 200);
+      assert.deepEqual(await closed.json(), { closed: true, sessionId: SESSION });
+      assert.equal(await s.exited, 0);
+      assert.match(s.stdout.at(-1) ?? '', /"status":"succeeded","exitCode":0/);
+    });
+
+    it('a second prompt while one is in flight gets 409; a prompt after close gets nothing', async () => {
+      const s = await startSession(runtime, bin, { MOCK_DELAY_MS: '300', MOCK_LINES: '4' });
+      try {
+        await firstTurnDone(s);
+        const [a, b] = await Promise.all([
+          prompt(s, 'slow one'),
+          new Promise((r) => setTimeout(r, 150)).then(() => prompt(s, 'too soon')),
+        ]);
+        assert.equal(a.status, 200);
+        assert.equal(b.status, 409);
+        assert.match(b.body, /already in flight/);
+        const closed = await fetch(`${s.url}/close`, { method: 'POST', headers: auth });
+        assert.equal(closed.status, 200);
+        assert.equal(await s.exited, 0);
+        await assert.rejects(prompt(s, 'late'), 'the server is gone after close');
+      } finally {
+        s.proc.kill('SIGKILL');
+      }
+    });
+
+    it('a CLI that crashes mid-turn ends the turn and the session with its code', async () => {
+      const s = await startSession(runtime, bin);
+      try {
+        await firstTurnDone(s);
+        const r = await prompt(s, 'please crash now');
+        assert.equal(r.status, 200);
+        assert.ok(!r.lines.some((l) => l.type === 'result'), 'no result line for a crashed turn');
+        const code = await s.exited;
+        assert.equal(code, 137);
+        assert.match(s.stdout.at(-1) ?? '', /"status":"failed","exitCode":137/);
+      } finally {
+        s.proc.kill('SIGKILL');
+      }
+    });
+
+    it('ends at the run deadline with 124; an oversized prompt gets 413', async () => {
+      const s = await startSession(runtime, bin, { AGENT_DEADLINE_MS: '4000' });
+      try {
+        await firstTurnDone(s);
+        const big = await fetch(`${s.url}/prompt`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...auth },
+          body: JSON.stringify({ prompt: 'x'.repeat(1024 * 1024 + 10) }),
+        });
+        assert.equal(big.status, 413);
+        assert.equal(await s.exited, 124);
+      } finally {
+        s.proc.kill('SIGKILL');
+      }
+    });
+  });
+}
