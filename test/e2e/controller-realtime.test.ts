@@ -2,10 +2,13 @@
 // Job whose pod's supervisor serves prompts (a fake `claude` from a test image: the mock agent CLI echoing each
 // prompt); people and programs prompt it through the controller's prompt API, authenticated by a TokenReview and
 // authorised by a SubjectAccessReview on agents/prompt and agents/close. Three prompts by a ServiceAccount with the
-// grant (refused for one without, and without a token), `status.sessionId` and its Event, close → Succeeded, the
-// prompt API answering on a standby replica, and the admission reasons. The controller runs as the deploy/
-// ServiceAccount plus deploy/components/realtime.
+// grant (refused for one without, and without a token), `status.sessionId` and its Event, the prompt API answering
+// on a standby replica, a leader SIGKILLed mid-session (the session goes on), close → Succeeded; a second Agent with
+// `resumeSession` restoring the first one's conversation from a loopback conversation store and sending no initial
+// prompt; the admission reasons. The controller runs as the deploy/ ServiceAccount plus deploy/components/realtime.
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import {
   agentCondition,
@@ -116,6 +119,41 @@ async function promptWhenReady(base: string, path: string, token: string, prompt
   );
 }
 
+/** A loopback conversation store: POST <path> keeps the body, GET <path> returns it (404 when unknown). */
+async function startConversationStore(): Promise<{
+  url: string;
+  saved: Map<string, Buffer>;
+  fetched: string[];
+  close(): Promise<void>;
+}> {
+  const saved = new Map<string, Buffer>();
+  const fetched: string[] = [];
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').replace(/^\/store/, '');
+    if (req.method === 'POST') {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        saved.set(path, Buffer.concat(chunks));
+        res.writeHead(201).end();
+      });
+      return;
+    }
+    fetched.push(path);
+    const body = saved.get(path);
+    if (body === undefined) res.writeHead(404).end();
+    else res.writeHead(200, { 'content-type': 'application/gzip' }).end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/store`,
+    saved,
+    fetched,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
 describe(`controller: realtime runs (${runtime})`, { skip }, () => {
   if (typeof cluster === 'string') return;
   before(() => applyCrds(cluster.client));
@@ -162,6 +200,14 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
         assert.equal(third.status, 200, third.text);
         assert.match(JSON.stringify(third.lines), /echo: third, via the standby/);
 
+        // The leader dies mid-session: the session lives in the pod, the standby takes over and still answers.
+        await leader.kill();
+        await standby.waitForMetric('controller_is_leader', {}, 1, 60_000);
+        const live = await apiUrl(standby);
+        const afterKill = await call(live, promptPath, launcher, { prompt: 'still there?' });
+        assert.equal(afterKill.status, 200, afterKill.text);
+        assert.match(JSON.stringify(afterKill.lines), /echo: still there\?/);
+
         const recorded = await s.waitForAgent(
           'live',
           (a) => a.status.sessionId === SESSION,
@@ -172,25 +218,25 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
         await s.waitForEvents('live', recorded.metadata.uid, ['Normal/SessionStarted']);
 
         // No token, a token without the grant, an unknown Agent.
-        assert.equal((await call(base, promptPath, undefined, { prompt: 'x' })).status, 401);
+        assert.equal((await call(live, promptPath, undefined, { prompt: 'x' })).status, 401);
         await s.client.create(`/api/v1/namespaces/${s.ns}/serviceaccounts`, {
           apiVersion: 'v1',
           kind: 'ServiceAccount',
           metadata: { name: 'no-prompt' },
         });
         const stranger = await s.serviceAccountToken('no-prompt');
-        const refused = await call(base, promptPath, stranger, { prompt: 'x' });
+        const refused = await call(live, promptPath, stranger, { prompt: 'x' });
         assert.equal(refused.status, 403, refused.text);
         const status = JSON.parse(refused.text) as Record<string, unknown>;
         assert.equal(status.kind, 'Status');
         assert.equal(status.reason, 'Forbidden');
         assert.match(String(status.message), /cannot create resource "agents\/prompt"/);
         assert.equal(
-          (await call(base, agentPath(s, 'nobody', 'prompt'), launcher, { prompt: 'x' })).status,
+          (await call(live, agentPath(s, 'nobody', 'prompt'), launcher, { prompt: 'x' })).status,
           404,
         );
 
-        const closed = await call(base, agentPath(s, 'live', 'close'), launcher, {});
+        const closed = await call(live, agentPath(s, 'live', 'close'), launcher, {});
         assert.equal(closed.status, 200, closed.text);
         const done = await s.waitTerminal('live', 60_000);
         assert.equal(done.status.phase, 'Succeeded', JSON.stringify(done.status));
@@ -199,13 +245,100 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
         assert.equal(agentCondition(done, 'Complete')?.status, 'True');
         assert.match(done.status.output ?? '', /echo: hello world/, 'the first turn ran the rendered prompt');
         assert.match(done.status.output ?? '', /echo: third, via the standby/);
-        const again = await call(base, agentPath(s, 'live', 'close'), launcher, {});
+        const again = await call(live, agentPath(s, 'live', 'close'), launcher, {});
         assert.equal(again.status, 409, 'closing an ended session answers 409, harmlessly');
-        const late = await call(base, promptPath, launcher, { prompt: 'too late' });
+        const late = await call(live, promptPath, launcher, { prompt: 'too late' });
         assert.equal(late.status, 409);
         const job = await s.job(done.status.jobName ?? '');
         assert.equal(job?.metadata.labels?.['agents.re-cinq.com/execution'], 'realtime');
-        await leader.waitForMetric('controller_prompts_total', { action: 'prompt', result: 'ok' }, 2, 10_000);
+        await standby.waitForMetric(
+          'controller_prompts_total',
+          { action: 'prompt', result: 'ok' },
+          2,
+          10_000,
+        );
+      }),
+  );
+
+  it(
+    "resumeSession: the second run restores the first one's conversation from the store and sends no initial prompt",
+    { timeout: 240_000 },
+    () =>
+      runScenario(cluster, 'rt-resume', async (s) => {
+        const store = await startConversationStore();
+        s.defer(() => store.close());
+        await applyRbac(s);
+        const images = fakeClaudeImages(s, runtime, { MOCK_ECHO_PROMPT: '1', MOCK_SESSION: SESSION });
+        const ctl = await startRealtimeReplica(s, { agentImage: images.init });
+        const projects = '/agent/.claude/projects/-workspace';
+        const template = {
+          template: {
+            spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'agent', image: images.agent }] },
+          },
+        };
+        const conversation = { source: store.url };
+        await s.create(
+          realtimeDefinition('def-first', {
+            resources: {
+              conversation,
+              env: [
+                { name: 'MOCK_WRITE_FILE', value: `${projects}/${SESSION}.jsonl` },
+                { name: 'MOCK_WRITE_BODY', value: 'the first conversation' },
+              ],
+            },
+          }),
+          stationManifest('st-first', 'def-first', template),
+          realtimeDefinition('def-second', {
+            resources: { conversation, env: [{ name: 'MOCK_LIST_DIR', value: projects }] },
+          }),
+          stationManifest('st-second', 'def-second', template),
+          agentManifest('first', 'st-first', { parameters: { topic: 'one' } }),
+        );
+        const launcher = await s.serviceAccountToken('agent-launcher');
+        const base = await apiUrl(ctl);
+        const one = await promptWhenReady(base, agentPath(s, 'first', 'prompt'), launcher, 'remember this');
+        assert.equal(one.status, 200, one.text);
+        assert.equal((await call(base, agentPath(s, 'first', 'close'), launcher, {})).status, 200);
+        const first = await s.waitTerminal('first', 60_000);
+        assert.equal(first.status.phase, 'Succeeded', JSON.stringify(first.status));
+        assert.equal(first.status.sessionId, SESSION);
+        const saved = await pollUntil(async () => store.saved.get(`/${SESSION}`), {
+          timeoutMs: 30_000,
+          description: 'the session to be saved to the store',
+        });
+        assert.ok(saved.length > 0, 'a non-empty archive');
+
+        await s.create({
+          ...agentManifest('second', 'st-second'),
+          spec: { stationRef: 'st-second', resumeSession: SESSION },
+        });
+        const two = await promptWhenReady(
+          base,
+          agentPath(s, 'second', 'prompt'),
+          launcher,
+          'what did I say?',
+        );
+        assert.equal(two.status, 200, two.text);
+        const listing = two.lines.find((l) => l.dir === projects);
+        assert.deepEqual(
+          listing?.entries,
+          [`${SESSION}.jsonl`],
+          'the conversation was restored before the turn',
+        );
+        assert.ok(
+          store.fetched.includes(`/${SESSION}`),
+          'the init container fetched the session from the store',
+        );
+        assert.equal((await call(base, agentPath(s, 'second', 'close'), launcher, {})).status, 200);
+        const second = await s.waitTerminal('second', 60_000);
+        assert.equal(second.status.phase, 'Succeeded', JSON.stringify(second.status));
+        assert.equal(second.status.sessionId, SESSION);
+        assert.doesNotMatch(
+          second.status.output ?? '',
+          /echo: hello/,
+          'no initial prompt on a resumed session',
+        );
+        assert.match(second.status.output ?? '', /echo: what did I say\?/);
       }),
   );
 
