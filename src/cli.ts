@@ -1,10 +1,18 @@
 import { controllerCommand } from './cmd/controller.ts';
 import { initCommand } from './cmd/init.ts';
+import { closeCommand, promptCommand } from './cmd/prompt.ts';
 import { supervisorCommand } from './cmd/supervisor.ts';
 import { type Command, UsageError } from './cmd/usage.ts';
 import { versionCommand } from './cmd/version.ts';
 
-const COMMANDS: readonly Command[] = [controllerCommand, supervisorCommand, initCommand, versionCommand];
+const COMMANDS: readonly Command[] = [
+  controllerCommand,
+  promptCommand,
+  closeCommand,
+  supervisorCommand,
+  initCommand,
+  versionCommand,
+];
 
 function topUsage(): string {
   const rows = COMMANDS.map((c) => `  ${c.name.padEnd(12)}${c.summary}`).join('\n');

@@ -8,9 +8,7 @@
 // batch but before the batchId patch is replaced by one that finds and adopts that batch (no second submission);
 // a cleanup that keeps failing gives up after 5 counted attempts; Replace preempts a batch run. The controller runs as the deploy/ ServiceAccount plus deploy/components/batch.
 import assert from 'node:assert/strict';
-import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { runCustomId } from '../../src/vendors/batch/port.ts';
 import { startFakeAnthropic } from '../support/fake-vendors/anthropic.ts';
 import { startFakeGemini } from '../support/fake-vendors/gemini.ts';

@@ -7,6 +7,7 @@
 // `resumeSession` restoring the first one's conversation from a loopback conversation store and sending no initial
 // prompt; the admission reasons. The controller runs as the deploy/ ServiceAccount plus deploy/components/realtime.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -15,6 +16,7 @@ import {
   agentManifest,
   applyCrds,
   applyRbacManifests,
+  bundleArgv,
   type ControllerProcess,
   controllerSkipReason,
   e2eCluster,
@@ -152,6 +154,29 @@ async function startConversationStore(): Promise<{
     fetched,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+}
+
+/** Runs the bundle's CLI on the e2e runtime; exit code and both streams. */
+function runCli(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const [cmd, ...pre] = bundleArgv(runtime);
+  const child = spawn(cmd ?? process.execPath, [...pre, ...args], {
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: process.env.HOME ?? '/tmp',
+      NO_COLOR: '1',
+      DENO_NO_UPDATE_CHECK: '1',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => {
+    stdout += c;
+  });
+  child.stderr.setEncoding('utf8').on('data', (c: string) => {
+    stderr += c;
+  });
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
 }
 
 describe(`controller: realtime runs (${runtime})`, { skip }, () => {
@@ -298,10 +323,22 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
         const base = await apiUrl(ctl);
         const one = await promptWhenReady(base, agentPath(s, 'first', 'prompt'), launcher, 'remember this');
         assert.equal(one.status, 200, one.text);
-        assert.equal((await call(base, agentPath(s, 'first', 'close'), launcher, {})).status, 200);
+        // The CLI, with a kubeconfig holding the launcher's token: a readable turn, then close (twice).
+        const kubeconfig = kubeconfigWithToken(s.cluster.kubeconfig, launcher, 'agent-launcher', s.tempDir());
+        const cli = (...args: string[]) =>
+          runCli([...args, '--kubeconfig', kubeconfig, '-n', s.ns, '--endpoint', base]);
+        const said = await cli('prompt', 'first', 'say', 'something');
+        assert.equal(said.code, 0, said.stderr);
+        assert.equal(said.stdout.trim(), 'echo: say something', 'the assistant text, readable');
+        const closed = await cli('close', 'first');
+        assert.equal(closed.code, 0, closed.stderr);
+        assert.equal(closed.stdout.trim(), 'closed first');
         const first = await s.waitTerminal('first', 60_000);
         assert.equal(first.status.phase, 'Succeeded', JSON.stringify(first.status));
         assert.equal(first.status.sessionId, SESSION);
+        const twice = await cli('close', 'first');
+        assert.equal(twice.code, 5, 'a second close: 409, exit 5');
+        assert.match(twice.stderr, /not a Running realtime run/);
         const saved = await pollUntil(async () => store.saved.get(`/${SESSION}`), {
           timeoutMs: 30_000,
           description: 'the session to be saved to the store',
