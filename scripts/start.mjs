@@ -5,7 +5,11 @@
 //   processes by the test node agent. Ctrl-C stops the controller; `scripts/testbed down` stops the control plane.
 //   Batch runs are on (BATCH_ENABLED=true) against local fakes of the Anthropic, OpenAI and Gemini batch APIs
 //   (test/support/fake-vendors/serve.ts), so deploy/examples/batch.yaml runs without a vendor account.
+//   Realtime runs are on (REALTIME_ENABLED=true, prompt API on 127.0.0.1:8443) and run pods find a fake `claude` (the
+//   mock agent CLI echoing each prompt) in the init image and in `debian:bookworm-slim`, through a test-node image
+//   table (.testbed/images.d/npm-start.json, removed on exit), so deploy/examples/realtime.yaml runs locally too.
 import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runScript } from './runtime.mjs';
@@ -48,6 +52,49 @@ async function startFakeVendors(target) {
   );
 }
 
+/** The image table npm start adds to the local test node (fake claude), removed on exit. */
+let fakeCliTable;
+
+/**
+ * Gives run pods of the local control plane a fake `claude` on /usr/local/bin: in the init image (so nothing is
+ * installed) and in `debian:bookworm-slim` (the examples' agent container), and turns realtime runs on.
+ */
+function startFakeClaude(target, kubeconfig) {
+  const state = dirname(kubeconfig);
+  const info = JSON.parse(readFileSync(join(state, 'testbed.json'), 'utf8'));
+  if (!info.imageDir) return;
+  const dir = join(state, 'npm-start');
+  mkdirSync(dir, { recursive: true });
+  const wrapper = join(dir, 'claude');
+  writeFileSync(
+    wrapper,
+    '#!/bin/sh\nMOCK_STYLE=claude MOCK_ECHO_PROMPT=1 exec node /opt/fake-cli/mock-agent.mjs "$@"\n',
+  );
+  chmodSync(wrapper, 0o755);
+  const files = {
+    '/usr/local/bin/claude': wrapper,
+    '/opt/fake-cli/mock-agent.mjs': join(root, 'test', 'mock-agent', 'mock-agent.mjs'),
+  };
+  const base = JSON.parse(readFileSync(info.imageTable, 'utf8'))['agent-controller:e2e'];
+  fakeCliTable = join(info.imageDir, 'npm-start.json');
+  writeFileSync(
+    fakeCliTable,
+    `${JSON.stringify(
+      {
+        'agent-controller:local': { ...base, files: { ...base.files, ...files } },
+        'debian:bookworm-slim': { entrypoint: [], files },
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  target.AGENT_IMAGE ??= 'agent-controller:local';
+  target.REALTIME_ENABLED ??= 'true';
+  console.error(
+    'start: realtime runs use a fake claude that echoes each prompt: scripts/testbed kubectl apply -f deploy/examples/realtime.yaml',
+  );
+}
+
 const hasCluster =
   Boolean(env.KUBECONFIG) ||
   args.some((a) => a.startsWith('--kubeconfig')) ||
@@ -68,13 +115,15 @@ if (!hasCluster) {
     process.exit(1);
   }
   env.KUBECONFIG = String(up.stdout).trim().split('\n').at(-1);
-  // The test node agent maps this image to the bundle built above, so run pods get our init and supervisor.
-  env.AGENT_IMAGE ??= 'agent-controller:e2e';
+  // The test node agent maps this image to the bundle built above, so run pods get our init and supervisor
+  // (npm start's own copy of it, with a fake claude, replaces it below when the node reads an image folder).
   if (!args.some((a) => a.startsWith('--namespace') || a === '--all-namespaces'))
     controllerArgs.push('--namespace', 'default');
   if (!args.includes('--install-crds')) controllerArgs.push('--install-crds');
   if (!args.some((a) => a.startsWith('--bind-address'))) controllerArgs.push('--bind-address', '127.0.0.1');
   await startFakeVendors(env);
+  startFakeClaude(env, env.KUBECONFIG);
+  env.AGENT_IMAGE ??= 'agent-controller:e2e';
   console.error(`start: local control plane ready; KUBECONFIG=${env.KUBECONFIG}`);
   console.error(
     'start: try it: scripts/testbed kubectl apply -f deploy/examples/hello.yaml && scripts/testbed kubectl get agents -w',
@@ -86,5 +135,6 @@ const child = spawn(cmd, cmdArgs, { cwd: root, env, stdio: 'inherit' });
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
 child.on('exit', (code, signal) => {
   fakeVendors?.kill('SIGTERM');
+  if (fakeCliTable) rmSync(fakeCliTable, { force: true });
   process.exit(code ?? (signal ? 1 : 0));
 });
