@@ -11,6 +11,7 @@ import { loadRealtimeKey, type PromptTokens, promptTokens as tokensFor } from '.
 import { type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { AGENT_DEFINITIONS, AGENTS, STATIONS } from '../effects/resources.ts';
 import { JOB_LABEL_SELECTOR } from '../jobs/index.ts';
+import { LABEL_EXECUTION } from '../jobs/realtime.ts';
 import {
   createEventRecorder,
   describeKubeError,
@@ -247,6 +248,17 @@ export function startController(deps: ControllerDeps): RunningController {
     }
   }
 
+  /** Realtime runs whose Job has not finished: the sessions open now. */
+  function openSessions(): number {
+    let open = 0;
+    for (const raw of jobs.store.list()) {
+      if (raw.metadata.labels?.[LABEL_EXECUTION] !== 'realtime') continue;
+      const job = parseCachedJob(raw);
+      if (job.ok && !isJobFinished(job.value)) open++;
+    }
+    return open;
+  }
+
   /** A finished Job's conditions as one comparable string (type=status, in order); undefined while it runs. */
   function verdictOf(raw: KubeObject): string | undefined {
     const job = parseCachedJob(raw);
@@ -388,6 +400,7 @@ export function startController(deps: ControllerDeps): RunningController {
     pollFailures = 0;
     for (const phase of PHASES) metrics.agents.set({ phase }, book.phaseCount(phase));
     metrics.batchesInFlight.set(poller.size);
+    metrics.realtimeSessions.set(openSessions());
     await sweepHistory();
     // Changed Agents were re-queued by the re-list itself; Running ones re-check on their own timer. Only the
     // heads of each queue are woken here, as a backstop: the rest would only be told to wait again.

@@ -37,6 +37,7 @@ export interface ControllerMetrics {
   readonly batchListPages: Counter<'provider' | 'result'>;
   readonly promptsServed: Counter<'action' | 'result'>;
   readonly promptFirstLine: Histogram;
+  readonly realtimeSessions: Gauge;
   readonly batchesInFlight: Gauge;
   readonly isLeader: Gauge;
   readonly reconciles: Counter<'result'>;
@@ -117,6 +118,11 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
       name: 'controller_prompts_total',
       help: 'Realtime prompt API requests by action (prompt, close) and result (ok, unauthorized, forbidden, not_found, conflict, unavailable, too_large, bad_request, interrupted, error)',
       labelNames: ['action', 'result'],
+      registers,
+    }),
+    realtimeSessions: new Gauge({
+      name: 'controller_realtime_sessions',
+      help: 'Realtime sessions open (realtime run Jobs not finished) at the last poll',
       registers,
     }),
     promptFirstLine: new Histogram({

@@ -225,6 +225,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
         assert.equal(third.status, 200, third.text);
         assert.match(JSON.stringify(third.lines), /echo: third, via the standby/);
 
+        await leader.waitForMetric('controller_realtime_sessions', {}, 1, 20_000);
         // The leader dies mid-session: the session lives in the pod, the standby takes over and still answers.
         await leader.kill();
         await standby.waitForMetric('controller_is_leader', {}, 1, 60_000);
@@ -282,6 +283,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
           2,
           10_000,
         );
+        await standby.waitForMetric('controller_realtime_sessions', {}, 0, 20_000);
       }),
   );
 

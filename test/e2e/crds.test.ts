@@ -385,6 +385,8 @@ describe('CRDs on a real API server', { skip }, () => {
         ['Station', 'string'],
         ['Job', 'string'],
         ['Age', 'date'],
+        ['Session', 'string'],
+        ['Batch', 'string'],
       ],
     );
     const row = table.rows.find((r) => r.cells[0] === 'cols');

@@ -60,7 +60,15 @@ describe('buildCrd', () => {
       ['Station', 'string', '.spec.stationRef'],
       ['Job', 'string', '.status.jobName'],
       age,
+      ['Session', 'string', '.status.sessionId'],
+      ['Batch', 'string', '.status.batchId'],
     ]);
+    const wide = buildCrd('Agent').spec.versions[0]?.additionalPrinterColumns.filter((c) => c.priority === 1);
+    assert.deepEqual(
+      wide?.map((c) => c.name),
+      ['Session', 'Batch'],
+      'our columns only with -o wide',
+    );
     assert.deepEqual(cols('Station'), [
       ['Recipe', 'string', '.spec.agentDefRef'],
       ['Deadline', 'integer', '.spec.deadlineMinutes'],

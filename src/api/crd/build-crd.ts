@@ -54,6 +54,9 @@ const KINDS: Readonly<Record<CustomKind, KindDefinition>> = {
       { name: 'Station', type: 'string', jsonPath: '.spec.stationRef' },
       { name: 'Job', type: 'string', jsonPath: '.status.jobName' },
       AGE,
+      // Ours, with `-o wide` only (priority 1): the reference's default columns stay as they are.
+      { name: 'Session', type: 'string', jsonPath: '.status.sessionId', priority: 1 },
+      { name: 'Batch', type: 'string', jsonPath: '.status.batchId', priority: 1 },
     ],
   },
   Station: {
