@@ -18,6 +18,8 @@ describe('parseBenchArgs', () => {
       vendor: 'anthropic',
       pollSeconds: DEFAULT_BENCH_POLL_SECONDS,
       batchList: true,
+      sessions: 100,
+      prompts: 5,
       agents: DEFAULT_AGENTS,
       concurrency: DEFAULT_CONCURRENCY,
       kubeconfig: '/k',
@@ -131,7 +133,14 @@ describe('parseBenchArgs', () => {
       const x = parseBenchArgs(['--kubeconfig', '/k', ...argv], {});
       return x.ok ? 'ok' : x.error;
     };
-    assert.equal(bad(['--mode', 'pods']), '--mode must be job or batch');
+    assert.equal(bad(['--mode', 'pods']), '--mode must be job, batch or realtime');
+    assert.equal(bad(['--sessions', '5']), '--sessions and --prompts need --mode realtime');
+    const rt = parseBenchArgs(
+      ['--kubeconfig', '/k', '--mode', 'realtime', '--sessions', '20', '--prompts', '3'],
+      {},
+    );
+    assert.ok(rt.ok);
+    assert.deepEqual([rt.value.sessions, rt.value.prompts], [20, 3]);
     assert.equal(
       bad(['--mode', 'batch', '--vendor', 'mistral']),
       '--vendor must be anthropic, openai or gemini',

@@ -15,7 +15,7 @@ export type Runtime = (typeof RUNTIMES)[number];
 export const SCENARIOS = ['runs', 'queue-10k'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 /** What the benchmark Agents execute as: Jobs (pods), or batches the controller submits to a fake vendor API. */
-export const MODES = ['job', 'batch'] as const;
+export const MODES = ['job', 'batch', 'realtime'] as const;
 export type Mode = (typeof MODES)[number];
 /** Vendors whose fake batch API `--mode batch` runs against. */
 export const VENDORS = ['anthropic', 'openai', 'gemini'] as const;
@@ -34,6 +34,9 @@ export interface BenchOptions {
   readonly vendor: Vendor;
   readonly pollSeconds: number;
   readonly batchList: boolean;
+  /** `--mode realtime`: sessions open at once, prompts per session through the API (and as many straight to the pod). */
+  readonly sessions: number;
+  readonly prompts: number;
   readonly agents: number;
   readonly concurrency: number;
   readonly kubeconfig: string;
@@ -68,6 +71,8 @@ Flags:
   --vendor V            with --mode batch: anthropic (default), openai or gemini
   --poll-seconds S      with --mode batch: the controller's BATCH_POLL_SECONDS (default ${DEFAULT_BENCH_POLL_SECONDS})
   --no-batch-list       with --mode batch: BATCH_POLL_LIST=false (poll every batch on its own)
+                        realtime: S sessions open at once (--sessions, default 100), each prompted P times
+                        (--prompts, default 5) through the prompt API and as often straight to its pod
   --agents N            Agents to create (default ${DEFAULT_AGENTS})
   --concurrency C       in-flight requests of the creating client and of the raw-bound client (default ${DEFAULT_CONCURRENCY})
   --kubeconfig PATH     cluster to use (npm run bench: default is the local testbed, started if needed)
@@ -95,10 +100,12 @@ const positiveInt = (flag: string, max: number) =>
 
 const FlagsSchema = v.object({
   scenario: v.optional(v.picklist(SCENARIOS, '--scenario must be runs or queue-10k')),
-  mode: v.optional(v.picklist(MODES, '--mode must be job or batch')),
+  mode: v.optional(v.picklist(MODES, '--mode must be job, batch or realtime')),
   vendor: v.optional(v.picklist(VENDORS, '--vendor must be anthropic, openai or gemini')),
   'poll-seconds': v.optional(positiveInt('--poll-seconds', 3600)),
   'no-batch-list': v.optional(v.boolean()),
+  sessions: v.optional(positiveInt('--sessions', 1000)),
+  prompts: v.optional(positiveInt('--prompts', 1000)),
   agents: v.optional(positiveInt('--agents', 100_000)),
   concurrency: v.optional(positiveInt('--concurrency', 1000)),
   kubeconfig: v.optional(v.pipe(v.string(), v.minLength(1, '--kubeconfig must not be empty'))),
@@ -134,6 +141,8 @@ export function parseBenchArgs(
         vendor: { type: 'string' },
         'poll-seconds': { type: 'string' },
         'no-batch-list': { type: 'boolean' },
+        sessions: { type: 'string' },
+        prompts: { type: 'string' },
         agents: { type: 'string' },
         concurrency: { type: 'string' },
         kubeconfig: { type: 'string' },
@@ -162,7 +171,9 @@ export function parseBenchArgs(
     return err('--no-baseline and --no-controller together leave nothing to run');
   const scenario = f.scenario ?? 'runs';
   const mode = f.mode ?? 'job';
-  if (mode === 'batch' && scenario !== 'runs') return err('--mode batch runs only the runs scenario');
+  if (mode !== 'job' && scenario !== 'runs') return err(`--mode ${mode} runs only the runs scenario`);
+  if (mode !== 'realtime' && (f.sessions ?? f.prompts) !== undefined)
+    return err('--sessions and --prompts need --mode realtime');
   if (mode !== 'batch' && (f.vendor ?? f['poll-seconds'] ?? f['no-batch-list']) !== undefined)
     return err('--vendor, --poll-seconds and --no-batch-list need --mode batch');
   const agents = f.agents ?? (scenario === 'queue-10k' ? DEFAULT_QUEUE_AGENTS : DEFAULT_AGENTS);
@@ -173,6 +184,8 @@ export function parseBenchArgs(
     vendor: f.vendor ?? 'anthropic',
     pollSeconds: f['poll-seconds'] ?? DEFAULT_BENCH_POLL_SECONDS,
     batchList: f['no-batch-list'] !== true,
+    sessions: f.sessions ?? 100,
+    prompts: f.prompts ?? 5,
     agents,
     concurrency: f.concurrency ?? DEFAULT_CONCURRENCY,
     kubeconfig: kubeconfig ?? '',

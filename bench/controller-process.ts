@@ -15,6 +15,8 @@ export interface ControllerProcess {
   readonly logFile: string;
   /** Log lines at warn / error (or fatal) level so far, and the first few error messages. */
   readonly log: { warnings: number; errors: number; firstErrors: string[] };
+  /** The realtime prompt API's port, once it logged `Serving the realtime prompt API` (REALTIME_ENABLED only). */
+  apiPort(): number | undefined;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves when the process has exited. Safe to call twice. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -84,6 +86,7 @@ export async function startControllerProcess(o: StartOptions): Promise<Controlle
   });
   const out = createWriteStream(o.logFile);
   const log = { warnings: 0, errors: 0, firstErrors: [] as string[] };
+  let apiPort: number | undefined;
   let stopped: Promise<void> | undefined;
   const stop = (graceMs = 15_000): Promise<void> => {
     stopped ??= (async () => {
@@ -122,6 +125,8 @@ export async function startControllerProcess(o: StartOptions): Promise<Controlle
       }
       if (msg === 'Serving health and metrics' && parsed.output.port !== undefined)
         resolve(parsed.output.port);
+      if (msg === 'Serving the realtime prompt API' && parsed.output.port !== undefined)
+        apiPort = parsed.output.port;
     };
     if (child.stdout) createInterface({ input: child.stdout }).on('line', onLine);
     if (child.stderr) createInterface({ input: child.stderr }).on('line', onLine);
@@ -150,6 +155,7 @@ export async function startControllerProcess(o: StartOptions): Promise<Controlle
       metricsUrl: `http://127.0.0.1:${p}/metrics`,
       logFile: o.logFile,
       log,
+      apiPort: () => apiPort,
       stop,
     };
   } catch (error) {

@@ -28,6 +28,7 @@ import { resourceFigures } from './prom-text.ts';
 import { formatQueueReport, runQueueScenario } from './queue-scenario.ts';
 import { runRawBound } from './raw-bound.ts';
 import { rawFigures } from './raw-figures.ts';
+import { formatRealtimeReport, runRealtimeScenario } from './realtime-scenario.ts';
 import { type BenchReport, formatReport } from './report.ts';
 import { controllerFigures, Timeline } from './timeline.ts';
 import { watchLoop } from './watch-loop.ts';
@@ -439,50 +440,30 @@ async function main(argv: readonly string[]): Promise<number> {
       client.close();
     }
   };
-  if (opts.mode === 'batch') {
+  /** A scenario with its own report: run it guarded, print the report after the load line, write the JSON. */
+  const single = async <R>(run: () => Promise<R>, format: (r: R) => string): Promise<number> => {
     const load = loadavg();
     await guarded(async () => {
-      const r = await runBatchScenario({
-        opts,
-        repoRoot: REPO_ROOT,
-        client,
-        http,
-        runId,
-        live,
-        signal: abort.signal,
-        createNamespace: (name) => createNamespace(client, name, runId),
-      });
-      process.stdout.write(
-        `load average at start ${load
-          .map((x) => x.toFixed(2))
-          .join(' ')}, ${cpus().length} cores, ${opts.runtime}\n\n${formatBatchReport(r)}`,
-      );
+      const r = await run();
+      const header = `load average at start ${load.map((x) => x.toFixed(2)).join(' ')}, ${cpus().length} cores, ${opts.runtime}`;
+      process.stdout.write(`${header}\n\n${format(r)}`);
       if (opts.jsonOut) writeFileSync(opts.jsonOut, `${JSON.stringify(r, null, 2)}\n`);
     });
     return interrupted ? 130 : code;
-  }
-  if (opts.scenario === 'queue-10k') {
-    const load = loadavg();
-    await guarded(async () => {
-      const r = await runQueueScenario({
-        opts,
-        repoRoot: REPO_ROOT,
-        client,
-        http,
-        runId,
-        live,
-        signal: abort.signal,
-        createNamespace: (name) => createNamespace(client, name, runId),
-      });
-      process.stdout.write(
-        `load average at start ${load
-          .map((x) => x.toFixed(2))
-          .join(' ')}, ${cpus().length} cores, ${opts.runtime}\n\n${formatQueueReport(r)}`,
-      );
-      if (opts.jsonOut) writeFileSync(opts.jsonOut, `${JSON.stringify(r, null, 2)}\n`);
-    });
-    return interrupted ? 130 : code;
-  }
+  };
+  const scenarioInput = {
+    opts,
+    repoRoot: REPO_ROOT,
+    client,
+    http,
+    runId,
+    live,
+    signal: abort.signal,
+    createNamespace: (name: string) => createNamespace(client, name, runId),
+  };
+  if (opts.mode === 'batch') return single(() => runBatchScenario(scenarioInput), formatBatchReport);
+  if (opts.mode === 'realtime') return single(() => runRealtimeScenario(scenarioInput), formatRealtimeReport);
+  if (opts.scenario === 'queue-10k') return single(() => runQueueScenario(scenarioInput), formatQueueReport);
   await guarded(async () => {
     if (opts.baseline && !abort.signal.aborted)
       report.raw = await rawPhase(opts, client, http, runId, live, abort.signal);

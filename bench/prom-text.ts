@@ -67,6 +67,8 @@ export interface ControllerSample {
   readonly reconcile: SumCount | undefined;
   /** Non-watch API requests of the controller by verb (seconds). */
   readonly apiByVerb: Readonly<Record<string, SumCount>>;
+  /** Realtime prompts: request to first line streamed back, as the controller measured it (seconds). */
+  readonly promptFirstLine: SumCount | undefined;
 }
 
 function sumCount(exposition: string, histogram: string): SumCount | undefined {
@@ -98,6 +100,7 @@ export function controllerSample(exposition: string): ControllerSample {
     isLeader: s('controller_is_leader'),
     reconcile: sumCount(exposition, 'controller_reconcile_duration_seconds'),
     apiByVerb: sumCountByLabel(exposition, 'controller_apiserver_request_duration_seconds', 'verb'),
+    promptFirstLine: sumCount(exposition, 'controller_prompt_first_line_seconds'),
   };
 }
 

@@ -181,6 +181,7 @@ async function servePromptApi(
       transport,
       tokens: () => controller.promptTokens(),
       events: controller.events,
+      cachedAgent: (ns, name) => controller.cachedAgent(ns, name),
       logger: log,
       now: Date.now,
     }),

@@ -80,6 +80,8 @@ export interface RunningController {
   promptTokens(): PromptTokens | undefined;
   /** The Event recorder (the prompt API records session Events with it). */
   readonly events: EventRecorder;
+  /** An Agent from this replica's informer cache (raw), if cached. */
+  cachedAgent(namespace: string, name: string): unknown;
   isLeader(): boolean;
   /** Stops reconciling, stops the informers, releases the Lease (decision g). Never throws. */
   stop(): Promise<void>;
@@ -548,6 +550,7 @@ export function startController(deps: ControllerDeps): RunningController {
     ],
     promptTokens: () => promptTokens,
     events,
+    cachedAgent: (ns, name) => agents.store.get(`${ns}/${name}`),
     isLeader: () => (elector ? elector.isLeader() : queue !== undefined),
     async stop() {
       // Handlers in flight may wait on a slow API server for up to a request timeout. Give them a few seconds,

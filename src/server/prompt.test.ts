@@ -37,6 +37,8 @@ interface World {
   target?: PromptTarget | undefined;
   endpoint?: PodEndpoint;
   upstream?: Upstream | 'refused';
+  /** What a fresh read (from the API server, not the cache) says. */
+  fresh?: PromptTarget;
 }
 
 function app(w: World) {
@@ -51,7 +53,8 @@ function app(w: World) {
       reviews.push({ subresource: t.subresource, name: t.name });
       return w.allowed ?? true;
     },
-    agent: async () => ('target' in w ? w.target : RUNNING),
+    agent: async (_ns, _name, fresh) =>
+      fresh === true && w.fresh !== undefined ? w.fresh : 'target' in w ? w.target : RUNNING,
     endpoint: async () => w.endpoint ?? { kind: 'ready', url: 'http://127.0.0.9:8090' },
     forward: async (url, path, uid, body) => {
       forwarded.push({ url, path, uid, body });
@@ -169,6 +172,13 @@ describe('prompt API', () => {
         assert.equal(t.forwarded.length, 0, 'nothing forwarded');
     });
   }
+
+  it('a refused connection to a run that has just ended (the cache was behind) is a 409, not a 503', async () => {
+    const t = app({ upstream: 'refused', fresh: { ...RUNNING, phase: 'Succeeded' } });
+    const res = await t.api.request(`${PATH}/prompt`, post());
+    assert.equal(res.status, 409);
+    assert.match(String((await status(res)).message), /phase Succeeded/);
+  });
 
   it('an unknown path is a 404 Status', async () => {
     const res = await app({}).api.request('/apis/other', post());

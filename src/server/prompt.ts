@@ -58,8 +58,15 @@ export interface PromptApiDeps {
     caller: CallerIdentity,
     target: { readonly namespace: string; readonly name: string; readonly subresource: 'prompt' | 'close' },
   ): Promise<boolean | { readonly error: string }>;
-  /** The Agent, undefined when it does not exist, a string when it could not be read. */
-  agent(namespace: string, name: string): Promise<PromptTarget | undefined | { readonly error: string }>;
+  /**
+   * The Agent, undefined when it does not exist, a string when it could not be read. It may come from a cache;
+   * `fresh` reads it from the API server.
+   */
+  agent(
+    namespace: string,
+    name: string,
+    fresh?: boolean,
+  ): Promise<PromptTarget | undefined | { readonly error: string }>;
   endpoint(target: PromptTarget): Promise<PodEndpoint | { readonly error: string }>;
   /** Sends to the pod's prompt server with the run's token; rejects when the pod cannot be reached. */
   forward(
@@ -195,6 +202,12 @@ export function createPromptApi(deps: PromptApiDeps): Hono {
     try {
       upstream = await deps.forward(endpoint.url, `/${action}`, target.uid, body, abort.signal);
     } catch (error) {
+      // A cached Agent may be a moment behind: a run that just ended is a conflict, not an outage.
+      const now = await deps.agent(namespace, name, true);
+      if (now !== undefined && !('error' in now) && now.phase !== 'Running') {
+        done('conflict');
+        return fail(409, `Agent ${name} is not a Running realtime run (phase ${now.phase ?? 'Pending'})`);
+      }
       done('unavailable');
       return fail(503, `the run pod of Agent ${name} is not listening yet: ${describe(error)}`);
     }

@@ -25,7 +25,6 @@ import {
   fakeClaudeImages,
   GROUP_VERSION,
   type HttpSink,
-  kubeconfigWithToken,
   type Manifest,
   pollUntil,
   runScenario,
@@ -96,14 +95,8 @@ async function startBatchReplica(
   f: Fakes,
   opts: { enabled?: boolean; identity?: string; env?: Record<string, string> } = {},
 ): Promise<ReturnType<Scenario['startReplica']>> {
-  const kubeconfig = kubeconfigWithToken(
-    s.cluster.kubeconfig,
-    await s.serviceAccountToken('agent-controller'),
-    'agent-controller',
-    s.tempDir(),
-  );
   return s.startReplica({
-    kubeconfig,
+    kubeconfig: await s.kubeconfigAs('agent-controller'),
     env: { ...batchEnv(f, opts.enabled ?? true), ...opts.env },
     ...(opts.identity !== undefined ? { identity: opts.identity } : {}),
   });

@@ -27,7 +27,6 @@ import {
   GROUP_VERSION,
   type HttpSink,
   KubeObjectSchema,
-  kubeconfigWithToken,
   type Manifest,
   pollUntil,
   runScenario,
@@ -126,8 +125,7 @@ async function controllerAccount(s: Scenario, withNetworkPolicies: boolean): Pro
     await s.client.create(collectionPath(doc.kind, s.ns), manifest);
   }
   assert.ok(granted, 'deploy/rbac/controller-rbac.yaml grants networkpolicies');
-  const token = await s.serviceAccountToken('agent-controller');
-  return kubeconfigWithToken(s.cluster.kubeconfig, token, 'agent-controller', s.tempDir());
+  return s.kubeconfigAs('agent-controller');
 }
 
 /** An exec recipe that prints one line, with these `output.sinks`. */

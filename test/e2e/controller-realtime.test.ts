@@ -23,7 +23,6 @@ import {
   e2eRuntime,
   fakeClaudeImages,
   GROUP_VERSION,
-  kubeconfigWithToken,
   type Manifest,
   pollUntil,
   runScenario,
@@ -57,14 +56,8 @@ async function startRealtimeReplica(
   s: Scenario,
   opts: { enabled?: boolean; identity?: string; agentImage?: string } = {},
 ): Promise<ControllerProcess> {
-  const kubeconfig = kubeconfigWithToken(
-    s.cluster.kubeconfig,
-    await s.serviceAccountToken('agent-controller'),
-    'agent-controller',
-    s.tempDir(),
-  );
   return s.startReplica({
-    kubeconfig,
+    kubeconfig: await s.kubeconfigAs('agent-controller'),
     env: {
       ...(opts.enabled === false ? {} : { REALTIME_ENABLED: 'true', API_PORT: '0' }),
       ...(opts.agentImage !== undefined ? { AGENT_IMAGE: opts.agentImage } : {}),
@@ -326,7 +319,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
         const one = await promptWhenReady(base, agentPath(s, 'first', 'prompt'), launcher, 'remember this');
         assert.equal(one.status, 200, one.text);
         // The CLI, with a kubeconfig holding the launcher's token: a readable turn, then close (twice).
-        const kubeconfig = kubeconfigWithToken(s.cluster.kubeconfig, launcher, 'agent-launcher', s.tempDir());
+        const kubeconfig = await s.kubeconfigAs('agent-launcher');
         const cli = (...args: string[]) =>
           runCli([...args, '--kubeconfig', kubeconfig, '-n', s.ns, '--endpoint', base]);
         const said = await cli('prompt', 'first', 'say', 'something');

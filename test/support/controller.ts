@@ -838,6 +838,16 @@ export class Scenario {
     return replica;
   }
 
+  /** A kubeconfig of this cluster that authenticates as the ServiceAccount `name` of this namespace (a fresh token). */
+  async kubeconfigAs(name: string): Promise<string> {
+    return kubeconfigWithToken(
+      this.cluster.kubeconfig,
+      await this.serviceAccountToken(name),
+      name,
+      this.tempDir(),
+    );
+  }
+
   /** Creates objects in this namespace, in order. */
   async create(...manifests: readonly Manifest[]): Promise<void> {
     for (const m of manifests) await this.client.create(collectionPath(m.kind, this.ns), m);

@@ -33,6 +33,8 @@ import type { PromptTokens } from './tokens.ts';
 
 /** How long a TokenReview answer is reused for the same token. */
 const TOKEN_CACHE_MS = 10_000;
+/** How long an allowing SubjectAccessReview is reused for the same caller and target (refusals are not kept). */
+const ALLOW_CACHE_MS = 10_000;
 
 const TokenReviewStatus = v.looseObject({
   status: v.optional(
@@ -80,12 +82,17 @@ export interface PromptPortsOptions {
   readonly fetch?: typeof fetch;
   /** A verified client certificate's identity for this request (TLS only), if any. */
   readonly clientIdentity?: (request: Request) => CallerIdentity | undefined;
+  /** The Agent from the controller's informer cache (every replica keeps one), if it is there. */
+  readonly cachedAgent?: (namespace: string, name: string) => unknown;
 }
 
 /** The prompt API's ports (everything but `observe`, which the metrics own). */
 export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe'> {
   const doFetch = o.fetch ?? ((input, init) => fetch(input, init));
   const reviews = new Map<string, { at: number; identity: CallerIdentity | undefined }>();
+  const allowed = new Map<string, number>();
+  /** The prompt server of a run (by Agent uid), kept while it answers; dropped when a forward fails. */
+  const endpoints = new Map<string, string>();
 
   async function tokenReview(token: string): Promise<CallerIdentity | undefined | { error: string }> {
     const key = createHash('sha256').update(token).digest('hex');
@@ -123,6 +130,9 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
       return tokenReview(token);
     },
     async authorize(caller, target) {
+      const key = JSON.stringify([caller.username, caller.uid, caller.groups, caller.extra, target]);
+      const at = allowed.get(key);
+      if (at !== undefined && o.now() - at < ALLOW_CACHE_MS) return true;
       const r = await o.transport.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
         body: {
           apiVersion: 'authorization.k8s.io/v1',
@@ -146,12 +156,22 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
       if (!r.ok) return { error: describeKubeError(r.error) };
       const parsed = v.safeParse(SarStatus, safeJson(r.value.text));
       if (!parsed.success) return { error: 'SubjectAccessReview answer is not understood' };
-      return parsed.output.status?.allowed === true;
+      const yes = parsed.output.status?.allowed === true;
+      if (yes) {
+        if (allowed.size > 1000) allowed.clear();
+        allowed.set(key, o.now());
+      }
+      return yes;
     },
-    async agent(namespace, name) {
-      const got = await getObject(o.transport, AGENTS, { namespace, name }, AgentView);
-      if (!got.ok) return isNotFound(got.error) ? undefined : { error: describeKubeError(got.error) };
-      const a = got.value;
+    async agent(namespace, name, fresh) {
+      const cached = v.safeParse(AgentView, fresh === true ? undefined : o.cachedAgent?.(namespace, name));
+      let a: v.InferOutput<typeof AgentView>;
+      if (cached.success) a = cached.output;
+      else {
+        const got = await getObject(o.transport, AGENTS, { namespace, name }, AgentView);
+        if (!got.ok) return isNotFound(got.error) ? undefined : { error: describeKubeError(got.error) };
+        a = got.value;
+      }
       return {
         namespace,
         name: a.metadata.name,
@@ -162,6 +182,8 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
       };
     },
     async endpoint(target) {
+      const known = endpoints.get(target.uid);
+      if (known !== undefined) return { kind: 'ready', url: known } satisfies PodEndpoint;
       const listed = await listAll(o.transport, PODS, PodView, {
         namespace: target.namespace,
         labelSelector: `${LABEL_JOB_NAME}=${target.jobName ?? ''}`,
@@ -179,18 +201,26 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
         };
       }
       const ip = pod.status?.podIP ?? '';
-      return { kind: 'ready', url: `http://${ip.includes(':') ? `[${ip}]` : ip}:${REALTIME_PORT}` };
+      const url = `http://${ip.includes(':') ? `[${ip}]` : ip}:${REALTIME_PORT}`;
+      if (endpoints.size > 10_000) endpoints.clear();
+      endpoints.set(target.uid, url);
+      return { kind: 'ready', url };
     },
     async forward(url, path, uid, body, signal): Promise<Upstream> {
       const tokens = o.tokens();
       if (tokens === undefined) throw new Error('the realtime key is not loaded yet');
-      const res = await doFetch(`${url}${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${tokens.tokenFor(uid)}`, 'content-type': 'application/json' },
-        body,
-        signal,
-      });
-      return { status: res.status, body: res.body, text: () => res.text() };
+      try {
+        const res = await doFetch(`${url}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${tokens.tokenFor(uid)}`, 'content-type': 'application/json' },
+          body,
+          signal,
+        });
+        return { status: res.status, body: res.body, text: () => res.text() };
+      } catch (error) {
+        endpoints.delete(uid); // the pod moved or ended: look it up again next time
+        throw error;
+      }
     },
     sessionIdOf(line) {
       let parsed: unknown;
