@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import * as v from 'valibot';
 import { type ControllerConfig, parseControllerConfig } from '../config/index.ts';
 import { type RunningController, startController } from '../controller/run-controller.ts';
 import { installCrds } from '../effects/install-crds.ts';
@@ -190,18 +191,54 @@ async function servePromptApi(
       if (sample.firstLineMs !== undefined) metrics.promptFirstLine.observe(sample.firstLineMs / 1000);
     },
   });
-  const server = await serveApp(app, config.apiPort, config.bindAddress, config.apiTls).catch(
-    (error: unknown) => {
-      log.error('Starting the prompt API failed', { port: config.apiPort, error: String(error) });
-      return undefined;
-    },
-  );
+  const clientCa = config.apiTls === undefined ? undefined : await readClientCa(transport, log);
+  const tls = config.apiTls === undefined ? undefined : { ...config.apiTls, clientCa };
+  const server = await serveApp(app, config.apiPort, config.bindAddress, tls).catch((error: unknown) => {
+    log.error('Starting the prompt API failed', { port: config.apiPort, error: String(error) });
+    return undefined;
+  });
   if (server) {
     log.info('Serving the realtime prompt API', {
       port: server.port,
       address: config.bindAddress,
       tls: config.apiTls !== undefined,
+      clientCertificates: clientCa !== undefined,
     });
   }
   return server;
+}
+
+const ClientCaConfigMap = v.looseObject({
+  data: v.optional(v.looseObject({ 'client-ca-file': v.optional(v.string()) })),
+});
+
+/**
+ * The cluster's client CA (ConfigMap kube-system/extension-apiserver-authentication, what aggregated API servers
+ * read): with it, the prompt API accepts client certificates it signed. Undefined (bearer tokens only) when it cannot
+ * be read; never fatal.
+ */
+async function readClientCa(transport: Transport, log: Logger): Promise<string | undefined> {
+  const r = await transport.request(
+    'GET',
+    '/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication',
+  );
+  if (!r.ok) {
+    log.warn('The cluster client CA cannot be read; the prompt API accepts bearer tokens only', {
+      error: describeKubeError(r.error),
+    });
+    return undefined;
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(r.value.text);
+  } catch {
+    raw = undefined;
+  }
+  const parsed = v.safeParse(ClientCaConfigMap, raw);
+  const pem = parsed.success ? parsed.output.data?.['client-ca-file'] : undefined;
+  if (pem === undefined || pem.trim() === '') {
+    log.warn('The cluster publishes no client CA; the prompt API accepts bearer tokens only');
+    return undefined;
+  }
+  return pem;
 }

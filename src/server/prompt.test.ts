@@ -7,6 +7,7 @@ import {
   type PodEndpoint,
   type PromptApiDeps,
   type PromptTarget,
+  peerOf,
   type Upstream,
 } from './prompt.ts';
 
@@ -48,7 +49,7 @@ function app(w: World) {
   const samples: { action: string; result: string }[] = [];
   const deps: PromptApiDeps = {
     now: () => 0,
-    authenticate: async () => ('caller' in w ? w.caller : ALICE),
+    authenticate: async (_req, _peer) => ('caller' in w ? w.caller : ALICE),
     authorize: async (_c, t) => {
       reviews.push({ subresource: t.subresource, name: t.name });
       return w.allowed ?? true;
@@ -184,5 +185,25 @@ describe('prompt API', () => {
     const res = await app({}).api.request('/apis/other', post());
     assert.equal(res.status, 404);
     await status(res);
+  });
+});
+
+describe('peerOf (the client certificate of a TLS connection)', () => {
+  const env = (authorized: boolean, subject: unknown) => ({
+    incoming: { socket: { authorized, getPeerCertificate: () => ({ subject }) } },
+  });
+  it('reads CN and O (one or many) and whether the client CA verified it', () => {
+    assert.deepEqual(peerOf(env(true, { CN: 'alice', O: 'devs' })), {
+      authorized: true,
+      commonName: 'alice',
+      organizations: ['devs'],
+    });
+    assert.deepEqual(peerOf(env(false, { CN: 'mallory', O: ['a', 'b'] }))?.organizations, ['a', 'b']);
+    assert.equal(peerOf(env(false, { CN: 'mallory' }))?.authorized, false);
+  });
+  it('is undefined without TLS, without a certificate, or without an env', () => {
+    assert.equal(peerOf(undefined), undefined);
+    assert.equal(peerOf({ incoming: { socket: {} } }), undefined);
+    assert.equal(peerOf({ incoming: { socket: { getPeerCertificate: () => ({}) } } }), undefined);
   });
 });

@@ -50,9 +50,23 @@ export interface Upstream {
   text(): Promise<string>;
 }
 
+/** The client certificate of a TLS connection, as the server verified it against the client CA. */
+export interface PeerCertificate {
+  /** True when the certificate chains to the client CA (and is valid now). */
+  readonly authorized: boolean;
+  readonly commonName: string | undefined;
+  readonly organizations: readonly string[];
+}
+
 export interface PromptApiDeps {
-  /** Undefined: no valid credentials (401). A string: the check itself failed (500). */
-  authenticate(request: Request): Promise<CallerIdentity | undefined | { readonly error: string }>;
+  /**
+   * Undefined: no valid credentials (401). A string: the check itself failed (500). `peer` is the connection's
+   * client certificate, when one was presented over TLS.
+   */
+  authenticate(
+    request: Request,
+    peer: PeerCertificate | undefined,
+  ): Promise<CallerIdentity | undefined | { readonly error: string }>;
   /** Whether `caller` may `create` the subresource of the Agent; a string when the review itself failed. */
   authorize(
     caller: CallerIdentity,
@@ -119,11 +133,17 @@ export function createPromptApi(deps: PromptApiDeps): Hono {
       headers: { 'content-type': 'application/json' },
     });
 
-  async function handle(request: Request, namespace: string, name: string, action: 'prompt' | 'close') {
+  async function handle(
+    request: Request,
+    peer: PeerCertificate | undefined,
+    namespace: string,
+    name: string,
+    action: 'prompt' | 'close',
+  ) {
     const started = deps.now();
     const done = (result: string, firstLineMs?: number) =>
       deps.observe?.({ action, result, ...(firstLineMs !== undefined ? { firstLineMs } : {}) });
-    const caller = await deps.authenticate(request);
+    const caller = await deps.authenticate(request, peer);
     if (caller === undefined) {
       done('unauthorized');
       return fail(401, 'Unauthorized');
@@ -246,12 +266,43 @@ export function createPromptApi(deps: PromptApiDeps): Hono {
   }
 
   app.post(`${base}/prompt`, (c) =>
-    handle(c.req.raw, c.req.param('namespace'), c.req.param('name'), 'prompt'),
+    handle(c.req.raw, peerOf(c.env), c.req.param('namespace'), c.req.param('name'), 'prompt'),
   );
-  app.post(`${base}/close`, (c) => handle(c.req.raw, c.req.param('namespace'), c.req.param('name'), 'close'));
+  app.post(`${base}/close`, (c) =>
+    handle(c.req.raw, peerOf(c.env), c.req.param('namespace'), c.req.param('name'), 'close'),
+  );
   app.notFound(() => fail(404, 'the server could not find the requested resource'));
   app.onError((error) => fail(500, describe(error)));
   return app;
+}
+
+const PeerSocket = v.looseObject({
+  authorized: v.optional(v.boolean()),
+  getPeerCertificate: v.optional(v.function()),
+});
+const PeerCert = v.looseObject({
+  subject: v.optional(
+    v.looseObject({ CN: v.optional(v.string()), O: v.optional(v.union([v.string(), v.array(v.string())])) }),
+  ),
+});
+
+/**
+ * The client certificate of the request's TLS connection (`@hono/node-server` hands the Node request over as
+ * `env.incoming`); undefined without TLS, without a certificate, or on Deno (whose server cannot ask for one).
+ */
+export function peerOf(env: unknown): PeerCertificate | undefined {
+  const incoming = (env as { incoming?: { socket?: unknown } } | undefined)?.incoming;
+  const socket = v.safeParse(PeerSocket, incoming?.socket);
+  if (!socket.success || socket.output.getPeerCertificate === undefined) return undefined;
+  const raw = (socket.output.getPeerCertificate as () => unknown).call(incoming?.socket);
+  const cert = v.safeParse(PeerCert, raw);
+  if (!cert.success || cert.output.subject === undefined) return undefined;
+  const o = cert.output.subject.O;
+  return {
+    authorized: socket.output.authorized === true,
+    commonName: cert.output.subject.CN,
+    organizations: o === undefined ? [] : Array.isArray(o) ? o : [o],
+  };
 }
 
 /** Passes a byte stream through unchanged while handing each complete line to `onLine`. */

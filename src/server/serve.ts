@@ -31,7 +31,12 @@ export async function serveApp(
   app: Hono,
   port: number,
   hostname = '0.0.0.0',
-  tls?: { readonly certFile: string; readonly keyFile: string },
+  tls?: {
+    readonly certFile: string;
+    readonly keyFile: string;
+    /** PEM CA bundle: clients may present a certificate it signed (Node only; verified, never required). */
+    readonly clientCa?: string | undefined;
+  },
 ): Promise<RunningServer> {
   const pem =
     tls === undefined
@@ -53,7 +58,10 @@ export async function serveApp(
     };
   }
   return new Promise((resolve, reject) => {
-    const options = pem === undefined ? {} : { createServer: createHttpsServer, serverOptions: pem };
+    const clientAuth =
+      tls?.clientCa === undefined ? {} : { requestCert: true, rejectUnauthorized: false, ca: tls.clientCa };
+    const options =
+      pem === undefined ? {} : { createServer: createHttpsServer, serverOptions: { ...pem, ...clientAuth } };
     const server = serveNode({ fetch: app.fetch, port, hostname, ...options }, (info) => {
       resolve({
         port: info.port,

@@ -7,9 +7,12 @@
 // `resumeSession` restoring the first one's conversation from a loopback conversation store and sending no initial
 // prompt; the admission reasons. The controller runs as the deploy/ ServiceAccount plus deploy/components/realtime.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   agentCondition,
@@ -371,6 +374,135 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
           'no initial prompt on a resumed session',
         );
         assert.match(second.status.output ?? '', /echo: what did I say\?/);
+      }),
+  );
+
+  it(
+    'over TLS: bearer tokens, and client certificates the cluster client CA signed (user = CN, groups = O)',
+    { timeout: 120_000 },
+    () =>
+      runScenario(cluster, 'rt-tls', async (s) => {
+        await applyRbac(s);
+        const dir = s.tempDir();
+        const certs = join(dirname(s.cluster.kubeconfig), 'certs');
+        const ossl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+        // The prompt API's own certificate (self-signed, for 127.0.0.1).
+        ossl(
+          'req',
+          '-x509',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:P-256',
+          '-nodes',
+          '-days',
+          '1',
+          '-subj',
+          '/CN=prompt-api',
+          '-addext',
+          'subjectAltName=IP:127.0.0.1',
+          '-keyout',
+          'api.key',
+          '-out',
+          'api.crt',
+        );
+        // alice: signed by the cluster's client CA, no grants; mallory: signed by nobody the cluster trusts.
+        ossl(
+          'req',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:P-256',
+          '-nodes',
+          '-subj',
+          '/O=devs/CN=alice',
+          '-keyout',
+          'alice.key',
+          '-out',
+          'alice.csr',
+        );
+        ossl(
+          'x509',
+          '-req',
+          '-in',
+          'alice.csr',
+          '-CA',
+          join(certs, 'ca.crt'),
+          '-CAkey',
+          join(certs, 'ca.key'),
+          '-CAcreateserial',
+          '-days',
+          '1',
+          '-out',
+          'alice.crt',
+        );
+        ossl(
+          'req',
+          '-x509',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:P-256',
+          '-nodes',
+          '-days',
+          '1',
+          '-subj',
+          '/O=system:masters/CN=mallory',
+          '-keyout',
+          'mallory.key',
+          '-out',
+          'mallory.crt',
+        );
+        const ctl = await s.startReplica({
+          kubeconfig: await s.kubeconfigAs('agent-controller'),
+          env: {
+            REALTIME_ENABLED: 'true',
+            API_PORT: '0',
+            TLS_CERT_FILE: join(dir, 'api.crt'),
+            TLS_PRIVATE_KEY_FILE: join(dir, 'api.key'),
+          },
+        });
+        const line = await ctl.waitForLog('Serving the realtime prompt API');
+        assert.equal(line.tls, true);
+        const url = `https://127.0.0.1:${String(line.port)}${agentPath(s, 'nobody', 'prompt')}`;
+        const ca = readFileSync(join(dir, 'api.crt'));
+        /** POSTs a prompt with a client certificate (`<path>.crt` and `.key`) or a bearer token; the status. */
+        const post = (opts: { cert?: string; token?: string }) =>
+          new Promise<number>((resolve, reject) => {
+            const req = httpsRequest(
+              url,
+              {
+                method: 'POST',
+                ca,
+                ...(opts.cert !== undefined
+                  ? { cert: readFileSync(`${opts.cert}.crt`), key: readFileSync(`${opts.cert}.key`) }
+                  : {}),
+                headers: {
+                  'content-type': 'application/json',
+                  ...(opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {}),
+                },
+              },
+              (res) => {
+                res.resume();
+                res.on('end', () => resolve(res.statusCode ?? 0));
+              },
+            );
+            req.on('error', reject);
+            req.end(JSON.stringify({ prompt: 'x' }));
+          });
+        // A bearer token over TLS: authenticated and allowed, so the unknown Agent answers 404.
+        assert.equal(await post({ token: await s.serviceAccountToken('agent-launcher') }), 404);
+        assert.equal(await post({}), 401, 'no credentials');
+        if (runtime === 'node') {
+          assert.equal(ctl.logged('Serving the realtime prompt API')[0]?.clientCertificates, true);
+          assert.equal(await post({ cert: join(certs, 'admin') }), 404, 'the admin certificate: allowed');
+          assert.equal(await post({ cert: join(dir, 'alice') }), 403, 'alice is known but has no grant');
+          assert.equal(
+            await post({ cert: join(dir, 'mallory') }),
+            401,
+            'a certificate the cluster does not trust',
+          );
+        }
       }),
   );
 

@@ -713,6 +713,20 @@ export async function applyRbacManifests(s: Scenario, path: string): Promise<voi
   for (const raw of loadAll(readFileSync(join(ROOT, path), 'utf8'))) {
     if (raw === null || raw === undefined) continue;
     const doc = v.parse(RbacDocSchema, raw);
+    if (doc.kind === 'RoleBinding' && doc.metadata.namespace === 'kube-system') {
+      // A grant in kube-system (e.g. to read the cluster's client CA): kept there, under a name of this scenario.
+      const name = `${doc.metadata.name}-${s.ns}`;
+      const collection = collectionPath('RoleBinding', 'kube-system');
+      await s.client.create(collection, {
+        ...doc,
+        metadata: { ...doc.metadata, name },
+        subjects: (doc.subjects ?? []).map((x) => ({ ...x, namespace: s.ns })),
+      } as Manifest);
+      s.defer(async () => {
+        await s.client.delete(`${collection}/${name}`);
+      });
+      continue;
+    }
     if (doc.kind === 'ClusterRoleBinding') {
       const name = `${doc.metadata.name}-${s.ns}`;
       const collection = '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings';

@@ -260,7 +260,9 @@ describe('deploy/components/realtime', () => {
   const dir = ['deploy', 'components', 'realtime'];
   const docs = load('realtime-rbac.yaml', dir);
   const role = only(docs, 'Role');
-  const binding = only(docs, 'RoleBinding');
+  const bindings = docs.filter((d) => d.kind === 'RoleBinding');
+  const binding = bindings.find((d) => d.metadata.namespace !== 'kube-system');
+  const caReader = bindings.find((d) => d.metadata.namespace === 'kube-system');
   const delegator = only(docs, 'ClusterRoleBinding');
   const controller = only(load('controller-rbac.yaml'), 'ServiceAccount');
   const subject = [
@@ -279,12 +281,22 @@ describe('deploy/components/realtime', () => {
       },
     ]);
     assert.equal(role.metadata.namespace, controller.metadata.namespace);
-    assert.deepEqual(binding.roleRef, {
+    assert.deepEqual(binding?.kind === 'RoleBinding' && binding.roleRef, {
       apiGroup: 'rbac.authorization.k8s.io',
       kind: 'Role',
       name: role.metadata.name,
     });
-    assert.deepEqual(binding.subjects, subject);
+    assert.deepEqual(binding?.kind === 'RoleBinding' && binding.subjects, subject);
+  });
+
+  it('reads the cluster client CA through the built-in extension-apiserver-authentication-reader only', () => {
+    assert.equal(bindings.length, 2);
+    assert.deepEqual(caReader?.kind === 'RoleBinding' && caReader.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: 'extension-apiserver-authentication-reader',
+    });
+    assert.deepEqual(caReader?.kind === 'RoleBinding' && caReader.subjects, subject);
   });
 
   it('delegates authentication and authorisation through system:auth-delegator only', () => {

@@ -80,8 +80,6 @@ export interface PromptPortsOptions {
   readonly logger: Logger;
   readonly now: () => number;
   readonly fetch?: typeof fetch;
-  /** A verified client certificate's identity for this request (TLS only), if any. */
-  readonly clientIdentity?: (request: Request) => CallerIdentity | undefined;
   /** The Agent from the controller's informer cache (every replica keeps one), if it is there. */
   readonly cachedAgent?: (namespace: string, name: string) => unknown;
 }
@@ -122,9 +120,10 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
 
   return {
     now: o.now,
-    async authenticate(request) {
-      const fromCert = o.clientIdentity?.(request);
-      if (fromCert !== undefined) return fromCert;
+    async authenticate(request, peer) {
+      // A client certificate signed by the cluster's client CA: user = CN, groups = O (as the API server reads it).
+      if (peer?.authorized === true && (peer.commonName ?? '') !== '')
+        return { username: peer.commonName ?? '', groups: [...peer.organizations, 'system:authenticated'] };
       const token = /^Bearer\s+(\S+)$/i.exec(request.headers.get('authorization') ?? '')?.[1];
       if (token === undefined) return undefined;
       return tokenReview(token);
