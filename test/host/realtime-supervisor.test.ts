@@ -59,13 +59,14 @@ async function startSession(
   bin: string,
   env: Record<string, string> = {},
   firstPrompt = 'first prompt',
+  cli: { name: string; model: string } = { name: 'claude', model: 'claude-opus-5-5' },
 ): Promise<Session> {
   const port = await freePort();
   const [cmd, args] =
     runtime === 'deno'
       ? [DENO, ['run', '-A', BUNDLE, 'supervisor', '--']]
       : [process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'main.ts'), 'supervisor', '--']];
-  const proc = spawn(cmd, [...args, 'claude', '--print', '--', firstPrompt], {
+  const proc = spawn(cmd, [...args, cli.name, firstPrompt], {
     cwd: ROOT,
     env: {
       PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}`,
@@ -73,14 +74,14 @@ async function startSession(
       AGENT_NAME: 'rt',
       POD_NAME: 'rt-pod',
       POD_NAMESPACE: 'ns',
-      AGENT_MODEL: 'claude-opus-5-5',
+      AGENT_MODEL: cli.model,
       AGENT_EXECUTION: 'realtime',
       AGENT_PROMPT_TOKEN: TOKEN,
       AGENT_PROMPT_PORT: String(port),
       AGENT_POD_IP: '127.0.0.1',
-      AGENT_RUN_RECIPE: JSON.stringify({ model: 'claude-opus-5-5', permissionMode: 'bypass' }),
+      AGENT_RUN_RECIPE: JSON.stringify({ model: cli.model, permissionMode: 'bypass' }),
       AGENT_EXIT_GRACE_MS: '500',
-      MOCK_STYLE: 'claude',
+      MOCK_STYLE: cli.name,
       MOCK_ECHO_PROMPT: '1',
       MOCK_ECHO_ARGV: '1',
       MOCK_SESSION: SESSION,
@@ -140,7 +141,7 @@ async function firstTurnDone(s: Session): Promise<void> {
   await waitFor(
     async () => {
       const h = (await (await fetch(`${s.url}/healthz`)).json()) as { busy: boolean };
-      return !h.busy && s.stdout.some((l) => l.includes('"type":"result"')) ? true : undefined;
+      return !h.busy && s.stdout.some((l) => /"type":"(result|turn\.completed)"/.test(l)) ? true : undefined;
     },
     20_000,
     'the first turn to end',
@@ -162,6 +163,10 @@ for (const runtime of ['node', 'deno'] as const) {
         `#!/bin/sh\ncase "$*" in *crash*) echo '{"type":"system","subtype":"init","session_id":"${SESSION}"}'; kill -9 $$;; esac\nexec "${process.execPath}" "${MOCK}" "$@"\n`,
       );
       await chmod(join(bin, 'claude'), 0o755);
+      for (const name of ['codex', 'gemini']) {
+        await writeFile(join(bin, name), `#!/bin/sh\nexec "${process.execPath}" "${MOCK}" "$@"\n`);
+        await chmod(join(bin, name), 0o755);
+      }
     });
     after(() => rm(bin, { recursive: true, force: true }));
 
@@ -216,6 +221,29 @@ for (const runtime of ['node', 'deno'] as const) {
       assert.equal(await s.exited, 0);
       assert.match(s.stdout.at(-1) ?? '', /"status":"succeeded","exitCode":0/);
     });
+
+    for (const cli of [
+      { name: 'codex', model: 'gpt-6.1-sol', last: 'turn.completed' },
+      { name: 'gemini', model: 'gemini-3.8-flash', last: 'result' },
+    ]) {
+      it(`${cli.name}: later turns resume the session the first one revealed, each ending with its own terminal line`, async () => {
+        const s = await startSession(runtime, bin, {}, 'first prompt', cli);
+        try {
+          await firstTurnDone(s);
+          const r = await prompt(s, 'next question');
+          assert.equal(r.status, 200, r.body);
+          const argv = r.lines.find((l) => Array.isArray(l.argv))?.argv as string[];
+          assert.ok(argv.includes(SESSION), `the ${cli.name} turn resumes ${SESSION}: ${argv.join(' ')}`);
+          assert.match(JSON.stringify(r.lines), /echo: next question/);
+          assert.equal(r.lines.at(-1)?.type, cli.last);
+          const closed = await fetch(`${s.url}/close`, { method: 'POST', headers: auth });
+          assert.deepEqual(await closed.json(), { closed: true, sessionId: SESSION });
+          assert.equal(await s.exited, 0);
+        } finally {
+          s.proc.kill('SIGKILL');
+        }
+      });
+    }
 
     it('a second prompt while one is in flight gets 409; a prompt after close gets nothing', async () => {
       const s = await startSession(runtime, bin, { MOCK_DELAY_MS: '300', MOCK_LINES: '4' });

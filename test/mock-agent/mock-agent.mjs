@@ -53,7 +53,11 @@ const args = process.argv.slice(2);
 const resumed = (() => {
   const i = args.indexOf('--resume');
   if (i >= 0) return args[i + 1];
-  if (args[0] === 'exec' && args[1] === 'resume') return args[2];
+  // Codex: `exec resume [options] [--] <id> <prompt>`.
+  if (args[0] === 'exec' && args[1] === 'resume') {
+    const dd = args.indexOf('--');
+    return dd >= 0 ? args[dd + 1] : args.slice(2).find((a) => !a.startsWith('-'));
+  }
   return undefined;
 })();
 const session = resumed || env.MOCK_SESSION || '3f1e8a52-6c0d-4b7e-9a41-2d5c7e9b0a11';
