@@ -785,6 +785,26 @@ describe('anthropicBatches', () => {
       assert.equal(fake.batches().length, 1);
     });
 
+    it('with autoFinishMs, a held batch cancelled late still ends (cancelled) that long after the cancel', async () => {
+      const auto = await startFakeAnthropic({ autoFinishMs: 20, autoOutcome: () => 'hold' });
+      try {
+        const c = call({ apiKey: auto.apiKey, baseUrl: auto.baseUrl });
+        const { id } = expectOk(await anthropicBatches.submit(request(), c));
+        await new Promise((r) => setTimeout(r, 60)); // the creation timer has fired: the batch is held
+        assert.equal(auto.batches()[0]?.state, 'pending');
+        expectOk(await anthropicBatches.cancel(id, c));
+        const ended = await pollUntil(
+          async () => (auto.batches()[0]?.state === 'ended' ? auto.batches()[0] : undefined),
+          { timeoutMs: 5000, intervalMs: 5, description: 'the cancelled batch to end' },
+        );
+        assert.equal(ended?.vendorState, 'ended');
+        const cleaned = expectOk(await anthropicBatches.cleanup(id, c));
+        assert.equal(cleaned.kind, 'done');
+      } finally {
+        await auto.close();
+      }
+    });
+
     it('refuses results and delete before the batch ended, and finishes on its own with autoFinishMs', async () => {
       const auto = await startFakeAnthropic({ autoFinishMs: 1 });
       try {

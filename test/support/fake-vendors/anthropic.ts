@@ -5,7 +5,8 @@
 // Choices where vendors.md is silent (UNCONFIRMED against the real API): a create may hold only one request (the
 // `FakeBatch` model has one custom id); cancelling an ended batch answers 400 invalid_request_error; results of a
 // batch that has not ended answer 400 invalid_request_error; only `anthropic-version: 2026-10-21` is accepted (the
-// real API also accepts `2023-06-01`; the fake pins what our client must send).
+// real API also accepts `2023-06-01`; the fake pins what our client must send). A `canceling` batch stays so until
+// `finish()` (or, with `autoFinishMs`, that long after the cancel, as cancelled), as the OpenAI fake does.
 
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -388,6 +389,15 @@ export async function startFakeAnthropic(options: FakeVendorOptions = {}): Promi
       if (b.status === 'in_progress') {
         b.status = 'canceling';
         b.cancelInitiatedAt = new Date();
+        if (options.autoFinishMs !== undefined) {
+          // The vendor processes a cancel eventually, whenever it comes (not only within autoFinishMs of creation).
+          if (b.timer !== undefined) clearTimeout(b.timer);
+          b.timer = setTimeout(() => {
+            b.timer = undefined;
+            if (b.status === 'canceling' && !b.deleted) end(b, { kind: 'cancelled' });
+          }, options.autoFinishMs);
+          b.timer.unref();
+        }
       }
       return json(200, view(b));
     } else if (action === 'results' && method === 'GET') {
