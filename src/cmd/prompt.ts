@@ -1,6 +1,10 @@
 // `agent-controller prompt` and `agent-controller close`: talk to a realtime run through the controller's prompt API
 // with the kubeconfig's own credentials (its bearer token: a token, an exec plugin or OIDC).
 
+import { Buffer } from 'node:buffer';
+import { readFileSync } from 'node:fs';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { createInterface } from 'node:readline';
 import * as v from 'valibot';
 import { GROUP, VERSION } from '../api/index.ts';
@@ -28,6 +32,8 @@ const COMMON_FLAGS = {
   context: { type: 'string' },
   namespace: { type: 'string', short: 'n' },
   endpoint: { type: 'string' },
+  'certificate-authority': { type: 'string' },
+  'insecure-skip-tls-verify': { type: 'boolean' },
 } as const;
 
 const COMMON_USAGE = [
@@ -37,6 +43,11 @@ const COMMON_USAGE = [
   '  -n, --namespace NS    the Agent namespace (default: the kubeconfig context namespace, else default)',
   '  --kubeconfig PATH     kubeconfig whose credentials are sent (default: $KUBECONFIG)',
   '  --context NAME        kubeconfig context',
+  '  --certificate-authority FILE  CA of the prompt API certificate (https endpoints; default: the system CAs)',
+  '  --insecure-skip-tls-verify    do not verify the prompt API certificate',
+  '',
+  'Credentials: the kubeconfig bearer token (token, exec plugin, OIDC), else $AGENT_API_TOKEN, else, over https,',
+  "the kubeconfig's client certificate.",
   '',
   'Exit codes: 0 ok; 1 the turn failed; 2 usage; 3 not authenticated or not allowed (401/403);',
   '4 no such Agent (404); 5 not a Running realtime run, or a prompt in flight (409); 6 the run pod is not',
@@ -46,6 +57,13 @@ const COMMON_USAGE = [
 interface Target {
   readonly url: string;
   readonly headers: Record<string, string>;
+  /** TLS settings of an https endpoint: its CA, verification, and a client certificate when that is the credential. */
+  readonly tls: {
+    readonly ca?: Buffer;
+    readonly cert?: Buffer;
+    readonly key?: Buffer;
+    readonly rejectUnauthorized: boolean;
+  };
 }
 
 /** Resolves the endpoint, namespace and credentials; one clear error line when they cannot be had. */
@@ -73,20 +91,81 @@ async function target(
   const authorization = creds.value.headers.authorization ?? creds.value.headers.Authorization;
   const token = io.env.AGENT_API_TOKEN;
   const headers: Record<string, string> = {};
+  const https = endpoint.startsWith('https://');
+  const { cert, key } = creds.value.tls;
+  let clientCert: { cert: Buffer; key: Buffer } | undefined;
   if (authorization !== undefined) headers.authorization = authorization;
   else if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`;
+  else if (https && cert !== undefined && key !== undefined)
+    clientCert = { cert: Buffer.from(cert), key: Buffer.from(key) };
   else {
     throw new UsageError(
-      'the kubeconfig has no bearer token (client certificates are not sent); set AGENT_API_TOKEN, e.g. to `kubectl create token <service-account>`',
+      https
+        ? 'the kubeconfig has neither a bearer token nor a client certificate; set AGENT_API_TOKEN'
+        : 'the kubeconfig has no bearer token (a client certificate needs an https endpoint); set AGENT_API_TOKEN, e.g. to `kubectl create token <service-account>`',
     );
   }
+  const caFile = str(values['certificate-authority']);
+  let ca: Buffer | undefined;
+  try {
+    ca = caFile === undefined ? undefined : readFileSync(caFile);
+  } catch (error) {
+    throw new UsageError(
+      `cannot read --certificate-authority: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  const tls = {
+    ...(ca !== undefined ? { ca } : {}),
+    ...(clientCert ?? {}),
+    rejectUnauthorized: values['insecure-skip-tls-verify'] !== true,
+  };
   const namespace = str(values.namespace) ?? cluster.value.namespace ?? 'default';
   const path = `/apis/${GROUP}/${VERSION}/namespaces/${encodeURIComponent(namespace)}/agents/${encodeURIComponent(agent)}/${action}`;
-  return { url: `${endpoint}${path}`, headers };
+  return { url: `${endpoint}${path}`, headers, tls };
+}
+
+/** An answer of the prompt API: its status and body (streamed). */
+interface Answer {
+  readonly status: number;
+  readonly body: AsyncIterable<Uint8Array>;
+  text(): Promise<string>;
+}
+
+/** POSTs JSON to the prompt API (node:http or node:https, so a client certificate can be sent); rejects when unreachable. */
+function post(t: Target, body: string): Promise<Answer> {
+  const url = new URL(t.url);
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(
+      url,
+      {
+        method: 'POST',
+        headers: {
+          ...t.headers,
+          'content-type': 'application/json',
+          'content-length': String(new TextEncoder().encode(body).length),
+        },
+        ...(url.protocol === 'https:' ? t.tls : {}),
+      },
+      (res: IncomingMessage) =>
+        resolve({
+          status: res.statusCode ?? 0,
+          body: res,
+          text: async () => {
+            let text = '';
+            const decoder = new TextDecoder();
+            for await (const chunk of res) text += decoder.decode(chunk as Uint8Array, { stream: true });
+            return text;
+          },
+        }),
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 /** Maps an API error answer to an exit code and prints its message. */
-async function failure(io: CommandIo, res: Response): Promise<number> {
+async function failure(io: CommandIo, res: Answer): Promise<number> {
   const text = await res.text();
   let message = text.trim();
   try {
@@ -152,13 +231,9 @@ export function readable(line: string): { text?: string; failed?: boolean } {
 
 /** Sends one prompt and streams the turn to stdout; resolves to the exit code. */
 async function sendPrompt(io: CommandIo, t: Target, prompt: string, json: boolean): Promise<number> {
-  let res: Response;
+  let res: Answer;
   try {
-    res = await fetch(t.url, {
-      method: 'POST',
-      headers: { ...t.headers, 'content-type': 'application/json' },
-      body: JSON.stringify({ prompt }),
-    });
+    res = await post(t, JSON.stringify({ prompt }));
   } catch (error) {
     io.stderr(
       `error: cannot reach the prompt API: ${error instanceof Error ? error.message : String(error)}\n`,
@@ -183,17 +258,12 @@ async function sendPrompt(io: CommandIo, t: Target, prompt: string, json: boolea
     if (r.failed) failed = true;
     if (r.text !== undefined) (r.failed ? io.stderr : io.stdout)(`${r.text}\n`);
   };
-  if (res.body !== null) {
-    const reader = res.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      const lines = (partial + decoder.decode(value, { stream: true })).split('\n');
-      partial = lines.pop() ?? '';
-      for (const line of lines) handle(line);
-    }
-    handle(partial);
+  for await (const chunk of res.body) {
+    const lines = (partial + decoder.decode(chunk, { stream: true })).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) handle(line);
   }
+  handle(partial);
   if (!sawResult) {
     io.stderr('error: the turn ended without a result (the agent CLI stopped)\n');
     return EXIT.turnFailed;
@@ -202,13 +272,9 @@ async function sendPrompt(io: CommandIo, t: Target, prompt: string, json: boolea
 }
 
 async function sendClose(io: CommandIo, t: Target): Promise<number> {
-  let res: Response;
+  let res: Answer;
   try {
-    res = await fetch(t.url, {
-      method: 'POST',
-      headers: { ...t.headers, 'content-type': 'application/json' },
-      body: '{}',
-    });
+    res = await post(t, '{}');
   } catch (error) {
     io.stderr(
       `error: cannot reach the prompt API: ${error instanceof Error ? error.message : String(error)}\n`,
@@ -216,7 +282,7 @@ async function sendClose(io: CommandIo, t: Target): Promise<number> {
     return EXIT.unavailable;
   }
   if (res.status !== 200) return failure(io, res);
-  await res.body?.cancel();
+  await res.text();
   return EXIT.ok;
 }
 

@@ -153,7 +153,10 @@ async function startConversationStore(): Promise<{
 }
 
 /** Runs the bundle's CLI on the e2e runtime; exit code and both streams. */
-function runCli(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runCli(
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const [cmd, ...pre] = bundleArgv(runtime);
   const child = spawn(cmd ?? process.execPath, [...pre, ...args], {
     env: {
@@ -161,6 +164,7 @@ function runCli(args: readonly string[]): Promise<{ code: number | null; stdout:
       HOME: process.env.HOME ?? '/tmp',
       NO_COLOR: '1',
       DENO_NO_UPDATE_CHECK: '1',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -493,7 +497,27 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
         // A bearer token over TLS: authenticated and allowed, so the unknown Agent answers 404.
         assert.equal(await post({ token: await s.serviceAccountToken('agent-launcher') }), 404);
         assert.equal(await post({}), 401, 'no credentials');
+        // The CLI over TLS: a bearer token from AGENT_API_TOKEN, the API's CA from --certificate-authority.
+        const base = `https://127.0.0.1:${String(line.port)}`;
+        const tlsFlags = ['-n', s.ns, '--endpoint', base, '--certificate-authority', join(dir, 'api.crt')];
+        const byToken = await runCli(
+          ['prompt', 'nobody', 'hi', '--kubeconfig', s.cluster.kubeconfig, ...tlsFlags],
+          {
+            AGENT_API_TOKEN: await s.serviceAccountToken('agent-launcher'),
+          },
+        );
+        assert.equal(byToken.code, 4, `authenticated and allowed, no such Agent: ${byToken.stderr}`);
         if (runtime === 'node') {
+          // The admin kubeconfig's client certificate, sent by the CLI itself.
+          const byCert = await runCli([
+            'prompt',
+            'nobody',
+            'hi',
+            '--kubeconfig',
+            s.cluster.kubeconfig,
+            ...tlsFlags,
+          ]);
+          assert.equal(byCert.code, 4, byCert.stderr);
           assert.equal(ctl.logged('Serving the realtime prompt API')[0]?.clientCertificates, true);
           assert.equal(await post({ cert: join(certs, 'admin') }), 404, 'the admin certificate: allowed');
           assert.equal(await post({ cert: join(dir, 'alice') }), 403, 'alice is known but has no grant');
