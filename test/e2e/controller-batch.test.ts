@@ -125,6 +125,25 @@ function batchesOf(f: FakeVendorServer, uid: string) {
   return f.batches().filter((b) => b.customId === runCustomId(uid));
 }
 
+/** A timed-out run's batch: the finalizer goes, and the batch was cancelled and then deleted at the vendor. */
+async function expectCancelledAndDeleted(
+  s: Scenario,
+  fake: FakeVendorServer,
+  name: string,
+  done: { readonly metadata: { readonly uid?: string | undefined } },
+  batchId: string | undefined,
+): Promise<void> {
+  await waitFinalizerGone(s, name);
+  assert.ok(
+    fake.requests.some((r) => r.method === 'POST' && r.path.endsWith(`/${batchId ?? '-'}/cancel`)),
+    'the batch was cancelled at the vendor',
+  );
+  await pollUntil(async () => (batchesOf(fake, done.metadata.uid ?? '')[0]?.deleted ? true : undefined), {
+    timeoutMs: 30_000,
+    description: `the timed-out batch of ${name} to be deleted at the vendor`,
+  });
+}
+
 /** The sink events of one Agent, in arrival order, as compact strings (`lifecycle:agent/started`, `line:<type>`). */
 function sinkTrail(sink: HttpSink, agent: string): string[] {
   return sink
@@ -337,19 +356,7 @@ describe(`controller: batch runs (${runtime})`, { skip }, () => {
         assert.equal(done.status.exitCode, 1);
         assert.equal(done.status.batchId, running.status.batchId);
         assert.equal(done.status.jobName, undefined, 'no Job for a failed timeout');
-        await waitFinalizerGone(s, 'slow');
-        const batchId = running.status.batchId ?? '';
-        assert.ok(
-          fakes.anthropic.requests.some((r) => r.method === 'POST' && r.path.endsWith(`/${batchId}/cancel`)),
-          'the batch was cancelled at the vendor',
-        );
-        await pollUntil(
-          async () => (batchesOf(fakes.anthropic, done.metadata.uid ?? '')[0]?.deleted ? true : undefined),
-          {
-            timeoutMs: 30_000,
-            description: 'the timed-out batch to be deleted at the vendor',
-          },
-        );
+        await expectCancelledAndDeleted(s, fakes.anthropic, 'slow', done, running.status.batchId);
         const events = await s.waitForEvents('slow', done.metadata.uid, ['Warning/BatchTimedOut']);
         assert.match(
           events.find((e) => e.reason === 'BatchTimedOut')?.message ?? '',
@@ -419,19 +426,7 @@ describe(`controller: batch runs (${runtime})`, { skip }, () => {
         assert.equal(st.batchFallback, true);
         assert.equal(st.batchId, running.status.batchId, 'the batchId is kept');
         assert.match(st.output ?? '', /answered by the fallback Job/, 'the output comes from the Job run');
-        await waitFinalizerGone(s, 'patient');
-        const batchId = running.status.batchId ?? '';
-        assert.ok(
-          fakes.anthropic.requests.some((r) => r.method === 'POST' && r.path.endsWith(`/${batchId}/cancel`)),
-          'the batch was cancelled at the vendor',
-        );
-        await pollUntil(
-          async () => (batchesOf(fakes.anthropic, done.metadata.uid ?? '')[0]?.deleted ? true : undefined),
-          {
-            timeoutMs: 30_000,
-            description: 'the timed-out batch to be deleted at the vendor',
-          },
-        );
+        await expectCancelledAndDeleted(s, fakes.anthropic, 'patient', done, running.status.batchId);
         await s.waitForEvents('patient', done.metadata.uid, ['Warning/BatchTimedOut', 'Normal/Succeeded']);
         assert.equal(await ctl.metric('controller_jobs_created_total'), 1);
         assert.equal(await ctl.metric('controller_run_failures_total', { kind: 'batch_timeout' }), 1);

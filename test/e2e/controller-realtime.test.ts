@@ -390,41 +390,28 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
         const dir = s.tempDir();
         const certs = join(dirname(s.cluster.kubeconfig), 'certs');
         const ossl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+        /** A P-256 key `<name>.key` with a request (`-x509`: a self-signed certificate) `<name>.<csr|crt>`. */
+        const newKey = (name: string, subject: string, selfSigned: boolean, ...extra: string[]) =>
+          ossl(
+            'req',
+            ...(selfSigned ? ['-x509', '-days', '1'] : []),
+            '-newkey',
+            'ec',
+            '-pkeyopt',
+            'ec_paramgen_curve:P-256',
+            '-nodes',
+            '-subj',
+            subject,
+            ...extra,
+            '-keyout',
+            `${name}.key`,
+            '-out',
+            `${name}.${selfSigned ? 'crt' : 'csr'}`,
+          );
         // The prompt API's own certificate (self-signed, for 127.0.0.1).
-        ossl(
-          'req',
-          '-x509',
-          '-newkey',
-          'ec',
-          '-pkeyopt',
-          'ec_paramgen_curve:P-256',
-          '-nodes',
-          '-days',
-          '1',
-          '-subj',
-          '/CN=prompt-api',
-          '-addext',
-          'subjectAltName=IP:127.0.0.1',
-          '-keyout',
-          'api.key',
-          '-out',
-          'api.crt',
-        );
+        newKey('api', '/CN=prompt-api', true, '-addext', 'subjectAltName=IP:127.0.0.1');
         // alice: signed by the cluster's client CA, no grants; mallory: signed by nobody the cluster trusts.
-        ossl(
-          'req',
-          '-newkey',
-          'ec',
-          '-pkeyopt',
-          'ec_paramgen_curve:P-256',
-          '-nodes',
-          '-subj',
-          '/O=devs/CN=alice',
-          '-keyout',
-          'alice.key',
-          '-out',
-          'alice.csr',
-        );
+        newKey('alice', '/O=devs/CN=alice', false);
         ossl(
           'x509',
           '-req',
@@ -440,23 +427,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
           '-out',
           'alice.crt',
         );
-        ossl(
-          'req',
-          '-x509',
-          '-newkey',
-          'ec',
-          '-pkeyopt',
-          'ec_paramgen_curve:P-256',
-          '-nodes',
-          '-days',
-          '1',
-          '-subj',
-          '/O=system:masters/CN=mallory',
-          '-keyout',
-          'mallory.key',
-          '-out',
-          'mallory.crt',
-        );
+        newKey('mallory', '/O=system:masters/CN=mallory', true);
         const ctl = await s.startReplica({
           kubeconfig: await s.kubeconfigAs('agent-controller'),
           env: {
