@@ -165,6 +165,9 @@ export async function runRealtimeScenario(input: RealtimeScenarioInput): Promise
         agentDefRef: BENCH_STATION,
         maxConcurrentRuns: 0,
         deadlineMinutes: 30,
+        // Keep every ended session: the report counts them (the default history of 3 would delete the rest).
+        successfulRunsHistoryLimit: 100_000,
+        failedRunsHistoryLimit: 100_000,
         template: {
           spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'agent', image: agentImage }] },
         },
