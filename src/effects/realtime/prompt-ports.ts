@@ -88,14 +88,27 @@ export interface PromptPortsOptions {
 export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe'> {
   const doFetch = o.fetch ?? ((input, init) => fetch(input, init));
   const reviews = new Map<string, { at: number; identity: CallerIdentity | undefined }>();
+  /** TokenReviews in flight by token hash: callers arriving together share one review. */
+  const reviewing = new Map<string, Promise<CallerIdentity | undefined | { error: string }>>();
   const allowed = new Map<string, number>();
   /** The prompt server of a run (by Agent uid), kept while it answers; dropped when a forward fails. */
   const endpoints = new Map<string, string>();
 
-  async function tokenReview(token: string): Promise<CallerIdentity | undefined | { error: string }> {
+  function tokenReview(token: string): Promise<CallerIdentity | undefined | { error: string }> {
     const key = createHash('sha256').update(token).digest('hex');
     const cached = reviews.get(key);
-    if (cached !== undefined && o.now() - cached.at < TOKEN_CACHE_MS) return cached.identity;
+    if (cached !== undefined && o.now() - cached.at < TOKEN_CACHE_MS) return Promise.resolve(cached.identity);
+    const pending = reviewing.get(key);
+    if (pending !== undefined) return pending;
+    const review = reviewToken(key, token).finally(() => reviewing.delete(key));
+    reviewing.set(key, review);
+    return review;
+  }
+
+  async function reviewToken(
+    key: string,
+    token: string,
+  ): Promise<CallerIdentity | undefined | { error: string }> {
     const r = await o.transport.request('POST', '/apis/authentication.k8s.io/v1/tokenreviews', {
       body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } },
     });

@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createFakeTransport } from '../../kube/fake-transport.ts';
+import { createLogger } from '../../shared/log.ts';
+import { promptPorts } from './prompt-ports.ts';
+
+const request = (token: string) =>
+  new Request('http://x/', { headers: { authorization: `Bearer ${token}` } });
+
+function ports(opts: { authenticated?: boolean; allowed?: boolean; delayMs?: number } = {}) {
+  let clock = 0;
+  const transport = createFakeTransport({
+    request: async (req) => {
+      if (opts.delayMs !== undefined) await new Promise((r) => setTimeout(r, opts.delayMs));
+      if (req.path.endsWith('/tokenreviews'))
+        return {
+          status: 201,
+          body: {
+            status: {
+              authenticated: opts.authenticated ?? true,
+              user: { username: 'system:serviceaccount:ns:bot', groups: ['system:serviceaccounts'] },
+            },
+          },
+        };
+      if (req.path.endsWith('/subjectaccessreviews'))
+        return { status: 201, body: { status: { allowed: opts.allowed ?? true } } };
+      return { status: 404, body: { kind: 'Status', code: 404, reason: 'NotFound' } };
+    },
+  });
+  const p = promptPorts({
+    transport,
+    tokens: () => undefined,
+    events: { record: async () => {} },
+    logger: createLogger('error', () => {}),
+    now: () => clock,
+  });
+  const count = (suffix: string) => transport.requests.filter((r) => r.path.endsWith(suffix)).length;
+  const advance = (ms: number): void => {
+    clock += ms;
+  };
+  return { p, count, advance };
+}
+
+describe('prompt API ports', () => {
+  it('one TokenReview for callers that arrive together with the same token, reused for 10 s', async () => {
+    const t = ports({ delayMs: 20 });
+    const ids = await Promise.all(
+      Array.from({ length: 10 }, () => t.p.authenticate(request('tok'), undefined)),
+    );
+    for (const id of ids)
+      assert.deepEqual(id, { username: 'system:serviceaccount:ns:bot', groups: ['system:serviceaccounts'] });
+    assert.equal(t.count('/tokenreviews'), 1);
+    await t.p.authenticate(request('tok'), undefined);
+    assert.equal(t.count('/tokenreviews'), 1, 'cached');
+    t.advance(10_001);
+    await t.p.authenticate(request('tok'), undefined);
+    assert.equal(t.count('/tokenreviews'), 2, 'reviewed again after 10 s');
+    await t.p.authenticate(request('other'), undefined);
+    assert.equal(t.count('/tokenreviews'), 3, 'another token, another review');
+  });
+
+  it('no bearer token and no certificate is anonymous; a rejected token is too', async () => {
+    assert.equal(await ports().p.authenticate(new Request('http://x/'), undefined), undefined);
+    assert.equal(await ports({ authenticated: false }).p.authenticate(request('bad'), undefined), undefined);
+  });
+
+  it('a verified client certificate is the user (CN) with its groups (O), without a TokenReview', async () => {
+    const t = ports();
+    const id = await t.p.authenticate(new Request('http://x/'), {
+      authorized: true,
+      commonName: 'alice',
+      organizations: ['devs'],
+    });
+    assert.deepEqual(id, { username: 'alice', groups: ['devs', 'system:authenticated'] });
+    const unverified = await t.p.authenticate(new Request('http://x/'), {
+      authorized: false,
+      commonName: 'mallory',
+      organizations: ['system:masters'],
+    });
+    assert.equal(unverified, undefined, 'an unverified certificate is nobody');
+    assert.equal(t.count('/tokenreviews'), 0);
+  });
+
+  it('reuses an allowing SubjectAccessReview for 10 s, never a refusal', async () => {
+    const caller = { username: 'alice', groups: [] };
+    const target = { namespace: 'ns', name: 'a', subresource: 'prompt' as const };
+    const yes = ports();
+    assert.equal(await yes.p.authorize(caller, target), true);
+    assert.equal(await yes.p.authorize(caller, target), true);
+    assert.equal(yes.count('/subjectaccessreviews'), 1);
+    assert.equal(await yes.p.authorize(caller, { ...target, subresource: 'close' }), true);
+    assert.equal(yes.count('/subjectaccessreviews'), 2, 'another subresource, another review');
+    const no = ports({ allowed: false });
+    assert.equal(await no.p.authorize(caller, target), false);
+    assert.equal(await no.p.authorize(caller, target), false);
+    assert.equal(no.count('/subjectaccessreviews'), 2, 'refusals are asked again');
+  });
+});
