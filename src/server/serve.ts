@@ -69,5 +69,14 @@ export async function serveApp(
       });
     });
     server.once('error', reject);
+    // Idle keep-alive connections outlive the clients' own idle timeouts (Node's default 5 s closes sockets that a
+    // client is about to reuse: its next request fails). HTTP/1 servers only.
+    if ('keepAliveTimeout' in server) {
+      server.keepAliveTimeout = KEEP_ALIVE_MS;
+      server.headersTimeout = KEEP_ALIVE_MS + 1000;
+    }
   });
 }
+
+/** Idle keep-alive timeout of the Node servers. */
+const KEEP_ALIVE_MS = 65_000;

@@ -29,6 +29,8 @@ import {
 
 /** Default port of the prompt server. */
 export const DEFAULT_PROMPT_PORT = 8090;
+/** How long an idle connection to the prompt server is kept (longer than the clients' own idle timeouts). */
+const KEEP_ALIVE_MS = 120_000;
 /** Largest prompt request body accepted (413 beyond). */
 export const MAX_PROMPT_BYTES = 1024 * 1024;
 
@@ -246,6 +248,10 @@ class Session {
         else res.destroy();
       });
     });
+    // Idle keep-alive connections stay open longer than any client keeps them (the controller's connection to this
+    // pod is reused turn after turn): a server closing an idle socket as the client reuses it fails that request.
+    server.keepAliveTimeout = KEEP_ALIVE_MS;
+    server.headersTimeout = KEEP_ALIVE_MS + 5000;
     return new Promise((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.#rt.port, this.#rt.host, () => {
