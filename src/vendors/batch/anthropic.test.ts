@@ -5,8 +5,9 @@ import type { FakeVendorServer } from '../../../test/support/fake-vendors/types.
 import { pollUntil } from '../../../test/support/poll.ts';
 import type { Result } from '../../shared/result.ts';
 import { classifyEvent } from '../cli/terminal.ts';
-import { ANTHROPIC_VERSION, anthropicBatches, FIND_PAGE_SIZE } from './anthropic.ts';
+import { ANTHROPIC_VERSION, anthropicBatches } from './anthropic.ts';
 import type { BatchError, BatchOutcome, BatchRequest, RenderContext, VendorCall } from './port.ts';
+import { LIST_PAGE_SIZE } from './port.ts';
 import {
   CANCELED_MESSAGE,
   type ClaudeBatchMessage,
@@ -699,7 +700,7 @@ describe('anthropicBatches', () => {
       const since = new Date();
       const target = expectOk(await anthropicBatches.submit(request(), call())).id;
       fake.finish(target, { kind: 'succeeded', text: 'x' });
-      for (let i = 0; i < FIND_PAGE_SIZE + 4; i++) {
+      for (let i = 0; i < LIST_PAGE_SIZE + 4; i++) {
         expectOk(await anthropicBatches.submit(request({ customId: `run-other-${i}` }), call()));
       }
       const found = expectOk(await anthropicBatches.find(customId, since, call()));
@@ -709,7 +710,7 @@ describe('anthropicBatches', () => {
         (r) => r.method === 'GET' && r.path.startsWith('/v1/messages/batches?'),
       );
       assert.equal(lists.length, 2);
-      assert.equal(lists[0]?.path, `/v1/messages/batches?limit=${FIND_PAGE_SIZE}`);
+      assert.equal(lists[0]?.path, `/v1/messages/batches?limit=${LIST_PAGE_SIZE}`);
       assert.match(lists[1]?.path ?? '', /[?&]after_id=msgbatch_/);
     });
 

@@ -20,8 +20,6 @@ import { type ClaudeBatchResult, renderClaudeLines } from './render-claude.ts';
 export const ANTHROPIC_VERSION = '2026-10-21';
 /** Where the batch endpoints live under the base URL. */
 const BATCHES = '/v1/messages/batches';
-/** Page size of the list walk in `find`. */
-export const FIND_PAGE_SIZE = 100;
 /** A batch created up to this long before `since` is still a candidate in `find` (clock skew). */
 export const FIND_SKEW_MS = 60_000;
 /** Pages `find` reads at most; a window holding more batches than this answers `undecided`. */
@@ -209,6 +207,16 @@ async function cancelBatch(id: string, call: VendorCall): Promise<Result<void, B
  *   are candidates; an ended candidate is confirmed when a result line has the custom id, an unfinished one cannot
  *   be confirmed yet (`undecided`).
  */
+/** One page of the batch list (newest first) after `afterId`, validated. */
+async function listBatches(
+  afterId: string | undefined,
+  call: VendorCall,
+): Promise<Result<v.InferOutput<typeof ListPage>, BatchError>> {
+  const query = `?limit=${LIST_PAGE_SIZE}${afterId === undefined ? '' : `&after_id=${encodeURIComponent(afterId)}`}`;
+  const answer = await send(call, { method: 'GET', url: `${BATCHES}${query}`, idempotent: true });
+  return answer.ok ? decode(ListPage, answer.value.text, 'list batches') : answer;
+}
+
 export const anthropicBatches: BatchVendor = {
   provider: 'anthropic',
 
@@ -271,10 +279,7 @@ export const anthropicBatches: BatchVendor = {
     let afterId: string | undefined;
     let complete = false;
     for (let page = 0; page < FIND_MAX_PAGES && !complete; page++) {
-      const query = `?limit=${FIND_PAGE_SIZE}${afterId === undefined ? '' : `&after_id=${encodeURIComponent(afterId)}`}`;
-      const answer = await send(call, { method: 'GET', url: `${BATCHES}${query}`, idempotent: true });
-      if (!answer.ok) return answer;
-      const listed = decode(ListPage, answer.value.text, 'list batches');
+      const listed = await listBatches(afterId, call);
       if (!listed.ok) return listed;
       for (const batch of listed.value.data) {
         const created = Date.parse(batch.created_at);
@@ -318,10 +323,7 @@ export const anthropicBatches: BatchVendor = {
   },
 
   async listPage(cursor, call): Promise<Result<BatchListPage, BatchError>> {
-    const query = `?limit=${LIST_PAGE_SIZE}${cursor === undefined ? '' : `&after_id=${encodeURIComponent(cursor)}`}`;
-    const answer = await send(call, { method: 'GET', url: `${BATCHES}${query}`, idempotent: true });
-    if (!answer.ok) return answer;
-    const listed = decode(ListPage, answer.value.text, 'list batches');
+    const listed = await listBatches(cursor, call);
     if (!listed.ok) return listed;
     const batches = listed.value.data.map((b) => ({ id: b.id, ended: b.processing_status === 'ended' }));
     const last = listed.value.last_id ?? listed.value.data.at(-1)?.id;

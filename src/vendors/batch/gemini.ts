@@ -27,8 +27,6 @@ import {
 
 /** The API version path every call goes through. */
 export const GEMINI_API_VERSION = '/v1beta';
-/** Page size of the batch list walked by `find`. */
-export const GEMINI_LIST_PAGE_SIZE = 100;
 /** `find` also looks at batches created this long before `since` (clock skew between us and Google). */
 export const GEMINI_FIND_SKEW_MS = 60_000;
 /** Longest list walk; beyond it `find` answers a protocol error instead of looping. */
@@ -283,14 +281,7 @@ export const geminiBatches: BatchVendor = {
       if (page >= MAX_LIST_PAGES) {
         return err({ kind: 'protocol', message: `GET /batches: more than ${MAX_LIST_PAGES} pages` });
       }
-      const query = `pageSize=${GEMINI_LIST_PAGE_SIZE}${token ? `&pageToken=${encodeURIComponent(token)}` : ''}`;
-      const answer = await send(call, {
-        method: 'GET',
-        url: `${GEMINI_API_VERSION}/batches?${query}`,
-        idempotent: true,
-      });
-      if (!answer.ok) return answer;
-      const list = parse(ListPage, answer.value, 'GET /batches');
+      const list = await listBatches(token, call);
       if (!list.ok) return list;
       const items = [
         ...(list.value.operations ?? []).map((op) => ({
@@ -317,14 +308,7 @@ export const geminiBatches: BatchVendor = {
   },
 
   async listPage(cursor, call): Promise<Result<BatchListPage, BatchError>> {
-    const query = `pageSize=${LIST_PAGE_SIZE}${cursor ? `&pageToken=${encodeURIComponent(cursor)}` : ''}`;
-    const answer = await send(call, {
-      method: 'GET',
-      url: `${GEMINI_API_VERSION}/batches?${query}`,
-      idempotent: true,
-    });
-    if (!answer.ok) return answer;
-    const list = parse(ListPage, answer.value, 'GET /batches');
+    const list = await listBatches(cursor, call);
     if (!list.ok) return list;
     const ended = (state: string | undefined): boolean => {
       const phase = geminiPhase(state);
@@ -341,6 +325,20 @@ export const geminiBatches: BatchVendor = {
     return ok({ batches, next: token === undefined || token === '' || token === cursor ? undefined : token });
   },
 };
+
+/** One page of `GET /batches` after the page token `token`, validated. */
+async function listBatches(
+  token: string | undefined,
+  call: VendorCall,
+): Promise<Result<v.InferOutput<typeof ListPage>, BatchError>> {
+  const query = `pageSize=${LIST_PAGE_SIZE}${token ? `&pageToken=${encodeURIComponent(token)}` : ''}`;
+  const answer = await send(call, {
+    method: 'GET',
+    url: `${GEMINI_API_VERSION}/batches?${query}`,
+    idempotent: true,
+  });
+  return answer.ok ? parse(ListPage, answer.value, 'GET /batches') : answer;
+}
 
 /** `vendorRequest` with the key header and Google's error reader; a bad-key 400 becomes a 401 `rejected`. */
 async function send(

@@ -32,8 +32,6 @@ import {
 export const OPENAI_BATCH_ENDPOINT = '/v1/responses';
 /** Lifetime of the uploaded input file and of the output/error files (3 days; the API allows 3600..2592000 s). */
 export const OPENAI_FILE_TTL_SECONDS = 259_200;
-/** Batches per `GET /batches` page when searching (the API maximum). */
-export const OPENAI_LIST_PAGE_SIZE = 100;
 /** `find` also accepts batches created this long before `since` (clock skew between us and the vendor). */
 export const OPENAI_FIND_SKEW_MS = 60_000;
 /** Longest walk through `GET /batches` in one `find` before giving up with a protocol error. */
@@ -100,6 +98,20 @@ const BatchList = v.looseObject({
   last_id: v.nullish(v.string()),
   has_more: v.nullish(v.boolean()),
 });
+
+/** One page of `GET /batches` (newest first) after the cursor `after`, validated. */
+async function listBatches(
+  after: string | undefined,
+  call: VendorCall,
+): Promise<Result<v.InferOutput<typeof BatchList>, BatchError>> {
+  const query = `limit=${LIST_PAGE_SIZE}${after === undefined ? '' : `&after=${encodeURIComponent(after)}`}`;
+  const answer = await vendorRequest(
+    call,
+    { method: 'GET', url: `/batches?${query}`, headers: auth(call), idempotent: true },
+    readOpenAIError,
+  );
+  return answer.ok ? decode(BatchList, answer.value, 'list batches') : answer;
+}
 
 function auth(call: VendorCall): Record<string, string> {
   return { authorization: `Bearer ${call.apiKey}` };
@@ -390,14 +402,7 @@ export const openaiBatches: BatchVendor = {
     const matches: { id: string; createdAt: number; seen: number }[] = [];
     let after: string | undefined;
     for (let page = 0; page < OPENAI_FIND_MAX_PAGES; page++) {
-      const query = `limit=${OPENAI_LIST_PAGE_SIZE}${after === undefined ? '' : `&after=${encodeURIComponent(after)}`}`;
-      const answer = await vendorRequest(
-        call,
-        { method: 'GET', url: `/batches?${query}`, headers: auth(call), idempotent: true },
-        readOpenAIError,
-      );
-      if (!answer.ok) return answer;
-      const list = decode(BatchList, answer.value, 'list batches');
+      const list = await listBatches(after, call);
       if (!list.ok) return list;
       let older = false;
       for (const batch of list.value.data) {
@@ -425,14 +430,7 @@ export const openaiBatches: BatchVendor = {
   },
 
   async listPage(cursor, call): Promise<Result<BatchListPage, BatchError>> {
-    const query = `limit=${LIST_PAGE_SIZE}${cursor === undefined ? '' : `&after=${encodeURIComponent(cursor)}`}`;
-    const answer = await vendorRequest(
-      call,
-      { method: 'GET', url: `/batches?${query}`, headers: auth(call), idempotent: true },
-      readOpenAIError,
-    );
-    if (!answer.ok) return answer;
-    const list = decode(BatchList, answer.value, 'list batches');
+    const list = await listBatches(cursor, call);
     if (!list.ok) return list;
     // A batch listed without a status is reported as not ended: its own poll decides.
     const batches = list.value.data.map((b) => ({ id: b.id, ended: TERMINAL.has(b.status ?? '') }));

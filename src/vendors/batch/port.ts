@@ -155,7 +155,7 @@ export interface BatchVendor {
   listPage(cursor: string | undefined, call: VendorCall): Promise<Result<BatchListPage, BatchError>>;
 }
 
-/** Batches asked for per list page. */
+/** Batches asked for per list page (within every vendor's maximum; OpenAI allows 100). */
 export const LIST_PAGE_SIZE = 100;
 
 /** One page of a vendor's batch list. */
