@@ -17,16 +17,6 @@ describe('realtime prompt tokens', () => {
     assert.match(t, /^[A-Za-z0-9_-]{43}$/, 'base64url of a SHA-256 HMAC');
   });
 
-  it('verifies only the exact token of that uid', () => {
-    const a = promptTokens(key(1));
-    const t = a.tokenFor('uid-1');
-    assert.equal(a.verify('uid-1', t), true);
-    assert.equal(a.verify('uid-2', t), false);
-    assert.equal(a.verify('uid-1', `${t}x`), false);
-    assert.equal(a.verify('uid-1', ''), false);
-    assert.equal(a.verify('uid-1', t.slice(0, -1) + (t.endsWith('A') ? 'B' : 'A')), false);
-  });
-
   it('constantTimeEqual compares content and length', () => {
     assert.equal(constantTimeEqual('abc', 'abc'), true);
     assert.equal(constantTimeEqual('abc', 'abd'), false);

@@ -17,7 +17,6 @@ import {
   type Transport,
 } from '../../kube/index.ts';
 import { PROMPT_TOKEN_KEY } from '../../reconcile/realtime/plan.ts';
-import { constantTimeEqual } from '../../shared/constant-time.ts';
 import { err, ok, type Result } from '../../shared/result.ts';
 
 /** Name of the Secret (in the controller's namespace) holding the key every replica derives tokens with. */
@@ -31,24 +30,15 @@ const KeySecretSchema = v.object({
   data: v.optional(v.nullable(v.record(v.string(), v.string()))),
 });
 
-/** Derives and checks the prompt tokens of realtime runs. */
+/** Derives the prompt tokens of realtime runs (the run pod checks the one it is given, in constant time). */
 export interface PromptTokens {
   /** The token of the run whose Agent has `uid` (base64url, 43 characters). */
   tokenFor(uid: string): string;
-  /** True when `presented` is the token of `uid`; constant time in the token's content. */
-  verify(uid: string, presented: string): boolean;
 }
 
 /** The tokens for a key (the raw key bytes). */
 export function promptTokens(key: Uint8Array): PromptTokens {
-  const tokenFor = (uid: string): string =>
-    createHmac('sha256', key).update(`prompt:${uid}`).digest('base64url');
-  return {
-    tokenFor,
-    verify(uid, presented) {
-      return constantTimeEqual(tokenFor(uid), presented);
-    },
-  };
+  return { tokenFor: (uid) => createHmac('sha256', key).update(`prompt:${uid}`).digest('base64url') };
 }
 
 /**

@@ -98,11 +98,6 @@ export function parseRealtimeConfig(
   };
 }
 
-/** One turn in flight: where its lines go (undefined for the first turn, which nobody asked for). */
-interface Turn {
-  readonly respond: ServerResponse | undefined;
-}
-
 /** How a session ended. */
 type End = { readonly code: number; readonly why: string };
 
@@ -129,7 +124,8 @@ class Session {
   readonly #ctx: RunContext;
   readonly #rt: RealtimeConfig;
   #sessionId: string | undefined;
-  #turn: Turn | undefined;
+  /** The turn in flight, settled when it is over. */
+  #turn: Promise<void> | undefined;
   #child: { kill(signal: NodeJS.Signals): void } | undefined;
   #lastCode = 0;
   #ended: End | undefined;
@@ -208,34 +204,45 @@ class Session {
     this.#endSession({ code, why });
   }
 
-  /** Runs one turn to its end; a non-zero exit ends the session with that code. */
-  async #runTurn(file: string, args: readonly string[], respond: ServerResponse | undefined): Promise<void> {
-    const ctx = this.#ctx;
-    this.#turn = { respond };
-    try {
-      const started = await launch(ctx, file, args);
-      if (!started.ok) {
-        respond?.end(`${JSON.stringify({ type: 'error', message: 'the agent CLI could not be started' })}\n`);
-        this.#endSession({ code: 1, why: `the agent CLI could not be started (${started.reason})` });
-        return;
-      }
-      const { child, exited } = started;
-      this.#child = { kill: (signal) => signalGroup(child, signal) };
-      const code = await superviseChild(ctx, child, exited, (line) => {
-        const parsed = parseLine(line);
-        if (parsed.json) {
-          const id = sessionIdOf(ctx.config.vendor, parsed.value);
-          if (id !== undefined) this.#sessionId = id;
-        }
-        if (respond !== undefined && !respond.destroyed) respond.write(`${line}\n`);
-      });
-      this.#child = undefined;
-      this.#lastCode = code;
-      respond?.end();
-      if (code !== 0) this.#endSession({ code, why: `a turn ended with exit code ${code}` });
-    } finally {
+  /**
+   * Starts one turn (its lines also go to `respond`, absent for the first turn, which nobody asked for) and marks it
+   * in flight until it is over.
+   */
+  #runTurn(file: string, args: readonly string[], respond: ServerResponse | undefined): Promise<void> {
+    const turn = this.#turnToEnd(file, args, respond).finally(() => {
       this.#turn = undefined;
+    });
+    this.#turn = turn;
+    return turn;
+  }
+
+  /** Runs one turn to its end; a non-zero exit ends the session with that code. */
+  async #turnToEnd(
+    file: string,
+    args: readonly string[],
+    respond: ServerResponse | undefined,
+  ): Promise<void> {
+    const ctx = this.#ctx;
+    const started = await launch(ctx, file, args);
+    if (!started.ok) {
+      respond?.end(`${JSON.stringify({ type: 'error', message: 'the agent CLI could not be started' })}\n`);
+      this.#endSession({ code: 1, why: `the agent CLI could not be started (${started.reason})` });
+      return;
     }
+    const { child, exited } = started;
+    this.#child = { kill: (signal) => signalGroup(child, signal) };
+    const code = await superviseChild(ctx, child, exited, (line) => {
+      const parsed = parseLine(line);
+      if (parsed.json) {
+        const id = sessionIdOf(ctx.config.vendor, parsed.value);
+        if (id !== undefined) this.#sessionId = id;
+      }
+      if (respond !== undefined && !respond.destroyed) respond.write(`${line}\n`);
+    });
+    this.#child = undefined;
+    this.#lastCode = code;
+    respond?.end();
+    if (code !== 0) this.#endSession({ code, why: `a turn ended with exit code ${code}` });
   }
 
   #listen(): Promise<Server> {
@@ -328,11 +335,9 @@ class Session {
   #closeAfterTurn(): void {
     if (this.#closing) return;
     this.#closing = true;
-    const wait = async (): Promise<void> => {
-      while (this.#turn !== undefined) await new Promise((r) => setTimeout(r, 50));
-      this.#endSession({ code: this.#lastCode, why: 'closed' });
-    };
-    void wait();
+    void (this.#turn ?? Promise.resolve()).then(() =>
+      this.#endSession({ code: this.#lastCode, why: 'closed' }),
+    );
   }
 
   #authorized(header: string | undefined): boolean {
