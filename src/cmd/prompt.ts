@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline';
 import * as v from 'valibot';
 import { GROUP, VERSION } from '../api/index.ts';
 import { describeKubeError, resolveClusterConfig } from '../kube/index.ts';
+import { DEFAULT_CONTROLLER_NAMESPACE, findPromptApi } from './prompt-endpoint.ts';
 import { type Command, type CommandIo, parseFlags, UsageError } from './usage.ts';
 
 /** Where the prompt API is when nothing says otherwise: `npm start`'s local controller. */
@@ -32,18 +33,21 @@ const COMMON_FLAGS = {
   context: { type: 'string' },
   namespace: { type: 'string', short: 'n' },
   endpoint: { type: 'string' },
+  'controller-namespace': { type: 'string' },
   'certificate-authority': { type: 'string' },
   'insecure-skip-tls-verify': { type: 'boolean' },
 } as const;
 
 const COMMON_USAGE = [
-  '  --endpoint URL        the controller prompt API (default: $AGENT_API_ENDPOINT, else http://127.0.0.1:8443,',
-  '                        which is where `npm start` serves it; in a cluster, `kubectl port-forward -n ai-agents',
-  '                        svc/agent-controller-api 8443:443` and https://127.0.0.1:8443)',
+  '  --endpoint URL        the controller prompt API (default: $AGENT_API_ENDPOINT, else a port-forward to a ready',
+  '                        pod of the Service agent-controller-api in the controller namespace, else, when there',
+  '                        is no such Service, http://127.0.0.1:8443, where `npm start` serves it)',
+  '  --controller-namespace NS  where the controller runs (default: $AGENT_CONTROLLER_NAMESPACE, else ai-agents)',
   '  -n, --namespace NS    the Agent namespace (default: the kubeconfig context namespace, else default)',
   '  --kubeconfig PATH     kubeconfig whose credentials are sent (default: $KUBECONFIG)',
   '  --context NAME        kubeconfig context',
-  '  --certificate-authority FILE  CA of the prompt API certificate (https endpoints; default: the system CAs)',
+  '  --certificate-authority FILE  CA of the prompt API certificate (https endpoints; default: the system CAs);',
+  '                        through a port-forward it must be issued for agent-controller-api.<namespace>.svc',
   '  --insecure-skip-tls-verify    do not verify the prompt API certificate',
   '',
   'Credentials: the kubeconfig bearer token (token, exec plugin, OIDC), else $AGENT_API_TOKEN, else, over https,',
@@ -62,24 +66,32 @@ interface Target {
     readonly ca?: Buffer;
     readonly cert?: Buffer;
     readonly key?: Buffer;
+    readonly servername?: string;
     readonly rejectUnauthorized: boolean;
   };
 }
 
-/** Resolves the endpoint, namespace and credentials; one clear error line when they cannot be had. */
-async function target(
-  io: CommandIo,
-  values: Record<string, unknown>,
-  agent: string,
-  action: 'prompt' | 'close',
-): Promise<Target> {
-  const str = (x: unknown) => (typeof x === 'string' && x !== '' ? x : undefined);
-  const endpoint = (str(values.endpoint) ?? io.env.AGENT_API_ENDPOINT ?? DEFAULT_ENDPOINT).replace(
-    /\/+$/,
-    '',
-  );
-  if (!/^https?:\/\//.test(endpoint))
-    throw new UsageError(`--endpoint must be an http(s) URL, got ${endpoint}`);
+/** The prompt API as this invocation reaches it: base URL, credentials, the Agents' namespace. */
+interface Api {
+  readonly base: string;
+  readonly headers: Record<string, string>;
+  readonly tls: Target['tls'];
+  readonly namespace: string;
+  /** Ends the port-forward, when there is one. */
+  close(): void;
+}
+
+const str = (x: unknown) => (typeof x === 'string' && x !== '' ? x : undefined);
+
+/**
+ * Resolves the endpoint, namespace and credentials; one clear error line when they cannot be had. The endpoint is
+ * --endpoint, else $AGENT_API_ENDPOINT, else the controller's Service in the cluster through a port-forward, else
+ * (no such Service) the local default.
+ */
+async function openApi(io: CommandIo, values: Record<string, unknown>): Promise<Api> {
+  const given = str(values.endpoint) ?? str(io.env.AGENT_API_ENDPOINT);
+  if (given !== undefined && !/^https?:\/\//.test(given))
+    throw new UsageError(`--endpoint must be an http(s) URL, got ${given}`);
   const cluster = await resolveClusterConfig({
     kubeconfig: str(values.kubeconfig),
     context: str(values.context),
@@ -88,23 +100,6 @@ async function target(
   if (!cluster.ok) throw new UsageError(`cannot read the kubeconfig: ${describeKubeError(cluster.error)}`);
   const creds = await cluster.value.credentials({ refresh: false });
   if (!creds.ok) throw new UsageError(`cannot get credentials: ${describeKubeError(creds.error)}`);
-  const authorization = creds.value.headers.authorization ?? creds.value.headers.Authorization;
-  const token = io.env.AGENT_API_TOKEN;
-  const headers: Record<string, string> = {};
-  const https = endpoint.startsWith('https://');
-  const { cert, key } = creds.value.tls;
-  let clientCert: { cert: Buffer; key: Buffer } | undefined;
-  if (authorization !== undefined) headers.authorization = authorization;
-  else if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`;
-  else if (https && cert !== undefined && key !== undefined)
-    clientCert = { cert: Buffer.from(cert), key: Buffer.from(key) };
-  else {
-    throw new UsageError(
-      https
-        ? 'the kubeconfig has neither a bearer token nor a client certificate; set AGENT_API_TOKEN'
-        : 'the kubeconfig has no bearer token (a client certificate needs an https endpoint); set AGENT_API_TOKEN, e.g. to `kubectl create token <service-account>`',
-    );
-  }
   const caFile = str(values['certificate-authority']);
   let ca: Buffer | undefined;
   try {
@@ -114,14 +109,80 @@ async function target(
       `cannot read --certificate-authority: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
+  let base = given;
+  let servername: string | undefined;
+  let close = () => {};
+  if (base === undefined) {
+    const controllerNs =
+      str(values['controller-namespace']) ??
+      str(io.env.AGENT_CONTROLLER_NAMESPACE) ??
+      DEFAULT_CONTROLLER_NAMESPACE;
+    const found = await findPromptApi(cluster.value, controllerNs);
+    if (!found.ok) throw new ApiUnreachable(`${found.error}; or pass --endpoint`);
+    if (found.value.kind === 'local') base = DEFAULT_ENDPOINT;
+    else {
+      base = found.value.endpoint;
+      servername = found.value.servername;
+      close = found.value.close;
+    }
+  }
+  base = base.replace(/\/+$/, '');
+  const authorization = creds.value.headers.authorization ?? creds.value.headers.Authorization;
+  const token = io.env.AGENT_API_TOKEN;
+  const headers: Record<string, string> = {};
+  const https = base.startsWith('https://');
+  const { cert, key } = creds.value.tls;
+  let clientCert: { cert: Buffer; key: Buffer } | undefined;
+  if (authorization !== undefined) headers.authorization = authorization;
+  else if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`;
+  else if (https && cert !== undefined && key !== undefined)
+    clientCert = { cert: Buffer.from(cert), key: Buffer.from(key) };
+  else {
+    close();
+    throw new UsageError(
+      https
+        ? 'the kubeconfig has neither a bearer token nor a client certificate; set AGENT_API_TOKEN'
+        : 'the kubeconfig has no bearer token (a client certificate needs an https endpoint); set AGENT_API_TOKEN, e.g. to `kubectl create token <service-account>`',
+    );
+  }
   const tls = {
     ...(ca !== undefined ? { ca } : {}),
     ...(clientCert ?? {}),
+    ...(servername !== undefined ? { servername } : {}),
     rejectUnauthorized: values['insecure-skip-tls-verify'] !== true,
   };
   const namespace = str(values.namespace) ?? cluster.value.namespace ?? 'default';
-  const path = `/apis/${GROUP}/${VERSION}/namespaces/${encodeURIComponent(namespace)}/agents/${encodeURIComponent(agent)}/${action}`;
-  return { url: `${endpoint}${path}`, headers, tls };
+  return { base, headers, tls, namespace, close };
+}
+
+/** The request for `action` on `agent`. */
+function target(api: Api, agent: string, action: 'prompt' | 'close'): Target {
+  const path = `/apis/${GROUP}/${VERSION}/namespaces/${encodeURIComponent(api.namespace)}/agents/${encodeURIComponent(agent)}/${action}`;
+  return { url: `${api.base}${path}`, headers: api.headers, tls: api.tls };
+}
+
+/** The prompt API cannot be found or reached (exit 6). */
+class ApiUnreachable extends Error {}
+
+/** Runs `body` with the API open, closing any port-forward after; an unreachable API is exit 6 with its reason. */
+async function withApi(
+  io: CommandIo,
+  values: Record<string, unknown>,
+  body: (api: Api) => Promise<number>,
+): Promise<number> {
+  let api: Api;
+  try {
+    api = await openApi(io, values);
+  } catch (error) {
+    if (!(error instanceof ApiUnreachable)) throw error;
+    io.stderr(`error: cannot find the prompt API: ${error.message}\n`);
+    return EXIT.unavailable;
+  }
+  try {
+    return await body(api);
+  } finally {
+    api.close();
+  }
 }
 
 /** An answer of the prompt API: its status and body (streamed). */
@@ -326,17 +387,19 @@ export const promptCommand: Command = {
     if (interactive && text !== '')
       throw new UsageError('--interactive reads prompts from stdin: give no text');
     const json = values.json === true;
-    const t = await target(io, values, agent, 'prompt');
-    if (!interactive) return sendPrompt(io, t, text, json);
-    const lines = createInterface({ input: process.stdin, terminal: false });
-    let last: number = EXIT.ok;
-    for await (const line of lines) {
-      if (line.trim() === '') continue;
-      last = await sendPrompt(io, t, line, json);
-      if (last === EXIT.refused || last === EXIT.notFound || last === EXIT.unavailable) return last;
-    }
-    const closed = await sendClose(io, await target(io, values, agent, 'close'));
-    return closed === EXIT.ok ? last : closed;
+    return withApi(io, values, async (api) => {
+      const t = target(api, agent, 'prompt');
+      if (!interactive) return sendPrompt(io, t, text, json);
+      const lines = createInterface({ input: process.stdin, terminal: false });
+      let last: number = EXIT.ok;
+      for await (const line of lines) {
+        if (line.trim() === '') continue;
+        last = await sendPrompt(io, t, line, json);
+        if (last === EXIT.refused || last === EXIT.notFound || last === EXIT.unavailable) return last;
+      }
+      const closed = await sendClose(io, target(api, agent, 'close'));
+      return closed === EXIT.ok ? last : closed;
+    });
   },
 };
 
@@ -361,8 +424,10 @@ export const closeCommand: Command = {
     const [agent, ...extra] = positionals;
     if (agent === undefined) throw new UsageError('missing the Agent name');
     if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
-    const code = await sendClose(io, await target(io, values, agent, 'close'));
-    if (code === EXIT.ok) io.stdout(`closed ${agent}\n`);
-    return code;
+    return withApi(io, values, async (api) => {
+      const code = await sendClose(io, target(api, agent, 'close'));
+      if (code === EXIT.ok) io.stdout(`closed ${agent}\n`);
+      return code;
+    });
   },
 };

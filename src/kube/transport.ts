@@ -156,15 +156,7 @@ export function createTransport(options: TransportOptions): Transport {
         all.delete(current);
       }
     }
-    const agentOptions = {
-      keepAlive: true,
-      keepAliveMsecs: 30_000,
-      ...(tls.ca !== undefined ? { ca: toPem(tls.ca) } : {}),
-      ...(tls.cert !== undefined ? { cert: toPem(tls.cert) } : {}),
-      ...(tls.key !== undefined ? { key: toPem(tls.key) } : {}),
-      ...(tls.rejectUnauthorized !== undefined ? { rejectUnauthorized: tls.rejectUnauthorized } : {}),
-      ...(tls.servername !== undefined ? { servername: tls.servername } : {}),
-    };
+    const agentOptions = { keepAlive: true, keepAliveMsecs: 30_000, ...tlsOptions(tls) };
     const agent = secure
       ? new https.Agent(agentOptions)
       : new http.Agent({ keepAlive: true, keepAliveMsecs: 30_000 });
@@ -354,4 +346,17 @@ export function createTransport(options: TransportOptions): Transport {
 
 function toPem(v: string | Uint8Array): string | Buffer {
   return typeof v === 'string' ? v : Buffer.from(v);
+}
+
+/** node:https options for connections to the API server with this TLS material. */
+export function tlsOptions(
+  tls: TlsMaterial,
+): Pick<https.AgentOptions, 'ca' | 'cert' | 'key' | 'rejectUnauthorized' | 'servername'> {
+  return {
+    ...(tls.ca !== undefined ? { ca: toPem(tls.ca) } : {}),
+    ...(tls.cert !== undefined ? { cert: toPem(tls.cert) } : {}),
+    ...(tls.key !== undefined ? { key: toPem(tls.key) } : {}),
+    ...(tls.rejectUnauthorized !== undefined ? { rejectUnauthorized: tls.rejectUnauthorized } : {}),
+    ...(tls.servername !== undefined ? { servername: tls.servername } : {}),
+  };
 }

@@ -8,19 +8,21 @@
 // prompt; the admission reasons. The controller runs as the deploy/ ServiceAccount plus deploy/components/realtime.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect as netConnect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
+  addTestImages,
   agentCondition,
   agentManifest,
   applyCrds,
   applyRbacManifests,
   bundleArgv,
   type ControllerProcess,
+  collectionPath,
   controllerSkipReason,
   e2eCluster,
   e2eRuntime,
@@ -153,6 +155,74 @@ async function startConversationStore(): Promise<{
 }
 
 /** Runs the bundle's CLI on the e2e runtime; exit code and both streams. */
+/**
+ * A pod labelled like the controller's, with a container port named `api`, that relays TCP to `targetPort` on the
+ * host (where the test's controller replica serves the prompt API), and the Service `agent-controller-api` in front
+ * of it, as the realtime component installs it. Resolves once the relay accepts connections.
+ */
+async function startApiRelayPod(s: Scenario, targetPort: number): Promise<void> {
+  const script = join(s.tempDir(), 'relay.mjs');
+  writeFileSync(
+    script,
+    [
+      "import { connect, createServer } from 'node:net';",
+      'createServer((c) => {',
+      `  const u = connect(${targetPort}, '127.0.0.1');`,
+      "  c.pipe(u); u.pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy());",
+      "}).listen(8443, process.env.POD_IP, () => console.log('relay listening'));",
+    ].join('\n'),
+  );
+  const image = `prompt-relay:${s.ns}`;
+  s.defer(
+    addTestImages(s.cluster, `relay-${s.ns}`, {
+      [image]: { entrypoint: ['node', '/opt/relay.mjs'], files: { '/opt/relay.mjs': script } },
+    }),
+  );
+  const labels = { 'agents.re-cinq.com/component': 'controller' };
+  await s.create(
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'agent-controller-relay', labels },
+      spec: {
+        automountServiceAccountToken: false,
+        containers: [
+          {
+            name: 'relay',
+            image,
+            ports: [{ name: 'api', containerPort: 8443 }],
+            env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+          },
+        ],
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'agent-controller-api', labels },
+      spec: { selector: labels, ports: [{ name: 'api', port: 443, targetPort: 'api' }] },
+    },
+  );
+  // The test node has no readiness probes: wait until the relay accepts connections at the pod's IP.
+  await pollUntil(
+    async (observe) => {
+      const pod = await s.client.get(`${collectionPath('Pod', s.ns)}/agent-controller-relay`);
+      const ip = (pod as { status?: { podIP?: string } }).status?.podIP;
+      observe(ip);
+      if (ip === undefined) return undefined;
+      return new Promise<true | undefined>((resolve) => {
+        const socket = netConnect(8443, ip);
+        socket.on('connect', () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.on('error', () => resolve(undefined));
+      });
+    },
+    { timeoutMs: 30_000, description: 'the relay pod listening' },
+  );
+}
+
 function runCli(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
@@ -409,7 +479,13 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
             `${name}.${selfSigned ? 'crt' : 'csr'}`,
           );
         // The prompt API's own certificate (self-signed, for 127.0.0.1).
-        newKey('api', '/CN=prompt-api', true, '-addext', 'subjectAltName=IP:127.0.0.1');
+        newKey(
+          'api',
+          '/CN=prompt-api',
+          true,
+          '-addext',
+          `subjectAltName=IP:127.0.0.1,DNS:agent-controller-api.${s.ns}.svc`,
+        );
         // alice: signed by the cluster's client CA, no grants; mallory: signed by nobody the cluster trusts.
         newKey('alice', '/O=devs/CN=alice', false);
         ossl(
@@ -478,6 +554,62 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
           },
         );
         assert.equal(byToken.code, 4, `authenticated and allowed, no such Agent: ${byToken.stderr}`);
+
+        // No --endpoint: the CLI finds the Service agent-controller-api in the controller namespace and port-forwards
+        // (through the API server and the node) to a ready pod behind it. Here that pod relays to the replica above.
+        await startApiRelayPod(s, Number(line.port));
+        const viaService = ['-n', s.ns, '--controller-namespace', s.ns];
+        // As the launcher ServiceAccount (its own kubeconfig, a bearer token for both the port-forward and the
+        // prompt API): refused until it is bound to the component's agent-prompt-forwarder Role, then through.
+        const launcher = await s.kubeconfigAs('agent-launcher');
+        const asLauncher = () =>
+          runCli([
+            'prompt',
+            'nobody',
+            'hi',
+            '--kubeconfig',
+            launcher,
+            ...viaService,
+            '--certificate-authority',
+            join(dir, 'api.crt'),
+          ]);
+        const unbound = await asLauncher();
+        assert.equal(unbound.code, 6, unbound.stderr);
+        assert.match(
+          unbound.stderr,
+          /^error: cannot find the prompt API: cannot look up service .*agent-controller-api: api 403 Forbidden/,
+        );
+        await applyRbacManifests(s, 'deploy/components/realtime/realtime-cli-rbac.yaml');
+        await s.create({
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'RoleBinding',
+          metadata: { name: 'launcher-forwards' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'agent-prompt-forwarder' },
+          subjects: [{ kind: 'ServiceAccount', name: 'agent-launcher', namespace: s.ns }],
+        });
+        const forwarded = await pollUntil(
+          async (observe) => {
+            const r = await asLauncher();
+            observe(r);
+            return r.code === 4 ? r : undefined; // RBAC caches converge within a moment
+          },
+          { timeoutMs: 20_000, intervalMs: 500, description: 'the prompt API through the port-forward' },
+        );
+        assert.match(forwarded.stderr, /nobody/);
+        // The certificate is checked against the Service's name: a CA that did not issue it is refused.
+        const wrongCa = await runCli(
+          ['close', 'nobody', '--kubeconfig', s.cluster.kubeconfig, ...viaService],
+          { AGENT_API_TOKEN: await s.serviceAccountToken('agent-launcher') },
+        );
+        assert.equal(wrongCa.code, 6, wrongCa.stderr);
+        assert.match(wrongCa.stderr, /cannot reach the prompt API: .*(certificate|self.signed)/i);
+        // Without the Service (a controller run locally), the local default endpoint.
+        const local = await runCli(
+          ['close', 'nobody', '--kubeconfig', s.cluster.kubeconfig, '--controller-namespace', `${s.ns}-none`],
+          { AGENT_API_TOKEN: 'x' },
+        );
+        assert.equal(local.code, 6, local.stderr);
+        assert.match(local.stderr, /cannot reach the prompt API: .*127\.0\.0\.1:8443/);
         if (runtime === 'node') {
           // The admin kubeconfig's client certificate, sent by the CLI itself.
           const byCert = await runCli([

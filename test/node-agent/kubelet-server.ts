@@ -1,9 +1,16 @@
 // The node's kubelet endpoint (HTTPS on loopback, client certificates required): container logs for the
-// API server's pods/log proxy, and /healthz.
+// API server's pods/log proxy, port-forwarding for its pods/portforward proxy (SPDY/3.1, `portforward.k8s.io`),
+// and /healthz.
+
+import { Buffer } from 'node:buffer';
 import { readFileSync } from 'node:fs';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
+import { connect } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
+import { PORT_FORWARD_PROTOCOL, SPDY_UPGRADE } from '../../src/kube/port-forward.ts';
+import { SpdySession, type SpdyStream } from '../../src/kube/spdy/session.ts';
 import type { Logger } from '../../src/shared/log.ts';
 import { type LogEntry, type LogQuery, parseCriLog, renderLog } from './logs.ts';
 import type { ContainerLogInfo } from './pod-worker.ts';
@@ -12,7 +19,12 @@ import type { ContainerLogInfo } from './pod-worker.ts';
 export type PodLookup = (
   namespace: string,
   name: string,
-) => { readonly logInfo: (container: string) => ContainerLogInfo | undefined } | undefined;
+) =>
+  | {
+      readonly logInfo: (container: string) => ContainerLogInfo | undefined;
+      readonly podIP: string | undefined;
+    }
+  | undefined;
 
 export interface KubeletServerOptions {
   readonly host: string;
@@ -112,6 +124,9 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Se
       );
     },
   );
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+    servePortForward(req, socket, head, opts),
+  );
   server.on('tlsClientError', (error) => opts.log.debug('Kubelet TLS client error', { error }));
   await new Promise<void>((resolvePromise, reject) => {
     server.once('error', reject);
@@ -154,4 +169,94 @@ async function followLog(
     await delay(200);
   }
   res.end();
+}
+
+/**
+ * `POST /portForward/{namespace}/{pod}[/{uid}]` upgraded to SPDY/3.1: every pair of `error` and `data` streams with
+ * the same request id becomes one TCP connection to the pod's IP at the stream's port. A refused connection is
+ * reported on the error stream, as the kubelet does.
+ */
+function servePortForward(
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  opts: KubeletServerOptions,
+): void {
+  const refuse = (code: number, message: string): void => {
+    socket.end(
+      `HTTP/1.1 ${code} ${code === 404 ? 'Not Found' : 'Bad Request'}\r\ncontent-type: text/plain\r\n` +
+        `content-length: ${Buffer.byteLength(message)}\r\nconnection: close\r\n\r\n${message}`,
+    );
+  };
+  const url = new URL(req.url ?? '/', 'https://node.invalid');
+  const m = /^\/portForward\/([^/]+)\/([^/]+)(?:\/[^/]+)?\/?$/.exec(url.pathname);
+  if (!m) {
+    refuse(404, `the test node does not serve ${url.pathname}`);
+    return;
+  }
+  const [ns, podName] = [m[1], m[2]].map((s) => decodeURIComponent(s ?? ''));
+  const pod = opts.lookup(ns ?? '', podName ?? '');
+  if (!pod) {
+    refuse(404, `pod "${ns}/${podName}" not found on this node`);
+    return;
+  }
+  const podIP = pod.podIP;
+  if (podIP === undefined) {
+    refuse(400, `pod "${ns}/${podName}" has no IP yet`);
+    return;
+  }
+  const offered = String(req.headers['x-stream-protocol-version'] ?? '')
+    .split(',')
+    .map((p) => p.trim());
+  if (String(req.headers.upgrade ?? '').toLowerCase() !== SPDY_UPGRADE.toLowerCase()) {
+    refuse(400, `unsupported upgrade ${String(req.headers.upgrade ?? '')}; this node speaks ${SPDY_UPGRADE}`);
+    return;
+  }
+  if (!offered.includes(PORT_FORWARD_PROTOCOL)) {
+    refuse(400, `none of the offered stream protocols (${offered.join(', ')}) is ${PORT_FORWARD_PROTOCOL}`);
+    return;
+  }
+  socket.write(
+    `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${SPDY_UPGRADE}\r\n` +
+      `X-Stream-Protocol-Version: ${PORT_FORWARD_PROTOCOL}\r\n\r\n`,
+  );
+  if (head.length > 0) socket.unshift(head);
+  const pairs = new Map<string, { error?: SpdyStream; data?: SpdyStream }>();
+  const session = new SpdySession(socket, {
+    role: 'server',
+    onStream: (stream, headers) => {
+      const type = headers.get('streamtype');
+      const id = headers.get('requestid') ?? '';
+      const port = Number(headers.get('port'));
+      if ((type !== 'error' && type !== 'data') || !Number.isInteger(port) || port < 1 || port > 65535) {
+        stream.reset();
+        return;
+      }
+      stream.reply();
+      stream.on('error', () => {});
+      const pair = pairs.get(id) ?? {};
+      pair[type] = stream;
+      pairs.set(id, pair);
+      const { error, data } = pair;
+      if (error === undefined || data === undefined) return;
+      pairs.delete(id);
+      error.resume(); // the client sends nothing on it but its end
+      const target = connect({ host: podIP, port });
+      target.on('connect', () => {
+        data.pipe(target);
+        target.pipe(data);
+      });
+      target.on('error', (e) => {
+        error.end(`error forwarding port ${port} to pod ${podName}: ${e.message}`);
+        data.destroy();
+      });
+      target.on('close', () => {
+        if (!error.writableEnded) error.end();
+      });
+      data.on('close', () => target.destroy());
+    },
+  });
+  session.onClose((e) => {
+    if (e) opts.log.debug('Port-forward session ended', { error: e.message });
+  });
 }

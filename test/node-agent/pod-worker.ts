@@ -142,6 +142,11 @@ export class PodWorker {
     });
   }
 
+  /** The pod's IP once it started (its containers' processes bind there). */
+  get podIP(): string | undefined {
+    return this.#podIP;
+  }
+
   /** Log files and state of a container (init or app), or undefined when the pod has no such container. */
   logInfo(container: string): ContainerLogInfo | undefined {
     const run = [...this.#init, ...this.#containers].find((c) => c.name === container);

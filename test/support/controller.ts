@@ -622,7 +622,7 @@ const TokenRequestSchema = v.looseObject({ status: v.looseObject({ token: v.stri
 /** A Kubernetes manifest to create. */
 export type Manifest = Readonly<Record<string, unknown>> & {
   readonly kind: string;
-  readonly metadata: { readonly name: string };
+  readonly metadata: { readonly name: string; readonly labels?: Readonly<Record<string, string>> };
 };
 
 /** An AgentDefinition on the `exec` vendor: `command` runs with the rendered prompt appended as its last argv. */
@@ -684,6 +684,8 @@ const PLURAL: Readonly<Record<string, readonly [string, string]>> = {
   Secret: ['v1', 'secrets'],
   ServiceAccount: ['v1', 'serviceaccounts'],
   ConfigMap: ['v1', 'configmaps'],
+  Pod: ['v1', 'pods'],
+  Service: ['v1', 'services'],
   Role: ['rbac.authorization.k8s.io/v1', 'roles'],
   RoleBinding: ['rbac.authorization.k8s.io/v1', 'rolebindings'],
 };

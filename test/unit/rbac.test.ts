@@ -308,10 +308,27 @@ describe('deploy/components/realtime', () => {
     assert.deepEqual(delegator.subjects, subject);
   });
 
+  it('lets CLI users port-forward to the prompt API: the Service by name, list pods, pods/portforward; no binding', () => {
+    const cli = load('realtime-cli-rbac.yaml', dir);
+    const forwarder = only(cli, 'Role');
+    assert.equal(cli.length, 1, 'a Role for admins to bind, nothing bound by default');
+    assertNoWildcards(forwarder.rules);
+    assert.deepEqual(forwarder.rules, [
+      { apiGroups: [''], resources: ['services'], resourceNames: ['agent-controller-api'], verbs: ['get'] },
+      { apiGroups: [''], resources: ['pods'], verbs: ['list'] },
+      { apiGroups: [''], resources: ['pods/portforward'], verbs: ['create'] },
+    ]);
+  });
+
   it('is a kustomize Component: RBAC, NetworkPolicy, Service, REALTIME_ENABLED=true and TLS on the controller', () => {
     const kustomization = readFileSync(join(ROOT, ...dir, 'kustomization.yaml'), 'utf8');
     assert.match(kustomization, /^kind: Component$/m);
-    for (const file of ['realtime-rbac.yaml', 'realtime-networkpolicy.yaml', 'realtime-service.yaml'])
+    for (const file of [
+      'realtime-rbac.yaml',
+      'realtime-cli-rbac.yaml',
+      'realtime-networkpolicy.yaml',
+      'realtime-service.yaml',
+    ])
       assert.match(kustomization, new RegExp(`- ${file.replace('.', '\\.')}`));
     const patch = readFileSync(join(ROOT, ...dir, 'realtime-env.yaml'), 'utf8');
     assert.match(patch, /name: REALTIME_ENABLED, value: "true"/);
