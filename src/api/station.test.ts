@@ -19,8 +19,20 @@ describe('parseStation', () => {
       failedRunsHistoryLimit: 3,
       maxConcurrentRuns: 0,
       concurrencyPolicy: 'Allow',
+      podSecurityProfile: 'restricted',
       template,
     });
+  });
+
+  it('reads podSecurityProfile; an unknown value reads as the safer restricted', () => {
+    const of = (podSecurityProfile: unknown) => {
+      const r = parseStation(station({ agentDefRef: 'def1', template, podSecurityProfile }));
+      assert.ok(r.ok, r.ok ? '' : r.error);
+      return r.value.spec.podSecurityProfile;
+    };
+    assert.equal(of('baseline'), 'baseline');
+    assert.equal(of('restricted'), 'restricted');
+    assert.equal(of('privileged'), 'restricted');
   });
 
   it('keeps the pod template as free-form JSON, unknown fields included', () => {

@@ -7,6 +7,14 @@ import { freeForm, lenientEnum, objectRef, parseDefault, parseWith } from './sch
 export const CONCURRENCY_POLICIES = ['Allow', 'Forbid', 'Replace'] as const;
 export type ConcurrencyPolicy = (typeof CONCURRENCY_POLICIES)[number];
 
+/**
+ * Pod Security profiles a Station's run pods are built for: `restricted` (the default: non-root init without added
+ * capabilities, every container hardened) or `baseline` (the init runs as root with five capabilities, so it can
+ * install missing prerequisites with the image's package manager and chown; the reference system's pods).
+ */
+export const POD_SECURITY_PROFILES = ['restricted', 'baseline'] as const;
+export type PodSecurityProfile = (typeof POD_SECURITY_PROFILES)[number];
+
 /** Default `deadlineMinutes` of a Station (CRD default and parse default). */
 export const DEFAULT_DEADLINE_MINUTES = 30;
 /** Default successful/failed history limits of a Station (CRD default and parse default). */
@@ -60,6 +68,15 @@ export const StationSpecSchema = v.pipe(
         ),
       ),
       'Allow',
+    ),
+    podSecurityProfile: parseDefault(
+      v.pipe(
+        lenientEnum(POD_SECURITY_PROFILES),
+        v.description(
+          'Pod Security profile run pods are admissible under: restricted (default; non-root init, no added capabilities) or baseline (the init runs as root to install prerequisites).',
+        ),
+      ),
+      'restricted',
     ),
     template: freeForm('Pod template (PodTemplateSpec) for runs; the container named agent runs the recipe.'),
   }),

@@ -1,4 +1,6 @@
+import { existsSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { TERMINATION_MESSAGE_PATH } from '../jobs/bundle.ts';
 import {
   createProcessRunner,
   type EmitInitEvent,
@@ -8,7 +10,7 @@ import {
   runInit,
 } from '../pod/init/index.ts';
 import { encodeEvent, eventSinkFromEnv, lifecycleEvent } from '../pod/shared/index.ts';
-import { createLogger, parseLogLevel } from '../shared/log.ts';
+import { createLogger, type Logger, parseLogLevel } from '../shared/log.ts';
 import { VENDOR_INFO, vendorForModel } from '../vendors/cli/index.ts';
 import { type Command, parseFlags, UsageError } from './usage.ts';
 
@@ -101,6 +103,7 @@ export const initCommand: Command = {
         env: io.env,
         runtime,
         euid: typeof process.geteuid === 'function' ? process.geteuid() : undefined,
+        reportFailure: (message) => writeTerminationMessage(message, log),
       });
     })();
 
@@ -108,6 +111,18 @@ export const initCommand: Command = {
     return code;
   },
 };
+
+/**
+ * Writes the container's termination message (Kubernetes reads it into the container status, and the controller
+ * into the Agent's failure reason). Only where the kubelet provides the file: never creates one elsewhere.
+ */
+function writeTerminationMessage(message: string, log: Logger): void {
+  try {
+    if (existsSync(TERMINATION_MESSAGE_PATH)) writeFileSync(TERMINATION_MESSAGE_PATH, message.slice(0, 4000));
+  } catch (error) {
+    log.debug('Could not write the termination message', { error });
+  }
+}
 
 /** The file this code runs from: the bundle when bundled (esbuild keeps `import.meta.url`), a .ts file from source. */
 function runningBundle(): string {

@@ -49,6 +49,8 @@ const stationJson = {
   spec: {
     agentDefRef: 'fixer',
     deadlineMinutes: 20,
+    // Today's pods: the golden object below is the baseline profile's; the restricted one is tested apart.
+    podSecurityProfile: 'baseline',
     template: {
       metadata: {
         labels: { team: 'a', 'agents.re-cinq.com/component': 'spoofed' },
@@ -699,5 +701,146 @@ describe('buildJob rewrite details', () => {
       ok: false,
       error: 'the controller has no AGENT_IMAGE for the init container',
     });
+  });
+});
+
+describe('buildJob under the restricted Pod Security profile (the default)', () => {
+  const restricted = (template: unknown): Station => ({
+    ...station,
+    spec: {
+      ...station.spec,
+      podSecurityProfile: 'restricted',
+      template: template as Record<string, unknown>,
+    },
+  });
+  const agentC = { name: 'agent', image: 'img' };
+
+  it('a Station without the field is restricted', () => {
+    const parsed = must(parseStation({ ...stationJson, spec: { agentDefRef: 'fixer', template: {} } }));
+    assert.equal(parsed.spec.podSecurityProfile, 'restricted');
+  });
+
+  it('runs the pod and the init as uid 1000 without capabilities; hardens sidecars where they leave it open', () => {
+    const job = buildJob({
+      ...input,
+      station: restricted({
+        spec: {
+          containers: [
+            agentC,
+            { name: 'plain', image: 'envoy:1' },
+            {
+              name: 'bind',
+              image: 'web:1',
+              securityContext: {
+                capabilities: { add: ['NET_BIND_SERVICE'], drop: ['NET_RAW'] },
+                runAsUser: 2000,
+              },
+            },
+          ],
+          volumes: [{ name: 'cfg', configMap: { name: 'c' } }],
+        },
+      }),
+    });
+    assert.ok(job.ok, job.ok ? '' : job.error);
+    const spec = podSpec(job.value);
+    assert.deepEqual(spec.securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 1000,
+      runAsGroup: 1000,
+      fsGroup: 1000,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    const [init] = spec.initContainers as Record<string, unknown>[];
+    assert.deepEqual(init?.securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 1000,
+      runAsGroup: 1000,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    const containers = spec.containers as Record<string, unknown>[];
+    assert.deepEqual(containers.find((c) => c.name === 'plain')?.securityContext, {
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+    });
+    assert.deepEqual(containers.find((c) => c.name === 'bind')?.securityContext, {
+      capabilities: { add: ['NET_BIND_SERVICE'], drop: ['NET_RAW', 'ALL'] },
+      runAsUser: 2000,
+      allowPrivilegeEscalation: false,
+    });
+    assert.deepEqual(agentContainer(job.value).securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 1000,
+      runAsGroup: 1000,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+  });
+
+  const refusals: ReadonlyArray<readonly [string, unknown, string]> = [
+    [
+      'a sidecar as root',
+      { spec: { containers: [agentC, { name: 's', securityContext: { runAsUser: 0 } }] } },
+      'container s runs as root (runAsUser: 0)',
+    ],
+    [
+      'runAsNonRoot false',
+      { spec: { containers: [agentC, { name: 's', securityContext: { runAsNonRoot: false } }] } },
+      'container s sets runAsNonRoot: false',
+    ],
+    [
+      'privilege escalation',
+      { spec: { containers: [agentC, { name: 's', securityContext: { allowPrivilegeEscalation: true } }] } },
+      'container s allows privilege escalation',
+    ],
+    [
+      'a baseline capability',
+      {
+        spec: { containers: [agentC, { name: 's', securityContext: { capabilities: { add: ['CHOWN'] } } }] },
+      },
+      'container s adds capability CHOWN',
+    ],
+    [
+      'Unconfined seccomp',
+      {
+        spec: {
+          containers: [agentC, { name: 's', securityContext: { seccompProfile: { type: 'Unconfined' } } }],
+        },
+      },
+      'container s sets an Unconfined seccomp profile',
+    ],
+    [
+      'an nfs volume',
+      { spec: { containers: [agentC], volumes: [{ name: 'n', nfs: { server: 'x', path: '/' } }] } },
+      'volume n is of type nfs',
+    ],
+  ];
+  for (const [name, template, detail] of refusals) {
+    it(`refuses ${name}, naming it and the way out; baseline accepts it`, () => {
+      const job = buildJob({ ...input, station: restricted(template) });
+      assert.deepEqual(job, {
+        ok: false,
+        error: `Station template ${detail}, which the restricted Pod Security profile forbids (set spec.podSecurityProfile: baseline to allow it)`,
+      });
+      const baseline = buildJob({
+        ...input,
+        station: {
+          ...station,
+          spec: { ...station.spec, podSecurityProfile: 'baseline', template },
+        } as Station,
+      });
+      assert.ok(baseline.ok, baseline.ok ? '' : baseline.error);
+    });
+  }
+
+  it('ignores the security context the Station gives the agent container: ours replaces it', () => {
+    const job = buildJob({
+      ...input,
+      station: restricted({ spec: { containers: [{ ...agentC, securityContext: { runAsUser: 0 } }] } }),
+    });
+    assert.ok(job.ok, job.ok ? '' : job.error);
+    assert.equal((agentContainer(job.value).securityContext as Record<string, unknown>).runAsUser, 1000);
   });
 });

@@ -223,6 +223,7 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
         : env,
     initImage: input.agentImage,
     labels,
+    profile: station.spec.podSecurityProfile,
     ...(realtime
       ? {
           agentEnv: realtimeEnv(agent, definition),

@@ -34,6 +34,9 @@ export const RUN_PATH = [
   BUNDLE_BIN_DIR,
 ].join(':');
 
+/** Where a container's termination message is written (the Kubernetes default `terminationMessagePath`). */
+export const TERMINATION_MESSAGE_PATH = '/dev/termination-log';
+
 /** Name of the container the recipe is wired into; a Station template must have one. */
 export const AGENT_CONTAINER_NAME = 'agent';
 /** Name of the init container that injects the runtime and the bundle. */

@@ -1,5 +1,6 @@
 // Validation and rewrite of a Station's pod template (reference-system.md 2.3, 2.6, 2.8-2.10).
 
+import type { PodSecurityProfile } from '../api/index.ts';
 import { err, ok, type Result } from '../shared/result.ts';
 import {
   AGENT_CONTAINER_NAME,
@@ -47,7 +48,23 @@ export const TEMPLATE_ERRORS = {
   volumesNotList: 'Station template.spec.volumes must be a list of volumes',
   volumeNotObject: 'Station template.spec.volumes entries must be objects',
   mountsNotList: "Station template container 'agent' volumeMounts must be a list of objects",
+  // Under the restricted Pod Security profile (the default), for every container besides 'agent' (whose security
+  // context is ours) and every volume.
+  restricted: (what: string) =>
+    `Station template ${what}, which the restricted Pod Security profile forbids (set spec.podSecurityProfile: baseline to allow it)`,
 } as const;
+
+/** Volume types the restricted Pod Security profile admits. */
+export const RESTRICTED_VOLUME_TYPES: ReadonlySet<string> = new Set([
+  'configMap',
+  'csi',
+  'downwardAPI',
+  'emptyDir',
+  'ephemeral',
+  'persistentVolumeClaim',
+  'projected',
+  'secret',
+]);
 
 /**
  * Capabilities Pod Security "baseline" lets a container add; adding anything else (SYS_ADMIN, NET_ADMIN,
@@ -78,9 +95,30 @@ export const AGENT_SECURITY_CONTEXT: JsonObject = {
   capabilities: { drop: ['ALL'] },
   seccompProfile: { type: 'RuntimeDefault' },
 };
-/** Security context of the pod (replaces the Station's). */
+/** Security context of the pod under the baseline profile (replaces the Station's). */
 export const POD_SECURITY_CONTEXT: JsonObject = { fsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } };
-/** Security context of the init container: root with the five capabilities provisioning and chown need. */
+/** Security context of the pod under the restricted profile: every container non-root (uid 1000) unless it says. */
+export const POD_SECURITY_CONTEXT_RESTRICTED: JsonObject = {
+  runAsNonRoot: true,
+  runAsUser: 1000,
+  runAsGroup: 1000,
+  fsGroup: 1000,
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+/**
+ * Security context of the init container under the restricted profile: the run user, no capabilities. It writes
+ * only to the two emptyDirs (group fsGroup), installs vendor CLIs under HOME, and chowns nothing (it owns what it
+ * writes); a missing prerequisite it cannot install fails the run naming the tool.
+ */
+export const INIT_SECURITY_CONTEXT_RESTRICTED: JsonObject = {
+  runAsNonRoot: true,
+  runAsUser: 1000,
+  runAsGroup: 1000,
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'] },
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+/** Security context of the init container under the baseline profile: root with the five capabilities provisioning and chown need. */
 export const INIT_SECURITY_CONTEXT: JsonObject = {
   runAsUser: 0,
   allowPrivilegeEscalation: false,
@@ -123,6 +161,58 @@ export interface PodWiring {
   readonly agentEnv?: readonly EnvVar[];
   /** Ports of the agent container, added to the template's (a realtime run's prompt server). */
   readonly agentPorts?: readonly { readonly name: string; readonly containerPort: number }[];
+  /** The Station's Pod Security profile (default restricted). */
+  readonly profile?: PodSecurityProfile;
+}
+
+/** What the restricted profile forbids in a container we do not own (a Station sidecar), or undefined. */
+function restrictedContainerProblem(container: JsonObject): string | undefined {
+  const name = String(container.name ?? '');
+  const sc = container.securityContext;
+  if (!isObject(sc)) return undefined;
+  const what = (detail: string) => TEMPLATE_ERRORS.restricted(`container ${name} ${detail}`);
+  if (sc.runAsUser === 0) return what('runs as root (runAsUser: 0)');
+  if (sc.runAsNonRoot === false) return what('sets runAsNonRoot: false');
+  if (sc.allowPrivilegeEscalation === true) return what('allows privilege escalation');
+  const add = isObject(sc.capabilities) && Array.isArray(sc.capabilities.add) ? sc.capabilities.add : [];
+  for (const cap of add) {
+    const capName = String(cap).toUpperCase().replace(/^CAP_/, '');
+    if (capName !== 'NET_BIND_SERVICE') return what(`adds capability ${String(cap)}`);
+  }
+  if (isObject(sc.seccompProfile) && sc.seccompProfile.type === 'Unconfined') {
+    return what('sets an Unconfined seccomp profile');
+  }
+  return undefined;
+}
+
+/** What the restricted profile forbids in the template beyond the baseline checks, or undefined. */
+function restrictedProblem(spec: JsonObject): string | undefined {
+  for (const volume of Array.isArray(spec.volumes) ? (spec.volumes as JsonObject[]) : []) {
+    const type = Object.keys(volume).find((k) => k !== 'name');
+    if (type !== undefined && !RESTRICTED_VOLUME_TYPES.has(type)) {
+      return TEMPLATE_ERRORS.restricted(`volume ${String(volume.name ?? '')} is of type ${type}`);
+    }
+  }
+  for (const container of spec.containers as JsonObject[]) {
+    if (container.name === AGENT_CONTAINER_NAME) continue;
+    const problem = restrictedContainerProblem(container);
+    if (problem !== undefined) return problem;
+  }
+  return undefined;
+}
+
+/**
+ * Hardens a container we do not own for the restricted profile where it leaves a field unset: no privilege
+ * escalation, every capability dropped (NET_BIND_SERVICE may stay added); non-root and seccomp come from the pod.
+ */
+function hardenRestricted(container: JsonObject): void {
+  const sc = isObject(container.securityContext) ? container.securityContext : {};
+  if (sc.allowPrivilegeEscalation === undefined) sc.allowPrivilegeEscalation = false;
+  const caps = isObject(sc.capabilities) ? sc.capabilities : {};
+  const drop = Array.isArray(caps.drop) ? caps.drop.map(String) : [];
+  if (!drop.some((d) => d.toUpperCase() === 'ALL')) caps.drop = [...drop, 'ALL'];
+  sc.capabilities = caps;
+  container.securityContext = sc;
 }
 
 /** Our host-escape refusals beyond the reference's, for every container of the template (sidecars included). */
@@ -153,10 +243,15 @@ const isPrivileged = (container: JsonObject): boolean =>
 /**
  * Checks a Station template in the reference's order (object, spec, containers, host namespaces, hostPath volumes,
  * privileged containers, the `agent` container), plus our refusals (hostPort, capabilities beyond Pod Security
- * baseline, Windows host process, unmasked /proc, `args` on the agent container) and shape checks. Returns the
- * first problem as a one-line message, or undefined when the template can be wired.
+ * baseline, Windows host process, unmasked /proc, `args` on the agent container) and shape checks, then, under
+ * the restricted profile, what it forbids (volume types; root, privilege escalation, capabilities but
+ * NET_BIND_SERVICE, Unconfined seccomp in containers besides `agent`). Returns the first problem as a one-line
+ * message, or undefined when the template can be wired.
  */
-export function templateProblem(template: unknown): string | undefined {
+export function templateProblem(
+  template: unknown,
+  profile: PodSecurityProfile = 'restricted',
+): string | undefined {
   if (!isObject(template)) return TEMPLATE_ERRORS.notObject;
   const spec = template.spec;
   if (!isObject(spec)) return TEMPLATE_ERRORS.noSpec;
@@ -193,7 +288,7 @@ export function templateProblem(template: unknown): string | undefined {
   if (mounts !== undefined && mounts !== null && (!Array.isArray(mounts) || !mounts.every(isObject))) {
     return TEMPLATE_ERRORS.mountsNotList;
   }
-  return undefined;
+  return profile === 'restricted' ? restrictedProblem(spec) : undefined;
 }
 
 const notRunVolume = (entry: JsonObject): boolean =>
@@ -211,8 +306,10 @@ const stringMap = (u: unknown): Record<string, unknown> => (isObject(u) ? u : {}
  * nodeSelector, tolerations, affinity and other fields are preserved.
  */
 export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<JsonObject, string> {
-  const problem = templateProblem(template);
+  const profile = wiring.profile ?? 'restricted';
+  const problem = templateProblem(template, profile);
   if (problem !== undefined) return err(problem);
+  const restricted = profile === 'restricted';
   const pod = clone(template as JsonObject);
   const spec = pod.spec as JsonObject;
   const containers = spec.containers as JsonObject[];
@@ -245,7 +342,7 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
       args: [...INIT_ARGS],
       env: clone(wiring.env) as unknown[],
       volumeMounts: runVolumeMounts(),
-      securityContext: clone(INIT_SECURITY_CONTEXT),
+      securityContext: clone(restricted ? INIT_SECURITY_CONTEXT_RESTRICTED : INIT_SECURITY_CONTEXT),
       resources: clone(INIT_RESOURCES),
     },
   ];
@@ -256,7 +353,8 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
     { name: WORKSPACE_VOLUME_NAME, emptyDir: {} },
   ];
   spec.restartPolicy = 'Never';
-  spec.securityContext = clone(POD_SECURITY_CONTEXT);
+  spec.securityContext = clone(restricted ? POD_SECURITY_CONTEXT_RESTRICTED : POD_SECURITY_CONTEXT);
+  if (restricted) for (const c of containers) if (c.name !== AGENT_CONTAINER_NAME) hardenRestricted(c);
   spec.automountServiceAccountToken = false;
   return ok(pod);
 }

@@ -88,6 +88,16 @@ export const FAILURE_MISSING_REF = 'Station or AgentDefinition not found';
 /** `status.failureReason` when the Job vanished while the Agent was Running (exact reference string). */
 export const FAILURE_JOB_GONE =
   'run record unavailable: Job garbage-collected before its result was observed';
+/**
+ * `status.failureReason` when the run's init container failed (the agent never ran): its own one-line reason (the
+ * container's termination message, e.g. a prerequisite the restricted profile cannot install), else its exit code.
+ */
+export function failureInit(exitCode: number, message: string | undefined): string {
+  const text = (message ?? '').trim().replace(/\s+/g, ' ');
+  return text === ''
+    ? `init container failed with exit code ${exitCode}`
+    : `init container failed (exit code ${exitCode}): ${text.slice(0, 1024)}`;
+}
 /** `status.failureReason` when the run's pod is gone and the Job gave no reason (exact reference string). */
 export const FAILURE_POD_GONE = 'run output unavailable: pod garbage-collected';
 /** Reason used when a Job failed without a condition reason or message (exact reference string). */

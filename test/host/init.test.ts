@@ -24,6 +24,7 @@ import { initCommand } from '../../src/cmd/init.ts';
 import {
   type CommandRunner,
   createProcessRunner,
+  INIT_FAILURE,
   type InitStatus,
   parseInitConfig,
   planInit,
@@ -538,7 +539,8 @@ describe('init: vendor CLI and prerequisites (injectable runner)', () => {
     env: Record<string, string>,
     runner: CommandRunner,
     which?: (name: string, pathVar: string) => Promise<string | undefined>,
-  ): Promise<{ code: number; events: string[] }> {
+    euid?: number,
+  ): Promise<{ code: number; events: string[]; reports: string[] }> {
     const fullEnv = { HOME: c.home, WORKSPACE_DIR: c.ws, PATH: `${c.dir}/bin:/usr/bin:/bin`, ...env };
     const config = parseInitConfig(fullEnv);
     assert.ok(config.ok);
@@ -546,6 +548,7 @@ describe('init: vendor CLI and prerequisites (injectable runner)', () => {
     const info = VENDOR_INFO[vendor];
     const plan = planInit(config.value, { vendor, ...info });
     const events: string[] = [];
+    const reports: string[] = [];
     const fakeRuntime = join(c.dir, 'fake-runtime');
     writeFileSync(fakeRuntime, 'runtime');
     const code = await runInit(plan, {
@@ -555,10 +558,11 @@ describe('init: vendor CLI and prerequisites (injectable runner)', () => {
       log: createLogger('error', () => undefined),
       env: fullEnv,
       runtime: { execPath: fakeRuntime, bundlePath: dummyBundle, isDeno: false },
-      euid: undefined,
+      euid,
+      reportFailure: (m) => void reports.push(m),
       ...(which ? { which } : {}),
     });
-    return { code, events };
+    return { code, events, reports };
   }
 
   it('runs the codex installer exactly as specified when codex is missing', async () => {
@@ -648,6 +652,47 @@ describe('init: vendor CLI and prerequisites (injectable runner)', () => {
     assert.deepEqual([broken.code, broken.events.at(-1)], [100, 'failed:install']);
     const useless = await runPlanned(newCase(), env, async () => 0, dnf);
     assert.deepEqual([useless.code, useless.events.at(-1)], [2, 'failed:prerequisites']);
+    // Each failure is also one line for people: the init's termination message.
+    assert.deepEqual(
+      [none.reports, broken.reports, useless.reports],
+      [
+        [INIT_FAILURE.noPackageManager(['git'])],
+        [INIT_FAILURE.install('dnf install -y git', 100)],
+        [INIT_FAILURE.prerequisites(['git'])],
+      ],
+    );
+  });
+
+  it('as a non-root user (restricted Pod Security) never runs a package manager: fails naming the tool to bake in', async () => {
+    const env = { AGENT_MODEL: 'exec', AGENT_REPOS: JSON.stringify([{ name: 'a', url: origin.url }]) };
+    const calls: string[] = [];
+    const apt = async (name: string) => (name === 'apt-get' ? '/usr/bin/apt-get' : undefined);
+    const r = await runPlanned(
+      newCase(),
+      env,
+      async (argv) => {
+        calls.push(argv.join(' '));
+        return 0;
+      },
+      apt,
+      1000,
+    );
+    assert.deepEqual([r.code, r.events.at(-1)], [2, 'failed:git']);
+    assert.deepEqual(calls, [], 'no package manager ran');
+    assert.deepEqual(r.reports, [
+      "installing git needs git, which the image lacks, and installing them needs root; the restricted Pod Security profile runs the init as a non-root user: bake them into the image, or set the Station's spec.podSecurityProfile: baseline",
+    ]);
+    // As root (baseline), the same plan installs with the package manager.
+    const root = await runPlanned(newCase(), env, async () => 0, apt, 0);
+    assert.equal(root.events.includes('installing:apt'), true);
+  });
+
+  it('reports a failing step with its tool, step and exit code', async () => {
+    const c = newCase();
+    const { code, reports } = await runPlanned(c, { AGENT_MODEL: 'claude-opus-5-5' }, async () => 7);
+    assert.equal(code, 7);
+    assert.equal(reports.length, 1);
+    assert.match(reports[0] ?? '', /^claude: .* failed with exit code 7$/);
   });
 
   it('fails with reason home when HOME cannot be written and a CLI must be installed', {

@@ -72,6 +72,7 @@ const ContainerSchema = v.looseObject({
   volumeMounts: v.optional(v.array(VolumeMountSchema), []),
   securityContext: v.optional(ContainerSecuritySchema),
   restartPolicy: v.optional(v.string()),
+  terminationMessagePath: v.optional(v.string()),
   terminationMessagePolicy: v.optional(v.string()),
   resources: v.optional(
     v.looseObject({

@@ -513,7 +513,23 @@ export class PodWorker {
     const logFile = join(logDir, `${run.restartCount}.log`);
     const writer = new ContainerLogWriter(logFile, this.#deps.now);
     this.#logFiles.set(c.name, [...(this.#logFiles.get(c.name) ?? []), logFile]);
-    const child = spawnContainer(spec, this.#deps.tools);
+    // The termination message file, bind-mounted at terminationMessagePath as the kubelet does (writable by the
+    // container's user; the mount point is created when missing, e.g. /dev/termination-log on the host's /dev).
+    const terminationFile = join(logDir, `${run.restartCount}.termination-log`);
+    writeFileSync(terminationFile, '');
+    chmodSync(terminationFile, 0o666);
+    const withTermination: ProcessSpec = {
+      ...spec,
+      mounts: [
+        ...spec.mounts,
+        {
+          source: terminationFile,
+          target: c.terminationMessagePath || TERMINATION_MESSAGE_PATH,
+          readOnly: false,
+        },
+      ],
+    };
+    const child = spawnContainer(withTermination, this.#deps.tools);
     const procName = `${this.namespace}/${this.name}/${c.name}`;
     this.#procs.set(c.name, child);
     if (child.pid !== undefined) this.#deps.trackProcess(procName, child.pid, true);
@@ -568,8 +584,8 @@ export class PodWorker {
     }
     const signalNumber = exit.signal ? constants.signals[exit.signal] : undefined;
     const exitCode = exit.code ?? 128 + (signalNumber ?? 9);
-    let message: string | undefined;
-    if (exitCode !== 0 && c.terminationMessagePolicy === 'FallbackToLogsOnError') {
+    let message: string | undefined = readTerminationMessage(terminationFile);
+    if (message === undefined && exitCode !== 0 && c.terminationMessagePolicy === 'FallbackToLogsOnError') {
       message = terminationMessageFromLog(parseCriLog(readFileSync(logFile, 'utf8')));
     }
     this.#log.info('Container exited', {
@@ -699,5 +715,21 @@ export class PodWorker {
       this.#sync();
       await this.#sleep(1000);
     }
+  }
+}
+
+/** The default `terminationMessagePath` of a container. */
+const TERMINATION_MESSAGE_PATH = '/dev/termination-log';
+/** The kubelet keeps at most this much of a termination message. */
+const TERMINATION_MESSAGE_MAX_BYTES = 4096;
+
+/** What a container wrote to its termination message file (at most 4 KiB), or undefined when nothing. */
+function readTerminationMessage(file: string): string | undefined {
+  try {
+    const bytes = readFileSync(file);
+    if (bytes.length === 0) return undefined;
+    return bytes.subarray(0, TERMINATION_MESSAGE_MAX_BYTES).toString('utf8');
+  } catch {
+    return undefined;
   }
 }

@@ -36,6 +36,7 @@ export {
 } from './repos.ts';
 export {
   type EmitInitEvent,
+  INIT_FAILURE,
   type InitEventDetails,
   type InitPorts,
   type InitStatus,

@@ -44,7 +44,28 @@ export interface InitPorts {
   readonly euid: number | undefined;
   /** Where an executable is looked up; default: the real filesystem. */
   readonly which?: (name: string, pathVar: string) => Promise<string | undefined>;
+  /**
+   * Records why the init failed, one line for people (the container's termination message, which the controller
+   * puts in the Agent's failure reason). Must not throw; never given a secret.
+   */
+  readonly reportFailure?: (message: string) => void;
 }
+
+/** The failure lines of the init (its termination message); stable, so docs and tests can refer to them. */
+export const INIT_FAILURE = {
+  refusedRepo: 'init refused a repository (see the init log)',
+  home: (home: string) => `HOME ${home} is not writable, so the vendor CLI cannot be installed`,
+  needsRoot: (tools: readonly string[], missing: readonly string[]) =>
+    `installing ${tools.join(', ')} needs ${missing.join(', ')}, which the image lacks, and installing them needs root; the restricted Pod Security profile runs the init as a non-root user: bake them into the image, or set the Station's spec.podSecurityProfile: baseline`,
+  noPackageManager: (missing: readonly string[]) =>
+    `the image lacks ${missing.join(', ')} and has no package manager (apt-get, dnf, apk) to install them`,
+  install: (command: string, code: number) =>
+    `installing prerequisites failed: ${command} exited with ${code}`,
+  prerequisites: (missing: readonly string[]) =>
+    `prerequisites still missing after installing: ${missing.join(', ')}`,
+  step: (tool: string, step: string, code: number) => `${tool}: ${step} failed with exit code ${code}`,
+  chown: 'could not give HOME and the workspace to the run user',
+} as const;
 
 class StepError extends Error {
   constructor(
@@ -66,6 +87,7 @@ class StepError extends Error {
  */
 export async function runInit(plan: InitPlan, ports: InitPorts): Promise<number> {
   const { emit, log } = ports;
+  const report = (message: string): void => ports.reportFailure?.(redactUrlCredentials(message));
   const which = ports.which ?? findExecutable;
   const pathVar = ports.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
   const cliPath = `${plan.home}/.local/bin:${pathVar}`;
@@ -75,6 +97,7 @@ export async function runInit(plan: InitPlan, ports: InitPorts): Promise<number>
     for (const reason of plan.refusals)
       log.error('Refused repository', { reason: redactUrlCredentials(reason) });
     emit('failed', { tool: 'git', exitCode: 2 });
+    report(INIT_FAILURE.refusedRepo);
     return 2;
   }
   for (const warning of plan.warnings)
@@ -95,10 +118,11 @@ export async function runInit(plan: InitPlan, ports: InitPorts): Promise<number>
   if (tools.some((t) => t.skipIfPresent !== undefined) && !(await ensureWritableDir(plan.home))) {
     log.error('HOME is not writable; cannot install the vendor CLI', { home: plan.home });
     emit('failed', { reason: 'home' });
+    report(INIT_FAILURE.home(plan.home));
     return 2;
   }
 
-  const prerequisites = await installPrerequisites(requiredExecutables(tools), pathVar, ports, which);
+  const prerequisites = await installPrerequisites(tools, pathVar, ports, which, report);
   if (prerequisites !== 0) return prerequisites;
 
   for (const tool of tools) {
@@ -116,6 +140,7 @@ export async function runInit(plan: InitPlan, ports: InitPorts): Promise<number>
           error: redactUrlCredentials(message),
         });
         emit('failed', { tool: tool.name, exitCode: code });
+        report(INIT_FAILURE.step(tool.name, describeStep(step), code));
         return code;
       }
     }
@@ -130,6 +155,7 @@ export async function runInit(plan: InitPlan, ports: InitPorts): Promise<number>
     } catch (error) {
       log.error('Could not give HOME and the workspace to the run user', { error });
       emit('failed', { reason: 'chown' });
+      report(INIT_FAILURE.chown);
       return 2;
     }
   } else {
@@ -141,11 +167,13 @@ export async function runInit(plan: InitPlan, ports: InitPorts): Promise<number>
 }
 
 async function installPrerequisites(
-  required: readonly string[],
+  tools: readonly Tool[],
   pathVar: string,
   ports: InitPorts,
   which: (name: string, pathVar: string) => Promise<string | undefined>,
+  report: (message: string) => void,
 ): Promise<number> {
+  const required = requiredExecutables(tools);
   const missingNow = async (): Promise<string[]> => {
     const missing: string[] = [];
     for (const exe of required) if ((await which(exe, pathVar)) === undefined) missing.push(exe);
@@ -153,6 +181,18 @@ async function installPrerequisites(
   };
   const missing = await missingNow();
   if (missing.length === 0) return 0;
+  if (ports.euid !== undefined && ports.euid !== 0) {
+    // A package manager needs root; the restricted profile's init is the run user. Name what to bake in.
+    const needing = tools.filter((t) => t.requires.some((r) => missing.includes(r))).map((t) => t.name);
+    ports.log.error('Prerequisites are missing and installing them needs root', {
+      missing,
+      tools: needing,
+      euid: ports.euid,
+    });
+    ports.emit('failed', { reason: 'needs-root', tool: needing.join(',') });
+    report(INIT_FAILURE.needsRoot(needing, missing));
+    return 2;
+  }
   const present = new Set<string>();
   for (const binary of ['apt-get', 'dnf', 'apk'])
     if ((await which(binary, pathVar)) !== undefined) present.add(binary);
@@ -160,6 +200,7 @@ async function installPrerequisites(
   if (pm === undefined) {
     ports.log.error('Prerequisites are missing and no package manager was found', { missing });
     ports.emit('failed', { reason: 'no-package-manager' });
+    report(INIT_FAILURE.noPackageManager(missing));
     return 2;
   }
   ports.emit('installing', { tool: pm });
@@ -169,6 +210,7 @@ async function installPrerequisites(
     if (code !== 0) {
       ports.log.error('Installing prerequisites failed', { command: argv.join(' '), exitCode: code });
       ports.emit('failed', { reason: 'install', exitCode: code });
+      report(INIT_FAILURE.install(argv.join(' '), code));
       return code;
     }
   }
@@ -176,6 +218,7 @@ async function installPrerequisites(
   if (still.length > 0) {
     ports.log.error('Prerequisites still missing after installing', { missing: still });
     ports.emit('failed', { reason: 'prerequisites' });
+    report(INIT_FAILURE.prerequisites(still));
     return 2;
   }
   return 0;

@@ -9,6 +9,7 @@ import {
   FAILURE_MISSING_REF,
   FAILURE_POD_GONE,
   failureBuild,
+  failureInit,
   failureInvalidReference,
   failureNotOwned,
   failureOutputUnavailable,
@@ -867,6 +868,44 @@ describe('decide: Running', () => {
       }),
     );
     assert.equal(onlyPatch(okLogGone).failureReason, 'run output unavailable: log read failed');
+  });
+
+  it('a failed init container gives its own reason (termination message, else exit code), not the Job’s', () => {
+    const initFailed = (terminated: Record<string, unknown>) => {
+      const p = pod('a', undefined);
+      return run(
+        snap(running('a'), {
+          job: present(job('a', { conditions: failedBackoff }), {
+            kind: 'pod',
+            pod: {
+              ...p,
+              status: {
+                ...p.status,
+                phase: 'Failed',
+                containerStatuses: [{ ...p.status.containerStatuses[0], name: 'agent', state: {} }],
+                initContainerStatuses: [
+                  { name: 'init', state: { terminated }, lastState: {}, ready: false, restartCount: 0 },
+                ],
+              },
+            } as typeof p,
+            log: { kind: 'unavailable', detail: 'container agent is waiting to start' },
+          }),
+        }),
+      );
+    };
+    const withMessage = onlyPatch(initFailed({ exitCode: 2, message: 'installing git needs git\n' }));
+    assert.equal(withMessage.phase, 'Failed');
+    assert.equal(withMessage.exitCode, 1, 'the agent never ran');
+    assert.equal(withMessage.failureReason, 'init container failed (exit code 2): installing git needs git');
+    const bare = onlyPatch(initFailed({ exitCode: 7 }));
+    assert.equal(bare.failureReason, 'init container failed with exit code 7');
+    assert.equal(
+      failureInit(3, 'x'.repeat(5000)).length,
+      'init container failed (exit code 3): '.length + 1024,
+    );
+    // A successful init leaves the Job's reason.
+    const ok = onlyPatch(initFailed({ exitCode: 0 }));
+    assert.equal(ok.failureReason, 'BackoffLimitExceeded: Job has reached the specified backoff limit');
   });
 
   it('ends Failed with exitCode 1 when the Job is gone (decision a)', () => {

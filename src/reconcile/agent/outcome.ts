@@ -7,6 +7,8 @@
 
 /** The agent container's name in every run pod. */
 export const AGENT_CONTAINER = 'agent';
+/** The init container's name in every run pod. */
+export const INIT_CONTAINER = 'init';
 
 /** The Job fields the outcome depends on (structural, so any parsed Job fits). */
 export interface JobStatusView {
@@ -26,6 +28,18 @@ export interface JobStatusView {
     | undefined;
 }
 
+/** The container status fields the outcome depends on. */
+type ContainerStatusView = {
+  readonly name?: string | undefined;
+  readonly state?:
+    | {
+        readonly terminated?:
+          | { readonly exitCode?: number | undefined; readonly message?: string | undefined }
+          | undefined;
+      }
+    | undefined;
+};
+
 /** The pod fields the outcome depends on. */
 export interface PodView {
   readonly metadata?:
@@ -33,16 +47,18 @@ export interface PodView {
     | undefined;
   readonly status?:
     | {
-        readonly containerStatuses?:
-          | readonly {
-              readonly name?: string | undefined;
-              readonly state?:
-                | { readonly terminated?: { readonly exitCode?: number | undefined } | undefined }
-                | undefined;
-            }[]
-          | undefined;
+        readonly containerStatuses?: readonly ContainerStatusView[] | undefined;
+        readonly initContainerStatuses?: readonly ContainerStatusView[] | undefined;
       }
     | undefined;
+}
+
+/** The run's init container, when it ended with a non-zero exit code: its code and termination message. */
+export function initFailure(pod: PodView): { exitCode: number; message: string | undefined } | undefined {
+  const status = pod.status?.initContainerStatuses?.find((c) => c.name === INIT_CONTAINER);
+  const exitCode = status?.state?.terminated?.exitCode;
+  if (exitCode === undefined || exitCode === 0) return undefined;
+  return { exitCode, message: status?.state?.terminated?.message };
 }
 
 /** The Job's verdict. `early` marks a verdict read from `SuccessCriteriaMet` / `FailureTarget`. */

@@ -3,9 +3,15 @@ import { capOutput, jobNameFor } from '../../jobs/index.ts';
 import { sessionIdInOutput, vendorForModel } from '../../vendors/cli/index.ts';
 import type { Action, Decision, RunFailureKind } from '../actions.ts';
 import { isRealtime } from '../realtime/plan.ts';
-import { FAILURE_JOB_GONE, FAILURE_POD_GONE, failureOutputUnavailable, REASON } from '../reasons.ts';
+import {
+  FAILURE_JOB_GONE,
+  FAILURE_POD_GONE,
+  failureInit,
+  failureOutputUnavailable,
+  REASON,
+} from '../reasons.ts';
 import type { RunEvidence, Snapshot } from '../snapshot.ts';
-import { agentExitCode, coherentExitCode, parseJobOutcome } from './outcome.ts';
+import { agentExitCode, coherentExitCode, initFailure, parseJobOutcome } from './outcome.ts';
 import { jobOwnership } from './pending.ts';
 import {
   agentRef,
@@ -71,14 +77,17 @@ export function decideRunning(s: Snapshot, now: Date): Decision {
       extraEvents,
     });
   }
+  // When the init container failed, the agent never ran: its own reason says more than the Job's.
+  const init = evidence.kind === 'pod' ? initFailure(evidence.pod) : undefined;
+  const failureReason = init !== undefined ? failureInit(init.exitCode, init.message) : outcome.reason;
   return finish(s, now, {
     phase,
     jobName,
     exitCode,
     output: read.output,
-    failureReason: outcome.reason,
+    failureReason,
     reason: REASON.jobFailed,
-    message: `Job ${jobName} failed with exit code ${exitCode}: ${outcome.reason}`,
+    message: `Job ${jobName} failed with exit code ${exitCode}: ${failureReason}`,
     failureKinds,
     extraEvents,
   });
