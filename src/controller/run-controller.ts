@@ -378,6 +378,7 @@ export function startController(deps: ControllerDeps): RunningController {
       requeueMs: config.pollIntervalMs * RUN_RECHECK_POLLS,
       batch: { enabled: config.batchEnabled, pollMs: config.batchPollMs },
       realtime: { enabled: config.realtimeEnabled },
+      controllerNamespace: config.leaseNamespace,
     },
   };
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   buildJob,
-  buildSinkNetworkPolicy,
+  buildRunNetworkPolicy,
   type JobManifest,
   type NetworkPolicyManifest,
 } from '../jobs/index.ts';
@@ -51,9 +51,9 @@ function manifest(name = 'a1'): JobManifest {
   return built.value;
 }
 
-/** The sink NetworkPolicy of the run `name` whose definition names an IP and a hostname sink. */
+/** The NetworkPolicy of the run `name` whose definition names an IP and a hostname sink. */
 function policyManifest(name = 'a1'): NetworkPolicyManifest {
-  const built = buildSinkNetworkPolicy({
+  const built = buildRunNetworkPolicy({
     agent: agent(name),
     station: station(),
     definition: definition('def', {
@@ -65,7 +65,6 @@ function policyManifest(name = 'a1'): NetworkPolicyManifest {
       },
     }),
   });
-  if (built === undefined) throw new Error('no policy built');
   return built;
 }
 
@@ -450,7 +449,7 @@ describe('executeActions', () => {
       assert.equal(NETWORK_POLICIES.plural, 'networkpolicies');
       assert.equal(await sample(h.metrics, 'controller_jobs_created_total'), 1, 'a policy is not a Job');
       assert.ok(
-        h.logs.some((l) => l.msg === 'Created sink NetworkPolicy' && l.networkPolicy === 'agent-job-a1'),
+        h.logs.some((l) => l.msg === 'Created run NetworkPolicy' && l.networkPolicy === 'agent-job-a1'),
       );
       assert.deepEqual(warnings(h), []);
     });
@@ -489,7 +488,7 @@ describe('executeActions', () => {
       assert.equal(warned[0]?.networkPolicy, 'agent-job-a1');
       assert.match(String(warned[0]?.error), /forbidden/);
       assert.equal(
-        h.logs.filter((l) => l.level === 'debug' && l.msg === 'Sink NetworkPolicy not created: forbidden')
+        h.logs.filter((l) => l.level === 'debug' && l.msg === 'Run NetworkPolicy not created: forbidden')
           .length,
         2,
       );

@@ -143,18 +143,18 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
           opts,
         );
         if (r.ok) {
-          deps.logger.info('Created sink NetworkPolicy', where);
+          deps.logger.info('Created run NetworkPolicy', where);
           break;
         }
         if (isAlreadyExists(r.error)) break;
         if (isForbidden(r.error)) {
           // Without the grant the run still starts, under the static egress policy only.
           if (networkPolicyForbidden.has(deps.transport)) {
-            deps.logger.debug('Sink NetworkPolicy not created: forbidden', where);
+            deps.logger.debug('Run NetworkPolicy not created: forbidden', where);
           } else {
             networkPolicyForbidden.add(deps.transport);
             deps.logger.warn(
-              'Sink NetworkPolicies cannot be created (403 Forbidden): runs start without egress to their http sinks beyond the static policy; grant networking.k8s.io networkpolicies create (deploy/rbac/controller-rbac.yaml)',
+              'Run NetworkPolicies cannot be created (403 Forbidden): runs start without their own policy, so where a default-deny policy selects run pods (deploy/networkpolicy.yaml) they have no network; grant networking.k8s.io networkpolicies create (deploy/rbac/controller-rbac.yaml)',
               { ...where, error: describeKubeError(r.error) },
             );
           }

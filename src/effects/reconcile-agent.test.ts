@@ -178,6 +178,13 @@ type Router = (req: FakeRequest) => FakeReply | undefined;
 
 /** Answers writes as the API server would on success; everything else is left to the test's router. */
 const writesSucceed: Router = (req) => {
+  if (req.method === 'POST' && req.path.endsWith('/networkpolicies')) {
+    const body = req.body as { metadata: Record<string, unknown> };
+    return {
+      status: 201,
+      body: { ...body, metadata: { ...body.metadata, uid: 'uid-np', resourceVersion: '70' } },
+    };
+  }
   if (req.method === 'POST' && req.path === JOBS_PATH) {
     const body = req.body as { metadata: Record<string, unknown> };
     return {
@@ -209,7 +216,10 @@ const writesSucceed: Router = (req) => {
 
 interface Harness {
   readonly deps: ReconcileDeps;
+  /** Every request but the run NetworkPolicy POSTs (which come with every Job; tested on their own below). */
   readonly requests: FakeRequest[];
+  /** Every request, in order. */
+  readonly allRequests: FakeRequest[];
   readonly events: { obj: InvolvedObject; note: EventNote }[];
   readonly metrics: ControllerMetrics;
   run(key?: string): Promise<WorkResult>;
@@ -267,13 +277,21 @@ function harness(
     now: () => NOW,
     timeoutMs: 1000,
   };
+  const isPolicyPost = (r: FakeRequest) => r.method === 'POST' && r.path.endsWith('/networkpolicies');
+  const requests = new Proxy(transport.requests, {
+    get(target, prop, receiver) {
+      const view = target.filter((r) => !isPolicyPost(r));
+      return Reflect.get(view, prop, receiver === target ? view : receiver);
+    },
+  });
   return {
     deps,
-    requests: transport.requests,
+    requests,
+    allRequests: transport.requests,
     events,
     metrics,
     run: (key = `${NS}/a1`) => reconcileAgent(key, deps),
-    calls: () => transport.requests.map((r) => `${r.method} ${r.path}`),
+    calls: () => transport.requests.filter((r) => !isPolicyPost(r)).map((r) => `${r.method} ${r.path}`),
     patched() {
       const patches = transport.requests.filter((r) => r.method === 'PATCH' && r.path === STATUS_PATH);
       assert.equal(patches.length, 1, 'exactly one status patch');
@@ -367,6 +385,19 @@ describe('reconcileAgent', () => {
       assert.equal(await counter(h.metrics, 'controller_jobs_created_total'), 1);
       assert.equal(await counter(h.metrics, 'controller_status_patches_total'), 1);
       assert.equal(await counter(h.metrics, 'controller_run_queue_seconds_count'), 1);
+    });
+
+    it('the run NetworkPolicy is POSTed right before its Job, named like it', async () => {
+      const h = harness({ ...PENDING_WORLD, agents: [rawAgent('a1')] });
+      await h.run();
+      const writes = h.allRequests.filter((r) => r.method === 'POST');
+      assert.deepEqual(
+        writes.map((r) => [r.path, (r.body as { metadata: { name: string } }).metadata.name]),
+        [
+          [`/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies`, 'agent-job-a1'],
+          [JOBS_PATH, 'agent-job-a1'],
+        ],
+      );
     });
 
     it('Station and AgentDefinition not cached → confirmed by live GETs first', async () => {

@@ -63,11 +63,16 @@ export { renderPrompt } from './prompt.ts';
 export {
   ANY_IPV4,
   ANY_IPV6,
-  buildSinkNetworkPolicy,
+  buildRunNetworkPolicy,
+  type Destination,
+  DNS_RULE,
+  definitionDestinations,
   NETWORK_POLICY_API_VERSION,
   type NetworkPolicyEgressRule,
+  type NetworkPolicyIngressRule,
   type NetworkPolicyManifest,
-  type SinkDestination,
-  type SinkNetworkPolicyInput,
-  sinkDestination,
-} from './sink-network-policy.ts';
+  PUBLIC_HTTPS_RULE,
+  type RunNetworkPolicyInput,
+  repoDestination,
+  urlDestination,
+} from './run-network-policy.ts';

@@ -9,10 +9,11 @@ import type { StatusCondition } from './conditions.ts';
  * Executor contract (the core relies on it):
  * - Actions run **in array order**, one at a time. A decision is one transition; its later actions
  *   (status, events, metrics) assume the earlier writes happened.
- * - `createNetworkPolicy` (always right before the `createJob` of the same run; decision i): 201 → continue.
- *   409 `AlreadyExists` → continue (idempotent: a retried start finds its own policy). 403 `Forbidden` → log a
- *   warning once per controller and continue (a cluster without that grant still runs agents, under the static
- *   egress policy only). Any other error → stop, the reconcile errors and is retried with backoff.
+ * - `createNetworkPolicy` (the run's own policy, before the `createJob` of the same run; decision i, issue 9):
+ *   201 → continue. 409 `AlreadyExists` → continue (idempotent: a retried start finds its own policy). 403
+ *   `Forbidden` → log a warning once per controller and continue (a cluster without that grant still runs agents,
+ *   with whatever other policies select their pods). Any other error → stop, the reconcile errors and is retried
+ *   with backoff.
  * - `createJob`: 201 → continue. 409 `AlreadyExists` → stop this decision, GET the Job and call `decide` again
  *   with `job: {kind: 'present', job, evidence: {kind: 'notGathered'}}` (a few rounds at most per reconcile: a Job
  *   that vanished in between is then created again); decide
@@ -125,7 +126,7 @@ export interface SinkSource {
 }
 
 /** A Job manifest ready to POST, as built by src/jobs `buildJob`. */
-/** A NetworkPolicy manifest ready to POST, as built by src/jobs `buildSinkNetworkPolicy`. */
+/** A NetworkPolicy manifest ready to POST, as built by src/jobs `buildRunNetworkPolicy`. */
 export type { JobManifest, NetworkPolicyManifest };
 
 /** Everything the reconcile core can ask the executor to do. */

@@ -17,6 +17,8 @@ export interface ReconcileOptions {
   readonly batch: BatchOptions;
   /** `execution: realtime` runs are admitted (`REALTIME_ENABLED=true`); otherwise they fail with a clear reason. */
   readonly realtime: { readonly enabled: boolean };
+  /** The controller's own namespace: its pods are admitted to realtime run pods by the run's NetworkPolicy. */
+  readonly controllerNamespace?: string | undefined;
 }
 
 /** How this controller runs `execution: batch` (controller env `BATCH_ENABLED`, `BATCH_POLL_SECONDS`). */

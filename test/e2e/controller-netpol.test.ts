@@ -1,8 +1,9 @@
-// Decision (i) on the control plane, on the runtime named by AGENT_E2E_RUNTIME: a run whose AgentDefinition names
-// http sinks gets, with its Job, a NetworkPolicy that admits exactly those sinks to exactly that run's pods, owned
-// by the Agent and garbage-collected with it; a run without http sinks gets none. The controller runs as the
+// Per-run NetworkPolicies (decision i, issue 9 §3) on the control plane, on the runtime named by AGENT_E2E_RUNTIME:
+// every run gets, with its Job, a NetworkPolicy of its own, selecting exactly that run's pods, owned by the Agent
+// and garbage-collected with it: no ingress, egress to DNS, public 443 and exactly the endpoints its definition
+// names (here http sinks, an MCP server, a repository and the conversation store). The controller runs as the
 // ServiceAccount of deploy/rbac/controller-rbac.yaml, so the grant it ships with is the one exercised; without that
-// grant a run still succeeds (static policy only) and the controller warns once.
+// grant a run still succeeds (no policy of its own) and the controller warns once.
 //
 // The testbed has no CNI, so traffic is not enforced: these tests check the objects. Every address the run pods
 // reach is loopback (the only addresses tests may use): the sink named by an IP literal is a recording sink on
@@ -44,7 +45,7 @@ const LABEL_COMPONENT = 'agents.re-cinq.com/component';
 const LABEL_AGENT = 'agents.re-cinq.com/agent';
 const LABEL_STATION = 'agents.re-cinq.com/station';
 const HOSTNAME_SINK = 'https://localhost/y';
-const WARNING = /^Sink NetworkPolicies cannot be created \(403 Forbidden\)/;
+const WARNING = /^Run NetworkPolicies cannot be created \(403 Forbidden\)/;
 
 /** A networking.k8s.io/v1 NetworkPolicy as the API server returns it (the fields these tests read). */
 const NetworkPolicySchema = v.looseObject({
@@ -52,7 +53,7 @@ const NetworkPolicySchema = v.looseObject({
   spec: v.looseObject({
     podSelector: v.looseObject({ matchLabels: v.optional(v.record(v.string(), v.string())) }),
     policyTypes: v.optional(v.array(v.string())),
-    ingress: v.optional(v.array(v.unknown())),
+    ingress: v.optional(v.nullable(v.array(v.unknown()))),
     egress: v.optional(
       v.array(
         v.looseObject({
@@ -62,6 +63,8 @@ const NetworkPolicySchema = v.looseObject({
                 ipBlock: v.optional(
                   v.looseObject({ cidr: v.string(), except: v.optional(v.array(v.string())) }),
                 ),
+                namespaceSelector: v.optional(v.unknown()),
+                podSelector: v.optional(v.unknown()),
               }),
             ),
           ),
@@ -128,10 +131,44 @@ async function controllerAccount(s: Scenario, withNetworkPolicies: boolean): Pro
   return s.kubeconfigAs('agent-controller');
 }
 
-/** An exec recipe that prints one line, with these `output.sinks`. */
-function recipe(name: string, sinks: readonly Record<string, unknown>[]): Manifest {
-  return execDefinition(name, ['sh', '-c', 'echo "hello from the mock agent: $0"'], { output: { sinks } });
+/** An exec recipe that prints one line, with these `output.sinks` (and more of its spec). */
+function recipe(
+  name: string,
+  sinks: readonly Record<string, unknown>[],
+  spec: Readonly<Record<string, unknown>> = {},
+): Manifest {
+  return execDefinition(name, ['sh', '-c', 'echo "hello from the mock agent: $0"'], {
+    output: { sinks },
+    ...spec,
+  });
 }
+
+/** DNS and public 443, the two rules every run's policy starts with (as the API server returns them). */
+const BASE_EGRESS = [
+  {
+    to: [
+      {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+        podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+      },
+    ],
+    ports: [
+      { protocol: 'UDP', port: 53 },
+      { protocol: 'TCP', port: 53 },
+    ],
+  },
+  {
+    to: [
+      {
+        ipBlock: {
+          cidr: '0.0.0.0/0',
+          except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16'],
+        },
+      },
+    ],
+    ports: [{ protocol: 'TCP', port: 443 }],
+  },
+];
 
 /** Waits until the sink has received the run's terminal lifecycle event (`agent/succeeded`). */
 function waitForAgentSucceeded(sink: HttpSink, path: string, agent: string): Promise<unknown> {
@@ -153,13 +190,13 @@ function waitForAgentSucceeded(sink: HttpSink, path: string, agent: string): Pro
   );
 }
 
-describe(`controller: sink NetworkPolicy per run, decision (i) (${runtime})`, { skip }, () => {
+describe(`controller: a NetworkPolicy per run, decision (i) and issue 9 (${runtime})`, { skip }, () => {
   if (typeof cluster === 'string') return;
   before(() => applyCrds(cluster.client));
   after(() => cluster.client.close());
 
   it(
-    'http sinks → a NetworkPolicy for exactly that run (IP /32 + port, hostname → any address on 443), owned by the Agent and collected with it; no http sinks → none',
+    'every run → a NetworkPolicy for exactly that run (DNS, public 443, its endpoints: IP /32 + port, hostname → any address), owned by the Agent and collected with it',
     { timeout: 240_000 },
     () =>
       runScenario(cluster, 'ctl-netpol', async (s) => {
@@ -167,11 +204,16 @@ describe(`controller: sink NetworkPolicy per run, decision (i) (${runtime})`, { 
         s.defer(() => sink.close());
         const kubeconfig = await controllerAccount(s, true);
         await s.create(
-          recipe('notify', [
-            { type: 'stdout' },
-            { type: 'http', url: sink.url('/x') },
-            { type: 'http', url: HOSTNAME_SINK },
-          ]),
+          recipe(
+            'notify',
+            [{ type: 'stdout' }, { type: 'http', url: sink.url('/x') }, { type: 'http', url: HOSTNAME_SINK }],
+            {
+              resources: {
+                mcp_servers: [{ name: 'tools', transport: 'http', url: 'http://127.0.0.1:9/mcp' }],
+                conversation: { source: 'http://127.0.0.1:7/store' },
+              },
+            },
+          ),
           recipe('quiet', [{ type: 'stdout' }, { type: 'file', path: '/tmp/ctl-netpol-events.jsonl' }]),
           stationManifest('notifier', 'notify'),
           stationManifest('silent', 'quiet'),
@@ -204,14 +246,21 @@ describe(`controller: sink NetworkPolicy per run, decision (i) (${runtime})`, { 
           [LABEL_COMPONENT]: 'job',
           [LABEL_AGENT]: 'with-sinks',
         });
-        assert.deepEqual(np.spec.policyTypes, ['Egress']);
-        assert.equal(np.spec.ingress, undefined, 'ingress is left to the static policy');
+        assert.deepEqual(np.spec.policyTypes, ['Ingress', 'Egress']);
+        assert.equal(
+          np.spec.ingress ?? undefined,
+          undefined,
+          'no way in (the API server drops an empty list)',
+        );
         assert.deepEqual(np.spec.egress, [
+          ...BASE_EGRESS,
           { to: [{ ipBlock: { cidr: '127.0.0.1/32' } }], ports: [{ protocol: 'TCP', port: sink.port }] },
           {
             to: [{ ipBlock: { cidr: '0.0.0.0/0' } }, { ipBlock: { cidr: '::/0' } }],
             ports: [{ protocol: 'TCP', port: 443 }],
           },
+          { to: [{ ipBlock: { cidr: '127.0.0.1/32' } }], ports: [{ protocol: 'TCP', port: 9 }] },
+          { to: [{ ipBlock: { cidr: '127.0.0.1/32' } }], ports: [{ protocol: 'TCP', port: 7 }] },
         ]);
 
         // The policy exists no later than the Job, and selects that run's pods and no other run's.
@@ -247,18 +296,16 @@ describe(`controller: sink NetworkPolicy per run, decision (i) (${runtime})`, { 
         assert.ok(otherPods.length > 0, 'the run without sinks had a pod');
         for (const p of otherPods)
           assert.ok(!selects(p.metadata.labels), `does not select ${p.metadata.name}`);
-        assert.equal(
-          await policy(s, 'agent-job-no-sinks'),
-          undefined,
-          'no policy for a run without http sinks',
-        );
+        const other = await policy(s, 'agent-job-no-sinks');
+        assert.ok(other, 'a run without endpoints has its own policy too');
+        assert.deepEqual(other.spec.egress, BASE_EGRESS, 'DNS and public 443 only');
         assert.deepEqual(
-          (await policies(s)).map((p) => p.metadata.name),
-          ['agent-job-with-sinks'],
-          'exactly one NetworkPolicy in the namespace',
+          (await policies(s)).map((p) => p.metadata.name).sort(),
+          ['agent-job-no-sinks', 'agent-job-with-sinks'],
+          'one NetworkPolicy per run',
         );
         assert.deepEqual(ctl.logged(WARNING), [], 'no Forbidden warning with the deploy/ grant');
-        assert.equal(ctl.logged('Created sink NetworkPolicy').length, 1);
+        assert.equal(ctl.logged('Created run NetworkPolicy').length, 2);
 
         assert.equal(await s.deleteAgent('with-sinks'), true);
         await pollUntil(

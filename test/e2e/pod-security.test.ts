@@ -132,6 +132,21 @@ describe(`run pods under Pod Security admission (${runtime})`, { skip }, () => {
           },
           { timeoutMs: 60_000, description: 'the realtime agent container running' },
         );
+        // Its own NetworkPolicy admits the controller's pods (of the controller's namespace) on the prompt port only.
+        const np = (await s.client.get(
+          apiPath('networking.k8s.io/v1', 'networkpolicies', { namespace: s.ns, name: 'agent-job-live-run' }),
+        )) as unknown as { spec: Json };
+        assert.deepEqual(np.spec.ingress, [
+          {
+            from: [
+              {
+                namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': s.ns } },
+                podSelector: { matchLabels: { 'agents.re-cinq.com/component': 'controller' } },
+              },
+            ],
+            ports: [{ protocol: 'TCP', port: 8090 }],
+          },
+        ]);
         await s.deleteAgent('live-run');
       }),
   );

@@ -1204,13 +1204,13 @@ describe('batch fallback to a Job (Running, batchFallback)', () => {
     assert.deepEqual(d, { actions: [], needs: 'job' });
   });
 
-  it('Job absent and admitted → createJob then a jobName patch and Started, admits', () => {
+  it('Job absent and admitted → the run NetworkPolicy, createJob, then a jobName patch and Started, admits', () => {
     const a = fallen();
     const build = recordingBuilder();
     const d = run(snap(a, { definition: fallbackDef(), job: { kind: 'absent' } }), NOW, build);
     const name = jobNameFor('a');
-    assert.deepEqual(kinds(d), ['createJob', 'patchStatus', 'recordEvent']);
-    const create = d.actions[0] as Of<'createJob'>;
+    assert.deepEqual(kinds(d), ['createNetworkPolicy', 'createJob', 'patchStatus', 'recordEvent']);
+    const create = d.actions[1] as Of<'createJob'>;
     assert.equal(create.job.metadata.name, name);
     assert.equal(create.job.metadata.ownerReferences[0]?.uid, 'uid-a');
     assert.equal(build.calls.length, 1);
@@ -1235,7 +1235,7 @@ describe('batch fallback to a Job (Running, batchFallback)', () => {
     assert.equal(d.requeueAfterMs, OPTIONS.requeueMs);
   });
 
-  it('Job absent and admitted with http sinks → the sink NetworkPolicy right before the Job', () => {
+  it('Job absent and admitted with http sinks → the run NetworkPolicy (admitting them) right before the Job', () => {
     const d = run(
       snap(fallen(), {
         definition: withSinks({ batch: { onTimeout: 'fallback' } }),

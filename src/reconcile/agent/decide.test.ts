@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Agent } from '../../api/index.ts';
-import { jobNameFor } from '../../jobs/index.ts';
+import { DNS_RULE, jobNameFor, PUBLIC_HTTPS_RULE } from '../../jobs/index.ts';
 import type { Action, AgentStatusPatch, Decision, MetricObservation } from '../actions.ts';
 import { findCondition } from '../conditions.ts';
 import {
@@ -139,7 +139,8 @@ function checkInvariants(s: Snapshot, d: Decision): void {
   for (const del of deletes(d)) assert.ok(del.resourceVersion !== '', 'deletes carry a resourceVersion');
   // Order: the Job exists before the Agent says Running; victims are gone before the new Job.
   const k = kinds(d);
-  // A sink NetworkPolicy is only ever created right before its run's Job, named like it and owned by the Agent.
+  // Every Job comes with the run's NetworkPolicy, right before it, named like it and owned by the Agent.
+  if (k.includes('createJob')) assert.ok(k.includes('createNetworkPolicy'), 'a Job never without its policy');
   const policyAt = k.indexOf('createNetworkPolicy');
   if (policyAt >= 0) {
     assert.equal(k.lastIndexOf('createNetworkPolicy'), policyAt, 'at most one NetworkPolicy per decision');
@@ -269,12 +270,18 @@ describe('decide: Pending with missing references', () => {
 });
 
 describe('decide: Pending start', () => {
-  it('creates the Job, then patches Running with jobName and startedAt', () => {
+  it('creates the run NetworkPolicy and the Job, then patches Running with jobName and startedAt', () => {
     const build = recordingBuilder();
     const a = agent('a', { created: 20 });
     const d = run(snap(a), build);
-    assert.deepEqual(kinds(d), ['createJob', 'patchStatus', 'recordEvent', 'observeMetric']);
-    const create = d.actions[0];
+    assert.deepEqual(kinds(d), [
+      'createNetworkPolicy',
+      'createJob',
+      'patchStatus',
+      'recordEvent',
+      'observeMetric',
+    ]);
+    const create = d.actions[1];
     assert.equal(create?.kind === 'createJob' && create.job.metadata.name, jobNameFor('a'));
     const st = onlyPatch(d);
     assert.deepEqual(
@@ -297,7 +304,7 @@ describe('decide: Pending start', () => {
     assert.equal(build.calls[0]?.definition.metadata.name, 'def');
   });
 
-  it('creates the sink NetworkPolicy right before the Job when the definition names http sinks (decision i)', () => {
+  it('the run NetworkPolicy right before the Job admits the http sinks the definition names (decision i)', () => {
     const sinks = definition('def', {
       output: {
         sinks: [
@@ -335,6 +342,8 @@ describe('decide: Pending start', () => {
       'agents.re-cinq.com/agent': 'a',
     });
     assert.deepEqual(p.spec.egress, [
+      DNS_RULE,
+      PUBLIC_HTTPS_RULE,
       { to: [{ ipBlock: { cidr: '10.1.2.3/32' } }], ports: [{ protocol: 'TCP', port: 8080 }] },
       {
         to: [{ ipBlock: { cidr: '0.0.0.0/0' } }, { ipBlock: { cidr: '::/0' } }],
@@ -344,7 +353,7 @@ describe('decide: Pending start', () => {
     assert.equal(onlyPatch(d).phase, 'Running');
   });
 
-  const noPolicy: [string, Record<string, unknown>][] = [
+  const baseOnly: [string, Record<string, unknown>][] = [
     ['no output at all', {}],
     [
       'stdout and file sinks only',
@@ -355,10 +364,20 @@ describe('decide: Pending start', () => {
       { output: { sinks: [{ type: 'http', url: 'ftp://x/' }, { type: 'http' }] } },
     ],
   ];
-  for (const [name, spec] of noPolicy) {
-    it(`creates no NetworkPolicy for a definition with ${name}`, () => {
+  for (const [name, spec] of baseOnly) {
+    it(`a definition with ${name}: the run NetworkPolicy admits DNS and public 443 only`, () => {
       const d = run(snap(agent('a', { created: 20 }), { definition: definition('def', spec) }));
-      assert.deepEqual(kinds(d), ['createJob', 'patchStatus', 'recordEvent', 'observeMetric']);
+      assert.deepEqual(kinds(d), [
+        'createNetworkPolicy',
+        'createJob',
+        'patchStatus',
+        'recordEvent',
+        'observeMetric',
+      ]);
+      const p = d.actions[0];
+      assert.ok(p?.kind === 'createNetworkPolicy');
+      assert.deepEqual(p.policy.spec.egress, [DNS_RULE, PUBLIC_HTTPS_RULE]);
+      assert.deepEqual(p.policy.spec.ingress, []);
     });
   }
 
@@ -575,7 +594,7 @@ describe('decide: Pending admission', () => {
     const ready = findCondition(onlyPatch(d).conditions, 'Ready');
     assert.equal(ready?.reason, 'Running');
     assert.equal(ready?.lastTransitionTime, '2025-03-01T12:00:20Z', 'Ready stayed False: time unchanged');
-    assert.equal(kinds(d)[0], 'createJob');
+    assert.deepEqual(kinds(d).slice(0, 2), ['createNetworkPolicy', 'createJob']);
   });
 
   it('preempts the oldest Running run under Replace, with its resourceVersion, before creating the Job', () => {

@@ -33,8 +33,8 @@ const NOTHING: Decision = { actions: [] };
  *   - the Job cannot be built → Failed with the builder's reason, `build_error` (decided before admission, so a
  *     broken recipe fails at once instead of queueing).
  *   - admission (`admit`): wait → Ready=False/Queued (patched and announced once), requeue; Replace → delete the
- *     victims first (resourceVersion preconditions, `preempted`); then, when the AgentDefinition names usable
- *     http sinks, createNetworkPolicy admitting them (decision i); then createJob and Running, jobName, startedAt.
+ *     victims first (resourceVersion preconditions, `preempted`); then
+ *     the run's createNetworkPolicy (decision i, issue 9); then createJob and Running, jobName, startedAt.
  * - Running:
  *   - Job not read → `needs: 'job'`; still running → nothing, requeue.
  *   - finished (`Complete`/`SuccessCriteriaMet` → Succeeded, exitCode 0; `Failed`/`FailureTarget` → Failed,

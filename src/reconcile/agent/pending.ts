@@ -1,5 +1,5 @@
 import { type Agent, GROUP, type Job, KIND_AGENT, type Station } from '../../api/index.ts';
-import { type BuildJobInput, buildSinkNetworkPolicy } from '../../jobs/index.ts';
+import { type BuildJobInput, buildRunNetworkPolicy } from '../../jobs/index.ts';
 import type { Result } from '../../shared/result.ts';
 import type { Action, Decision, JobManifest, RunFailureKind } from '../actions.ts';
 import { conditionsSatisfied } from '../conditions.ts';
@@ -119,9 +119,16 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   if (verdict.kind === 'wait') return queuedDecision(s, station, verdict, now);
   const actions: Action[] = verdict.kind === 'replace' ? preemptActions(agent, station, verdict.victims) : [];
   const jobName = built.value.metadata.name;
-  // Decision (i): the policy admitting the definition's http sinks exists before the run's pods can start.
-  const policy = buildSinkNetworkPolicy({ agent, station, definition });
-  if (policy !== undefined) actions.push({ kind: 'createNetworkPolicy', policy });
+  // The run's own NetworkPolicy (issue 9 §3, decision i) exists before its pods can start.
+  actions.push({
+    kind: 'createNetworkPolicy',
+    policy: buildRunNetworkPolicy({
+      agent,
+      station,
+      definition,
+      controllerNamespace: s.options.controllerNamespace,
+    }),
+  });
   if (isRealtime(definition)) {
     actions.push({
       kind: 'createPromptToken',
