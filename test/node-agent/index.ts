@@ -7,5 +7,14 @@ export { ContainerLogWriter, type LogEntry, type LogQuery, parseCriLog, renderLo
 export * from './plan.ts';
 export { type NodePod, NodePodSchema, type PodSpec, PodSpecSchema } from './pod-spec.ts';
 export { PodWorker, type WorkerDeps } from './pod-worker.ts';
+export { checkProbe, type ProbeCheck, Prober, type ProbeTarget } from './probe.ts';
 export { findHostTools, type HostTools, setprivArgs, spawnContainer, wrapperScript } from './process.ts';
-export { buildPodStatus, kubeTime, type PodRun, podConditions, podPhase } from './status.ts';
+export {
+  buildPodStatus,
+  isReady,
+  isStarted,
+  kubeTime,
+  type PodRun,
+  podConditions,
+  podPhase,
+} from './status.ts';

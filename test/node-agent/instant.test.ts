@@ -40,4 +40,10 @@ describe('instantRun', () => {
     });
     assert.deepEqual(instantRun(on(), 'app', 'sidecar'), { delayMs: 0, exitCode: 0, log: '' });
   });
+  it('sidecars (restartable init containers) run until the pod stops them, even one named agent', () => {
+    const plan = instantRun(on({ 'testbed.agent-controller.dev/exit-code': '9' }), 'sidecar', 'agent');
+    assert.deepEqual(plan, { delayMs: 0, exitCode: 0, log: '', untilStopped: true });
+    assert.equal(instantRun(on(), 'init', 'x')?.untilStopped, undefined);
+    assert.equal(instantRun(undefined, 'sidecar', 'x'), undefined);
+  });
 });

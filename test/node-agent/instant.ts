@@ -18,6 +18,8 @@ export interface InstantRun {
   readonly exitCode: number;
   /** Text written to the container's stdout log (ends with a newline when not empty). */
   readonly log: string;
+  /** A sidecar: runs (started and ready) until the pod stops it, then exits 0; delay and exit code do not apply. */
+  readonly untilStopped?: true;
 }
 
 const intOr = (value: string | undefined, fallback: number, min: number, max: number): number => {
@@ -27,14 +29,16 @@ const intOr = (value: string | undefined, fallback: number, min: number, max: nu
 
 /**
  * The instant plan of one container, or undefined when the pod runs its processes as usual. Init containers and
- * app containers other than `agent` exit 0 at once with no output.
+ * app containers other than `agent` exit 0 at once with no output; sidecars (init containers with restartPolicy
+ * Always) run silently until the pod stops them.
  */
 export function instantRun(
   annotations: Readonly<Record<string, string>> | undefined,
-  kind: 'init' | 'app',
+  kind: 'init' | 'sidecar' | 'app',
   container: string,
 ): InstantRun | undefined {
   if (annotations?.[INSTANT_ANNOTATION] !== 'true') return undefined;
+  if (kind === 'sidecar') return { delayMs: 0, exitCode: 0, log: '', untilStopped: true };
   if (kind === 'init' || container !== 'agent') return { delayMs: 0, exitCode: 0, log: '' };
   const exitCode = intOr(annotations[INSTANT_EXIT_ANNOTATION], 0, 0, 255);
   const custom = annotations[INSTANT_LOG_ANNOTATION];

@@ -4,17 +4,27 @@ import * as v from 'valibot';
 import type { ImageEntry } from './images.ts';
 import {
   admitPod,
+  appContainersDone,
   expandVars,
   findExecutable,
   hostPathFor,
+  isSidecar,
+  NEW_TALLY,
+  nextInitStep,
+  type ProbeTally,
   planMounts,
+  probeHandler,
   resolveArgv,
   resolveIdentity,
+  resolveProbePort,
   restartBackoffMs,
   selectorMatches,
   shouldRestart,
+  sidecarStopOrder,
+  tallyProbe,
 } from './plan.ts';
-import { type Container, PodSpecSchema } from './pod-spec.ts';
+import { type Container, PodSpecSchema, type Probe } from './pod-spec.ts';
+import type { ContainerRun } from './status.ts';
 
 const spec = (extra: Record<string, unknown> = {}) =>
   v.parse(PodSpecSchema, { containers: [{ name: 'main', image: 'x' }], ...extra });
@@ -56,15 +66,157 @@ describe('admitPod', () => {
       undefined,
     );
   });
-  it('refuses unsupported volume types and sidecar init containers', () => {
+  it('refuses unsupported volume types', () => {
     assert.equal(
       admitPod(spec({ volumes: [{ name: 'p', persistentVolumeClaim: { claimName: 'x' } }] }))?.reason,
       'UnsupportedPodFeature',
     );
-    assert.equal(
-      admitPod(spec({ initContainers: [{ name: 'side', restartPolicy: 'Always' }] }))?.reason,
-      'UnsupportedPodFeature',
+  });
+  it('admits sidecars (init containers with restartPolicy Always) with exec/tcpSocket/httpGet probes', () => {
+    const s = spec({
+      initContainers: [
+        {
+          name: 'side',
+          restartPolicy: 'Always',
+          startupProbe: { tcpSocket: { port: 8080 } },
+          readinessProbe: { httpGet: { port: 'http', path: '/ready' } },
+        },
+        { name: 'exec', restartPolicy: 'Always', startupProbe: { exec: { command: ['true'] } } },
+      ],
+    });
+    assert.equal(admitPod(s), undefined);
+  });
+  it('refuses other init container restart policies, grpc sidecar probes and app container restart policies', () => {
+    const never = admitPod(spec({ initContainers: [{ name: 'i', restartPolicy: 'Never' }] }));
+    assert.equal(never?.reason, 'UnsupportedPodFeature');
+    assert.match(never?.message ?? '', /"i" has Never/);
+    const grpc = admitPod(
+      spec({
+        initContainers: [{ name: 'g', restartPolicy: 'Always', startupProbe: { grpc: { port: 9000 } } }],
+      }),
     );
+    assert.equal(grpc?.reason, 'UnsupportedPodFeature');
+    assert.match(grpc?.message ?? '', /startupProbe of container "g"/);
+    const app = admitPod(spec({ containers: [{ name: 'm', restartPolicy: 'Always' }] }));
+    assert.equal(app?.reason, 'UnsupportedPodFeature');
+    assert.match(app?.message ?? '', /"m"/);
+  });
+});
+
+describe('pod spec validation of sidecar fields', () => {
+  const probeOf = (probe: Record<string, unknown>): Probe | undefined =>
+    v.parse(PodSpecSchema, {
+      containers: [{ name: 'main' }],
+      initContainers: [{ name: 's', restartPolicy: 'Always', startupProbe: probe }],
+    }).initContainers[0]?.startupProbe;
+  it('fills in the Kubernetes probe defaults', () => {
+    assert.deepEqual(probeOf({ tcpSocket: { port: 80 } }), {
+      tcpSocket: { port: 80 },
+      initialDelaySeconds: 0,
+      periodSeconds: 10,
+      timeoutSeconds: 1,
+      failureThreshold: 3,
+      successThreshold: 1,
+    });
+    assert.deepEqual(probeOf({ httpGet: { port: 'http' } })?.httpGet, {
+      port: 'http',
+      path: '/',
+      scheme: 'HTTP',
+      httpHeaders: [],
+    });
+    assert.deepEqual(probeOf({ exec: {} })?.exec, { command: [] });
+  });
+  it('rejects malformed probes and restart policies', () => {
+    const bad = (init: Record<string, unknown>) =>
+      v.safeParse(PodSpecSchema, { containers: [{ name: 'main' }], initContainers: [{ name: 's', ...init }] })
+        .success;
+    assert.equal(bad({ restartPolicy: 'Sometimes' }), false);
+    assert.equal(bad({ startupProbe: { tcpSocket: {} } }), false, 'tcpSocket needs a port');
+    assert.equal(bad({ startupProbe: { tcpSocket: { port: 0 } } }), false);
+    assert.equal(bad({ startupProbe: { tcpSocket: { port: 70000 } } }), false);
+    assert.equal(bad({ startupProbe: { exec: { command: 'true' } } }), false);
+    assert.equal(bad({ startupProbe: { httpGet: { port: 80, scheme: 'FTP' } } }), false);
+    assert.equal(bad({ readinessProbe: { exec: { command: [] }, periodSeconds: 0 } }), false);
+    assert.equal(bad({ readinessProbe: { exec: { command: [] }, failureThreshold: 1.5 } }), false);
+    assert.equal(bad({ readinessProbe: { exec: { command: [] }, initialDelaySeconds: -1 } }), false);
+    assert.equal(bad({ readinessProbe: { exec: { command: [] }, timeoutSeconds: 0 } }), false);
+    assert.equal(bad({ readinessProbe: { exec: { command: [] }, successThreshold: 0 } }), false);
+    assert.equal(bad({ restartPolicy: 'Always', readinessProbe: { exec: { command: ['true'] } } }), true);
+  });
+});
+
+describe('sidecar planning', () => {
+  const c = (name: string, sidecar = false): Container =>
+    container({ name, ...(sidecar ? { restartPolicy: 'Always' } : {}) });
+  const init = [c('side-a', true), c('setup'), c('side-b', true), c('last')];
+  it('isSidecar: restartPolicy Always only', () => {
+    assert.deepEqual(init.map(isSidecar), [true, false, true, false]);
+  });
+  it('nextInitStep: in order; sidecars are launched, regular init containers run to completion', () => {
+    assert.deepEqual(nextInitStep(init, [false, false, false, false]), { kind: 'launch', index: 0 });
+    assert.deepEqual(nextInitStep(init, [true, false, false, false]), { kind: 'run', index: 1 });
+    assert.deepEqual(nextInitStep(init, [true, true, false, false]), { kind: 'launch', index: 2 });
+    assert.deepEqual(nextInitStep(init, [true, true, true, false]), { kind: 'run', index: 3 });
+    assert.deepEqual(nextInitStep(init, [true, true, true, true]), { kind: 'initialized' });
+    assert.deepEqual(nextInitStep([], []), { kind: 'initialized' });
+  });
+  it('sidecarStopOrder: reverse declaration order, sidecars only', () => {
+    assert.deepEqual(sidecarStopOrder(init), [2, 0]);
+    assert.deepEqual(sidecarStopOrder([c('x')]), []);
+  });
+  it('appContainersDone: all terminated and none restarting under the pod restartPolicy', () => {
+    const t0 = 0;
+    const exited = (exitCode: number): Pick<ContainerRun, 'state'> => ({
+      state: { kind: 'terminated', exitCode, reason: 'x', startedAt: t0, finishedAt: t0 },
+    });
+    const running: Pick<ContainerRun, 'state'> = { state: { kind: 'running', startedAt: t0 } };
+    const backingOff: Pick<ContainerRun, 'state'> = {
+      state: { kind: 'waiting', reason: 'CrashLoopBackOff' },
+    };
+    assert.equal(appContainersDone('Never', [exited(0), exited(1)]), true);
+    assert.equal(appContainersDone('Never', [exited(0), running]), false);
+    assert.equal(appContainersDone('OnFailure', [exited(0), exited(0)]), true);
+    assert.equal(appContainersDone('OnFailure', [exited(0), exited(2)]), false, 'the failed one restarts');
+    assert.equal(appContainersDone('OnFailure', [exited(0), backingOff]), false);
+    assert.equal(appContainersDone('Always', [exited(0)]), false);
+  });
+  it('probeHandler and resolveProbePort (numbers as is, names from the container ports)', () => {
+    const probe = (p: Record<string, unknown>) => p as unknown as Probe;
+    assert.equal(probeHandler(probe({ exec: { command: [] } })), 'exec');
+    assert.equal(probeHandler(probe({ tcpSocket: { port: 1 } })), 'tcpSocket');
+    assert.equal(probeHandler(probe({ httpGet: { port: 1 } })), 'httpGet');
+    assert.equal(probeHandler(probe({ grpc: { port: 1 } })), undefined);
+    const ports = [{ name: 'http', containerPort: 8080 }, { containerPort: 9090 }];
+    assert.deepEqual(resolveProbePort(8081, ports), { ok: true, value: 8081 });
+    assert.deepEqual(resolveProbePort('http', ports), { ok: true, value: 8080 });
+    const missing = resolveProbePort('metrics', ports);
+    assert.equal(missing.ok, false);
+    assert.match(!missing.ok ? missing.error : '', /"metrics"/);
+  });
+  it('tallyProbe: the verdict flips after threshold consecutive results, and holds below it', () => {
+    const probe = { successThreshold: 2, failureThreshold: 3 } as Probe;
+    const feed = (results: boolean[]): ProbeTally['result'][] => {
+      let t = NEW_TALLY;
+      return results.map((r) => {
+        t = tallyProbe(t, r, probe);
+        return t.result;
+      });
+    };
+    assert.deepEqual(feed([true, true, false, false, true, false, false, false, true, true]), [
+      'unknown',
+      'success',
+      'success',
+      'success',
+      'success',
+      'success',
+      'success',
+      'failure',
+      'failure',
+      'success',
+    ]);
+    const once = { successThreshold: 1, failureThreshold: 1 } as Probe;
+    assert.equal(tallyProbe(NEW_TALLY, false, once).result, 'failure');
+    assert.equal(tallyProbe(NEW_TALLY, true, once).result, 'success');
   });
 });
 

@@ -3,7 +3,8 @@
 import { posix } from 'node:path';
 import { err, ok, type Result } from '../../src/shared/result.ts';
 import type { ImageEntry } from './images.ts';
-import type { Container, PodSpec, VolumeMount } from './pod-spec.ts';
+import type { Container, ContainerPort, PodSpec, Probe, VolumeMount } from './pod-spec.ts';
+import type { ContainerRun } from './status.ts';
 
 /** Why the node will not run a pod (it ends Failed with this reason and message). */
 export interface Refusal {
@@ -19,8 +20,9 @@ export interface Waiting {
 
 /**
  * Admission: refuses pods that would escape to the host (hostPath volumes, privileged containers) and
- * pods using features the test node does not implement (restartable init containers, volume types
- * other than emptyDir/secret/configMap). Undefined means the pod is admitted.
+ * pods using features the test node does not implement (per-container restart policies on app
+ * containers, sidecar probes other than exec/tcpSocket/httpGet, volume types other than
+ * emptyDir/secret/configMap). Undefined means the pod is admitted.
  */
 export function admitPod(spec: PodSpec): Refusal | undefined {
   for (const vol of spec.volumes) {
@@ -47,10 +49,30 @@ export function admitPod(spec: PodSpec): Refusal | undefined {
     }
   }
   for (const c of spec.initContainers) {
+    if (c.restartPolicy !== undefined && c.restartPolicy !== 'Always') {
+      return {
+        reason: 'UnsupportedPodFeature',
+        message: `an init container's restartPolicy can only be Always (container "${c.name}" has ${c.restartPolicy})`,
+      };
+    }
+    if (!isSidecar(c)) continue;
+    for (const [kind, probe] of [
+      ['startupProbe', c.startupProbe],
+      ['readinessProbe', c.readinessProbe],
+    ] as const) {
+      if (probe !== undefined && probeHandler(probe) === undefined) {
+        return {
+          reason: 'UnsupportedPodFeature',
+          message: `the test node runs only exec, tcpSocket and httpGet probes (${kind} of container "${c.name}")`,
+        };
+      }
+    }
+  }
+  for (const c of spec.containers) {
     if (c.restartPolicy !== undefined) {
       return {
         reason: 'UnsupportedPodFeature',
-        message: `the test node does not run restartable init containers (container "${c.name}")`,
+        message: `the test node does not implement per-container restart policies (container "${c.name}")`,
       };
     }
   }
@@ -280,4 +302,92 @@ export function restartBackoffMs(restarts: number): number {
 /** Whether a container that exited with `exitCode` is restarted under the pod's restartPolicy. */
 export function shouldRestart(policy: PodSpec['restartPolicy'], exitCode: number): boolean {
   return policy === 'Always' || (policy === 'OnFailure' && exitCode !== 0);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Sidecars: init containers with restartPolicy Always (Kubernetes native sidecars).
+
+/** Whether an init container is a sidecar (a restartable init container: restartPolicy Always). */
+export function isSidecar(c: Container): boolean {
+  return c.restartPolicy === 'Always';
+}
+
+/** The next step of initialization. */
+export type InitStep =
+  /** Run regular init container #index to completion (restarting it as the pod's restartPolicy says). */
+  | { readonly kind: 'run'; readonly index: number }
+  /** Launch sidecar #index (kept running from now on) and wait until it has started. */
+  | { readonly kind: 'launch'; readonly index: number }
+  /** Every regular init container succeeded and every sidecar started: the app containers start. */
+  | { readonly kind: 'initialized' };
+
+/**
+ * Which init container comes next, in declaration order as the kubelet does: the first that has not done
+ * its part yet, where `done[i]` says init container #i succeeded (regular) or started once (sidecar: its
+ * startup probe passed, or it ran when it has none). A sidecar that later exits or restarts does not hold
+ * back the init containers after it.
+ */
+export function nextInitStep(init: readonly Container[], done: readonly boolean[]): InitStep {
+  const index = init.findIndex((_, i) => done[i] !== true);
+  const c = init[index];
+  if (c === undefined) return { kind: 'initialized' };
+  return isSidecar(c) ? { kind: 'launch', index } : { kind: 'run', index };
+}
+
+/**
+ * Whether the pod's app containers are done for good, so its sidecars are to be stopped: every app
+ * container has terminated and none will restart under the pod's restartPolicy (Never, or OnFailure
+ * after success). Never true under restartPolicy Always.
+ */
+export function appContainersDone(
+  policy: PodSpec['restartPolicy'],
+  containers: readonly Pick<ContainerRun, 'state'>[],
+): boolean {
+  return containers.every((c) => c.state.kind === 'terminated' && !shouldRestart(policy, c.state.exitCode));
+}
+
+/** The indices of the pod's sidecars in the order they are stopped: the reverse of their declaration. */
+export function sidecarStopOrder(init: readonly Container[]): number[] {
+  return init.flatMap((c, i) => (isSidecar(c) ? [i] : [])).reverse();
+}
+
+/** The handler a probe uses, or undefined when it has none the test node runs (e.g. grpc). */
+export function probeHandler(probe: Probe): 'exec' | 'tcpSocket' | 'httpGet' | undefined {
+  if (probe.exec !== undefined) return 'exec';
+  if (probe.tcpSocket !== undefined) return 'tcpSocket';
+  if (probe.httpGet !== undefined) return 'httpGet';
+  return undefined;
+}
+
+/** A probe's port: a number as is, a name looked up in the container's ports. */
+export function resolveProbePort(
+  port: number | string,
+  ports: readonly ContainerPort[],
+): Result<number, string> {
+  if (typeof port === 'number') return ok(port);
+  const found = ports.find((p) => p.name === port);
+  if (found === undefined) return err(`port "${port}" is not a named port of the container`);
+  return ok(found.containerPort);
+}
+
+/** Consecutive probe results, as the kubelet's prober worker keeps them. */
+export interface ProbeTally {
+  /** The probe's current verdict: unknown until a threshold is reached once. */
+  readonly result: 'unknown' | 'success' | 'failure';
+  /** Length of the current run of equal results. */
+  readonly run: number;
+  readonly last: 'success' | 'failure' | undefined;
+}
+
+export const NEW_TALLY: ProbeTally = { result: 'unknown', run: 0, last: undefined };
+
+/**
+ * Records one probe result: the verdict changes once `successThreshold` consecutive successes or
+ * `failureThreshold` consecutive failures are seen, and stays as it was below the threshold.
+ */
+export function tallyProbe(tally: ProbeTally, passed: boolean, probe: Probe): ProbeTally {
+  const outcome = passed ? 'success' : 'failure';
+  const run = tally.last === outcome ? tally.run + 1 : 1;
+  const threshold = passed ? probe.successThreshold : probe.failureThreshold;
+  return { result: run >= threshold ? outcome : tally.result, run, last: outcome };
 }

@@ -61,6 +61,44 @@ const VolumeMountSchema = v.looseObject({
 });
 export type VolumeMount = v.InferOutput<typeof VolumeMountSchema>;
 
+/** An int-or-string port: a number, or the name of one of the container's ports. */
+const PortRefSchema = v.union([
+  v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(65535)),
+  v.string(),
+]);
+const Seconds = (min: number, fallback: number) =>
+  v.optional(v.pipe(v.number(), v.integer(), v.minValue(min)), fallback);
+
+/** A startup/readiness probe, with the API server's defaults for the timing fields. */
+const ProbeSchema = v.looseObject({
+  exec: v.optional(v.looseObject({ command: v.optional(v.array(v.string()), []) })),
+  tcpSocket: v.optional(v.looseObject({ port: PortRefSchema, host: v.optional(v.string()) })),
+  httpGet: v.optional(
+    v.looseObject({
+      path: v.optional(v.string(), '/'),
+      port: PortRefSchema,
+      host: v.optional(v.string()),
+      scheme: v.optional(v.picklist(['HTTP', 'HTTPS']), 'HTTP'),
+      httpHeaders: v.optional(v.array(v.looseObject({ name: v.string(), value: v.string() })), []),
+    }),
+  ),
+  initialDelaySeconds: Seconds(0, 0),
+  periodSeconds: Seconds(1, 10),
+  timeoutSeconds: Seconds(1, 1),
+  failureThreshold: Seconds(1, 3),
+  successThreshold: Seconds(1, 1),
+  /** Grace period when a failed probe makes the node kill the container (default: the pod's). */
+  terminationGracePeriodSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+});
+export type Probe = v.InferOutput<typeof ProbeSchema>;
+
+const ContainerPortSchema = v.looseObject({
+  name: v.optional(v.string()),
+  containerPort: v.number(),
+  protocol: v.optional(v.string()),
+});
+export type ContainerPort = v.InferOutput<typeof ContainerPortSchema>;
+
 const ContainerSchema = v.looseObject({
   name: v.string(),
   image: v.optional(v.string(), ''),
@@ -71,7 +109,11 @@ const ContainerSchema = v.looseObject({
   envFrom: v.optional(v.array(EnvFromSchema), []),
   volumeMounts: v.optional(v.array(VolumeMountSchema), []),
   securityContext: v.optional(ContainerSecuritySchema),
-  restartPolicy: v.optional(v.string()),
+  /** `Always` on an init container makes it a sidecar; on regular containers the test node refuses it. */
+  restartPolicy: v.optional(v.picklist(['Always', 'OnFailure', 'Never'])),
+  ports: v.optional(v.array(ContainerPortSchema), []),
+  startupProbe: v.optional(ProbeSchema),
+  readinessProbe: v.optional(ProbeSchema),
   terminationMessagePath: v.optional(v.string()),
   terminationMessagePolicy: v.optional(v.string()),
   resources: v.optional(

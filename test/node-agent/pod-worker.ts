@@ -1,5 +1,7 @@
-// Runs one pod on the test node: volumes, init containers in order, then the containers, restarts by
-// restartPolicy, activeDeadlineSeconds, graceful termination; keeps logs; reports status as it goes.
+// Runs one pod on the test node: volumes, init containers in order (sidecars — init containers with
+// restartPolicy Always — are started, probed and kept running beside the app containers), then the
+// containers, restarts by restartPolicy, activeDeadlineSeconds, graceful termination (app containers
+// first, then the sidecars in reverse order); keeps logs; reports status as it goes.
 import type { ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
@@ -14,20 +16,26 @@ import type { IpPool } from './ip-pool.ts';
 import { ContainerLogWriter, parseCriLog, terminationMessageFromLog } from './logs.ts';
 import {
   admitPod,
+  appContainersDone,
   DEFAULT_PATH,
   findExecutable,
+  isSidecar,
+  nextInitStep,
   planMounts,
   resolveArgv,
   resolveIdentity,
   restartBackoffMs,
   shouldRestart,
+  sidecarStopOrder,
   type Waiting,
 } from './plan.ts';
 import type { Container, NodePod } from './pod-spec.ts';
+import { checkProbe, type ProbeCheck, Prober, type ProbeTarget } from './probe.ts';
 import { type HostTools, isExecutableFile, type ProcessSpec, spawnContainer } from './process.ts';
 import {
   buildPodStatus,
   type ContainerRun,
+  isStarted,
   type PodRun,
   type Terminated,
   type TransitionTimes,
@@ -54,6 +62,15 @@ export interface WorkerDeps {
 }
 
 type Kind = 'init' | 'app';
+
+/** The current incarnation of a container that can be signalled: a process group, or an instant sidecar. */
+interface RunningContainer {
+  readonly sidecar: boolean;
+  /** Signals it (a no-op once it has ended). */
+  readonly signal: (signal: NodeJS.Signals) => void;
+  /** Settles once it has ended and its terminated state is recorded. */
+  readonly ended: Promise<void>;
+}
 
 /** Log files and current state of a container, for the kubelet log endpoint. */
 export interface ContainerLogInfo {
@@ -87,9 +104,14 @@ export class PodWorker {
   #finished = false;
   #failure: { reason: string; message: string } | undefined;
   #times: TransitionTimes = new Map();
-  readonly #procs = new Map<string, ChildProcess>();
+  readonly #running = new Map<string, RunningContainer>();
   readonly #logFiles = new Map<string, string[]>();
   readonly #stop = new AbortController();
+  /** Aborted when the sidecars are to stop: no (re)start of a sidecar after that. */
+  readonly #sidecarStop = new AbortController();
+  readonly #sidecarLoops: Promise<void>[] = [];
+  /** Condition checks of `#until`, run at each state change. */
+  readonly #waiters = new Set<() => void>();
   #killTimer: NodeJS.Timeout | undefined;
   #killAt = Number.POSITIVE_INFINITY;
   #deadlineTimer: NodeJS.Timeout | undefined;
@@ -114,7 +136,10 @@ export class PodWorker {
       state: { kind: 'waiting', reason },
       restartCount: 0,
     });
-    this.#init = spec.initContainers.map((c) => fresh(c, 'PodInitializing'));
+    this.#init = spec.initContainers.map((c) => ({
+      ...fresh(c, 'PodInitializing'),
+      ...(isSidecar(c) ? { sidecar: true } : {}),
+    }));
     this.#containers = spec.containers.map((c) => fresh(c, initial));
   }
 
@@ -137,7 +162,9 @@ export class PodWorker {
         message: error instanceof Error ? error.message : String(error),
       };
       this.#finished = true;
-      this.#killAll('SIGKILL');
+      this.#stop.abort();
+      this.#sidecarStop.abort();
+      this.#killAll('SIGKILL', true);
       return this.#flush();
     });
   }
@@ -147,32 +174,31 @@ export class PodWorker {
     return this.#podIP;
   }
 
-  /** Log files and state of a container (init or app), or undefined when the pod has no such container. */
+  /**
+   * Log files and state of a container (init containers, sidecars included, or app), or undefined when
+   * the pod has no such container.
+   */
   logInfo(container: string): ContainerLogInfo | undefined {
     const run = [...this.#init, ...this.#containers].find((c) => c.name === container);
     if (!run) return undefined;
     return {
       files: this.#logFiles.get(container) ?? [],
-      running: this.#procs.has(container),
+      running: this.#running.has(container),
       waitingReason: run.state.kind === 'waiting' ? run.state.reason : undefined,
     };
   }
 
   /**
-   * Stops the pod: no further (re)starts, SIGTERM to every container's process group now, SIGKILL
-   * after `graceSeconds` (an earlier deadline is kept). Resolves when the final status is written.
+   * Stops the pod: no further (re)starts, SIGTERM to the process group of every container but the
+   * sidecars now, to the sidecars once those have exited (in reverse order), SIGKILL to all after
+   * `graceSeconds` (an earlier deadline is kept). Resolves when the final status is written.
    */
   async terminate(graceSeconds: number, failure?: { reason: string; message: string }): Promise<void> {
     if (failure && !this.#finished) this.#failure ??= failure;
     this.#stop.abort();
-    this.#killAll('SIGTERM');
-    const at = this.#deps.now() + Math.max(0, graceSeconds) * 1000;
-    if (at < this.#killAt) {
-      this.#killAt = at;
-      clearTimeout(this.#killTimer);
-      this.#killTimer = setTimeout(() => this.#killAll('SIGKILL'), Math.max(0, at - this.#deps.now()));
-      this.#killTimer.unref();
-    }
+    this.#notify();
+    this.#killAll('SIGTERM', false);
+    this.#armKill(this.#deps.now() + Math.max(0, graceSeconds) * 1000);
     await this.#done;
   }
 
@@ -194,30 +220,63 @@ export class PodWorker {
     return this.#stop.signal.aborted;
   }
 
-  #killAll(signal: NodeJS.Signals): void {
-    for (const child of this.#procs.values()) {
-      if (child.pid === undefined) continue;
-      try {
-        process.kill(-child.pid, signal);
-      } catch {
-        // the group is already gone
-      }
-    }
+  /** Whether a container may no longer (re)start: the pod is stopping, or (sidecars) the sidecars are. */
+  #halted(sidecar: boolean): boolean {
+    return this.#stopping || (sidecar && this.#sidecarStop.signal.aborted);
   }
 
-  #sleep(ms: number): Promise<void> {
+  /** Signals every running container, or every one but the sidecars. */
+  #killAll(signal: NodeJS.Signals, sidecars: boolean): void {
+    for (const running of this.#running.values()) if (sidecars || !running.sidecar) running.signal(signal);
+  }
+
+  /** SIGKILLs every container at `at` (epoch ms) unless an earlier deadline is already set. */
+  #armKill(at: number): void {
+    if (at >= this.#killAt) return;
+    this.#killAt = at;
+    clearTimeout(this.#killTimer);
+    this.#killTimer = setTimeout(() => this.#killAll('SIGKILL', true), Math.max(0, at - this.#deps.now()));
+    this.#killTimer.unref();
+  }
+
+  /** Stops one container as the kubelet does: SIGTERM, then SIGKILL after `graceSeconds` unless it ended. */
+  #stopContainer(running: RunningContainer, graceSeconds: number): void {
+    running.signal('SIGTERM');
+    const timer = setTimeout(() => running.signal('SIGKILL'), graceSeconds * 1000);
+    timer.unref();
+    void running.ended.then(() => clearTimeout(timer));
+  }
+
+  /** Sleeps `ms`, cut short when the pod stops (and, for a sidecar, when the sidecars stop). */
+  #sleep(ms: number, sidecar = false): Promise<void> {
+    const signals = sidecar ? [this.#stop.signal, this.#sidecarStop.signal] : [this.#stop.signal];
     return new Promise((resolvePromise) => {
-      if (this.#stopping) return resolvePromise();
-      const onAbort = (): void => {
+      if (signals.some((s) => s.aborted)) return resolvePromise();
+      const finish = (): void => {
         clearTimeout(timer);
+        for (const s of signals) s.removeEventListener('abort', finish);
         resolvePromise();
       };
-      const timer = setTimeout(() => {
-        this.#stop.signal.removeEventListener('abort', onAbort);
-        resolvePromise();
-      }, ms);
-      this.#stop.signal.addEventListener('abort', onAbort, { once: true });
+      const timer = setTimeout(finish, ms);
+      for (const s of signals) s.addEventListener('abort', finish, { once: true });
     });
+  }
+
+  /** Resolves once `condition` holds; it is checked now and at every state change (no polling). */
+  #until(condition: () => boolean): Promise<void> {
+    if (condition()) return Promise.resolve();
+    return new Promise((resolvePromise) => {
+      const check = (): void => {
+        if (!condition()) return;
+        this.#waiters.delete(check);
+        resolvePromise();
+      };
+      this.#waiters.add(check);
+    });
+  }
+
+  #notify(): void {
+    for (const check of [...this.#waiters]) check();
   }
 
   #runState(): PodRun {
@@ -243,6 +302,8 @@ export class PodWorker {
     }
     this.#syncing = this.#syncLoop().finally(() => {
       this.#syncing = undefined;
+      // A change between the loop's last write and this callback only set #dirty: send it now.
+      if (this.#dirty && !this.#gone) this.#sync();
     });
   }
 
@@ -285,6 +346,7 @@ export class PodWorker {
     if (kind === 'init') this.#init[index] = run;
     else this.#containers[index] = run;
     this.#sync();
+    this.#notify();
   }
 
   #getRun(kind: Kind, index: number): ContainerRun {
@@ -328,8 +390,12 @@ export class PodWorker {
         this.#sandboxReady = true;
         this.#sync();
         if (await this.#runInit(volumes)) {
-          await Promise.all(spec.containers.map((c, i) => this.#runApp(i, c, volumes)));
+          const apps = spec.containers.map((c, i) => this.#runApp(i, c, volumes));
+          // The sidecars run until the app containers are done for good, or the pod is stopped.
+          await this.#until(() => this.#stopping || appContainersDone(spec.restartPolicy, this.#containers));
+          await Promise.all(apps);
         }
+        await this.#stopSidecars();
       }
     } finally {
       clearTimeout(this.#deadlineTimer);
@@ -343,17 +409,28 @@ export class PodWorker {
     }
   }
 
-  /** Runs the init containers in order; true when all succeeded. */
+  /**
+   * Runs the init containers in order: each regular one to completion, each sidecar until it has started
+   * (it then keeps running, see #runSidecar). True when the pod is initialized.
+   */
   async #runInit(volumes: ReadonlyMap<string, string>): Promise<boolean> {
     const spec = this.#pod.spec;
-    for (const [i, c] of spec.initContainers.entries()) {
-      for (;;) {
-        const exit = await this.#runOnce('init', i, c, volumes);
-        if (exit === undefined || this.#stopping) return false;
-        if (exit === 0) break;
-        if (spec.restartPolicy === 'Never') return false;
-        await this.#backoff('init', i);
+    const done = spec.initContainers.map(() => false);
+    for (;;) {
+      if (this.#stopping) return false;
+      const step = nextInitStep(spec.initContainers, done);
+      if (step.kind === 'initialized') break;
+      const { index } = step;
+      const c = spec.initContainers[index];
+      if (!c) throw new Error(`no init container #${index}`);
+      if (step.kind === 'launch') {
+        this.#sidecarLoops.push(this.#runSidecar(index, c, volumes));
+        await this.#until(() => this.#stopping || isStarted(this.#getRun('init', index)));
+        if (this.#stopping) return false;
+      } else if (!(await this.#runToCompletion(index, c, volumes))) {
+        return false;
       }
+      done[index] = true;
     }
     // App containers leave PodInitializing for ContainerCreating once init is done.
     for (const [i, run] of this.#containers.entries()) {
@@ -361,6 +438,56 @@ export class PodWorker {
         this.#setRun('app', i, { ...run, state: { kind: 'waiting', reason: 'ContainerCreating' } });
     }
     return !this.#stopping;
+  }
+
+  /** Runs a regular init container until it succeeds; false when it failed for good or the pod stopped. */
+  async #runToCompletion(
+    index: number,
+    c: Container,
+    volumes: ReadonlyMap<string, string>,
+  ): Promise<boolean> {
+    for (;;) {
+      const exit = await this.#runOnce('init', index, c, volumes);
+      if (exit === undefined || this.#stopping) return false;
+      if (exit === 0) return true;
+      if (this.#pod.spec.restartPolicy === 'Never') return false;
+      await this.#backoff('init', index);
+    }
+  }
+
+  /**
+   * Keeps a sidecar running: whenever it exits (or its startup probe made the node kill it) it is
+   * restarted after the back-off, whatever the pod's restartPolicy, until the sidecars are stopped.
+   */
+  async #runSidecar(index: number, c: Container, volumes: ReadonlyMap<string, string>): Promise<void> {
+    for (;;) {
+      const exit = await this.#runOnce('init', index, c, volumes);
+      if (exit === undefined || this.#halted(true)) return;
+      await this.#backoff('init', index);
+      if (this.#halted(true)) return;
+    }
+  }
+
+  /**
+   * Stops the sidecars once the app containers are done (or the pod is stopping): no more restarts,
+   * then SIGTERM to each in reverse declaration order, the next once the previous one has exited;
+   * SIGKILL to all once the pod's grace period from now (or an earlier termination deadline) is over.
+   */
+  async #stopSidecars(): Promise<void> {
+    const spec = this.#pod.spec;
+    this.#sidecarStop.abort();
+    this.#notify();
+    if (this.#sidecarLoops.length === 0) return;
+    this.#armKill(this.#deps.now() + spec.terminationGracePeriodSeconds * 1000);
+    for (const index of sidecarStopOrder(spec.initContainers)) {
+      const name = spec.initContainers[index]?.name ?? '';
+      const running = this.#running.get(name);
+      if (!running) continue;
+      this.#log.info('Stopping sidecar', { container: name });
+      running.signal('SIGTERM');
+      await running.ended;
+    }
+    await Promise.all(this.#sidecarLoops);
   }
 
   async #runApp(index: number, c: Container, volumes: ReadonlyMap<string, string>): Promise<void> {
@@ -375,6 +502,7 @@ export class PodWorker {
 
   async #backoff(kind: Kind, index: number): Promise<void> {
     const run = this.#getRun(kind, index);
+    const sidecar = run.sidecar === true;
     const ms = restartBackoffMs(run.restartCount);
     const last = run.state.kind === 'terminated' ? run.state : run.lastState;
     this.#setRun(kind, index, {
@@ -387,7 +515,7 @@ export class PodWorker {
       ...(last ? { lastState: last } : {}),
       restartCount: run.restartCount + 1,
     });
-    await this.#sleep(ms);
+    await this.#sleep(ms, sidecar);
   }
 
   #facts(): PodFacts {
@@ -461,11 +589,13 @@ export class PodWorker {
     c: Container,
     volumes: ReadonlyMap<string, string>,
   ): Promise<number | undefined> {
-    const instant = instantRun(this.#pod.metadata.annotations, kind, c.name);
+    const sidecar = kind === 'init' && isSidecar(c);
+    if (this.#halted(sidecar)) return undefined;
+    const instant = instantRun(this.#pod.metadata.annotations, sidecar ? 'sidecar' : kind, c.name);
     if (instant !== undefined) return this.#runInstant(kind, index, c, instant);
     let spec: ProcessSpec | undefined;
     while (!spec) {
-      if (this.#stopping) return undefined;
+      if (this.#halted(sidecar)) return undefined;
       const prepared = await this.#prepare(c, volumes);
       if (prepared.ok) {
         spec = prepared.value;
@@ -480,9 +610,9 @@ export class PodWorker {
           state: { kind: 'waiting', reason: w.reason, message: w.message },
         });
       }
-      await this.#sleep(1000);
+      await this.#sleep(1000, sidecar);
     }
-    if (this.#stopping) return undefined;
+    if (this.#halted(sidecar)) return undefined;
     const run = this.#getRun(kind, index);
     const containerID = `testbed://${this.uid}/${c.name}/${run.restartCount}`;
     const startedAt = this.#deps.now();
@@ -531,13 +661,28 @@ export class PodWorker {
     };
     const child = spawnContainer(withTermination, this.#deps.tools);
     const procName = `${this.namespace}/${this.name}/${c.name}`;
-    this.#procs.set(c.name, child);
+    let ended = false;
+    let markEnded = (): void => undefined;
+    const handle: RunningContainer = {
+      sidecar,
+      signal: (signal) => {
+        if (!ended) killGroup(child, signal);
+      },
+      ended: new Promise<void>((resolveEnded) => {
+        markEnded = () => {
+          ended = true;
+          resolveEnded();
+        };
+      }),
+    };
+    this.#running.set(c.name, handle);
     if (child.pid !== undefined) this.#deps.trackProcess(procName, child.pid, true);
     if (child.stdout) writer.attach(child.stdout, 'stdout');
     if (child.stderr) writer.attach(child.stderr, 'stderr');
     let report = '';
     let started = false;
     let runningSince = startedAt;
+    let stopProbes = (): void => undefined;
     child.stdio[3]?.on('data', (chunk: Buffer) => {
       report += chunk.toString('utf8');
       if (!started && /(^|\n)started\n/.test(report)) {
@@ -547,7 +692,15 @@ export class PodWorker {
           ...this.#getRun(kind, index),
           state: { kind: 'running', startedAt: runningSince },
           containerID,
+          // A sidecar has started once its startup probe passes, and is ready once its readiness probe does.
+          ...(sidecar
+            ? {
+                started: c.startupProbe === undefined,
+                ready: c.startupProbe === undefined && c.readinessProbe === undefined,
+              }
+            : {}),
         });
+        if (sidecar) stopProbes = this.#probeSidecar(index, c, withTermination, containerID, handle);
       }
     });
     const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>(
@@ -555,20 +708,46 @@ export class PodWorker {
         child.once('error', (error) => resolveExit({ code: null, signal: null, error }));
         child.once('exit', (code, signal) => {
           // The container's main process is gone: like a PID namespace teardown, kill what it left behind.
-          if (child.pid !== undefined) {
-            try {
-              process.kill(-child.pid, 'SIGKILL');
-            } catch {
-              // nothing left
-            }
-          }
+          killGroup(child, 'SIGKILL');
           child.once('close', () => resolveExit({ code, signal }));
         });
       },
     );
+    stopProbes();
     writer.close();
-    this.#procs.delete(c.name);
     if (child.pid !== undefined) this.#deps.trackProcess(procName, child.pid, false);
+    try {
+      return this.#exited(kind, index, c, {
+        exit,
+        started,
+        report,
+        runningSince,
+        containerID,
+        logFile,
+        terminationFile,
+      });
+    } finally {
+      if (this.#running.get(c.name) === handle) this.#running.delete(c.name);
+      markEnded();
+    }
+  }
+
+  /** Records how a started container process ended; returns its exit code. */
+  #exited(
+    kind: Kind,
+    index: number,
+    c: Container,
+    r: {
+      readonly exit: { code: number | null; signal: NodeJS.Signals | null; error?: Error };
+      readonly started: boolean;
+      readonly report: string;
+      readonly runningSince: number;
+      readonly containerID: string;
+      readonly logFile: string;
+      readonly terminationFile: string;
+    },
+  ): number {
+    const { exit, started, report, runningSince, containerID, logFile, terminationFile } = r;
     const finishedAt = this.#deps.now();
     if (!started) {
       const detail = exit.error?.message ?? report.replace(/(^|\n)started\n/, '').trim();
@@ -605,7 +784,10 @@ export class PodWorker {
     });
   }
 
-  /** An instant container (see ./instant.ts): running at once, its log written, terminated after the delay. */
+  /**
+   * An instant container (see ./instant.ts): running at once, its log written, terminated after the delay;
+   * an instant sidecar runs (started and ready) until the pod stops it.
+   */
   async #runInstant(kind: Kind, index: number, c: Container, plan: InstantRun): Promise<number | undefined> {
     const run = this.#getRun(kind, index);
     const containerID = `testbed://${this.uid}/${c.name}/${run.restartCount}`;
@@ -615,8 +797,38 @@ export class PodWorker {
     const logFile = join(logDir, `${run.restartCount}.log`);
     const writer = new ContainerLogWriter(logFile, this.#deps.now);
     this.#logFiles.set(c.name, [...(this.#logFiles.get(c.name) ?? []), logFile]);
-    this.#setRun(kind, index, { ...run, state: { kind: 'running', startedAt }, containerID });
+    const sidecar = plan.untilStopped === true;
+    this.#setRun(kind, index, {
+      ...run,
+      state: { kind: 'running', startedAt },
+      containerID,
+      ...(sidecar ? { started: true, ready: true } : {}),
+    });
     if (plan.log !== '') writer.write('stdout', plan.log);
+    if (sidecar) {
+      let markEnded = (): void => undefined;
+      const ended = new Promise<void>((resolveEnded) => {
+        markEnded = resolveEnded;
+      });
+      const signal = await new Promise<NodeJS.Signals>((resolveSignal) => {
+        this.#running.set(c.name, { sidecar: true, signal: resolveSignal, ended });
+      });
+      writer.close();
+      this.#running.delete(c.name);
+      // A well-behaved sidecar exits 0 on SIGTERM; SIGKILL (the grace period ran out) is exit 137.
+      const killed = signal === 'SIGKILL';
+      const code = this.#terminated(kind, index, {
+        kind: 'terminated',
+        exitCode: killed ? 137 : 0,
+        ...(killed ? { signal: 9 } : {}),
+        reason: killed ? 'Error' : 'Completed',
+        startedAt,
+        finishedAt: this.#deps.now(),
+        containerID,
+      });
+      markEnded();
+      return code;
+    }
     if (plan.delayMs > 0) await this.#sleep(plan.delayMs);
     writer.close();
     if (this.#stopping) {
@@ -639,6 +851,126 @@ export class PodWorker {
       startedAt,
       finishedAt: this.#deps.now(),
       containerID,
+    });
+  }
+
+  /**
+   * Starts the probes of a sidecar's incarnation that has just started running: the startup probe (its
+   * success marks the sidecar started, its failure kills the sidecar, which is then restarted), then the
+   * readiness probe (ready follows it). Returns a function stopping them.
+   */
+  #probeSidecar(
+    index: number,
+    c: Container,
+    spec: ProcessSpec,
+    containerID: string,
+    running: RunningContainer,
+  ): () => void {
+    const probers: Prober[] = [];
+    let stopped = false;
+    const target: ProbeTarget = {
+      podIP: this.#podIP ?? this.#deps.hostIP,
+      ports: c.ports,
+      exec: (command, timeoutMs, signal) => this.#execProbe(spec, c.name, command, timeoutMs, signal),
+    };
+    // Only this incarnation's status is updated (a restart has probes of its own).
+    const update = (patch: { started?: boolean; ready?: boolean }): void => {
+      const run = this.#getRun('init', index);
+      if (stopped || run.state.kind !== 'running' || run.containerID !== containerID) return;
+      this.#setRun('init', index, { ...run, ...patch });
+    };
+    const readiness = (): void => {
+      const probe = c.readinessProbe;
+      if (!probe || stopped) return;
+      probers.push(
+        new Prober(probe, (signal) => checkProbe(probe, target, signal), {
+          untilDecided: false,
+          onVerdict: (verdict, last) => {
+            if (verdict === 'failure')
+              this.#log.info('Readiness probe failed', { container: c.name, detail: last.detail });
+            update({ ready: verdict === 'success' });
+          },
+        }),
+      );
+    };
+    const startup = c.startupProbe;
+    if (startup) {
+      probers.push(
+        new Prober(startup, (signal) => checkProbe(startup, target, signal), {
+          untilDecided: true,
+          onVerdict: (verdict, last) => {
+            if (verdict === 'success') {
+              update({ started: true, ready: c.readinessProbe === undefined });
+              readiness();
+              return;
+            }
+            this.#log.info('Startup probe failed; the container will be restarted', {
+              container: c.name,
+              detail: last.detail,
+            });
+            this.#stopContainer(
+              running,
+              startup.terminationGracePeriodSeconds ?? this.#pod.spec.terminationGracePeriodSeconds,
+            );
+          },
+        }),
+      );
+    } else {
+      readiness();
+    }
+    return () => {
+      stopped = true;
+      for (const p of probers) p.stop();
+    };
+  }
+
+  /**
+   * Runs an exec probe's command "in" the container: a process with the container's mounts, identity,
+   * environment and working directory. Passes when it exits 0 within the timeout.
+   */
+  #execProbe(
+    spec: ProcessSpec,
+    container: string,
+    command: readonly string[],
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<ProbeCheck> {
+    if (command.length === 0)
+      return Promise.resolve({ passed: false, detail: 'exec probe without a command' });
+    const child = spawnContainer({ ...spec, argv: command }, this.#deps.tools);
+    const procName = `${this.namespace}/${this.name}/${container}/probe`;
+    if (child.pid !== undefined) this.#deps.trackProcess(procName, child.pid, true);
+    let output = '';
+    const keep = (chunk: Buffer): void => {
+      if (output.length < 1024) output += chunk.toString('utf8');
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    child.stdio[3]?.on('data', keep);
+    return new Promise((resolveCheck) => {
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        killGroup(child, 'SIGKILL');
+      }, timeoutMs);
+      const onAbort = (): void => killGroup(child, 'SIGKILL');
+      signal.addEventListener('abort', onAbort, { once: true });
+      const finish = (check: ProbeCheck): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        if (child.pid !== undefined) this.#deps.trackProcess(procName, child.pid, false);
+        resolveCheck(check);
+      };
+      child.once('error', (error) => finish({ passed: false, detail: error.message }));
+      child.once('exit', (code, sig) => {
+        killGroup(child, 'SIGKILL');
+        child.once('close', () => {
+          const said = output.replace(/(^|\n)started\n/, '').trim();
+          if (timedOut) finish({ passed: false, detail: `command timed out after ${timeoutMs / 1000}s` });
+          else if (code === 0) finish({ passed: true });
+          else finish({ passed: false, detail: `exit code ${code ?? sig}${said ? `: ${said}` : ''}` });
+        });
+      });
     });
   }
 
@@ -715,6 +1047,16 @@ export class PodWorker {
       this.#sync();
       await this.#sleep(1000);
     }
+  }
+}
+
+/** Signals a container's process group (a no-op once it is gone). */
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // the group is already gone
   }
 }
 

@@ -206,3 +206,152 @@ describe('buildPodStatus', () => {
     assert.equal(status.phase, 'Failed');
   });
 });
+
+describe('sidecars (init containers with restartPolicy Always)', () => {
+  const side = (name: string, extra: Partial<ContainerRun> = {}): ContainerRun => ({
+    ...running(name),
+    sidecar: true,
+    ...extra,
+  });
+  /** A sidecar stopped at the end: SIGTERM (143) or the grace-period SIGKILL (137). */
+  const sigterm = (name: string, exitCode = 143): ContainerRun => ({
+    ...exited(name, exitCode),
+    sidecar: true,
+  });
+  const crashLooping = (name: string): ContainerRun => ({
+    ...waiting(name, 'CrashLoopBackOff'),
+    sidecar: true,
+    restartCount: 1,
+    lastState: { kind: 'terminated', exitCode: 1, reason: 'Error', startedAt: T0, finishedAt: T0 },
+  });
+  const phases: [string, Partial<PodRun>, string][] = [
+    [
+      'sidecar running, startup probe pending',
+      { init: [side('s', { started: false, ready: false }), waiting('i', 'PodInitializing')] },
+      'Pending',
+    ],
+    [
+      'sidecar not created yet',
+      { init: [{ ...waiting('s', 'PodInitializing'), sidecar: true }], containers: [waiting('a')] },
+      'Pending',
+    ],
+    [
+      'sidecar started, regular init running',
+      { init: [side('s'), running('i')], containers: [waiting('a', 'PodInitializing')] },
+      'Pending',
+    ],
+    ['sidecar and app running', { init: [side('s'), exited('i', 0)], containers: [running('a')] }, 'Running'],
+    [
+      'app succeeded, sidecar still running (being stopped)',
+      { init: [side('s')], containers: [exited('a', 0)] },
+      'Running',
+    ],
+    [
+      'app succeeded, sidecar stopped by SIGTERM',
+      { init: [sigterm('s')], containers: [exited('a', 0)] },
+      'Succeeded',
+    ],
+    [
+      'finished: app succeeded, sidecars killed 143/137',
+      {
+        init: [sigterm('s'), sigterm('t', 137)],
+        containers: [exited('a', 0)],
+        finished: true,
+      },
+      'Succeeded',
+    ],
+    ['app failed, sidecar stopped', { init: [sigterm('s')], containers: [exited('a', 2)] }, 'Failed'],
+    [
+      'sidecar restarting after the app started',
+      { init: [side('s', { started: false })], containers: [running('a')] },
+      'Running',
+    ],
+    [
+      'sidecar crash-looping beside a running app',
+      { init: [crashLooping('s')], containers: [running('a')] },
+      'Running',
+    ],
+    [
+      'regular init failed (Never) while a sidecar runs',
+      { init: [side('s'), exited('i', 1)], containers: [waiting('a', 'PodInitializing')] },
+      'Failed',
+    ],
+  ];
+  for (const [name, run, phase] of phases)
+    it(`${name} → ${phase}`, () => assert.equal(podPhase(pod(run)), phase));
+
+  const cond = (run: Partial<PodRun>) =>
+    Object.fromEntries(podConditions(pod(run)).map((c) => [c.type, [c.status, c.message]]));
+
+  it('Initialized waits for sidecars to start and regular init containers to succeed', () => {
+    assert.deepEqual(
+      cond({ init: [side('s', { started: false, ready: false }), waiting('i')], containers: [waiting('a')] })
+        .Initialized,
+      ['False', 'containers with incomplete status: [s i]'],
+    );
+    assert.deepEqual(cond({ init: [side('s'), running('i')], containers: [waiting('a')] }).Initialized, [
+      'False',
+      'containers with incomplete status: [i]',
+    ]);
+    assert.deepEqual(cond({ init: [side('s'), exited('i', 0)], containers: [waiting('a')] }).Initialized, [
+      'True',
+      undefined,
+    ]);
+    // Once an app container ran, a restarting sidecar does not undo initialization; nor does stopping it at the end.
+    assert.deepEqual(cond({ init: [crashLooping('s')], containers: [running('a')] }).Initialized, [
+      'True',
+      undefined,
+    ]);
+    assert.deepEqual(cond({ init: [sigterm('s')], containers: [exited('a', 0)] }).Initialized, [
+      'True',
+      undefined,
+    ]);
+  });
+
+  it('Ready and ContainersReady count sidecar readiness as well as the app containers', () => {
+    const notReady = cond({ init: [side('s', { ready: false })], containers: [running('a')] });
+    assert.deepEqual(notReady.Ready, ['False', 'containers with unready status: [s]']);
+    assert.deepEqual(notReady.ContainersReady, ['False', 'containers with unready status: [s]']);
+    const down = cond({ init: [crashLooping('s'), exited('i', 0)], containers: [waiting('a')] });
+    assert.deepEqual(
+      down.Ready,
+      ['False', 'containers with unready status: [s a]'],
+      'regular init not listed',
+    );
+    const ready = cond({
+      init: [side('s', { started: true, ready: true }), exited('i', 0)],
+      containers: [running('a')],
+    });
+    assert.deepEqual(ready.Ready, ['True', undefined]);
+    assert.deepEqual(ready.ContainersReady, ['True', undefined]);
+  });
+
+  it('initContainerStatuses report started, ready and restartCount of sidecars', () => {
+    const { status } = buildPodStatus(
+      pod({
+        init: [
+          side('probing', { started: false, ready: false }),
+          side('warming', { started: true, ready: false, restartCount: 2 }),
+          side('ok', { started: true, ready: true }),
+          crashLooping('down'),
+        ],
+        containers: [waiting('a')],
+      }),
+      new Map(),
+      T0,
+    );
+    const rows = (status.initContainerStatuses as Record<string, unknown>[]).map((s) => [
+      s.name,
+      s.started,
+      s.ready,
+      s.restartCount,
+      Object.keys(s.state as object)[0],
+    ]);
+    assert.deepEqual(rows, [
+      ['probing', false, false, 0, 'running'],
+      ['warming', true, false, 2, 'running'],
+      ['ok', true, true, 0, 'running'],
+      ['down', false, false, 1, 'waiting'],
+    ]);
+  });
+});

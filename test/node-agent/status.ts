@@ -27,6 +27,12 @@ export interface ContainerRun {
   readonly lastState?: Terminated;
   readonly restartCount: number;
   readonly containerID?: string;
+  /** A sidecar: an init container with restartPolicy Always, kept running beside the app containers. */
+  readonly sidecar?: boolean;
+  /** While running: whether the startup probe has passed (absent: started as soon as it runs). */
+  readonly started?: boolean;
+  /** While running: whether it is ready (started, readiness probe passing; absent: ready as soon as it runs). */
+  readonly ready?: boolean;
 }
 
 /** What the node knows about one pod. */
@@ -55,15 +61,33 @@ function succeeded(c: ContainerRun): boolean {
   return c.state.kind === 'terminated' && c.state.exitCode === 0;
 }
 
+/** Whether a container runs and has started (its startup probe, if any, passed). */
+export function isStarted(c: ContainerRun): boolean {
+  return c.state.kind === 'running' && c.started !== false;
+}
+
+/** Whether a container runs and is ready (started, readiness probe, if any, passing). */
+export function isReady(c: ContainerRun): boolean {
+  return isStarted(c) && c.ready !== false;
+}
+
+/** Whether a regular (non-sidecar) container has run at all: the pod got past initialization once. */
+function hasRun(c: ContainerRun): boolean {
+  return c.state.kind !== 'waiting' || c.lastState !== undefined;
+}
+
 /**
- * The pod phase, following the kubelet: init containers not all succeeded → Pending (Failed if one
- * failed and will not restart); a waiting container → Pending; a running one → Running; all stopped →
- * Succeeded when all exited 0, otherwise Failed unless a restart is still due.
+ * The pod phase, following the kubelet (getPhase): regular init containers not all succeeded → Pending
+ * (Failed if one failed and will not restart); a sidecar not started yet → Pending; a waiting app
+ * container → Pending; a running container (sidecars included) → Running; all app containers stopped →
+ * Succeeded when all exited 0, otherwise Failed unless a restart is still due. Terminated or
+ * crash-looping sidecars do not count: a sidecar stopped at the end (exit 143/137) does not fail the pod.
  */
 export function podPhase(run: PodRun): PodPhase {
   if (run.failure) return 'Failed';
-  const initFailed = run.init.some((c) => c.state.kind === 'terminated' && c.state.exitCode !== 0);
-  if (!run.init.every(succeeded)) {
+  const regularInit = run.init.filter((c) => c.sidecar !== true);
+  const initFailed = regularInit.some((c) => c.state.kind === 'terminated' && c.state.exitCode !== 0);
+  if (!regularInit.every(succeeded)) {
     if (initFailed && (run.restartPolicy === 'Never' || run.finished)) return 'Failed';
     return 'Pending';
   }
@@ -72,6 +96,15 @@ export function podPhase(run: PodRun): PodPhase {
   let running = 0;
   let stopped = 0;
   let ok = 0;
+  // A sidecar not started yet keeps the pod Pending during initialization (not once an app container ran:
+  // a sidecar restarting later does not send the pod back to Pending).
+  const initialized = run.containers.some(hasRun);
+  for (const c of run.init) {
+    if (c.sidecar !== true) continue;
+    if (c.state.kind === 'running') running++;
+    const pending = c.state.kind === 'running' ? !isStarted(c) : c.state.kind === 'waiting' && !c.lastState;
+    if (pending && !initialized) return 'Pending';
+  }
   for (const c of run.containers) {
     if (c.state.kind === 'running') running++;
     else if (c.state.kind === 'terminated') {
@@ -116,14 +149,13 @@ function stateJson(state: ContainerState | undefined): Record<string, unknown> {
 }
 
 function containerStatus(c: ContainerRun): Record<string, unknown> {
-  const running = c.state.kind === 'running';
   return {
     name: c.name,
     image: c.image,
     imageID: `testbed://${c.image}`,
     ...(c.containerID !== undefined ? { containerID: c.containerID } : {}),
-    ready: running,
-    started: running,
+    ready: isReady(c),
+    started: isStarted(c),
     restartCount: c.restartCount,
     state: stateJson(c.state),
     lastState: stateJson(c.lastState),
@@ -138,14 +170,22 @@ export interface ConditionValue {
   readonly message?: string;
 }
 
-/** The kubelet-owned pod conditions for a run. */
+/**
+ * The kubelet-owned pod conditions for a run. Initialized: every regular init container succeeded and
+ * every sidecar started (or an app container has run, so a restarting sidecar does not undo it).
+ * Ready/ContainersReady: every sidecar and every app container is ready.
+ */
 export function podConditions(run: PodRun): ConditionValue[] {
   const phase = podPhase(run);
   const terminal = phase === 'Succeeded' || phase === 'Failed';
-  const pendingInit = run.init.filter((c) => !succeeded(c)).map((c) => c.name);
-  const unready = run.containers.filter((c) => c.state.kind !== 'running').map((c) => c.name);
+  const pendingInit = run.init
+    .filter((c) => (c.sidecar === true ? !isStarted(c) : !succeeded(c)))
+    .map((c) => c.name);
+  const unready = [...run.init.filter((c) => c.sidecar === true), ...run.containers]
+    .filter((c) => !isReady(c))
+    .map((c) => c.name);
   const initialized: ConditionValue =
-    pendingInit.length === 0
+    pendingInit.length === 0 || phase === 'Succeeded' || run.containers.some(hasRun)
       ? { type: 'Initialized', status: 'True' }
       : {
           type: 'Initialized',

@@ -1,0 +1,387 @@
+// Host-level: a PodWorker runs real pods with native sidecars (init containers with restartPolicy Always) as
+// local processes (unshare + mount + setpriv, so it needs root; skipped otherwise). The API server is replaced by
+// a recorder of the pods/status patches the worker sends; the instant-mode test runs no process.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import * as v from 'valibot';
+import { createLogger } from '../../src/shared/log.ts';
+import type { KubeClient } from '../support/kube-client.ts';
+import { pollUntil } from '../support/poll.ts';
+import { INSTANT_ANNOTATION, INSTANT_DELAY_ANNOTATION } from './instant.ts';
+import { IpPool } from './ip-pool.ts';
+import { parseCriLog } from './logs.ts';
+import { NodePodSchema } from './pod-spec.ts';
+import { PodWorker } from './pod-worker.ts';
+import { findHostTools, type HostTools } from './process.ts';
+
+const root = typeof process.getuid === 'function' && process.getuid() === 0;
+const skip = root ? false : 'needs root (unshare --mount, mount --bind, setpriv)';
+const NODE = process.execPath;
+
+interface ContainerStatus {
+  readonly name: string;
+  readonly ready: boolean;
+  readonly started: boolean;
+  readonly restartCount: number;
+  readonly state: {
+    running?: unknown;
+    waiting?: { reason: string };
+    terminated?: { exitCode: number; reason: string };
+  };
+  readonly lastState: { terminated?: { exitCode: number } };
+}
+interface Status {
+  readonly phase: string;
+  readonly conditions: readonly { type: string; status: string }[];
+  readonly initContainerStatuses: readonly ContainerStatus[];
+  readonly containerStatuses: readonly ContainerStatus[];
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'node-agent-worker-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+const ips = new IpPool(2, 254, 2 + Math.floor(Math.random() * 253));
+let seq = 0;
+
+/** Starts a worker on `pod`; every status it sends is kept in `statuses`, in order. */
+function startPod(
+  spec: Record<string, unknown>,
+  annotations: Record<string, string> = {},
+  tools?: HostTools,
+) {
+  const uid = `uid-${process.pid}-${++seq}`;
+  const pod = v.parse(NodePodSchema, {
+    metadata: { name: `p${seq}`, namespace: 'ns', uid, annotations },
+    spec: { terminationGracePeriodSeconds: 5, ...spec },
+  });
+  const statuses: Status[] = [];
+  const client = {
+    patch: async (_path: string, body: { status: Status }) => {
+      statuses.push(structuredClone(body.status));
+      return {};
+    },
+  } as unknown as KubeClient;
+  const worker = new PodWorker(
+    {
+      client,
+      log: createLogger('error', () => undefined),
+      nodeName: 'test-node',
+      hostIP: '127.0.0.1',
+      podsDir: join(dir, 'pods'),
+      ips,
+      images: () => ({}),
+      tools: tools ?? findHostTools(),
+      apiserver: { host: '127.0.0.1', port: '6443' },
+      sources: { secret: async () => undefined, configMap: async () => undefined },
+      trackProcess: () => undefined,
+      now: Date.now,
+    },
+    pod,
+  );
+  worker.start();
+  const last = (): Status => {
+    const s = statuses.at(-1);
+    if (!s) throw new Error('no status sent yet');
+    return s;
+  };
+  /** Where a file of the pod's `shared` emptyDir volume is on the host. */
+  const sharedFile = (name: string): string => join(dir, 'pods', uid, 'volumes', 'shared', name);
+  return { worker, statuses, last, sharedFile };
+}
+
+const status = (list: readonly ContainerStatus[], name: string): ContainerStatus => {
+  const found = list.find((c) => c.name === name);
+  if (!found) throw new Error(`no status for ${name}`);
+  return found;
+};
+
+/**
+ * An emptyDir `shared` mounted in the pod's containers at `path` (a fresh folder, so nothing of the host is
+ * hidden); on the host its files are under the pod's volume folder (`sharedFile` of startPod).
+ */
+function shared(name: string): { path: string; volume: unknown; mount: unknown } {
+  const path = join(dir, `mnt-${name}-${++seq}`);
+  mkdirSync(path);
+  return { path, volume: { name: 'shared', emptyDir: {} }, mount: { name: 'shared', mountPath: path } };
+}
+const lines = (file: string): string[] => readFileSync(file, 'utf8').trim().split('\n');
+const randomPort = (): number => 20_000 + Math.floor(Math.random() * 20_000);
+
+/** A shell sidecar that logs, then runs until SIGTERM, recording `<name>-term` in the shared order file. */
+const graceful = (name: string, order: string) =>
+  `trap 'echo ${name}-term >> ${order}; exit 0' TERM; echo hello-from-${name}; while :; do sleep 0.05; done`;
+
+describe('PodWorker with native sidecars (host)', { skip }, () => {
+  it('a Job-like pod: a sidecar gates the next init container by its startup probe, runs beside the app, and is stopped after it in reverse order; the pod succeeds', {
+    timeout: 60_000,
+  }, async () => {
+    const s = shared('job');
+    const order = join(s.path, 'order');
+    const port = randomPort();
+    // Listens only after 1.5 s, so the httpGet startup probe fails first; SIGTERM → records it, exits 0.
+    const proxy = `
+      const http = require('node:http'); const fs = require('node:fs');
+      process.on('SIGTERM', () => { fs.appendFileSync(${JSON.stringify(order)}, 'proxy-term\\n'); process.exit(0); });
+      setTimeout(() => http.createServer((q, r) => r.end('ok')).listen(${port}, process.env.POD_IP), 1500);`;
+    // Exits 0 only when the proxy answers: run before its startup probe passed, it would fail the pod (Never).
+    const reach = (mark: string) => `
+      require('node:http').get('http://' + process.env.POD_IP + ':${port}/', (r) => {
+        ${mark ? `require('node:fs').appendFileSync(${JSON.stringify(order)}, '${mark}\\n');` : ''} process.exit(r.statusCode === 200 ? 0 : 1);
+      }).on('error', () => process.exit(1));`;
+    const podIP = { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } };
+    const { worker, statuses, last, sharedFile } = startPod({
+      restartPolicy: 'Never',
+      volumes: [s.volume],
+      initContainers: [
+        {
+          name: 'proxy',
+          restartPolicy: 'Always',
+          command: [NODE, '-e', proxy],
+          env: [podIP],
+          ports: [{ name: 'http', containerPort: port }],
+          volumeMounts: [s.mount],
+          startupProbe: {
+            httpGet: { port: 'http', path: '/healthz' },
+            periodSeconds: 1,
+            failureThreshold: 10,
+          },
+          readinessProbe: { tcpSocket: { port }, periodSeconds: 1 },
+        },
+        { name: 'check', command: [NODE, '-e', reach('')], env: [podIP] },
+        {
+          name: 'logger',
+          restartPolicy: 'Always',
+          command: ['sh', '-c', graceful('logger', order)],
+          volumeMounts: [s.mount],
+        },
+      ],
+      containers: [
+        {
+          name: 'agent',
+          command: [NODE, '-e', reach('agent-saw-proxy')],
+          env: [podIP],
+          volumeMounts: [s.mount],
+        },
+      ],
+    });
+    await worker.done;
+    const final = last();
+    assert.equal(final.phase, 'Succeeded', JSON.stringify(final));
+    assert.deepEqual(lines(sharedFile('order')), ['agent-saw-proxy', 'logger-term', 'proxy-term']);
+    assert.equal(status(final.containerStatuses, 'agent').state.terminated?.exitCode, 0);
+    for (const name of ['proxy', 'logger']) {
+      const c = status(final.initContainerStatuses, name);
+      assert.equal(c.state.terminated?.exitCode, 0, `${name} exited on SIGTERM`);
+      assert.equal(c.restartCount, 0);
+    }
+    // While the startup probe failed, the sidecar ran unstarted and the next init container had not started.
+    const probing = statuses.find((st) => {
+      const p = status(st.initContainerStatuses, 'proxy');
+      return p.state.running !== undefined && !p.started;
+    });
+    assert.ok(probing, 'a status with proxy running but not started');
+    assert.equal(status(probing.initContainerStatuses, 'check').state.waiting?.reason, 'PodInitializing');
+    assert.equal(probing.phase, 'Pending');
+    assert.ok(
+      probing.conditions.some((c) => c.type === 'Initialized' && c.status === 'False'),
+      'not initialized yet',
+    );
+    // Later it started and became ready (readiness probe), and the pod was Running and Ready meanwhile.
+    const readyTime = statuses.find((st) =>
+      st.conditions.some((c) => c.type === 'Ready' && c.status === 'True'),
+    );
+    assert.ok(readyTime, 'the pod was Ready at some point');
+    assert.equal(readyTime.phase, 'Running');
+    const proxyThen = status(readyTime.initContainerStatuses, 'proxy');
+    assert.deepEqual([proxyThen.started, proxyThen.ready], [true, true]);
+    // The sidecar's log is served like any container's.
+    const info = worker.logInfo('logger');
+    assert.ok(info);
+    const logged = parseCriLog(readFileSync(info.files[0] ?? '', 'utf8')).map((e) => e.content);
+    assert.equal(logged[0], 'hello-from-logger', JSON.stringify(logged));
+    assert.equal(info.running, false);
+    worker.cleanup();
+  });
+
+  it('a failing startup probe kills and restarts the sidecar; an exiting sidecar is restarted under restartPolicy Never', {
+    timeout: 60_000,
+  }, async () => {
+    const s = shared('restart');
+    const runs = (name: string) => join(s.path, `${name}-runs`);
+    const count = (name: string) =>
+      `n=$(cat ${runs(name)} 2>/dev/null || echo 0); n=$((n+1)); echo $n > ${runs(name)}`;
+    const okFile = join(s.path, 'ok');
+    const { worker, statuses, last, sharedFile } = startPod({
+      restartPolicy: 'Never',
+      volumes: [s.volume],
+      initContainers: [
+        {
+          // Becomes healthy only in its second run: the first is killed by the startup probe.
+          name: 'flaky',
+          restartPolicy: 'Always',
+          command: [
+            'sh',
+            '-c',
+            `${count('flaky')}; if [ $n -ge 2 ]; then touch ${okFile}; fi; exec sleep 1000`,
+          ],
+          volumeMounts: [s.mount],
+          startupProbe: { exec: { command: ['test', '-e', okFile] }, periodSeconds: 1, failureThreshold: 2 },
+        },
+        {
+          // Started as soon as it runs (no probe); its first run exits 3 at once.
+          name: 'crashy',
+          restartPolicy: 'Always',
+          command: ['sh', '-c', `${count('crashy')}; if [ $n -lt 2 ]; then exit 3; fi; exec sleep 1000`],
+          volumeMounts: [s.mount],
+        },
+      ],
+      containers: [
+        {
+          // Succeeds once it sees crashy's second run (gives up after about 20 s).
+          name: 'agent',
+          command: [
+            'sh',
+            '-c',
+            `test -e ${okFile} || exit 2; i=0; while [ "$(cat ${runs('crashy')})" != 2 ]; do i=$((i+1)); [ $i -gt 400 ] && exit 1; sleep 0.05; done`,
+          ],
+          volumeMounts: [s.mount],
+        },
+      ],
+    });
+    await worker.done;
+    const final = last();
+    assert.equal(final.phase, 'Succeeded', JSON.stringify(final));
+    assert.equal(status(final.containerStatuses, 'agent').state.terminated?.exitCode, 0);
+    const flaky = status(final.initContainerStatuses, 'flaky');
+    assert.equal(flaky.restartCount, 1, 'killed once by its startup probe');
+    assert.deepEqual(lines(sharedFile('flaky-runs')), ['2']);
+    const crashy = status(final.initContainerStatuses, 'crashy');
+    assert.equal(crashy.restartCount, 1, 'restarted once although the pod restartPolicy is Never');
+    assert.equal(crashy.lastState.terminated?.exitCode, 3);
+    // The first flaky run was killed (SIGTERM → 143) and backed off before crashy was created.
+    const backoff = statuses.find(
+      (st) => status(st.initContainerStatuses, 'flaky').state.waiting?.reason === 'CrashLoopBackOff',
+    );
+    assert.ok(backoff, 'flaky went through CrashLoopBackOff');
+    assert.equal(status(backoff.initContainerStatuses, 'flaky').lastState.terminated?.exitCode, 143);
+    assert.equal(status(backoff.initContainerStatuses, 'crashy').state.waiting?.reason, 'PodInitializing');
+    worker.cleanup();
+  });
+
+  it('deletion: app containers are stopped first, then the sidecars in reverse order', {
+    timeout: 60_000,
+  }, async () => {
+    const s = shared('delete');
+    const order = join(s.path, 'order');
+    const { worker, last, sharedFile } = startPod({
+      restartPolicy: 'Always',
+      volumes: [s.volume],
+      initContainers: ['first', 'second'].map((name) => ({
+        name,
+        restartPolicy: 'Always',
+        command: ['sh', '-c', graceful(name, order)],
+        volumeMounts: [s.mount],
+      })),
+      containers: [
+        {
+          name: 'app',
+          command: [
+            'sh',
+            '-c',
+            `trap 'echo app-term >> ${order}; sleep 0.3; echo app-exit >> ${order}; exit 0' TERM; while :; do sleep 0.05; done`,
+          ],
+          volumeMounts: [s.mount],
+        },
+      ],
+    });
+    await pollUntil(
+      () => {
+        const st = last();
+        return st.phase === 'Running' && status(st.containerStatuses, 'app').state.running ? true : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 20, description: 'the app container running' },
+    );
+    await worker.terminate(10);
+    assert.deepEqual(lines(sharedFile('order')), ['app-term', 'app-exit', 'second-term', 'first-term']);
+    const final = last();
+    for (const name of ['first', 'second'])
+      assert.equal(status(final.initContainerStatuses, name).state.terminated?.exitCode, 0);
+    worker.cleanup();
+  });
+
+  it('a sidecar ignoring SIGTERM is killed when the grace period ends, without failing the pod', {
+    timeout: 60_000,
+  }, async () => {
+    const began = Date.now();
+    const { worker, last } = startPod({
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: 2,
+      initContainers: [
+        {
+          name: 'stubborn',
+          restartPolicy: 'Always',
+          command: ['sh', '-c', "trap '' TERM; while :; do sleep 0.05; done"],
+        },
+      ],
+      containers: [{ name: 'agent', command: ['sh', '-c', 'exit 0'] }],
+    });
+    await worker.done;
+    const final = last();
+    assert.equal(final.phase, 'Succeeded', JSON.stringify(final));
+    assert.equal(status(final.initContainerStatuses, 'stubborn').state.terminated?.exitCode, 137);
+    assert.ok(Date.now() - began >= 1900, 'the sidecar got the full grace period');
+    worker.cleanup();
+  });
+
+  it('a failed regular init container (restartPolicy Never) fails the pod and stops the sidecar before it', {
+    timeout: 60_000,
+  }, async () => {
+    const { worker, last } = startPod({
+      restartPolicy: 'Never',
+      initContainers: [
+        { name: 'side', restartPolicy: 'Always', command: ['sh', '-c', 'exec sleep 1000'] },
+        { name: 'setup', command: ['sh', '-c', 'exit 4'] },
+      ],
+      containers: [{ name: 'agent', command: ['true'] }],
+    });
+    await worker.done;
+    const final = last();
+    assert.equal(final.phase, 'Failed');
+    assert.equal(status(final.initContainerStatuses, 'setup').state.terminated?.exitCode, 4);
+    assert.equal(status(final.initContainerStatuses, 'side').state.terminated?.exitCode, 143);
+    assert.equal(status(final.containerStatuses, 'agent').state.waiting?.reason, 'PodInitializing');
+    worker.cleanup();
+  });
+});
+
+describe('PodWorker with native sidecars (instant mode)', () => {
+  it('an instant sidecar runs until the agent container is done, then exits 0; the pod succeeds', {
+    timeout: 20_000,
+  }, async () => {
+    const noTools: HostTools = { unshare: '/x', sh: '/x', mount: '/x', mkdir: '/x', setpriv: '/x' };
+    const { worker, statuses, last } = startPod(
+      {
+        restartPolicy: 'Never',
+        initContainers: [{ name: 'side', restartPolicy: 'Always', image: 'x' }],
+        containers: [{ name: 'agent', image: 'x' }],
+      },
+      { [INSTANT_ANNOTATION]: 'true', [INSTANT_DELAY_ANNOTATION]: '200' },
+      noTools,
+    );
+    await worker.done;
+    const final = last();
+    assert.equal(final.phase, 'Succeeded', JSON.stringify(final));
+    const side = status(final.initContainerStatuses, 'side');
+    assert.deepEqual([side.state.terminated?.exitCode, side.state.terminated?.reason], [0, 'Completed']);
+    const both = statuses.find(
+      (st) =>
+        status(st.initContainerStatuses, 'side').state.running !== undefined &&
+        status(st.containerStatuses, 'agent').state.running !== undefined,
+    );
+    assert.ok(both, 'the sidecar ran beside the agent');
+    assert.equal(status(both.initContainerStatuses, 'side').ready, true);
+    worker.cleanup();
+  });
+});
