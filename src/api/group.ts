@@ -9,14 +9,21 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 export const KIND_AGENT = 'Agent';
 export const KIND_STATION = 'Station';
 export const KIND_AGENT_DEFINITION = 'AgentDefinition';
+export const KIND_AGENT_POLICY = 'AgentPolicy';
 
 /** Resource (plural) names as used in REST paths (`/apis/<group>/<version>/namespaces/<ns>/<plural>`). */
 export const PLURAL_AGENTS = 'agents';
 export const PLURAL_STATIONS = 'stations';
 export const PLURAL_AGENT_DEFINITIONS = 'agentdefinitions';
+/** The one cluster-scoped resource: `/apis/<group>/<version>/agentpolicies`. */
+export const PLURAL_AGENT_POLICIES = 'agentpolicies';
 
 /** Kinds of the custom resources. */
-export type CustomKind = typeof KIND_AGENT | typeof KIND_STATION | typeof KIND_AGENT_DEFINITION;
+export type CustomKind =
+  | typeof KIND_AGENT
+  | typeof KIND_STATION
+  | typeof KIND_AGENT_DEFINITION
+  | typeof KIND_AGENT_POLICY;
 
 /** Naming facts of one custom resource, exactly as the CRDs declare them. */
 export interface ResourceNames {
@@ -43,6 +50,13 @@ export const RESOURCE_NAMES: Readonly<Record<CustomKind, ResourceNames>> = {
     plural: 'agentdefinitions',
     singular: 'agentdefinition',
     shortNames: ['agentdef', 'ad'],
+  },
+  AgentPolicy: {
+    kind: 'AgentPolicy',
+    listKind: 'AgentPolicyList',
+    plural: 'agentpolicies',
+    singular: 'agentpolicy',
+    shortNames: ['agentpol'],
   },
 };
 

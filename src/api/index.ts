@@ -1,5 +1,6 @@
 export * from './agent.ts';
 export * from './agent-definition.ts';
+export * from './agent-policy.ts';
 export * from './core.ts';
 export * from './group.ts';
 export * from './meta.ts';

@@ -78,6 +78,15 @@ export const StationSpecSchema = v.pipe(
       ),
       'restricted',
     ),
+    policyRef: v.optional(
+      v.pipe(
+        v.string(),
+        v.minLength(1),
+        v.description(
+          "Name of the AgentPolicy (cluster-scoped) that limits this Station's runs; absent: the policy labelled agents.re-cinq.com/default-policy=true, if any.",
+        ),
+      ),
+    ),
     template: freeForm('Pod template (PodTemplateSpec) for runs; the container named agent runs the recipe.'),
   }),
   v.description('Runtime template of the Station.'),

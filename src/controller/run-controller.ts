@@ -9,16 +9,19 @@ import { createTombstones, executeActions, type Tombstones } from '../effects/ex
 import { parseCachedDefinition, parseCachedJob, parseCachedStation } from '../effects/gather.ts';
 import { loadRealtimeKey, type PromptTokens, promptTokens as tokensFor } from '../effects/realtime/tokens.ts';
 import { type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
-import { AGENT_DEFINITIONS, AGENTS, STATIONS } from '../effects/resources.ts';
+import { AGENT_DEFINITIONS, AGENT_POLICIES, AGENTS, STATIONS } from '../effects/resources.ts';
 import { JOB_LABEL_SELECTOR } from '../jobs/index.ts';
 import { LABEL_EXECUTION } from '../jobs/realtime.ts';
 import {
   createEventRecorder,
   describeKubeError,
   type EventRecorder,
+  isForbidden,
+  isNotFound,
   JOBS,
   type KubeObject,
   objectKey,
+  resourcePath,
   type Transport,
 } from '../kube/index.ts';
 import type { ControllerMetrics } from '../metrics/index.ts';
@@ -134,6 +137,16 @@ export function startController(deps: ControllerDeps): RunningController {
     resource: AGENT_DEFINITIONS,
     hooks: reconnectHook('agentdefinitions'),
     onChange: (c) => enqueueWaiting(c.object.metadata.namespace, undefined),
+  });
+  // AgentPolicies are cluster-scoped; a change re-checks every waiting Agent (Running runs are never re-checked).
+  const policies = createInformer({
+    ...informerOptions,
+    namespace: undefined,
+    resource: AGENT_POLICIES,
+    hooks: reconnectHook('agentpolicies'),
+    onChange: () => {
+      for (const lane of book.lanes()) wakeHeads(lane);
+    },
   });
   const jobs = createInformer({
     ...informerOptions,
@@ -349,10 +362,33 @@ export function startController(deps: ControllerDeps): RunningController {
       }
     })();
   }
+  // Whether AgentPolicies can be read, found out before the first term decides anything: a cluster without the CRD,
+  // or a controller without the grant, runs without them (a Station naming a policy then fails, never runs
+  // unchecked; a default policy cannot apply). Only then does the policy informer start.
+  let policySource: NonNullable<ReconcileDeps['policies']> = {
+    unavailable: 'AgentPolicies are not read yet',
+  };
+  let policiesChecked: Promise<void> | undefined;
+  const ensurePolicies = (): Promise<void> => {
+    policiesChecked ??= (async () => {
+      const why = await probePolicies(transport, log);
+      if (why !== undefined) {
+        policySource = { unavailable: why };
+        return;
+      }
+      void policies.run(abort.signal);
+      await policies.ready;
+      policySource = { store: policies.store };
+    })();
+    return policiesChecked;
+  };
   const reconcileDeps: ReconcileDeps = {
     transport,
     stations: stations.store,
     definitions: definitions.store,
+    get policies() {
+      return policySource;
+    },
     jobs: jobs.store,
     events,
     metrics,
@@ -456,7 +492,7 @@ export function startController(deps: ControllerDeps): RunningController {
     const q = createWorkQueue({ clock, concurrency: config.workers, handler: handle, logger: log });
     queue = q;
     await stopping;
-    await Promise.all([agents.ready, stations.ready, definitions.ready, jobs.ready]);
+    await Promise.all([agents.ready, stations.ready, definitions.ready, jobs.ready, ensurePolicies()]);
     // A term decides only from caches at least as new as the API server when it began (quorum LISTs of Agents
     // and Jobs): the runs a previous leader or an earlier process started are all counted (decision l).
     while (queue === q) {
@@ -578,4 +614,25 @@ export function startController(deps: ControllerDeps): RunningController {
       }
     },
   };
+}
+
+/**
+ * Checks once that AgentPolicies can be listed. Undefined when they can (or the answer says nothing: the informer
+ * retries); else why not, logged once as a warning.
+ */
+async function probePolicies(transport: Transport, log: Logger): Promise<string | undefined> {
+  const r = await transport.request('GET', resourcePath(AGENT_POLICIES, {}), { query: { limit: 1 } });
+  if (r.ok) return undefined;
+  const why = isNotFound(r.error)
+    ? 'the AgentPolicy CRD is not installed'
+    : isForbidden(r.error)
+      ? 'the controller may not list agentpolicies'
+      : undefined;
+  if (why !== undefined) {
+    log.warn('AgentPolicies cannot be read: Stations that name one fail, default policies do not apply', {
+      reason: why,
+      error: describeKubeError(r.error),
+    });
+  }
+  return why;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Agent, type Job, parseAgent, parseJob } from '../api/index.ts';
+import { type Agent, type Job, parseAgent, parseJob, parseStation } from '../api/index.ts';
 import { createFakeTransport, type FakeReply, type FakeRequest } from '../kube/fake-transport.ts';
 import type { KubeObject } from '../kube/index.ts';
 import { Store } from '../runtime/index.ts';
@@ -10,6 +10,7 @@ import {
   gatherEvidence,
   LOG_TAIL_LINES,
   lookupDefinition,
+  lookupPolicy,
   lookupStation,
   observeJob,
   runJobName,
@@ -462,5 +463,94 @@ describe('gatherEvidence', () => {
     const evidence = await gatherEvidence(w.deps, j);
     assert.equal(evidence.kind === 'pod' && evidence.pod.metadata.name, 'agent-job-a1-p2');
     for (const r of w.requests.slice(0, 2)) assert.equal(r.query.labelSelector, 'job-name=agent-job-a1');
+  });
+});
+
+describe('lookupPolicy: which AgentPolicy applies to a Station', () => {
+  const POLICIES = '/apis/agents.re-cinq.com/v1alpha1/agentpolicies';
+  const rawPolicy = (name: string, labels: Record<string, string> = {}, spec: unknown = {}): KubeObject =>
+    ({
+      apiVersion: 'agents.re-cinq.com/v1alpha1',
+      kind: 'AgentPolicy',
+      metadata: {
+        name,
+        uid: `uid-${name}`,
+        resourceVersion: '1',
+        creationTimestamp: '2026-01-01T00:00:00Z',
+        labels,
+      },
+      spec,
+    }) as KubeObject;
+  const stationWith = (policyRef?: string) => {
+    const p = parseStation({
+      ...rawStation(),
+      spec: {
+        ...(rawStation() as unknown as { spec: object }).spec,
+        ...(policyRef !== undefined ? { policyRef } : {}),
+      },
+    });
+    if (!p.ok) throw new Error(p.error);
+    return p.value;
+  };
+  const withPolicies = (
+    cached: KubeObject[],
+    reply: (req: FakeRequest) => FakeReply | undefined = () => undefined,
+  ) => {
+    const w = world(reply);
+    const store = new Store<KubeObject>();
+    store.replace(cached);
+    return { deps: { ...w.deps, policies: { store } }, requests: w.requests };
+  };
+  const DEFAULT = { 'agents.re-cinq.com/default-policy': 'true' };
+
+  it('the named policy from the cache, with no request', async () => {
+    const w = withPolicies([rawPolicy('named'), rawPolicy('other', DEFAULT)]);
+    const r = await lookupPolicy(w.deps, stationWith('named'));
+    assert.ok(r.ok && r.value.kind === 'found');
+    assert.equal(r.value.policy.metadata.name, 'named');
+    assert.deepEqual(w.requests, []);
+  });
+
+  it('a named policy missing from the cache is confirmed with a live GET; 404 → missing', async () => {
+    const found = withPolicies([], (req) =>
+      req.path === `${POLICIES}/fresh` ? { status: 200, body: rawPolicy('fresh') } : undefined,
+    );
+    const r = await lookupPolicy(found.deps, stationWith('fresh'));
+    assert.ok(r.ok && r.value.kind === 'found');
+    assert.deepEqual(summary(found.requests), [`GET ${POLICIES}/fresh`]);
+    const gone = withPolicies([]);
+    assert.deepEqual(await lookupPolicy(gone.deps, stationWith('gone')), {
+      ok: true,
+      value: { kind: 'missing', name: 'gone' },
+    });
+  });
+
+  it('a named policy that does not parse is missing, with why', async () => {
+    const w = withPolicies([rawPolicy('bad', {}, { images: { allowedPrefixes: 'ghcr.io/' } })]);
+    const r = await lookupPolicy(w.deps, stationWith('bad'));
+    assert.ok(r.ok && r.value.kind === 'missing');
+    assert.match(r.value.message ?? '', /invalid AgentPolicy/);
+  });
+
+  it('no policyRef: the default-labelled policy (first by name when several), else none', async () => {
+    const w = withPolicies([rawPolicy('zeta', DEFAULT), rawPolicy('alpha', DEFAULT), rawPolicy('plain')]);
+    const r = await lookupPolicy(w.deps, stationWith());
+    assert.ok(r.ok && r.value.kind === 'found');
+    assert.equal(r.value.policy.metadata.name, 'alpha');
+    const none = withPolicies([
+      rawPolicy('plain'),
+      rawPolicy('off', { 'agents.re-cinq.com/default-policy': 'false' }),
+    ]);
+    assert.deepEqual(await lookupPolicy(none.deps, stationWith()), { ok: true, value: { kind: 'none' } });
+  });
+
+  it('policies that cannot be read: a Station naming one is missing (never unchecked), one naming none runs', async () => {
+    const w = world(() => undefined);
+    const deps = { ...w.deps, policies: { unavailable: 'the AgentPolicy CRD is not installed' } };
+    assert.deepEqual(await lookupPolicy(deps, stationWith('named')), {
+      ok: true,
+      value: { kind: 'missing', name: 'named', message: 'the AgentPolicy CRD is not installed' },
+    });
+    assert.deepEqual(await lookupPolicy(deps, stationWith()), { ok: true, value: { kind: 'none' } });
   });
 });

@@ -2,8 +2,10 @@ import {
   type Agent,
   type AgentDefinition,
   type Job,
+  LABEL_DEFAULT_POLICY,
   type Pod,
   parseAgentDefinition,
+  parseAgentPolicy,
   parseJob,
   parsePod,
   parseStation,
@@ -27,13 +29,14 @@ import {
   AGENT_CONTAINER,
   type JobObservation,
   type LogRead,
+  type PolicyObservation,
   pickRunPod,
   type RunEvidence,
 } from '../reconcile/index.ts';
 import type { StoreReader } from '../runtime/index.ts';
 import { oncePerObject } from '../shared/once-per-object.ts';
 import { err, ok, type Result } from '../shared/result.ts';
-import { AGENT_DEFINITIONS, STATIONS } from './resources.ts';
+import { AGENT_DEFINITIONS, AGENT_POLICIES, STATIONS } from './resources.ts';
 
 /** Lines of the agent container log read for `status.output` (reference §4). */
 export const LOG_TAIL_LINES = 10000;
@@ -44,6 +47,14 @@ export interface GatherDeps {
   readonly stations: StoreReader<KubeObject>;
   readonly definitions: StoreReader<KubeObject>;
   readonly jobs: StoreReader<KubeObject>;
+  /**
+   * The AgentPolicies cache (cluster-scoped), or why there is none: the CRD is not installed, or the controller may
+   * not read policies. Undefined: policies are not enforced (tests that do not care).
+   */
+  readonly policies?:
+    | { readonly store: StoreReader<KubeObject> }
+    | { readonly unavailable: string }
+    | undefined;
   readonly timeoutMs?: number;
 }
 
@@ -114,6 +125,52 @@ export function lookupDefinition(
     namespace,
     station.spec.agentDefRef,
     parseCachedDefinition,
+  );
+}
+
+export const parseCachedPolicy = oncePerObject(parseAgentPolicy);
+
+/**
+ * The AgentPolicy that applies to a Station: the one it names (cache, else a live GET; absent or unparsable →
+ * `missing`, which fails the run), else the one labelled `agents.re-cinq.com/default-policy=true` (the first by name
+ * when several are), else none. When policies cannot be read, a Station that names one fails (never run
+ * unchecked); a Station that names none runs as if there were no default.
+ */
+export async function lookupPolicy(
+  deps: GatherDeps,
+  station: Station,
+): Promise<Result<PolicyObservation, KubeError>> {
+  const name = station.spec.policyRef;
+  const source = deps.policies;
+  if (source === undefined) return ok({ kind: 'none' });
+  if ('unavailable' in source) {
+    return ok(name === undefined ? { kind: 'none' } : { kind: 'missing', name, message: source.unavailable });
+  }
+  if (name !== undefined) {
+    let raw: unknown = source.store.get(name);
+    if (raw === undefined) {
+      const got = await getObject(deps.transport, AGENT_POLICIES, { name }, KubeObjectSchema, {
+        timeoutMs: deps.timeoutMs,
+      });
+      if (!got.ok) return isNotFound(got.error) ? ok({ kind: 'missing', name }) : got;
+      raw = got.value;
+    }
+    const parsed = parseCachedPolicy(raw);
+    return ok(
+      parsed.ok ? { kind: 'found', policy: parsed.value } : { kind: 'missing', name, message: parsed.error },
+    );
+  }
+  const defaults = source.store
+    .list()
+    .filter((o) => o.metadata.labels?.[LABEL_DEFAULT_POLICY] === 'true')
+    .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+  const first = defaults[0];
+  if (first === undefined) return ok({ kind: 'none' });
+  const parsed = parseCachedPolicy(first);
+  return ok(
+    parsed.ok
+      ? { kind: 'found', policy: parsed.value }
+      : { kind: 'missing', name: first.metadata.name ?? '', message: parsed.error },
   );
 }
 

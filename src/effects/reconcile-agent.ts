@@ -17,7 +17,14 @@ import { runCustomId } from '../vendors/batch/port.ts';
 import type { BatchPoller } from './batch/poller.ts';
 import { checkCredentials, knownSubmission, vendorCall } from './batch/runtime.ts';
 import { type ExecuteDeps, executeActions } from './execute.ts';
-import { type GatherDeps, gatherEvidence, lookupDefinition, lookupStation, observeJob } from './gather.ts';
+import {
+  type GatherDeps,
+  gatherEvidence,
+  lookupDefinition,
+  lookupPolicy,
+  lookupStation,
+  observeJob,
+} from './gather.ts';
 
 export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
   /**
@@ -248,5 +255,9 @@ async function resolveRefs(
       },
     };
   }
-  return { ok: true, snapshot: { ...withStation, definition: definition.value.value } };
+  const withDefinition: Snapshot = { ...withStation, definition: definition.value.value };
+  if (agent.status.phase !== 'Pending') return { ok: true, snapshot: withDefinition };
+  const policy = await lookupPolicy(deps, station.value.value);
+  if (!policy.ok) return { ok: false, error: describeKubeError(policy.error) };
+  return { ok: true, snapshot: { ...withDefinition, policy: policy.value } };
 }

@@ -23,3 +23,10 @@ export const AGENT_DEFINITIONS: ResourceType = {
   kind: 'AgentDefinition',
   namespaced: true,
 };
+export const AGENT_POLICIES: ResourceType = {
+  group: GROUP,
+  version: VERSION,
+  plural: 'agentpolicies',
+  kind: 'AgentPolicy',
+  namespaced: false,
+};

@@ -58,7 +58,13 @@ export {
   safeName,
 } from './names.ts';
 export { capOutput, MAX_OUTPUT_BYTES, truncationMarker } from './output-cap.ts';
-export { type JsonObject, TEMPLATE_ERRORS, templateProblem, wirePodTemplate } from './pod-template.ts';
+export {
+  AGENT_DEFAULT_RESOURCES,
+  type JsonObject,
+  TEMPLATE_ERRORS,
+  templateProblem,
+  wirePodTemplate,
+} from './pod-template.ts';
 export { renderPrompt } from './prompt.ts';
 export {
   ANY_IPV4,

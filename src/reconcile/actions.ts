@@ -79,6 +79,7 @@ export const RUN_FAILURE_KINDS = [
   'build_error',
   'batch_failed',
   'batch_timeout',
+  'policy',
 ] as const;
 export type RunFailureKind = (typeof RUN_FAILURE_KINDS)[number];
 

@@ -53,6 +53,8 @@ export const REASON = {
   preempting: 'Preempting',
   /** Batch run: the submission record is written; the prompt is being submitted to the vendor. */
   submitting: 'Submitting',
+  /** The Station's AgentPolicy forbids what the run would do, or the policy it names does not exist. */
+  policyViolation: 'PolicyViolation',
   /** A realtime run refused at admission (controller without REALTIME_ENABLED, a field it cannot use, a resume). */
   realtimeRefused: 'RealtimeRefused',
   /** A realtime run's CLI session id became known (status.sessionId). */

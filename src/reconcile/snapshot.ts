@@ -1,5 +1,6 @@
 import type { Agent, AgentDefinition, Job, Pod, Station } from '../api/index.ts';
 import type { BatchState, FindOutcome } from '../vendors/batch/port.ts';
+import type { PolicyObservation } from './policy/check.ts';
 import type { StationQueueView } from './station/book.ts';
 
 /** Controller settings the decisions depend on. */
@@ -120,5 +121,7 @@ export interface Snapshot {
   readonly cleanup?: CleanupObservation | undefined;
   /** After a failed cleanup: no new attempt before this time (the shell's backoff). */
   readonly cleanupNotBefore?: Date | undefined;
+  /** The AgentPolicy of the Agent's Station (Pending only; undefined reads as none). */
+  readonly policy?: PolicyObservation | undefined;
   readonly options: ReconcileOptions;
 }

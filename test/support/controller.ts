@@ -699,8 +699,9 @@ export function collectionPath(kind: string, namespace: string): string {
 
 const RbacDocSchema = v.looseObject({
   apiVersion: v.string(),
-  kind: v.picklist(['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRoleBinding']),
+  kind: v.picklist(['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding']),
   metadata: v.looseObject({ name: v.string(), namespace: v.optional(v.string()) }),
+  roleRef: v.optional(v.looseObject({ kind: v.string(), name: v.string() })),
   subjects: v.optional(
     v.array(v.looseObject({ kind: v.string(), name: v.string(), namespace: v.optional(v.string()) })),
   ),
@@ -709,12 +710,24 @@ const RbacDocSchema = v.looseObject({
 /**
  * Creates the ServiceAccounts, Roles and RoleBindings of a manifest file of the repository (`path` relative to its
  * root, e.g. `deploy/rbac/controller-rbac.yaml`) in the scenario's namespace, namespaces rewritten. A
- * ClusterRoleBinding gets the namespace appended to its name (scenarios run side by side) and is deleted at the end.
+ * ClusterRole or ClusterRoleBinding gets the namespace appended to its name (scenarios run side by side; a binding
+ * to a ClusterRole of the same file follows the rename) and is deleted at the end.
  */
 export async function applyRbacManifests(s: Scenario, path: string): Promise<void> {
+  const renamedRoles = new Map<string, string>();
   for (const raw of loadAll(readFileSync(join(ROOT, path), 'utf8'))) {
     if (raw === null || raw === undefined) continue;
     const doc = v.parse(RbacDocSchema, raw);
+    if (doc.kind === 'ClusterRole') {
+      const name = `${doc.metadata.name}-${s.ns}`;
+      renamedRoles.set(doc.metadata.name, name);
+      const collection = '/apis/rbac.authorization.k8s.io/v1/clusterroles';
+      await s.client.create(collection, { ...doc, metadata: { ...doc.metadata, name } } as Manifest);
+      s.defer(async () => {
+        await s.client.delete(`${collection}/${name}`);
+      });
+      continue;
+    }
     if (doc.kind === 'RoleBinding' && doc.metadata.namespace === 'kube-system') {
       // A grant in kube-system (e.g. to read the cluster's client CA): kept there, under a name of this scenario.
       const name = `${doc.metadata.name}-${s.ns}`;
@@ -732,8 +745,13 @@ export async function applyRbacManifests(s: Scenario, path: string): Promise<voi
     if (doc.kind === 'ClusterRoleBinding') {
       const name = `${doc.metadata.name}-${s.ns}`;
       const collection = '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings';
+      const roleRef =
+        doc.roleRef?.kind === 'ClusterRole' && renamedRoles.has(doc.roleRef.name)
+          ? { ...doc.roleRef, name: renamedRoles.get(doc.roleRef.name) }
+          : doc.roleRef;
       await s.client.create(collection, {
         ...doc,
+        ...(roleRef !== undefined ? { roleRef } : {}),
         metadata: { ...doc.metadata, name },
         subjects: (doc.subjects ?? []).map((x) => ({ ...x, namespace: s.ns })),
       } as Manifest);

@@ -31,6 +31,12 @@ const DocSchema = v.variant('kind', [
   }),
   v.looseObject({
     apiVersion: v.literal('rbac.authorization.k8s.io/v1'),
+    kind: v.literal('ClusterRole'),
+    metadata: MetaSchema,
+    rules: v.array(RuleSchema),
+  }),
+  v.looseObject({
+    apiVersion: v.literal('rbac.authorization.k8s.io/v1'),
     kind: v.literal('ClusterRoleBinding'),
     metadata: MetaSchema,
     roleRef: v.strictObject({ apiGroup: v.string(), kind: v.string(), name: v.string() }),
@@ -186,6 +192,29 @@ describe('deploy/rbac/controller-rbac.yaml', () => {
   it('is the ServiceAccount the Deployment runs as', () => {
     const deployment = readFileSync(join(ROOT, 'deploy', 'controller.yaml'), 'utf8');
     assert.match(deployment, new RegExp(`serviceAccountName:\\s*${sa.metadata.name}\\b`));
+  });
+});
+
+describe('deploy/rbac/policy-reader-rbac.yaml', () => {
+  const docs = load('policy-reader-rbac.yaml');
+  const role = only(docs, 'ClusterRole');
+  const binding = only(docs, 'ClusterRoleBinding');
+  const sa = only(load('controller-rbac.yaml'), 'ServiceAccount');
+
+  it('lets the controller read AgentPolicies and nothing else, cluster-wide', () => {
+    assert.deepEqual(grants(role.rules), ['agents.re-cinq.com agentpolicies: get,list,watch']);
+    assertNoWildcards(role.rules);
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: role.metadata.name,
+    });
+    assert.deepEqual(binding.subjects, [
+      { kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace },
+    ]);
+    const kustomization = readFileSync(join(ROOT, 'deploy', 'kustomization.yaml'), 'utf8');
+    assert.match(kustomization, /- rbac\/policy-reader-rbac\.yaml/);
+    assert.match(kustomization, /- crds\/agentpolicy\.yaml/);
   });
 });
 

@@ -24,6 +24,7 @@ describe('buildCrd', () => {
       Agent: ['agents', 'agent', 'AgentList', ['agt']],
       Station: ['stations', 'station', 'StationList', ['stn']],
       AgentDefinition: ['agentdefinitions', 'agentdefinition', 'AgentDefinitionList', ['agentdef', 'ad']],
+      AgentPolicy: ['agentpolicies', 'agentpolicy', 'AgentPolicyList', ['agentpol']],
     } as const;
     for (const kind of CRD_KINDS) {
       const crd = buildCrd(kind);
@@ -32,7 +33,7 @@ describe('buildCrd', () => {
       assert.equal(crd.kind, 'CustomResourceDefinition');
       assert.equal(crd.metadata.name, `${plural}.agents.re-cinq.com`);
       assert.equal(crd.spec.group, 'agents.re-cinq.com');
-      assert.equal(crd.spec.scope, 'Namespaced');
+      assert.equal(crd.spec.scope, kind === 'AgentPolicy' ? 'Cluster' : 'Namespaced');
       assert.deepEqual(crd.spec.names, { kind, listKind, plural, singular, shortNames: [...shortNames] });
       assert.equal(crd.spec.versions.length, 1);
       assert.equal(crd.spec.versions[0]?.name, 'v1alpha1');
@@ -75,6 +76,10 @@ describe('buildCrd', () => {
       age,
     ]);
     assert.deepEqual(cols('AgentDefinition'), [['Model', 'string', '.spec.model'], age]);
+    assert.deepEqual(cols('AgentPolicy'), [
+      ['Default', 'string', '.metadata.labels.agents\\.re-cinq\\.com/default-policy'],
+      age,
+    ]);
   });
 
   it('Agent: spec fields, validation and the new fields', () => {

@@ -1,6 +1,7 @@
 import type * as v from 'valibot';
 import { AgentSpecSchema, AgentStatusSchema } from '../agent.ts';
 import { AgentDefinitionSpecSchema } from '../agent-definition.ts';
+import { AgentPolicySpecSchema } from '../agent-policy.ts';
 import { type CustomKind, GROUP, RESOURCE_NAMES, VERSION } from '../group.ts';
 import { StationSpecSchema } from '../station.ts';
 import { type JsonSchemaProps, toOpenApi } from './openapi.ts';
@@ -22,7 +23,7 @@ export interface CustomResourceDefinition {
   spec: {
     group: string;
     names: { kind: string; listKind: string; plural: string; singular: string; shortNames: string[] };
-    scope: 'Namespaced';
+    scope: 'Namespaced' | 'Cluster';
     versions: {
       name: string;
       served: boolean;
@@ -36,6 +37,7 @@ export interface CustomResourceDefinition {
 
 interface KindDefinition {
   readonly description: string;
+  readonly scope?: 'Cluster';
   readonly spec: v.GenericSchema;
   readonly status?: v.GenericSchema;
   readonly columns: readonly PrinterColumn[];
@@ -73,14 +75,28 @@ const KINDS: Readonly<Record<CustomKind, KindDefinition>> = {
     spec: AgentDefinitionSpecSchema,
     columns: [{ name: 'Model', type: 'string', jsonPath: '.spec.model' }, AGE],
   },
+  AgentPolicy: {
+    description:
+      'An AgentPolicy (cluster-scoped) limits what the runs of the Stations that name it may do: images, models, vendors, execution modes, tools, resources, sandbox, env, sidecars.',
+    scope: 'Cluster',
+    spec: AgentPolicySpecSchema,
+    columns: [
+      {
+        name: 'Default',
+        type: 'string',
+        jsonPath: '.metadata.labels.agents\\.re-cinq\\.com/default-policy',
+      },
+      AGE,
+    ],
+  },
 };
 
 /** Kinds in the order the CRD files are written. */
-export const CRD_KINDS: readonly CustomKind[] = ['Agent', 'Station', 'AgentDefinition'];
+export const CRD_KINDS: readonly CustomKind[] = ['Agent', 'Station', 'AgentDefinition', 'AgentPolicy'];
 
 /**
  * Builds the CustomResourceDefinition of `kind`: group `agents.re-cinq.com`, version `v1alpha1` (served,
- * storage), Namespaced, the reference's names, short names and printer columns, `required: [spec]`, and the
+ * storage), Namespaced (AgentPolicy: Cluster), the reference's names, short names and printer columns, `required: [spec]`, and the
  * status subresource only on Agent. The spec/status schemas come from the valibot schemas. Pure and
  * deterministic: the same input always yields a deep-equal object.
  */
@@ -120,7 +136,7 @@ export function buildCrd(kind: CustomKind): CustomResourceDefinition {
         singular: names.singular,
         shortNames: [...names.shortNames],
       },
-      scope: 'Namespaced',
+      scope: def.scope ?? 'Namespaced',
       versions: [version],
     },
   };

@@ -36,7 +36,12 @@ describe('generated CRD files', () => {
   it('start with the DO NOT EDIT header and parse back to the CRD objects', () => {
     assert.deepEqual(
       renderCrdFiles().map((f) => f.path),
-      ['deploy/crds/agent.yaml', 'deploy/crds/station.yaml', 'deploy/crds/agentdefinition.yaml'],
+      [
+        'deploy/crds/agent.yaml',
+        'deploy/crds/station.yaml',
+        'deploy/crds/agentdefinition.yaml',
+        'deploy/crds/agentpolicy.yaml',
+      ],
     );
     for (const kind of CRD_KINDS) {
       const text = renderCrdFiles().find((f) => f.path === CRD_FILE_PATHS[kind])?.content ?? '';

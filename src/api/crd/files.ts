@@ -10,6 +10,7 @@ export const CRD_FILE_PATHS: Readonly<Record<CustomKind, string>> = {
   Agent: 'deploy/crds/agent.yaml',
   Station: 'deploy/crds/station.yaml',
   AgentDefinition: 'deploy/crds/agentdefinition.yaml',
+  AgentPolicy: 'deploy/crds/agentpolicy.yaml',
 };
 
 /** One generated file: repository-relative path and full text. */
@@ -23,7 +24,7 @@ export function renderCrdFile(kind: CustomKind): string {
   return `${CRD_FILE_HEADER}\n${toYaml(buildCrd(kind))}`;
 }
 
-/** Every generated CRD file, in a fixed order (Agent, Station, AgentDefinition). Pure. */
+/** Every generated CRD file, in a fixed order (Agent, Station, AgentDefinition, AgentPolicy). Pure. */
 export function renderCrdFiles(): GeneratedFile[] {
   return CRD_KINDS.map((kind) => ({ path: CRD_FILE_PATHS[kind], content: renderCrdFile(kind) }));
 }

@@ -3,6 +3,7 @@ import { type BuildJobInput, buildRunNetworkPolicy } from '../../jobs/index.ts';
 import type { Result } from '../../shared/result.ts';
 import type { Action, Decision, JobManifest, RunFailureKind } from '../actions.ts';
 import { conditionsSatisfied } from '../conditions.ts';
+import { policyViolation, runIntent, withPolicyTools } from '../policy/check.ts';
 import { isRealtime, promptTokenSecretName, realtimeProblem } from '../realtime/plan.ts';
 import {
   FAILURE_MISSING_REF,
@@ -64,6 +65,21 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
       message,
     });
   }
+  const policy = s.policy ?? { kind: 'none' };
+  if (policy.kind !== 'none' && !holdsBatchFinalizer(agent)) {
+    const failureReason =
+      policy.kind === 'missing'
+        ? `AgentPolicy ${policy.name} not found${policy.message !== undefined ? `: ${policy.message}` : ''}`
+        : policyViolation(policy.policy, runIntent(agent, station, definition));
+    if (failureReason !== undefined) {
+      return failBeforeStart(s, now, {
+        kind: 'policy',
+        reason: REASON.policyViolation,
+        failureReason,
+        message: failureReason,
+      });
+    }
+  }
   const realtime = holdsBatchFinalizer(agent)
     ? undefined
     : realtimeProblem(agent, definition, s.options.realtime.enabled);
@@ -105,7 +121,13 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
       }
     }
   }
-  const built = build({ agent, station, definition, agentImage: s.options.agentImage, now });
+  const built = build({
+    agent,
+    station,
+    definition: withPolicyTools(definition, policy.kind === 'found' ? policy.policy : undefined),
+    agentImage: s.options.agentImage,
+    now,
+  });
   if (!built.ok) {
     const failureReason = failureBuild(built.error);
     return failBeforeStart(s, now, {

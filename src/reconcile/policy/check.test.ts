@@ -1,0 +1,211 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type AgentPolicy, parseAgentPolicy } from '../../api/index.ts';
+import { agent, definition, iso, station } from '../test-fixtures.ts';
+import { effectiveTools, globMatch, policyViolation, runIntent, withPolicyTools } from './check.ts';
+
+function policy(spec: Record<string, unknown>, name = 'tight'): AgentPolicy {
+  const r = parseAgentPolicy({
+    metadata: { name, uid: `uid-${name}`, resourceVersion: '1', creationTimestamp: iso(-1000) },
+    spec,
+  });
+  if (!r.ok) throw new Error(r.error);
+  return r.value;
+}
+
+const limited = { requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: '1', memory: '2Gi' } };
+const template = (containers: Record<string, unknown>[], spec: Record<string, unknown> = {}) => ({
+  template: { spec: { containers, ...spec } },
+});
+const agentC = (extra: Record<string, unknown> = {}) => ({
+  name: 'agent',
+  image: 'ghcr.io/acme/agent:1',
+  resources: limited,
+  ...extra,
+});
+
+/** The violation for a run of a default Agent on a Station (spec) and definition (spec) under `p`. */
+function verdict(
+  p: AgentPolicy,
+  o: { station?: Record<string, unknown>; definition?: Record<string, unknown>; model?: string } = {},
+): string | undefined {
+  const a = agent('a');
+  const withModel = o.model !== undefined ? { ...a, spec: { ...a.spec, model: o.model } } : a;
+  const st = station('stn', o.station ?? template([agentC()]));
+  const d = definition('def', { model: 'claude-opus-5-5', ...o.definition });
+  return policyViolation(p, runIntent(withModel, st, d));
+}
+
+describe('AgentPolicy checks: each limit with its exact reason', () => {
+  it('an empty policy allows everything', () => {
+    assert.equal(verdict(policy({})), undefined);
+  });
+
+  const rows: [string, Record<string, unknown>, Parameters<typeof verdict>[1], string | undefined][] = [
+    [
+      'execution not allowed',
+      { executions: { allowed: ['job'] } },
+      { definition: { execution: 'realtime' } },
+      'AgentPolicy tight: execution realtime is not allowed (allowed: job)',
+    ],
+    ['execution allowed', { executions: { allowed: ['job', 'batch'] } }, {}, undefined],
+    [
+      'vendor not allowed',
+      { vendors: { allowed: ['claude'] } },
+      { definition: { model: 'gpt-5-codex' } },
+      'AgentPolicy tight: vendor codex is not allowed (allowed: claude)',
+    ],
+    [
+      'model outside the globs (the Agent override counts)',
+      { models: { allowed: ['claude-sonnet-*', 'claude-haiku-*'] } },
+      { model: 'claude-opus-5-5' },
+      'AgentPolicy tight: model claude-opus-5-5 is not allowed (allowed: claude-sonnet-*, claude-haiku-*)',
+    ],
+    ['model inside a glob', { models: { allowed: ['claude-*'] } }, {}, undefined],
+    [
+      'a tool outside the allow list',
+      { tools: { allow: ['Read', 'Grep'] } },
+      { definition: { allowed_tools: ['Read', 'Bash'] } },
+      'AgentPolicy tight: tool Bash is not allowed (allowed: Read, Grep)',
+    ],
+    [
+      'a denied tool the definition allows',
+      { tools: { deny: ['Bash'] } },
+      { definition: { allowed_tools: ['Read', 'Bash'] } },
+      'AgentPolicy tight: tool Bash is denied',
+    ],
+    [
+      'a deny list on a CLI that cannot enforce it (gemini takes allow lists only)',
+      { tools: { deny: ['shell'] } },
+      { definition: { model: 'gemini-3-pro' } },
+      'AgentPolicy tight: the gemini CLI cannot enforce a tool deny list',
+    ],
+    [
+      'an allow list on a CLI that cannot enforce it (codex)',
+      { tools: { allow: ['Read'] } },
+      { definition: { model: 'gpt-5-codex' } },
+      'AgentPolicy tight: the codex CLI cannot enforce a tool allow list',
+    ],
+    [
+      'gemini enforces an allow list',
+      { tools: { allow: ['read_file'] } },
+      { definition: { model: 'gemini-3-pro' } },
+      undefined,
+    ],
+    [
+      'sidecars not allowed',
+      { sidecars: { allowed: false } },
+      { station: template([agentC(), { name: 'proxy', image: 'ghcr.io/acme/proxy:1', resources: limited }]) },
+      'AgentPolicy tight: sidecar containers are not allowed (container proxy)',
+    ],
+    [
+      'an image outside the prefixes (every container)',
+      { images: { allowedPrefixes: ['ghcr.io/acme/'] } },
+      { station: template([agentC(), { name: 'proxy', image: 'docker.io/envoy:1' }]) },
+      'AgentPolicy tight: image docker.io/envoy:1 of container proxy is not allowed (allowed prefixes: ghcr.io/acme/)',
+    ],
+    ['images inside the prefixes', { images: { allowedPrefixes: ['ghcr.io/acme/'] } }, {}, undefined],
+    [
+      'a deadline over the maximum',
+      { resources: { maxDeadlineMinutes: 20 } },
+      { station: { ...template([agentC()]), deadlineMinutes: 30 } },
+      'AgentPolicy tight: deadlineMinutes 30 is over the maximum of 20',
+    ],
+    [
+      'a memory limit over the cap',
+      { resources: { maxMemory: '1Gi' } },
+      {},
+      'AgentPolicy tight: container agent memory limit 2Gi is over the cap of 1Gi',
+    ],
+    [
+      'a cpu request over the cap',
+      { resources: { maxCpu: '250m' } },
+      {},
+      'AgentPolicy tight: container agent cpu request 500m is over the cap of 250m',
+    ],
+    [
+      'no cpu limit under a cpu cap (the agent default sets none)',
+      { resources: { maxCpu: '2' } },
+      { station: template([{ name: 'agent', image: 'x' }]) },
+      'AgentPolicy tight: container agent has no cpu limit (the policy caps cpu at 2)',
+    ],
+    ['resources inside the caps', { resources: { maxCpu: '1', maxMemory: '2Gi' } }, {}, undefined],
+    [
+      'a cap that is not a quantity',
+      { resources: { maxMemory: 'lots' } },
+      {},
+      'AgentPolicy tight: resources.maxMemory lots is not a quantity',
+    ],
+    [
+      'a runtimeClass required and missing',
+      { sandbox: { runtimeClassNames: ['gvisor'], requireRuntimeClass: true } },
+      {},
+      'AgentPolicy tight: a runtimeClassName is required (one of gvisor)',
+    ],
+    [
+      'a runtimeClass not in the list',
+      { sandbox: { runtimeClassNames: ['gvisor', 'kata'] } },
+      { station: template([agentC()], { runtimeClassName: 'runc' }) },
+      'AgentPolicy tight: runtimeClassName runc is not allowed (allowed: gvisor, kata)',
+    ],
+    [
+      'an allowed runtimeClass',
+      { sandbox: { runtimeClassNames: ['gvisor'], requireRuntimeClass: true } },
+      { station: template([agentC()], { runtimeClassName: 'gvisor' }) },
+      undefined,
+    ],
+    [
+      'a denied env name in the definition',
+      { env: { deny: ['LD_PRELOAD', 'NODE_OPTIONS'] } },
+      { definition: { resources: { env: [{ name: 'NODE_OPTIONS', value: '--require x' }] } } },
+      'AgentPolicy tight: env NODE_OPTIONS (set by the definition) is denied',
+    ],
+    [
+      'a denied env name in a sidecar',
+      { env: { deny: ['LD_PRELOAD'] } },
+      {
+        station: template([
+          agentC(),
+          { name: 'helper', image: 'y', env: [{ name: 'LD_PRELOAD', value: '/x.so' }] },
+        ]),
+      },
+      'AgentPolicy tight: env LD_PRELOAD (set by container helper) is denied',
+    ],
+    [
+      "the Station's env on the agent container is replaced by the run env: not checked",
+      { env: { deny: ['PATH'] } },
+      { station: template([agentC({ env: [{ name: 'PATH', value: '/evil' }] })]) },
+      undefined,
+    ],
+  ];
+  for (const [name, spec, o, expected] of rows) {
+    it(name, () => assert.equal(verdict(policy(spec), o), expected));
+  }
+});
+
+describe('AgentPolicy tool lists handed to the CLI', () => {
+  it('a definition without allowed_tools gets the policy allow list; deny lists add up', () => {
+    const p = policy({ tools: { allow: ['Read', 'Grep'], deny: ['WebFetch'] } });
+    const d = definition('def', { disallowed_tools: ['Bash'] });
+    assert.deepEqual(effectiveTools(d, p), { allowed: ['Read', 'Grep'], disallowed: ['Bash', 'WebFetch'] });
+    const applied = withPolicyTools(d, p);
+    assert.deepEqual(applied.spec.allowed_tools, ['Read', 'Grep']);
+    assert.deepEqual(applied.spec.disallowed_tools, ['Bash', 'WebFetch']);
+  });
+
+  it('keeps the definition as it is without a tools section', () => {
+    const d = definition('def', { allowed_tools: ['Read'] });
+    assert.equal(withPolicyTools(d, policy({})), d);
+    assert.equal(withPolicyTools(d, undefined), d);
+  });
+});
+
+describe('globMatch', () => {
+  it('* matches any run of characters, the rest literally', () => {
+    assert.equal(globMatch('claude-*', 'claude-opus-5-5'), true);
+    assert.equal(globMatch('claude-*', 'xclaude-opus'), false);
+    assert.equal(globMatch('gpt-5.?', 'gpt-5.1'), false, '? and . are literal');
+    assert.equal(globMatch('gpt-5.?', 'gpt-5.?'), true);
+    assert.equal(globMatch('*', 'anything'), true);
+  });
+});
