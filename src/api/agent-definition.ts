@@ -78,6 +78,55 @@ const ConversationSchema = v.object({
 });
 export type Conversation = v.InferOutput<typeof ConversationSchema>;
 
+const SidecarSchema = v.object({
+  name: str('Container name: a DNS label, not init or agent, unique in the run pod.'),
+  image: str('Image of the tool container.'),
+  env: parseDefault(v.pipe(v.array(EnvVarSchema), v.description('Literal environment variables.')), []),
+  secrets: parseDefault(
+    v.pipe(v.array(SecretRefSchema), v.description('Environment variables from the Secret agent-secrets.')),
+    [],
+  ),
+  ports: parseDefault(
+    v.pipe(
+      v.array(
+        v.object({
+          name: v.optional(str('Port name.')),
+          containerPort: v.pipe(
+            v.number(),
+            v.integer(),
+            v.minValue(1),
+            v.maxValue(65535),
+            v.description('Port.'),
+          ),
+        }),
+      ),
+      v.description('Ports the tool listens on (localhost inside the run pod).'),
+    ),
+    [],
+  ),
+  resources: v.optional(
+    freeForm('Container resources (requests, limits); default 50m/64Mi requested, 256Mi limit.'),
+  ),
+  mcp: v.optional(
+    v.pipe(
+      v.object({
+        port: v.pipe(
+          v.number(),
+          v.integer(),
+          v.minValue(1),
+          v.maxValue(65535),
+          v.description('MCP HTTP port.'),
+        ),
+        path: v.optional(str('MCP endpoint path; default /mcp.')),
+      }),
+      v.description(
+        'The tool is an MCP server over HTTP: added to the agent CLI as an http MCP server on localhost, and the agent starts once it listens.',
+      ),
+    ),
+  ),
+});
+export type Sidecar = v.InferOutput<typeof SidecarSchema>;
+
 /** `spec.resources`: what the run environment gets (env, secrets, MCP servers, repos, skills, conversation). */
 export const ResourcesSchema = v.pipe(
   v.object({
@@ -221,6 +270,15 @@ export const AgentDefinitionSpecSchema = v.pipe(
       ),
     ),
     resources: parseDefault(ResourcesSchema, {}),
+    sidecars: parseDefault(
+      v.pipe(
+        v.array(SidecarSchema),
+        v.description(
+          'Tool containers next to the agent, as native sidecars (they start before the agent and stop after it), hardened like the agent container.',
+        ),
+      ),
+      [],
+    ),
     output: parseDefault(OutputSchema, {}),
     tool_config: v.optional(freeForm('Vendor-specific settings; the exec vendor reads tool_config.command.')),
     execution: v.optional(

@@ -844,3 +844,108 @@ describe('buildJob under the restricted Pod Security profile (the default)', () 
     assert.equal((agentContainer(job.value).securityContext as Record<string, unknown>).runAsUser, 1000);
   });
 });
+
+describe('buildJob tool sidecars (native sidecars)', () => {
+  const tool = {
+    name: 'search',
+    image: 'ghcr.io/acme/search-mcp:1',
+    env: [{ name: 'MODE', value: 'fast' }],
+    secrets: [{ name: 'SEARCH_TOKEN', ref: 'search-token' }],
+    mcp: { port: 7070 },
+  };
+
+  it('starts each after the init container, restartPolicy Always, hardened, gated by a startup probe on its MCP port', () => {
+    const job = buildJob({
+      ...input,
+      definition: withDefinition({ sidecars: [tool, { name: 'cache', image: 'redis:7' }] }),
+    });
+    assert.ok(job.ok, job.ok ? '' : job.error);
+    const init = podSpec(job.value).initContainers as Record<string, unknown>[];
+    assert.deepEqual(
+      init.map((c) => c.name),
+      ['init', 'search', 'cache'],
+    );
+    assert.deepEqual(init[1], {
+      name: 'search',
+      image: 'ghcr.io/acme/search-mcp:1',
+      restartPolicy: 'Always',
+      env: [
+        { name: 'MODE', value: 'fast' },
+        {
+          name: 'SEARCH_TOKEN',
+          valueFrom: { secretKeyRef: { name: 'agent-secrets', key: 'search-token', optional: false } },
+        },
+      ],
+      ports: [{ name: 'mcp', containerPort: 7070 }],
+      resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: 1000,
+        runAsGroup: 1000,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+      startupProbe: { tcpSocket: { port: 7070 }, periodSeconds: 1, failureThreshold: 120 },
+    });
+    assert.equal('startupProbe' in (init[2] ?? {}), false, 'no probe without mcp');
+  });
+
+  it('hands an mcp sidecar to the agent CLI as an http MCP server on localhost', () => {
+    const job = buildJob({
+      ...input,
+      definition: withDefinition({ sidecars: [{ ...tool, mcp: { port: 7070, path: '/v1/mcp' } }] }),
+    });
+    assert.ok(job.ok, job.ok ? '' : job.error);
+    const command = agentContainer(job.value).command as string[];
+    const config = command[command.indexOf('--mcp-config') + 1];
+    assert.deepEqual(JSON.parse(config ?? '{}').mcpServers.search, {
+      type: 'http',
+      url: 'http://127.0.0.1:7070/v1/mcp',
+    });
+  });
+
+  const refusals: [string, Record<string, unknown>[], string][] = [
+    [
+      'a name that is not a DNS label',
+      [{ name: 'Search_1', image: 'x' }],
+      'sidecar name "Search_1" is not a DNS label',
+    ],
+    [
+      'the name agent',
+      [{ name: 'agent', image: 'x' }],
+      'sidecar agent: the run pod already has a container of that name',
+    ],
+    [
+      'the name init',
+      [{ name: 'init', image: 'x' }],
+      'sidecar init: the run pod already has a container of that name',
+    ],
+    [
+      'a Station container name',
+      [{ name: 'proxy', image: 'x' }],
+      'sidecar proxy: the run pod already has a container of that name',
+    ],
+    [
+      'two of one name',
+      [
+        { name: 'a', image: 'x' },
+        { name: 'a', image: 'y' },
+      ],
+      'sidecar a: the run pod already has a container of that name',
+    ],
+    [
+      'an mcp path without /',
+      [{ name: 'a', image: 'x', mcp: { port: 1, path: 'mcp' } }],
+      'sidecar a: mcp.path must start with /',
+    ],
+  ];
+  for (const [name, sidecars, reason] of refusals) {
+    it(`refuses ${name}`, () => {
+      assert.deepEqual(buildJob({ ...input, definition: withDefinition({ sidecars }) }), {
+        ok: false,
+        error: reason,
+      });
+    });
+  }
+});

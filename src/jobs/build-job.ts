@@ -32,6 +32,7 @@ import {
 import { type JsonObject, wirePodTemplate } from './pod-template.ts';
 import { renderPrompt } from './prompt.ts';
 import { LABEL_EXECUTION, PROMPT_TOKEN_KEY, promptTokenSecretName, REALTIME_PORT } from './realtime.ts';
+import { buildSidecars, sidecarMcpServers } from './sidecars.ts';
 
 /** Seconds a finished run Job is kept before the TTL controller deletes it. */
 export const JOB_TTL_SECONDS_AFTER_FINISHED = 3600;
@@ -137,7 +138,7 @@ function realtimeEnv(agent: Agent, definition: AgentDefinition): EnvVar[] {
     allowedTools: d.allowed_tools,
     disallowedTools: d.disallowed_tools,
     maxTurns: d.max_turns,
-    mcpServers: mcpForArgv(d.resources.mcp_servers),
+    mcpServers: mcpForArgv([...d.resources.mcp_servers, ...sidecarMcpServers(definition)]),
   };
   return [
     { name: 'AGENT_EXECUTION', value: 'realtime' },
@@ -168,7 +169,7 @@ function vendorCommandFor(agent: Agent, definition: AgentDefinition) {
     allowedTools: d.allowed_tools,
     disallowedTools: d.disallowed_tools,
     maxTurns: d.max_turns,
-    mcpServers: mcpForArgv(d.resources.mcp_servers),
+    mcpServers: mcpForArgv([...d.resources.mcp_servers, ...sidecarMcpServers(definition)]),
     resumeSession: agent.spec.resumeSession,
     conversationPin: d.resources.conversation?.pin,
     toolConfig: d.tool_config,
@@ -193,6 +194,20 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
 
   const command = vendorCommandFor(agent, definition);
   if (!command.ok) return command;
+  const stationTemplate = station.spec.template as unknown;
+  const templateSpec =
+    typeof stationTemplate === 'object' && stationTemplate !== null
+      ? (stationTemplate as { spec?: unknown }).spec
+      : undefined;
+  const templateContainers =
+    typeof templateSpec === 'object' && templateSpec !== null
+      ? (templateSpec as { containers?: unknown }).containers
+      : undefined;
+  const podContainerNames = Array.isArray(templateContainers)
+    ? templateContainers.map((c: unknown) => String((c as { name?: unknown } | null)?.name ?? ''))
+    : [];
+  const sidecars = buildSidecars(definition, podContainerNames);
+  if (!sidecars.ok) return sidecars;
 
   const d = definition.spec;
   const env = runEnv({
@@ -224,6 +239,7 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
     initImage: input.agentImage,
     labels,
     profile: station.spec.podSecurityProfile,
+    sidecars: sidecars.value,
     ...(realtime
       ? {
           agentEnv: realtimeEnv(agent, definition),

@@ -82,3 +82,10 @@ export {
   repoDestination,
   urlDestination,
 } from './run-network-policy.ts';
+export {
+  buildSidecars,
+  DEFAULT_MCP_PATH,
+  SIDECAR_DEFAULT_RESOURCES,
+  sidecarMcpServers,
+  sidecarProblem,
+} from './sidecars.ts';

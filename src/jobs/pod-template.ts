@@ -163,6 +163,8 @@ export interface PodWiring {
   readonly agentPorts?: readonly { readonly name: string; readonly containerPort: number }[];
   /** The Station's Pod Security profile (default restricted). */
   readonly profile?: PodSecurityProfile;
+  /** Native sidecar containers (tool sidecars), started after the injecting init container. */
+  readonly sidecars?: readonly JsonObject[];
 }
 
 /** What the restricted profile forbids in a container we do not own (a Station sidecar), or undefined. */
@@ -345,6 +347,7 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
       securityContext: clone(restricted ? INIT_SECURITY_CONTEXT_RESTRICTED : INIT_SECURITY_CONTEXT),
       resources: clone(INIT_RESOURCES),
     },
+    ...clone(wiring.sidecars ?? []),
   ];
   const stationVolumes = Array.isArray(spec.volumes) ? (spec.volumes as JsonObject[]) : [];
   spec.volumes = [

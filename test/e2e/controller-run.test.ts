@@ -71,7 +71,7 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
     () =>
       runScenario(cluster, 'ctl-wiring', async (s) => {
         const ctl = await s.startReplica({ installCrds: true });
-        assert.equal(ctl.logged('Installed CRD').length, 3, 'the replica applied the three CRDs');
+        assert.equal(ctl.logged('Installed CRD').length, 4, 'the replica applied the four CRDs');
         await s.create(
           execDefinition('mock-writer', ['sh', '-c', 'echo "hello from the mock agent: $0"']),
           stationManifest('mock-station', 'mock-writer'),

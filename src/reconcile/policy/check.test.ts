@@ -106,6 +106,18 @@ describe('AgentPolicy checks: each limit with its exact reason', () => {
     ],
     ['images inside the prefixes', { images: { allowedPrefixes: ['ghcr.io/acme/'] } }, {}, undefined],
     [
+      "a tool sidecar's image (the definition's sidecars count as containers)",
+      { images: { allowedPrefixes: ['ghcr.io/acme/'] } },
+      { definition: { sidecars: [{ name: 'search', image: 'docker.io/search:1' }] } },
+      'AgentPolicy tight: image docker.io/search:1 of container search is not allowed (allowed prefixes: ghcr.io/acme/)',
+    ],
+    [
+      'tool sidecars when sidecars are not allowed',
+      { sidecars: { allowed: false } },
+      { definition: { sidecars: [{ name: 'search', image: 'ghcr.io/acme/search:1' }] } },
+      'AgentPolicy tight: sidecar containers are not allowed (container search)',
+    ],
+    [
       'a deadline over the maximum',
       { resources: { maxDeadlineMinutes: 20 } },
       { station: { ...template([agentC()]), deadlineMinutes: 30 } },

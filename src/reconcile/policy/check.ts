@@ -9,7 +9,7 @@ import {
   resolveModel,
   type Station,
 } from '../../api/index.ts';
-import { AGENT_DEFAULT_RESOURCES } from '../../jobs/index.ts';
+import { AGENT_DEFAULT_RESOURCES, SIDECAR_DEFAULT_RESOURCES } from '../../jobs/index.ts';
 import { parseQuantity } from '../../shared/quantity.ts';
 import { type Vendor, vendorForModel } from '../../vendors/cli/index.ts';
 
@@ -196,7 +196,7 @@ const isObject = (u: unknown): u is Record<string, unknown> =>
 /**
  * What a run of this Agent would be, read from the Station template as the Job builder will wire it: every
  * container (the agent one with the default resources when it sets none, and none of the template's env, which the
- * run env replaces), the pod's runtimeClassName, the resolved model and its vendor.
+ * run env replaces) and the definition's tool sidecars, the pod's runtimeClassName, the resolved model and vendor.
  */
 export function runIntent(agent: Agent, station: Station, definition: AgentDefinition): RunIntent {
   const model = resolveModel(agent, definition);
@@ -215,6 +215,14 @@ export function runIntent(agent: Agent, station: Station, definition: AgentDefin
         : c.env.filter(isObject).map((e) => String(e.name ?? ''));
     return { name, image: String(c.image ?? ''), resources, env };
   });
+  for (const sc of definition.spec.sidecars) {
+    containers.push({
+      name: sc.name,
+      image: sc.image,
+      resources: (sc.resources ?? SIDECAR_DEFAULT_RESOURCES) as RunContainer['resources'],
+      env: [...sc.env.map((e) => e.name), ...sc.secrets.map((e) => e.name)],
+    });
+  }
   return {
     station,
     definition,
