@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, copyFileSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, parse as parsePath } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -589,6 +589,12 @@ describe(`pod runtime through the controller (${runtime})`, { skip }, () => {
         git(work, 'push', '-q', 'origin', 'other');
         // The origin's default branch is `other`: only the checkout of `ref: main` yields main's tree.
         git(origin, 'symbolic-ref', 'HEAD', 'refs/heads/other');
+        // The init clones as the run user (uid 1000, restricted Pod Security): git serves only repositories that
+        // user owns (safe.directory), as a real origin it can reach would be.
+        chownSync(origin, 1000, 1000);
+        for (const entry of readdirSync(origin, { recursive: true, encoding: 'utf8' })) {
+          chownSync(join(origin, entry), 1000, 1000);
+        }
 
         // sh reads the cloned file, then execs the mock (which writes into the clone, then lists it).
         const script = 'printf "hello.txt: %s\\n" "$(cat /workspace/demo/hello.txt)"; exec node "$0" "$@"';

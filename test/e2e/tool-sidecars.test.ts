@@ -39,7 +39,7 @@ describe(`tool sidecars (${runtime})`, { skip }, () => {
           script,
           [
             "import { createServer } from 'node:http';",
-            'const server = createServer((req, res) => res.end(`hello from the tool at ${req.url}`));',
+            "const server = createServer((req, res) => res.end('hello from the tool at ' + req.url));",
             // Every address of the pod, as a tool in a container must (the kubelet probes the pod IP).
             `setTimeout(() => server.listen(${port}, () => console.log('tool listening')), 1000);`,
             "process.on('SIGTERM', () => { console.log('tool stopping'); process.exit(0); });",
