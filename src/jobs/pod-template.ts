@@ -106,18 +106,11 @@ export const POD_SECURITY_CONTEXT_RESTRICTED: JsonObject = {
   seccompProfile: { type: 'RuntimeDefault' },
 };
 /**
- * Security context of the init container under the restricted profile: the run user, no capabilities. It writes
- * only to the two emptyDirs (group fsGroup), installs vendor CLIs under HOME, and chowns nothing (it owns what it
- * writes); a missing prerequisite it cannot install fails the run naming the tool.
+ * Security context of the init container under the restricted profile: the agent container's (the run user, no
+ * capabilities). It writes only to the two emptyDirs (group fsGroup), installs vendor CLIs under HOME, and chowns
+ * nothing (it owns what it writes); a missing prerequisite it cannot install fails the run naming the tool.
  */
-export const INIT_SECURITY_CONTEXT_RESTRICTED: JsonObject = {
-  runAsNonRoot: true,
-  runAsUser: 1000,
-  runAsGroup: 1000,
-  allowPrivilegeEscalation: false,
-  capabilities: { drop: ['ALL'] },
-  seccompProfile: { type: 'RuntimeDefault' },
-};
+export const INIT_SECURITY_CONTEXT_RESTRICTED: JsonObject = AGENT_SECURITY_CONTEXT;
 /** Security context of the init container under the baseline profile: root with the five capabilities provisioning and chown need. */
 export const INIT_SECURITY_CONTEXT: JsonObject = {
   runAsUser: 0,

@@ -1,5 +1,6 @@
 // Container environment, resolved like the kubelet: envFrom first, then env in order, each value
 // `$(VAR)`-expanded against what is defined so far. Secrets and ConfigMaps come from injected lookups.
+import { parseQuantity as parseResourceQuantity } from '../../src/shared/quantity.ts';
 import { err, ok, type Result } from '../../src/shared/result.ts';
 import { expandVars, type Waiting } from './plan.ts';
 import type { Container } from './pod-spec.ts';
@@ -28,31 +29,9 @@ export const NODE_CAPACITY = { cpu: '8', memory: '16Gi', 'ephemeral-storage': '1
 
 const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
 
-const SUFFIX: Record<string, number> = {
-  '': 1,
-  m: 1e-3,
-  k: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  P: 1e15,
-  E: 1e18,
-  Ki: 2 ** 10,
-  Mi: 2 ** 20,
-  Gi: 2 ** 30,
-  Ti: 2 ** 40,
-  Pi: 2 ** 50,
-  Ei: 2 ** 60,
-};
-
 /** Parses a resource quantity ("500m", "1Gi", "2", 3); undefined when malformed. */
 export function parseQuantity(q: string | number): number | undefined {
-  if (typeof q === 'number') return q;
-  const m = /^([0-9.]+(?:[eE][-+]?[0-9]+)?)([a-zA-Z]*)$/.exec(q.trim());
-  if (!m) return undefined;
-  const scale = SUFFIX[m[2] ?? ''];
-  const n = Number(m[1]);
-  return scale === undefined || Number.isNaN(n) ? undefined : n * scale;
+  return typeof q === 'number' ? q : parseResourceQuantity(q);
 }
 
 function fieldValue(path: string, facts: PodFacts): string | undefined {

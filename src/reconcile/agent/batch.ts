@@ -19,7 +19,6 @@
 // A terminal status patch carries the resourceVersion precondition, so no Agent ever records two results.
 
 import type { Agent, AgentDefinition, Station } from '../../api/index.ts';
-import { buildRunNetworkPolicy } from '../../jobs/index.ts';
 import { capOutput } from '../../jobs/output-cap.ts';
 import type { BatchProvider, BatchState } from '../../vendors/batch/port.ts';
 import type { Action, Decision, SinkEvent, SinkSource, SinkTarget } from '../actions.ts';
@@ -45,6 +44,7 @@ import {
 } from '../reasons.ts';
 import type { Snapshot } from '../snapshot.ts';
 import { decideAdmission } from '../station/admission.ts';
+import { runNetworkPolicyAction } from './network-policy.ts';
 import {
   failBeforeStart,
   type JobBuilder,
@@ -399,15 +399,7 @@ export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decis
     return holdsBatchFinalizer(agent) ? decideBatchCleanup(s, now) : NOTHING;
   }
   const actions: Action[] = verdict.kind === 'replace' ? preemptActions(agent, station, verdict.victims) : [];
-  actions.push({
-    kind: 'createNetworkPolicy',
-    policy: buildRunNetworkPolicy({
-      agent,
-      station,
-      definition,
-      controllerNamespace: s.options.controllerNamespace,
-    }),
-  });
+  actions.push(runNetworkPolicyAction(s, station, definition));
   actions.push({ kind: 'createJob', job: built.value });
   const started = fallbackStarted(s, now, built.value.metadata.name, 'Created Job');
   return { ...started, actions: [...actions, ...started.actions], admits: true };

@@ -1,5 +1,5 @@
 import { type Agent, GROUP, type Job, KIND_AGENT, type Station } from '../../api/index.ts';
-import { type BuildJobInput, buildRunNetworkPolicy } from '../../jobs/index.ts';
+import type { BuildJobInput } from '../../jobs/index.ts';
 import type { Result } from '../../shared/result.ts';
 import type { Action, Decision, JobManifest, RunFailureKind } from '../actions.ts';
 import { conditionsSatisfied } from '../conditions.ts';
@@ -17,6 +17,7 @@ import {
 import type { Snapshot } from '../snapshot.ts';
 import { decideAdmission } from '../station/admission.ts';
 import { decideBatchPending, holdsBatchFinalizer } from './batch.ts';
+import { runNetworkPolicyAction } from './network-policy.ts';
 import {
   agentRef,
   event,
@@ -142,15 +143,7 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   const actions: Action[] = verdict.kind === 'replace' ? preemptActions(agent, station, verdict.victims) : [];
   const jobName = built.value.metadata.name;
   // The run's own NetworkPolicy (issue 9 §3, decision i) exists before its pods can start.
-  actions.push({
-    kind: 'createNetworkPolicy',
-    policy: buildRunNetworkPolicy({
-      agent,
-      station,
-      definition,
-      controllerNamespace: s.options.controllerNamespace,
-    }),
-  });
+  actions.push(runNetworkPolicyAction(s, station, definition));
   if (isRealtime(definition)) {
     actions.push({
       kind: 'createPromptToken',
