@@ -16,6 +16,7 @@ import {
   NETWORK_POLICIES,
   patchStatus,
   SECRETS,
+  SERVICE_ACCOUNTS,
   type Transport,
 } from '../kube/index.ts';
 import type { ControllerMetrics } from '../metrics/index.ts';
@@ -105,6 +106,8 @@ export type ExecuteOutcome =
   | { readonly kind: 'superseded'; readonly what: string }
   /** The Job already exists: read it and decide again. */
   | { readonly kind: 'jobExists' }
+  /** The API server refused the run's ServiceAccount (403): decide again with `serviceAccountRefused`. */
+  | { readonly kind: 'serviceAccountRefused'; readonly message: string }
   /** The API server refused the Job (422/400): decide again with `jobRejected`. */
   | { readonly kind: 'jobRejected'; readonly message: string }
   /** Any other failure: the reconcile is retried with backoff. */
@@ -131,6 +134,28 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
   const opts = { timeoutMs: deps.timeoutMs, fieldManager: FIELD_MANAGER };
   for (const action of actions) {
     switch (action.kind) {
+      case 'createServiceAccount': {
+        const { metadata } = action.serviceAccount;
+        const r = await createObject(
+          deps.transport,
+          SERVICE_ACCOUNTS,
+          metadata.namespace,
+          { ...action.serviceAccount },
+          KubeObjectSchema,
+          opts,
+        );
+        if (r.ok) {
+          deps.logger.info('Created run ServiceAccount', {
+            namespace: metadata.namespace,
+            serviceAccount: metadata.name,
+          });
+          break;
+        }
+        if (isAlreadyExists(r.error)) break;
+        if (isForbidden(r.error))
+          return { kind: 'serviceAccountRefused', message: describeKubeError(r.error) };
+        return { kind: 'error', error: r.error, action: action.kind };
+      }
       case 'createNetworkPolicy': {
         const { metadata } = action.policy;
         const where = { namespace: metadata.namespace, networkPolicy: metadata.name };

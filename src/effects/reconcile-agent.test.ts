@@ -178,7 +178,10 @@ type Router = (req: FakeRequest) => FakeReply | undefined;
 
 /** Answers writes as the API server would on success; everything else is left to the test's router. */
 const writesSucceed: Router = (req) => {
-  if (req.method === 'POST' && req.path.endsWith('/networkpolicies')) {
+  if (
+    req.method === 'POST' &&
+    (req.path.endsWith('/networkpolicies') || req.path.endsWith('/serviceaccounts'))
+  ) {
     const body = req.body as { metadata: Record<string, unknown> };
     return {
       status: 201,
@@ -216,7 +219,7 @@ const writesSucceed: Router = (req) => {
 
 interface Harness {
   readonly deps: ReconcileDeps;
-  /** Every request but the run NetworkPolicy POSTs (which come with every Job; tested on their own below). */
+  /** Every request but the run ServiceAccount and NetworkPolicy POSTs (which come with every Job; tested below). */
   readonly requests: FakeRequest[];
   /** Every request, in order. */
   readonly allRequests: FakeRequest[];
@@ -277,7 +280,8 @@ function harness(
     now: () => NOW,
     timeoutMs: 1000,
   };
-  const isPolicyPost = (r: FakeRequest) => r.method === 'POST' && r.path.endsWith('/networkpolicies');
+  const isPolicyPost = (r: FakeRequest) =>
+    r.method === 'POST' && (r.path.endsWith('/networkpolicies') || r.path.endsWith('/serviceaccounts'));
   const requests = new Proxy(transport.requests, {
     get(target, prop, receiver) {
       const view = target.filter((r) => !isPolicyPost(r));
@@ -387,16 +391,42 @@ describe('reconcileAgent', () => {
       assert.equal(await counter(h.metrics, 'controller_run_queue_seconds_count'), 1);
     });
 
-    it('the run NetworkPolicy is POSTed right before its Job, named like it', async () => {
+    it('the run ServiceAccount and NetworkPolicy are POSTed right before its Job, named like it', async () => {
       const h = harness({ ...PENDING_WORLD, agents: [rawAgent('a1')] });
       await h.run();
       const writes = h.allRequests.filter((r) => r.method === 'POST');
       assert.deepEqual(
         writes.map((r) => [r.path, (r.body as { metadata: { name: string } }).metadata.name]),
         [
+          [`/api/v1/namespaces/${NS}/serviceaccounts`, 'agent-job-a1'],
           [`/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies`, 'agent-job-a1'],
           [JOBS_PATH, 'agent-job-a1'],
         ],
+      );
+      const job = writes[2]?.body as { spec: { template: { spec: Record<string, unknown> } } };
+      assert.equal(
+        job.spec.template.spec.serviceAccountName,
+        'agent-job-a1',
+        'the pod runs as the run’s own account',
+      );
+    });
+
+    it('a refused ServiceAccount (403) fails the Agent with an actionable reason, and no Job is created', async () => {
+      const h = harness({
+        ...PENDING_WORLD,
+        agents: [rawAgent('a1')],
+        router: (req) =>
+          req.method === 'POST' && req.path.endsWith('/serviceaccounts')
+            ? { status: 403, body: status(403, 'Forbidden', 'serviceaccounts is forbidden') }
+            : undefined,
+      });
+      await h.run();
+      assert.ok(!h.allRequests.some((r) => r.method === 'POST' && r.path === JOBS_PATH), 'no Job');
+      const st = statusOf(h.patched());
+      assert.equal(st.phase, 'Failed');
+      assert.match(
+        String(st.failureReason),
+        /^the run's ServiceAccount could not be created \(api 403 Forbidden: serviceaccounts is forbidden\); the controller needs serviceaccounts create/,
       );
     });
 

@@ -142,6 +142,9 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
         snapshot = { ...snapshot, job: job.value };
         continue;
       }
+      case 'serviceAccountRefused':
+        snapshot = { ...snapshot, serviceAccountRefused: { message: outcome.message } };
+        continue;
       case 'jobRejected':
         snapshot = { ...snapshot, jobRejected: { message: outcome.message } };
         continue;

@@ -194,7 +194,8 @@ const expectedJob = {
         annotations: { note: 'x', 'cluster-autoscaler.kubernetes.io/safe-to-evict': 'false' },
       },
       spec: {
-        serviceAccountName: 'runner',
+        // The run's own ServiceAccount replaces the Station's (issue 9 §2).
+        serviceAccountName: 'agent-job-bug-fixer-run-6ltzm',
         nodeSelector: { pool: 'agents' },
         tolerations: [{ key: 'agents', operator: 'Exists' }],
         initContainers: [

@@ -240,6 +240,7 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
     labels,
     profile: station.spec.podSecurityProfile,
     sidecars: sidecars.value,
+    serviceAccountName: jobNameFor(agent.metadata.name),
     ...(realtime
       ? {
           agentEnv: realtimeEnv(agent, definition),

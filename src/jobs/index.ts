@@ -82,6 +82,7 @@ export {
   repoDestination,
   urlDestination,
 } from './run-network-policy.ts';
+export { buildRunServiceAccount, type ServiceAccountManifest } from './run-service-account.ts';
 export {
   buildSidecars,
   DEFAULT_MCP_PATH,

@@ -158,6 +158,8 @@ export interface PodWiring {
   readonly profile?: PodSecurityProfile;
   /** Native sidecar containers (tool sidecars), started after the injecting init container. */
   readonly sidecars?: readonly JsonObject[];
+  /** The run's own ServiceAccount (replaces the Station's `serviceAccountName`). */
+  readonly serviceAccountName?: string;
 }
 
 /** What the restricted profile forbids in a container we do not own (a Station sidecar), or undefined. */
@@ -352,5 +354,9 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
   spec.securityContext = clone(restricted ? POD_SECURITY_CONTEXT_RESTRICTED : POD_SECURITY_CONTEXT);
   if (restricted) for (const c of containers) if (c.name !== AGENT_CONTAINER_NAME) hardenRestricted(c);
   spec.automountServiceAccountToken = false;
+  if (wiring.serviceAccountName !== undefined) {
+    spec.serviceAccountName = wiring.serviceAccountName;
+    delete spec.serviceAccount;
+  }
   return ok(pod);
 }

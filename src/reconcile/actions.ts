@@ -1,5 +1,5 @@
 import type { AgentPhase } from '../api/index.ts';
-import type { JobManifest, NetworkPolicyManifest } from '../jobs/index.ts';
+import type { JobManifest, NetworkPolicyManifest, ServiceAccountManifest } from '../jobs/index.ts';
 import type { BatchProvider, BatchRequest } from '../vendors/batch/port.ts';
 import type { StatusCondition } from './conditions.ts';
 
@@ -9,6 +9,9 @@ import type { StatusCondition } from './conditions.ts';
  * Executor contract (the core relies on it):
  * - Actions run **in array order**, one at a time. A decision is one transition; its later actions
  *   (status, events, metrics) assume the earlier writes happened.
+ * - `createServiceAccount` (the run's own ServiceAccount, first of the run's objects; issue 9 §2): 201 or 409
+ *   `AlreadyExists` → continue. 403 `Forbidden` → stop, call `decide` again with `serviceAccountRefused` (the
+ *   Agent fails: without its ServiceAccount no pod of the run could be created). Any other error → stop, retried.
  * - `createNetworkPolicy` (the run's own policy, before the `createJob` of the same run; decision i, issue 9):
  *   201 → continue. 409 `AlreadyExists` → continue (idempotent: a retried start finds its own policy). 403
  *   `Forbidden` → log a warning once per controller and continue (a cluster without that grant still runs agents,
@@ -128,12 +131,13 @@ export interface SinkSource {
 
 /** A Job manifest ready to POST, as built by src/jobs `buildJob`. */
 /** A NetworkPolicy manifest ready to POST, as built by src/jobs `buildRunNetworkPolicy`. */
-export type { JobManifest, NetworkPolicyManifest };
+export type { JobManifest, NetworkPolicyManifest, ServiceAccountManifest };
 
 /** Everything the reconcile core can ask the executor to do. */
 export type Action =
   /** The egress NetworkPolicy admitting the http sinks of a run (decision i); emitted right before its Job. */
   | { readonly kind: 'createNetworkPolicy'; readonly policy: NetworkPolicyManifest }
+  | { readonly kind: 'createServiceAccount'; readonly serviceAccount: ServiceAccountManifest }
   | { readonly kind: 'createJob'; readonly job: JobManifest }
   /**
    * The Secret `secretName` (owned by the Agent) holding the realtime run's prompt token, derived by the shell from

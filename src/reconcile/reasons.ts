@@ -112,6 +112,9 @@ export const failureInvalidReference = (kind: string, name: string, detail: stri
   `${kind} ${name} is invalid: ${detail}`;
 /** `status.failureReason` for a Job the API server refused to create (422 / 400). */
 export const failureRejected = (detail: string): string => `Job rejected by the API server: ${detail}`;
+/** `status.failureReason` when the run's own ServiceAccount could not be created (the controller lacks the grant). */
+export const failureServiceAccount = (detail: string): string =>
+  `the run's ServiceAccount could not be created (${detail}); the controller needs serviceaccounts create in this namespace (deploy/rbac/controller-rbac.yaml)`;
 /** `status.failureReason` when a Job of the run's name belongs to another owner. */
 export const failureNotOwned = (jobName: string): string =>
   `Job ${jobName} already exists and is not owned by this Agent`;

@@ -104,6 +104,8 @@ export interface Snapshot {
    * Status message; decide then fails the Agent (decision b).
    */
   readonly jobRejected?: { readonly message: string } | undefined;
+  /** Set by the executor when the API server refused the run's ServiceAccount (403): the Agent fails. */
+  readonly serviceAccountRefused?: { readonly message: string } | undefined;
   /**
    * Set when the Station or the AgentDefinition exists but cannot be parsed (`message` says why); `station` /
    * `definition` are then `null`. A Pending Agent fails with the reason instead of waiting forever (decision b).

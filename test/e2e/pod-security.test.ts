@@ -103,6 +103,21 @@ describe(`run pods under Pod Security admission (${runtime})`, { skip }, () => {
         const [init] = spec.initContainers as Json[];
         assert.equal(sc(init).runAsUser, 1000);
         assert.deepEqual(sc(init).capabilities, { drop: ['ALL'] });
+        // Its own ServiceAccount (issue 9 §2), owned by the Agent, and no token in the pod.
+        assert.equal(spec.serviceAccountName, 'agent-job-job-run');
+        assert.equal(spec.automountServiceAccountToken, false);
+        assert.ok(
+          !JSON.stringify(spec.volumes ?? []).includes('serviceAccountToken'),
+          'no projected token without a grant',
+        );
+        const account = (await s.client.get(
+          apiPath('v1', 'serviceaccounts', { namespace: s.ns, name: 'agent-job-job-run' }),
+        )) as unknown as { automountServiceAccountToken?: boolean; metadata: { ownerReferences?: Json[] } };
+        assert.equal(account.automountServiceAccountToken, false);
+        assert.deepEqual(
+          account.metadata.ownerReferences?.map((r) => [r.kind, r.name, r.uid]),
+          [['Agent', 'job-run', done.metadata.uid]],
+        );
 
         // The realtime run's pod is admitted too and its session comes up (first turn answered).
         const live = await pollUntil(

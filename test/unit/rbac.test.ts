@@ -147,6 +147,7 @@ describe('deploy/rbac/controller-rbac.yaml', () => {
       'core events: create,patch',
       'core pods/log: get',
       'core pods: get,list,watch',
+      'core serviceaccounts: create',
       'networking.k8s.io networkpolicies: create',
     ]);
   });
@@ -167,9 +168,14 @@ describe('deploy/rbac/controller-rbac.yaml', () => {
 
   it('has no wildcard, no Secret or ConfigMap access, never creates Agents or Pods, no escalation verbs', () => {
     assertNoWildcards(role.rules);
-    for (const resource of ['secrets', 'configmaps', 'serviceaccounts', 'serviceaccounts/token']) {
+    for (const resource of ['secrets', 'configmaps', 'serviceaccounts/token']) {
       assert.deepEqual(verbsOn(role.rules, '', resource), [], `no access to ${resource}`);
     }
+    assert.deepEqual(
+      verbsOn(role.rules, '', 'serviceaccounts'),
+      ['create'],
+      'creates each run its own ServiceAccount; never reads, changes or deletes one, never mints a token',
+    );
     assert.ok(
       !verbsOn(role.rules, 'agents.re-cinq.com', 'agents').includes('create'),
       'never creates Agents',

@@ -1209,8 +1209,14 @@ describe('batch fallback to a Job (Running, batchFallback)', () => {
     const build = recordingBuilder();
     const d = run(snap(a, { definition: fallbackDef(), job: { kind: 'absent' } }), NOW, build);
     const name = jobNameFor('a');
-    assert.deepEqual(kinds(d), ['createNetworkPolicy', 'createJob', 'patchStatus', 'recordEvent']);
-    const create = d.actions[1] as Of<'createJob'>;
+    assert.deepEqual(kinds(d), [
+      'createServiceAccount',
+      'createNetworkPolicy',
+      'createJob',
+      'patchStatus',
+      'recordEvent',
+    ]);
+    const create = d.actions[2] as Of<'createJob'>;
     assert.equal(create.job.metadata.name, name);
     assert.equal(create.job.metadata.ownerReferences[0]?.uid, 'uid-a');
     assert.equal(build.calls.length, 1);
@@ -1242,7 +1248,13 @@ describe('batch fallback to a Job (Running, batchFallback)', () => {
         job: { kind: 'absent' },
       }),
     );
-    assert.deepEqual(kinds(d), ['createNetworkPolicy', 'createJob', 'patchStatus', 'recordEvent']);
+    assert.deepEqual(kinds(d), [
+      'createServiceAccount',
+      'createNetworkPolicy',
+      'createJob',
+      'patchStatus',
+      'recordEvent',
+    ]);
     assert.equal(d.admits, true);
   });
 

@@ -44,7 +44,6 @@ import {
 } from '../reasons.ts';
 import type { Snapshot } from '../snapshot.ts';
 import { decideAdmission } from '../station/admission.ts';
-import { runNetworkPolicyAction } from './network-policy.ts';
 import {
   failBeforeStart,
   type JobBuilder,
@@ -52,6 +51,7 @@ import {
   queuedDecision,
   stationConcurrency,
 } from './pending.ts';
+import { runObjectActions } from './run-objects.ts';
 import { decideRunning, finish } from './running.ts';
 import { agentRef, clip, event, formatStatusTime, MAX_CONDITION_MESSAGE, statusPatch } from './status.ts';
 import { secondsBetween } from './transition.ts';
@@ -399,7 +399,7 @@ export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decis
     return holdsBatchFinalizer(agent) ? decideBatchCleanup(s, now) : NOTHING;
   }
   const actions: Action[] = verdict.kind === 'replace' ? preemptActions(agent, station, verdict.victims) : [];
-  actions.push(runNetworkPolicyAction(s, station, definition));
+  actions.push(...runObjectActions(s, station, definition));
   actions.push({ kind: 'createJob', job: built.value });
   const started = fallbackStarted(s, now, built.value.metadata.name, 'Created Job');
   return { ...started, actions: [...actions, ...started.actions], admits: true };

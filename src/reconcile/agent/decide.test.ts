@@ -146,6 +146,13 @@ function checkInvariants(s: Snapshot, d: Decision): void {
     assert.equal(k.lastIndexOf('createNetworkPolicy'), policyAt, 'at most one NetworkPolicy per decision');
     const policy = d.actions[policyAt];
     const create = d.actions[policyAt + 1];
+    const account = d.actions[policyAt - 1];
+    assert.ok(account?.kind === 'createServiceAccount', 'the ServiceAccount right before the policy');
+    assert.equal(
+      account.serviceAccount.metadata.name,
+      (create as { job?: { metadata: { name: string } } }).job?.metadata.name,
+    );
+    assert.equal(account.serviceAccount.automountServiceAccountToken, false);
     assert.ok(
       policy?.kind === 'createNetworkPolicy' && create?.kind === 'createJob',
       'policy right before Job',
@@ -275,13 +282,14 @@ describe('decide: Pending start', () => {
     const a = agent('a', { created: 20 });
     const d = run(snap(a), build);
     assert.deepEqual(kinds(d), [
+      'createServiceAccount',
       'createNetworkPolicy',
       'createJob',
       'patchStatus',
       'recordEvent',
       'observeMetric',
     ]);
-    const create = d.actions[1];
+    const create = d.actions[2];
     assert.equal(create?.kind === 'createJob' && create.job.metadata.name, jobNameFor('a'));
     const st = onlyPatch(d);
     assert.deepEqual(
@@ -316,13 +324,14 @@ describe('decide: Pending start', () => {
     });
     const d = run(snap(agent('a', { created: 20 }), { definition: sinks }));
     assert.deepEqual(kinds(d), [
+      'createServiceAccount',
       'createNetworkPolicy',
       'createJob',
       'patchStatus',
       'recordEvent',
       'observeMetric',
     ]);
-    const create = d.actions[0];
+    const create = d.actions[1];
     assert.ok(create?.kind === 'createNetworkPolicy');
     const p = create.policy;
     assert.equal(p.metadata.name, jobNameFor('a'));
@@ -368,13 +377,14 @@ describe('decide: Pending start', () => {
     it(`a definition with ${name}: the run NetworkPolicy admits DNS and public 443 only`, () => {
       const d = run(snap(agent('a', { created: 20 }), { definition: definition('def', spec) }));
       assert.deepEqual(kinds(d), [
+        'createServiceAccount',
         'createNetworkPolicy',
         'createJob',
         'patchStatus',
         'recordEvent',
         'observeMetric',
       ]);
-      const p = d.actions[0];
+      const p = d.actions[1];
       assert.ok(p?.kind === 'createNetworkPolicy');
       assert.deepEqual(p.policy.spec.egress, [DNS_RULE, PUBLIC_HTTPS_RULE]);
       assert.deepEqual(p.policy.spec.ingress, []);
@@ -424,6 +434,7 @@ describe('decide: Pending start', () => {
       'recordEvent',
       'observeMetric',
       'recordEvent',
+      'createServiceAccount',
       'createNetworkPolicy',
       'createJob',
       'patchStatus',
@@ -594,7 +605,7 @@ describe('decide: Pending admission', () => {
     const ready = findCondition(onlyPatch(d).conditions, 'Ready');
     assert.equal(ready?.reason, 'Running');
     assert.equal(ready?.lastTransitionTime, '2025-03-01T12:00:20Z', 'Ready stayed False: time unchanged');
-    assert.deepEqual(kinds(d).slice(0, 2), ['createNetworkPolicy', 'createJob']);
+    assert.deepEqual(kinds(d).slice(0, 3), ['createServiceAccount', 'createNetworkPolicy', 'createJob']);
   });
 
   it('preempts the oldest Running run under Replace, with its resourceVersion, before creating the Job', () => {

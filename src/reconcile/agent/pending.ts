@@ -11,13 +11,14 @@ import {
   failureInvalidReference,
   failureNotOwned,
   failureRejected,
+  failureServiceAccount,
   preemptedMessage,
   REASON,
 } from '../reasons.ts';
 import type { Snapshot } from '../snapshot.ts';
 import { decideAdmission } from '../station/admission.ts';
 import { decideBatchPending, holdsBatchFinalizer } from './batch.ts';
-import { runNetworkPolicyAction } from './network-policy.ts';
+import { runObjectActions } from './run-objects.ts';
 import {
   agentRef,
   event,
@@ -95,6 +96,15 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   if (definition.spec.execution === 'batch' || holdsBatchFinalizer(agent)) {
     return decideBatchPending(s, now, station, definition);
   }
+  if (s.serviceAccountRefused !== undefined) {
+    const failureReason = failureServiceAccount(s.serviceAccountRefused.message);
+    return failBeforeStart(s, now, {
+      kind: 'build_error',
+      reason: REASON.buildFailed,
+      failureReason,
+      message: failureReason,
+    });
+  }
   if (s.jobRejected !== undefined) {
     const failureReason = failureRejected(s.jobRejected.message);
     return failBeforeStart(s, now, {
@@ -143,7 +153,7 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   const actions: Action[] = verdict.kind === 'replace' ? preemptActions(agent, station, verdict.victims) : [];
   const jobName = built.value.metadata.name;
   // The run's own NetworkPolicy (issue 9 §3, decision i) exists before its pods can start.
-  actions.push(runNetworkPolicyAction(s, station, definition));
+  actions.push(...runObjectActions(s, station, definition));
   if (isRealtime(definition)) {
     actions.push({
       kind: 'createPromptToken',
