@@ -25,6 +25,7 @@ describe('parseAgentDefinition', () => {
       disallowed_tools: [],
       permission_mode: 'auto',
       resources: { env: [], secrets: [], mcp_servers: [], repos: [], skills: [] },
+      sidecars: [],
       output: { select: [], sinks: [], watch: [] },
       execution: 'job',
       batch: { maxTokens: 16000, timeoutMinutes: 1440, onTimeout: 'fail' },
@@ -54,6 +55,17 @@ describe('parseAgentDefinition', () => {
         skills_source: 'https://skills.example',
         conversation: { source: 'https://c.example', id: 'c1', pin: 'c2', headers_secret: 'c-auth' },
       },
+      sidecars: [
+        {
+          name: 'search',
+          image: 'ghcr.io/acme/search:1',
+          env: [{ name: 'MODE', value: 'fast' }],
+          secrets: [{ name: 'TOKEN', ref: 'search-token' }],
+          ports: [{ name: 'http', containerPort: 8080 }],
+          resources: { limits: { memory: '128Mi' } },
+          mcp: { port: 7070, path: '/v1/mcp' },
+        },
+      ],
       output: {
         format: 'stream-json',
         schema: { type: 'object', properties: { a: { type: 'string' } } },

@@ -4,9 +4,10 @@
 // next; and the ValidatingAdmissionPolicy of deploy/admission refuses, at the API server, the Stations a policy
 // forbids, with the policy's message, while admitting the valid ones.
 //
-// AgentPolicies are cluster-scoped and the control plane is shared by concurrent test files: every policy here is
-// named after the scenario's namespace and is never labelled default (a default policy would reach other tests'
-// runs); the admission policy is bound to the scenario's namespace only.
+// AgentPolicies are cluster-scoped and the control plane is shared with other test files: every policy here is
+// named after the scenario's namespace; the one labelled default limits only a deadline no other test comes near
+// (so it cannot change another test's runs even if files ran side by side); the admission policy is bound to the
+// scenario's namespace only.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -37,12 +38,17 @@ const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 const POLICIES = `/apis/${GROUP_VERSION}/agentpolicies`;
 
 /** Creates an AgentPolicy named `<ns>-<suffix>`, deleted at the end; returns its name. */
-async function createPolicy(s: Scenario, suffix: string, spec: Record<string, unknown>): Promise<string> {
+async function createPolicy(
+  s: Scenario,
+  suffix: string,
+  spec: Record<string, unknown>,
+  labels: Record<string, string> = {},
+): Promise<string> {
   const name = `${s.ns}-${suffix}`;
   await s.client.create(POLICIES, {
     apiVersion: GROUP_VERSION,
     kind: 'AgentPolicy',
-    metadata: { name },
+    metadata: { name, labels },
     spec,
   });
   s.defer(async () => {
@@ -80,6 +86,13 @@ describe(`AgentPolicy (${runtime})`, { skip }, () => {
           resources: { maxDeadlineMinutes: 10 },
         });
         const echo = ['sh', '-c', 'echo "ran $0"'];
+        // A default policy: it applies to the Stations that name none (here st-default).
+        const fallback = await createPolicy(
+          s,
+          'default',
+          { resources: { maxDeadlineMinutes: 9999 } },
+          { 'agents.re-cinq.com/default-policy': 'true' },
+        );
         const withPolicy = (name: string, def: string, spec: Record<string, unknown> = {}) =>
           stationManifest(name, def, { policyRef: tight, deadlineMinutes: 5, ...spec });
         await s.create(
@@ -96,6 +109,7 @@ describe(`AgentPolicy (${runtime})`, { skip }, () => {
           withPolicy('st-env', 'preload'),
           withPolicy('st-model', 'claude'),
           stationManifest('st-missing', 'echo', { policyRef: `${s.ns}-no-such-policy` }),
+          stationManifest('st-default', 'echo', { deadlineMinutes: 10_000 }),
         );
         const ctl = await s.startReplica();
         await s.create(
@@ -106,6 +120,7 @@ describe(`AgentPolicy (${runtime})`, { skip }, () => {
           agentManifest('env', 'st-env'),
           agentManifest('model', 'st-model'),
           agentManifest('missing', 'st-missing'),
+          agentManifest('by-default', 'st-default'),
         );
         const ok = await s.waitTerminal('ok');
         assert.equal(ok.status.phase, 'Succeeded', JSON.stringify(ok.status));
@@ -115,6 +130,7 @@ describe(`AgentPolicy (${runtime})`, { skip }, () => {
           env: `AgentPolicy ${tight}: env LD_PRELOAD (set by the definition) is denied`,
           model: `AgentPolicy ${tight}: model claude-opus-5-5 is not allowed (allowed: exec)`,
           missing: `AgentPolicy ${s.ns}-no-such-policy not found`,
+          'by-default': `AgentPolicy ${fallback}: deadlineMinutes 10000 is over the maximum of 9999`,
         };
         for (const [name, reason] of Object.entries(expected)) {
           const a = await s.waitTerminal(name, 60_000);
@@ -124,7 +140,7 @@ describe(`AgentPolicy (${runtime})`, { skip }, () => {
         }
         const image = await s.agent('image');
         await s.waitForEvents('image', image?.metadata.uid, ['Warning/PolicyViolation']);
-        await ctl.waitForMetric('controller_run_failures_total', { kind: 'policy' }, (n) => n >= 5, 20_000);
+        await ctl.waitForMetric('controller_run_failures_total', { kind: 'policy' }, (n) => n >= 6, 20_000);
 
         // Tighten the policy while `slow` runs: it finishes; the next run of the same Station is refused.
         await pollUntil(
@@ -246,7 +262,28 @@ describe(`AgentPolicy (${runtime})`, { skip }, () => {
           assert.equal(r.status, 403, `${name}: ${r.message}`);
           assert.match(r.message, message, name);
         }
-        // Valid under the policy, and Stations that name no policy (there is no default here): admitted.
+        // A Station that names no policy is checked against the default one.
+        const fallback = await createPolicy(
+          s,
+          'default',
+          { resources: { maxDeadlineMinutes: 9999 } },
+          { 'agents.re-cinq.com/default-policy': 'true' },
+        );
+        const overDefault = await pollUntil(
+          async () => {
+            const r = await tryCreate(s, stationManifest('over-default', 'any', { deadlineMinutes: 10_000 }));
+            if (r.status !== 201) return r;
+            await s.client.delete(`/apis/${GROUP_VERSION}/namespaces/${s.ns}/stations/over-default`);
+            return undefined;
+          },
+          { timeoutMs: 30_000, intervalMs: 500, description: 'the default policy as a parameter' },
+        );
+        assert.equal(overDefault.status, 403, overDefault.message);
+        assert.match(
+          overDefault.message,
+          new RegExp(`AgentPolicy ${fallback}: deadlineMinutes must be at most 9999`),
+        );
+        // Valid under the policy it names, and a Station that names none within the default: admitted.
         assert.equal((await tryCreate(s, station('good', {}))).status, 201);
         assert.equal(
           (

@@ -87,6 +87,12 @@ describe('AgentPolicy checks: each limit with its exact reason', () => {
       'AgentPolicy tight: the codex CLI cannot enforce a tool allow list',
     ],
     [
+      'tool lists do not concern a batch run (no CLI, no tools)',
+      { tools: { deny: ['shell'] } },
+      { definition: { model: 'gemini-3-pro', execution: 'batch' } },
+      undefined,
+    ],
+    [
       'gemini enforces an allow list',
       { tools: { allow: ['read_file'] } },
       { definition: { model: 'gemini-3-pro' } },

@@ -118,7 +118,8 @@ function firstViolation(policy: AgentPolicy, run: RunIntent): string | undefined
   if (models !== undefined && !models.some((g) => globMatch(g, run.model))) {
     return `model ${run.model} is not allowed (allowed: ${list(models)})`;
   }
-  const tools = p.tools;
+  // A batch run has no tools (the batch API gets the prompt alone): nothing to hand to a CLI.
+  const tools = execution === 'batch' ? undefined : p.tools;
   if (tools?.allow !== undefined) {
     if (!ENFORCES_ALLOW.has(run.vendor)) return `the ${run.vendor} CLI cannot enforce a tool allow list`;
     const outside = (definition.spec.allowed_tools ?? []).find((t) => !tools.allow?.includes(t));
