@@ -145,7 +145,15 @@ export async function findPromptApi(
     if (!forward.ok) {
       return err(`cannot port-forward to pod ${namespace}/${picked.value.pod}: ${why(forward.error)}`);
     }
-    const local = await forward.value.listen(picked.value.port);
+    let local: Awaited<ReturnType<typeof forward.value.listen>>;
+    try {
+      local = await forward.value.listen(picked.value.port);
+    } catch (error) {
+      forward.value.close();
+      return err(
+        `cannot listen locally for the port-forward: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
     return ok({
       kind: 'forwarded',
       endpoint: `https://127.0.0.1:${local.port}`,

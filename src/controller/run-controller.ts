@@ -369,16 +369,40 @@ export function startController(deps: ControllerDeps): RunningController {
     unavailable: 'AgentPolicies are not read yet',
   };
   let policiesChecked: Promise<void> | undefined;
+  let policiesRunning: Promise<void> | undefined;
+  /** Starts the policy informer and switches to its cache once it is filled. */
+  const readPolicies = async (): Promise<void> => {
+    policiesRunning = policies.run(abort.signal);
+    await policies.ready;
+    policySource = { store: policies.store };
+  };
   const ensurePolicies = (): Promise<void> => {
     policiesChecked ??= (async () => {
-      const why = await probePolicies(transport, log);
-      if (why !== undefined) {
-        policySource = { unavailable: why };
+      // An answer that says nothing (timeout, 5xx) is asked again: the informer is only started on a yes, so a
+      // missing CRD can never leave the first term waiting for a cache that will not fill.
+      let probe = await probePolicies(transport, log);
+      while (probe.kind === 'unknown' && !abort.signal.aborted) {
+        await clock.sleep(2000, abort.signal);
+        probe = await probePolicies(transport, log);
+      }
+      if (probe.kind === 'readable') {
+        await readPolicies();
         return;
       }
-      void policies.run(abort.signal);
-      await policies.ready;
-      policySource = { store: policies.store };
+      if (probe.kind === 'unreadable') policySource = { unavailable: probe.why };
+      // Unreadable now (the grant or the CRD may come after the controller): asked again every minute.
+      void (async () => {
+        while (!abort.signal.aborted) {
+          await clock.sleep(60_000, abort.signal);
+          if (abort.signal.aborted) return;
+          const again = await probePolicies(transport, log, false);
+          if (again.kind === 'readable') {
+            log.info('AgentPolicies can be read now; enforcing them');
+            await readPolicies();
+            return;
+          }
+        }
+      })();
     })();
     return policiesChecked;
   };
@@ -605,7 +629,11 @@ export function startController(deps: ControllerDeps): RunningController {
         });
       poller.stop();
       abort.abort();
-      await Promise.allSettled([...runs, electing]);
+      await Promise.allSettled([
+        ...runs,
+        electing,
+        ...(policiesRunning !== undefined ? [policiesRunning] : []),
+      ]);
       if (elector) {
         const released = await elector.release();
         if (!released.ok)
@@ -617,22 +645,27 @@ export function startController(deps: ControllerDeps): RunningController {
 }
 
 /**
- * Checks once that AgentPolicies can be listed. Undefined when they can (or the answer says nothing: the informer
- * retries); else why not, logged once as a warning.
+ * Asks whether AgentPolicies can be listed: readable, unreadable (no CRD, no grant: logged as a warning unless
+ * `warn` is false), or unknown (any other failure: ask again).
  */
-async function probePolicies(transport: Transport, log: Logger): Promise<string | undefined> {
+async function probePolicies(
+  transport: Transport,
+  log: Logger,
+  warn = true,
+): Promise<{ kind: 'readable' } | { kind: 'unreadable'; why: string } | { kind: 'unknown' }> {
   const r = await transport.request('GET', resourcePath(AGENT_POLICIES, {}), { query: { limit: 1 } });
-  if (r.ok) return undefined;
+  if (r.ok) return { kind: 'readable' };
   const why = isNotFound(r.error)
     ? 'the AgentPolicy CRD is not installed'
     : isForbidden(r.error)
       ? 'the controller may not list agentpolicies'
       : undefined;
-  if (why !== undefined) {
+  if (why === undefined) return { kind: 'unknown' };
+  if (warn) {
     log.warn('AgentPolicies cannot be read: Stations that name one fail, default policies do not apply', {
       reason: why,
       error: describeKubeError(r.error),
     });
   }
-  return why;
+  return { kind: 'unreadable', why };
 }

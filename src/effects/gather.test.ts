@@ -532,11 +532,16 @@ describe('lookupPolicy: which AgentPolicy applies to a Station', () => {
     assert.match(r.value.message ?? '', /invalid AgentPolicy/);
   });
 
-  it('no policyRef: the default-labelled policy (first by name when several), else none', async () => {
-    const w = withPolicies([rawPolicy('zeta', DEFAULT), rawPolicy('alpha', DEFAULT), rawPolicy('plain')]);
-    const r = await lookupPolicy(w.deps, stationWith());
+  it('no policyRef: the default-labelled policy; several are ambiguous (the run fails rather than guess); else none', async () => {
+    const one = withPolicies([rawPolicy('alpha', DEFAULT), rawPolicy('plain')]);
+    const r = await lookupPolicy(one.deps, stationWith());
     assert.ok(r.ok && r.value.kind === 'found');
     assert.equal(r.value.policy.metadata.name, 'alpha');
+    const two = withPolicies([rawPolicy('zeta', DEFAULT), rawPolicy('alpha', DEFAULT), rawPolicy('plain')]);
+    assert.deepEqual(await lookupPolicy(two.deps, stationWith()), {
+      ok: true,
+      value: { kind: 'ambiguous', names: ['alpha', 'zeta'] },
+    });
     const none = withPolicies([
       rawPolicy('plain'),
       rawPolicy('off', { 'agents.re-cinq.com/default-policy': 'false' }),

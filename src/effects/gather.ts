@@ -132,8 +132,8 @@ export const parseCachedPolicy = oncePerObject(parseAgentPolicy);
 
 /**
  * The AgentPolicy that applies to a Station: the one it names (cache, else a live GET; absent or unparsable →
- * `missing`, which fails the run), else the one labelled `agents.re-cinq.com/default-policy=true` (the first by name
- * when several are), else none. When policies cannot be read, a Station that names one fails (never run
+ * `missing`, which fails the run), else the one labelled `agents.re-cinq.com/default-policy=true` (several:
+ * `ambiguous`, which fails the run rather than guess), else none. When policies cannot be read, a Station that names one fails (never run
  * unchecked); a Station that names none runs as if there were no default.
  */
 export async function lookupPolicy(
@@ -166,6 +166,8 @@ export async function lookupPolicy(
     .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
   const first = defaults[0];
   if (first === undefined) return ok({ kind: 'none' });
+  if (defaults.length > 1)
+    return ok({ kind: 'ambiguous', names: defaults.map((o) => o.metadata.name ?? '') });
   const parsed = parseCachedPolicy(first);
   return ok(
     parsed.ok

@@ -259,7 +259,10 @@ async function resolveRefs(
     };
   }
   const withDefinition: Snapshot = { ...withStation, definition: definition.value.value };
-  if (agent.status.phase !== 'Pending') return { ok: true, snapshot: withDefinition };
+  // The policy concerns runs about to start: Pending ones, and batch runs falling back to a Job not yet created.
+  const starting =
+    agent.status.phase === 'Pending' || (agent.status.batchFallback === true && !agent.status.jobName);
+  if (!starting) return { ok: true, snapshot: withDefinition };
   const policy = await lookupPolicy(deps, station.value.value);
   if (!policy.ok) return { ok: false, error: describeKubeError(policy.error) };
   return { ok: true, snapshot: { ...withDefinition, policy: policy.value } };

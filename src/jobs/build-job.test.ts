@@ -478,6 +478,39 @@ describe('buildJob template validation', () => {
     assert.equal(TEMPLATE_ERRORS.noAgent, "Station template has no container named 'agent'");
   });
 
+  it('refuses what Pod Security baseline forbids too: Unconfined seccomp or AppArmor, custom SELinux', () => {
+    const side = (securityContext: Record<string, unknown>) => ({
+      spec: { containers: [agentC, { name: 's', securityContext }] },
+    });
+    const rows: [unknown, string][] = [
+      [side({ seccompProfile: { type: 'Unconfined' } }), TEMPLATE_ERRORS.unconfined('seccomp')],
+      [side({ appArmorProfile: { type: 'Unconfined' } }), TEMPLATE_ERRORS.unconfined('AppArmor')],
+      [
+        {
+          metadata: { annotations: { 'container.apparmor.security.beta.kubernetes.io/s': 'unconfined' } },
+          spec: { containers: [agentC, { name: 's' }] },
+        },
+        TEMPLATE_ERRORS.unconfined('AppArmor'),
+      ],
+      [side({ seLinuxOptions: { type: 'spc_t' } }), TEMPLATE_ERRORS.seLinux],
+      [side({ seLinuxOptions: { user: 'system_u' } }), TEMPLATE_ERRORS.seLinux],
+    ];
+    for (const [template, reason] of rows) {
+      for (const podSecurityProfile of ['restricted', 'baseline'] as const) {
+        const job = buildJob({
+          ...input,
+          station: { ...station, spec: { ...station.spec, podSecurityProfile, template } } as Station,
+        });
+        assert.deepEqual(job, { ok: false, error: reason }, `${podSecurityProfile}: ${reason}`);
+      }
+    }
+    const fine = buildJob({
+      ...input,
+      station: withTemplate(side({ seLinuxOptions: { type: 'container_t', level: 's0:c1,c2' } })),
+    });
+    assert.ok(fine.ok, fine.ok ? '' : fine.error);
+  });
+
   it('accepts allowed shapes: hostPort 0, baseline capabilities, empty args, false host flags', () => {
     const job = buildJob({
       ...input,
@@ -802,15 +835,6 @@ describe('buildJob under the restricted Pod Security profile (the default)', () 
         spec: { containers: [agentC, { name: 's', securityContext: { capabilities: { add: ['CHOWN'] } } }] },
       },
       'container s adds capability CHOWN',
-    ],
-    [
-      'Unconfined seccomp',
-      {
-        spec: {
-          containers: [agentC, { name: 's', securityContext: { seccompProfile: { type: 'Unconfined' } } }],
-        },
-      },
-      'container s sets an Unconfined seccomp profile',
     ],
     [
       'an nfs volume',

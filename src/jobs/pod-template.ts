@@ -40,6 +40,9 @@ export const TEMPLATE_ERRORS = {
     `Station template container must not add capability ${cap} on an agent run pod`,
   hostProcess: 'Station template container must not run as a Windows host process on an agent run pod',
   procMount: 'Station template container must not unmask /proc on an agent run pod',
+  unconfined: (what: 'seccomp' | 'AppArmor') =>
+    `Station template container must not run with an Unconfined ${what} profile on an agent run pod`,
+  seLinux: 'Station template container must not set a custom SELinux user, role or type on an agent run pod',
   serviceAccountToken: 'Station template must not mount a service-account token into an agent run pod',
   agentArgs:
     "Station template container 'agent' must not set args: the run command is built from the recipe and args would follow the prompt",
@@ -176,9 +179,6 @@ function restrictedContainerProblem(container: JsonObject): string | undefined {
     const capName = String(cap).toUpperCase().replace(/^CAP_/, '');
     if (capName !== 'NET_BIND_SERVICE') return what(`adds capability ${String(cap)}`);
   }
-  if (isObject(sc.seccompProfile) && sc.seccompProfile.type === 'Unconfined') {
-    return what('sets an Unconfined seccomp profile');
-  }
   return undefined;
 }
 
@@ -231,8 +231,30 @@ function containerEscape(container: JsonObject): string | undefined {
   if (sc.procMount !== undefined && sc.procMount !== null && sc.procMount !== 'Default') {
     return TEMPLATE_ERRORS.procMount;
   }
+  // What Pod Security baseline forbids as well: an unconfined seccomp or AppArmor profile, a custom SELinux type.
+  if (isObject(sc.seccompProfile) && sc.seccompProfile.type === 'Unconfined')
+    return TEMPLATE_ERRORS.unconfined('seccomp');
+  if (isObject(sc.appArmorProfile) && sc.appArmorProfile.type === 'Unconfined') {
+    return TEMPLATE_ERRORS.unconfined('AppArmor');
+  }
+  if (isObject(sc.seLinuxOptions)) {
+    const o = sc.seLinuxOptions;
+    const type = o.type;
+    if ((o.user !== undefined && o.user !== '') || (o.role !== undefined && o.role !== '')) {
+      return TEMPLATE_ERRORS.seLinux;
+    }
+    if (type !== undefined && type !== '' && !SELINUX_TYPES.has(String(type))) return TEMPLATE_ERRORS.seLinux;
+  }
   return undefined;
 }
+
+/** SELinux types Pod Security baseline allows. */
+const SELINUX_TYPES: ReadonlySet<string> = new Set([
+  'container_t',
+  'container_init_t',
+  'container_kvm_t',
+  'container_engine_t',
+]);
 
 const isPrivileged = (container: JsonObject): boolean =>
   isObject(container.securityContext) && container.securityContext.privileged === true;
@@ -263,6 +285,15 @@ export function templateProblem(
       if (!isObject(volume)) return TEMPLATE_ERRORS.volumeNotObject;
       if ('hostPath' in volume) return TEMPLATE_ERRORS.hostPath;
       if (projectsServiceAccountToken(volume)) return TEMPLATE_ERRORS.serviceAccountToken;
+    }
+  }
+  const annotations =
+    isObject(template.metadata) && isObject(template.metadata.annotations)
+      ? template.metadata.annotations
+      : {};
+  for (const [key, value] of Object.entries(annotations)) {
+    if (key.startsWith('container.apparmor.security.beta.kubernetes.io/') && value === 'unconfined') {
+      return TEMPLATE_ERRORS.unconfined('AppArmor');
     }
   }
   const containers: unknown[] = spec.containers;

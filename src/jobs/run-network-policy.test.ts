@@ -87,7 +87,10 @@ const exact = (cidr: string, port: number): NetworkPolicyEgressRule => ({
   ports: [{ protocol: 'TCP', port }],
 });
 const anywhere = (port: number): NetworkPolicyEgressRule => ({
-  to: [{ ipBlock: { cidr: ANY_IPV4 } }, { ipBlock: { cidr: ANY_IPV6 } }],
+  to: [
+    { ipBlock: { cidr: ANY_IPV4, except: ['169.254.0.0/16'] } },
+    { ipBlock: { cidr: ANY_IPV6, except: ['fe80::/10', 'fd00:ec2::254/128'] } },
+  ],
   ports: [{ protocol: 'TCP', port }],
 });
 

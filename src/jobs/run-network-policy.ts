@@ -9,8 +9,9 @@
 //
 // Trade-off: a NetworkPolicy matches IP blocks, never DNS names. An endpoint named by an IP literal is admitted to
 // that address alone (/32 or /128); one named by a hostname is admitted to its TCP port on every address
-// (0.0.0.0/0 and ::/0), because the name may resolve anywhere, including to private or in-cluster addresses that
-// the public rule excludes. Whether an ipBlock also matches in-cluster pod IPs is up to the CNI.
+// (0.0.0.0/0 and ::/0, but never the cloud metadata addresses), because the name may resolve anywhere, including
+// to private or in-cluster addresses that the public rule excludes. Whether an ipBlock also matches in-cluster pod
+// IPs is up to the CNI.
 
 import type { Agent, AgentDefinition, Station } from '../api/index.ts';
 import { type RunObjectMetadata, runObjectMetadata } from './build-job.ts';
@@ -23,6 +24,12 @@ export const NETWORK_POLICY_API_VERSION = 'networking.k8s.io/v1';
 export const ANY_IPV4 = '0.0.0.0/0';
 /** Every IPv6 address: the destination of a sink named by a hostname. */
 export const ANY_IPV6 = '::/0';
+/**
+ * Cloud metadata addresses (instance credentials), never admitted by a rule that opens a port "everywhere" for a
+ * hostname: link-local IPv4 and IPv6, and the IPv6 instance metadata address.
+ */
+export const METADATA_IPV4: readonly string[] = ['169.254.0.0/16'];
+export const METADATA_IPV6: readonly string[] = ['fe80::/10', 'fd00:ec2::254/128'];
 
 /** One peer of a rule: an IP block (with exceptions), or pods picked by namespace and labels. */
 export type NetworkPolicyPeer =
@@ -162,7 +169,10 @@ function egressRules(destinations: readonly Destination[]): NetworkPolicyEgressR
     seen.add(key);
     const to =
       d.cidr === undefined
-        ? [{ ipBlock: { cidr: ANY_IPV4 } }, { ipBlock: { cidr: ANY_IPV6 } }]
+        ? [
+            { ipBlock: { cidr: ANY_IPV4, except: METADATA_IPV4 } },
+            { ipBlock: { cidr: ANY_IPV6, except: METADATA_IPV6 } },
+          ]
         : [{ ipBlock: { cidr: d.cidr } }];
     rules.push({ to, ports: [{ protocol: 'TCP', port: d.port }] });
   }

@@ -121,7 +121,15 @@ export function portForwardOn(session: SpdySession): PortForward {
     connect,
     listen: (port, localPort = 0) =>
       new Promise((resolve, reject) => {
+        if (session.closed) {
+          reject(new Error('the port-forward session is closed'));
+          return;
+        }
         const server = createServer({ allowHalfOpen: true }, (local) => {
+          if (session.closed) {
+            local.destroy();
+            return;
+          }
           const remote = connect(port);
           local.pipe(remote);
           remote.pipe(local);
@@ -130,7 +138,7 @@ export function portForwardOn(session: SpdySession): PortForward {
           local.on('close', () => remote.destroy());
         });
         session.onClose(() => server.close());
-        server.once('error', reject);
+        server.on('error', reject); // before listening: the reason it failed; after: nothing more to do
         server.listen(localPort, '127.0.0.1', () => {
           const address = server.address();
           resolve({

@@ -256,7 +256,10 @@ describe(`controller: a NetworkPolicy per run, decision (i) and issue 9 (${runti
           ...BASE_EGRESS,
           { to: [{ ipBlock: { cidr: '127.0.0.1/32' } }], ports: [{ protocol: 'TCP', port: sink.port }] },
           {
-            to: [{ ipBlock: { cidr: '0.0.0.0/0' } }, { ipBlock: { cidr: '::/0' } }],
+            to: [
+              { ipBlock: { cidr: '0.0.0.0/0', except: ['169.254.0.0/16'] } },
+              { ipBlock: { cidr: '::/0', except: ['fe80::/10', 'fd00:ec2::254/128'] } },
+            ],
             ports: [{ protocol: 'TCP', port: 443 }],
           },
           { to: [{ ipBlock: { cidr: '127.0.0.1/32' } }], ports: [{ protocol: 'TCP', port: 9 }] },

@@ -2,7 +2,7 @@
 // local processes (unshare + mount + setpriv, so it needs root; skipped otherwise). The API server is replaced by
 // a recorder of the pods/status patches the worker sends; the instant-mode test runs no process.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -290,7 +290,7 @@ describe('PodWorker with native sidecars (host)', { skip }, () => {
           command: [
             'sh',
             '-c',
-            `trap 'echo app-term >> ${order}; sleep 0.3; echo app-exit >> ${order}; exit 0' TERM; while :; do sleep 0.05; done`,
+            `trap 'echo app-term >> ${order}; sleep 0.3; echo app-exit >> ${order}; exit 0' TERM; : > ${order}.app-ready; while :; do sleep 0.05; done`,
           ],
           volumeMounts: [s.mount],
         },
@@ -303,6 +303,12 @@ describe('PodWorker with native sidecars (host)', { skip }, () => {
       },
       { timeoutMs: 20_000, intervalMs: 20, description: 'the app container running' },
     );
+    // Running is reported once the process starts; its shell traps SIGTERM a moment later (the marker says when).
+    await pollUntil(() => (existsSync(sharedFile('order.app-ready')) ? true : undefined), {
+      timeoutMs: 20_000,
+      intervalMs: 20,
+      description: 'the app trapping SIGTERM',
+    });
     await worker.terminate(10);
     assert.deepEqual(lines(sharedFile('order')), ['app-term', 'app-exit', 'second-term', 'first-term']);
     const final = last();

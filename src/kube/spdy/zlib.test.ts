@@ -3,7 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { constants, createDeflate, inflateSync } from 'node:zlib';
 import { HEADER_DICTIONARY } from './frames.ts';
-import { adler32, Inflater, StoredDeflater } from './zlib.ts';
+import { adler32, Inflater, MAX_INFLATED, StoredDeflater } from './zlib.ts';
 
 const enc = new TextEncoder();
 
@@ -71,6 +71,12 @@ describe('SPDY header compression', () => {
     const again = new StoredDeflater(HEADER_DICTIONARY);
     const inflater = new Inflater(HEADER_DICTIONARY);
     for (const p of parts) assert.deepEqual(inflater.inflate(again.deflate(p)), p);
+  });
+
+  it('refuses a header block that inflates past the cap (a decompression bomb)', async () => {
+    const [bomb] = await zlibFlushed([new Uint8Array(MAX_INFLATED + 10_000)], 9);
+    assert.ok(bomb && bomb.length < 2000, 'compresses to almost nothing');
+    assert.throws(() => new Inflater(HEADER_DICTIONARY).inflate(bomb), /inflates past/);
   });
 
   it('refuses another dictionary, a non-zlib stream and a chunk cut inside a block', async () => {

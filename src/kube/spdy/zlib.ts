@@ -18,6 +18,12 @@ export function adler32(bytes: Uint8Array): number {
 }
 
 const WINDOW = 32 * 1024;
+/** Largest header block accepted (a decompression bomb is refused long before it costs memory). */
+export const MAX_INFLATED = 256 * 1024;
+
+function guard(out: readonly number[]): void {
+  if (out.length > MAX_INFLATED) throw new Error(`header block inflates past ${MAX_INFLATED} bytes`);
+}
 const MAX_STORED = 0xffff;
 
 /** Produces one zlib stream as stored blocks, a chunk per `deflate` call, each ending on a block boundary. */
@@ -194,6 +200,7 @@ export class Inflater {
           if ((len ^ ((n0 ?? 0) | ((n1 ?? 0) << 8))) !== 0xffff)
             throw new Error('stored block length check failed');
           for (const b of input.bytes(len)) out.push(b);
+          guard(out);
         } else if (type === 1) {
           this.#codes(input, out, FIXED_LITERALS, FIXED_DISTANCES);
         } else if (type === 2) {
@@ -232,6 +239,7 @@ export class Inflater {
       if (di >= 30) throw new Error('invalid distance code');
       const distance = (DISTANCE_BASE[di] ?? 0) + input.bits(DISTANCE_EXTRA[di] ?? 0);
       if (distance > history.length + out.length) throw new Error('distance reaches before the window');
+      guard(out);
       for (let i = 0; i < length; i++) {
         const from = out.length - distance;
         out.push(from >= 0 ? (out[from] ?? 0) : (history[history.length + from] ?? 0));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Agent, type AgentDefinition, parseAgent } from '../../api/index.ts';
+import { type Agent, type AgentDefinition, parseAgent, parseAgentPolicy } from '../../api/index.ts';
 import { jobNameFor } from '../../jobs/index.ts';
 import type { BatchProvider } from '../../vendors/batch/port.ts';
 import type {
@@ -1239,6 +1239,59 @@ describe('batch fallback to a Job (Running, batchFallback)', () => {
     ]);
     assert.equal(d.admits, true);
     assert.equal(d.requeueAfterMs, OPTIONS.requeueMs);
+  });
+
+  it('the Station policy applies to the fallback Job: a violation fails the run (kind policy), tools are handed on', () => {
+    const tight = parseAgentPolicy({
+      metadata: { name: 'tight', uid: 'u', resourceVersion: '1', creationTimestamp: '2026-01-01T00:00:00Z' },
+      spec: { images: { allowedPrefixes: ['ghcr.io/acme/'] } },
+    });
+    assert.ok(tight.ok);
+    const d = run(
+      snap(fallen(), {
+        definition: fallbackDef(),
+        job: { kind: 'absent' },
+        policy: { kind: 'found', policy: tight.value },
+      }),
+    );
+    const st = onlyPatch(d);
+    assert.equal(st.phase, 'Failed');
+    assert.match(st.failureReason ?? '', /^AgentPolicy tight: image .* of container agent is not allowed/);
+    assert.ok(!kinds(d).includes('createJob'));
+    const tools = parseAgentPolicy({
+      metadata: { name: 'tools', uid: 'u', resourceVersion: '1', creationTimestamp: '2026-01-01T00:00:00Z' },
+      spec: { tools: { deny: ['Bash'] } },
+    });
+    assert.ok(tools.ok);
+    const build = recordingBuilder();
+    const ok = run(
+      snap(fallen(), {
+        definition: fallbackDef(),
+        job: { kind: 'absent' },
+        policy: { kind: 'found', policy: tools.value },
+      }),
+      NOW,
+      build,
+    );
+    assert.ok(kinds(ok).includes('createJob'));
+    assert.deepEqual(
+      build.calls[0]?.definition.spec.disallowed_tools,
+      ['Bash'],
+      'the policy deny list reaches the CLI',
+    );
+  });
+
+  it('a refused ServiceAccount fails the fallback run instead of retrying forever', () => {
+    const d = run(
+      snap(fallen(), {
+        definition: fallbackDef(),
+        job: { kind: 'absent' },
+        serviceAccountRefused: { message: 'api 403' },
+      }),
+    );
+    const st = onlyPatch(d);
+    assert.equal(st.phase, 'Failed');
+    assert.match(st.failureReason ?? '', /^the run's ServiceAccount could not be created \(api 403\)/);
   });
 
   it('Job absent and admitted with http sinks → the run NetworkPolicy (admitting them) right before the Job', () => {

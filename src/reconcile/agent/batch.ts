@@ -35,11 +35,13 @@ import {
   selectLines,
 } from '../batch/plan.ts';
 import type { ConditionUpdate } from '../conditions.ts';
+import { policyUnusable, policyViolation, runIntent, withPolicyTools } from '../policy/check.ts';
 import {
   CONDITION_READY,
   FAILURE_BATCH_DISABLED,
   FAILURE_BATCH_TIMEOUT,
   failureBatchRejected,
+  failureServiceAccount,
   REASON,
 } from '../reasons.ts';
 import type { Snapshot } from '../snapshot.ts';
@@ -379,7 +381,39 @@ export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decis
       return fallbackStarted(s, now, job.metadata.name, 'Adopted existing Job');
     return { actions: [], requeueAfterMs: 2000 };
   }
-  const built = build({ agent, station, definition, agentImage: s.options.agentImage, now });
+  // The fallback Job is a new pod-running run: the Station's policy applies to it as to any Job run (the recipe may
+  // have changed since the batch was submitted), and a refused ServiceAccount fails it.
+  const policy = s.policy ?? { kind: 'none' };
+  const refusal =
+    s.serviceAccountRefused !== undefined
+      ? failureServiceAccount(s.serviceAccountRefused.message)
+      : policy.kind === 'found'
+        ? policyViolation(
+            policy.policy,
+            runIntent(agent, station, { ...definition, spec: { ...definition.spec, execution: 'job' } }),
+          )
+        : policy.kind === 'none'
+          ? undefined
+          : policyUnusable(policy);
+  if (refusal !== undefined) {
+    return finish(s, now, {
+      phase: 'Failed',
+      exitCode: 1,
+      output: '',
+      failureReason: refusal,
+      reason: s.serviceAccountRefused !== undefined ? REASON.buildFailed : REASON.policyViolation,
+      message: refusal,
+      failureKinds: [s.serviceAccountRefused !== undefined ? 'build_error' : 'policy'],
+      extraEvents: [],
+    });
+  }
+  const built = build({
+    agent,
+    station,
+    definition: withPolicyTools(definition, policy.kind === 'found' ? policy.policy : undefined),
+    agentImage: s.options.agentImage,
+    now,
+  });
   if (!built.ok) {
     const failureReason = `Job build failed: ${built.error}`;
     return finish(s, now, {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Agent } from '../../api/index.ts';
+import { type Agent, parseAgentPolicy } from '../../api/index.ts';
 import { DNS_RULE, jobNameFor, PUBLIC_HTTPS_RULE } from '../../jobs/index.ts';
 import type { Action, AgentStatusPatch, Decision, MetricObservation } from '../actions.ts';
 import { findCondition } from '../conditions.ts';
@@ -355,7 +355,10 @@ describe('decide: Pending start', () => {
       PUBLIC_HTTPS_RULE,
       { to: [{ ipBlock: { cidr: '10.1.2.3/32' } }], ports: [{ protocol: 'TCP', port: 8080 }] },
       {
-        to: [{ ipBlock: { cidr: '0.0.0.0/0' } }, { ipBlock: { cidr: '::/0' } }],
+        to: [
+          { ipBlock: { cidr: '0.0.0.0/0', except: ['169.254.0.0/16'] } },
+          { ipBlock: { cidr: '::/0', except: ['fe80::/10', 'fd00:ec2::254/128'] } },
+        ],
         ports: [{ protocol: 'TCP', port: 443 }],
       },
     ]);
@@ -441,6 +444,25 @@ describe('decide: Pending start', () => {
       'recordEvent',
       'observeMetric',
     ]);
+  });
+
+  it('a policy violation never fails a run whose Job exists (its Running patch was lost): it is adopted', () => {
+    const tight = parseAgentPolicy({
+      metadata: { name: 'tight', uid: 'u', resourceVersion: '1', creationTimestamp: iso(0) },
+      spec: { images: { allowedPrefixes: ['nothing/'] } },
+    });
+    assert.ok(tight.ok);
+    const policy = { kind: 'found', policy: tight.value } as const;
+    const a = agent('a', { created: 5 });
+    assert.deepEqual(run(snap(a, { policy })), { actions: [], needs: 'job' }, 'the Job is read first');
+    const adopted = run(snap(a, { policy, job: present(job('a')) }));
+    assert.equal(onlyPatch(adopted).phase, 'Running');
+    const refused = run(snap(a, { policy, job: { kind: 'absent' } }));
+    assert.equal(onlyPatch(refused).phase, 'Failed');
+    assert.match(
+      onlyPatch(refused).failureReason ?? '',
+      /^AgentPolicy tight: image busybox of container agent/,
+    );
   });
 
   it('fails with the builder reason when the Job cannot be built (decision b), before admission', () => {

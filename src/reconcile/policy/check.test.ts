@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type AgentPolicy, parseAgentPolicy } from '../../api/index.ts';
 import { agent, definition, iso, station } from '../test-fixtures.ts';
-import { effectiveTools, globMatch, policyViolation, runIntent, withPolicyTools } from './check.ts';
+import {
+  effectiveTools,
+  globMatch,
+  policyUnusable,
+  policyViolation,
+  runIntent,
+  withPolicyTools,
+} from './check.ts';
 
 function policy(spec: Record<string, unknown>, name = 'tight'): AgentPolicy {
   const r = parseAgentPolicy({
@@ -85,6 +92,23 @@ describe('AgentPolicy checks: each limit with its exact reason', () => {
       { tools: { allow: ['Read'] } },
       { definition: { model: 'gpt-5-codex' } },
       'AgentPolicy tight: the codex CLI cannot enforce a tool allow list',
+    ],
+    [
+      'bypass mode under an allow list (the CLI would get no allow list at all)',
+      { tools: { allow: ['Read'] } },
+      { definition: { permission_mode: 'bypass' } },
+      'AgentPolicy tight: permission_mode bypass is not allowed under a tool allow list',
+    ],
+    [
+      'envFrom under an env deny list (names nobody can check)',
+      { env: { deny: ['LD_PRELOAD'] } },
+      {
+        station: template([
+          agentC(),
+          { name: 'helper', image: 'y', envFrom: [{ configMapRef: { name: 'x' } }] },
+        ]),
+      },
+      'AgentPolicy tight: envFrom (container helper) is not allowed under an env deny list',
     ],
     [
       'tool lists do not concern a batch run (no CLI, no tools)',
@@ -225,5 +249,16 @@ describe('globMatch', () => {
     assert.equal(globMatch('gpt-5.?', 'gpt-5.1'), false, '? and . are literal');
     assert.equal(globMatch('gpt-5.?', 'gpt-5.?'), true);
     assert.equal(globMatch('*', 'anything'), true);
+  });
+});
+
+describe('policyUnusable', () => {
+  it('names a missing policy (with why) and an ambiguous default', () => {
+    assert.equal(policyUnusable({ kind: 'missing', name: 'p' }), 'AgentPolicy p not found');
+    assert.equal(policyUnusable({ kind: 'missing', name: 'p', message: 'x' }), 'AgentPolicy p not found: x');
+    assert.equal(
+      policyUnusable({ kind: 'ambiguous', names: ['a', 'b'] }),
+      'more than one AgentPolicy is labelled agents.re-cinq.com/default-policy=true (a, b): keep one default, or name a policy with spec.policyRef',
+    );
   });
 });

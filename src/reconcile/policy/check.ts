@@ -19,7 +19,16 @@ export type PolicyObservation =
   | { readonly kind: 'none' }
   | { readonly kind: 'found'; readonly policy: AgentPolicy }
   /** The Station names a policy that does not exist (or cannot be parsed: `message`). */
-  | { readonly kind: 'missing'; readonly name: string; readonly message?: string };
+  | { readonly kind: 'missing'; readonly name: string; readonly message?: string }
+  /** No policyRef, and more than one policy is labelled default: which one applies is not clear, so none runs. */
+  | { readonly kind: 'ambiguous'; readonly names: readonly string[] };
+
+/** The failure reason when the policy that applies cannot be used (missing, unreadable, ambiguous default). */
+export function policyUnusable(o: Exclude<PolicyObservation, { kind: 'none' | 'found' }>): string {
+  return o.kind === 'missing'
+    ? `AgentPolicy ${o.name} not found${o.message !== undefined ? `: ${o.message}` : ''}`
+    : `more than one AgentPolicy is labelled agents.re-cinq.com/default-policy=true (${o.names.join(', ')}): keep one default, or name a policy with spec.policyRef`;
+}
 
 /** What a run would do, as far as a policy is concerned. */
 export interface RunIntent {
@@ -43,6 +52,8 @@ export interface RunContainer {
   };
   /** Env names the user gave this container (not the controller's run env). */
   readonly env: readonly string[];
+  /** The container takes env in bulk (`envFrom`). */
+  readonly envFrom?: boolean;
 }
 
 /** Vendors whose CLI takes an allow list / a deny list of tools (vendors.md 6: Claude both, Gemini allow only). */
@@ -122,6 +133,10 @@ function firstViolation(policy: AgentPolicy, run: RunIntent): string | undefined
   const tools = execution === 'batch' ? undefined : p.tools;
   if (tools?.allow !== undefined) {
     if (!ENFORCES_ALLOW.has(run.vendor)) return `the ${run.vendor} CLI cannot enforce a tool allow list`;
+    // Bypass mode hands the CLI no allow list at all (it skips permission prompts instead).
+    if (definition.spec.permission_mode === 'bypass') {
+      return 'permission_mode bypass is not allowed under a tool allow list';
+    }
     const outside = (definition.spec.allowed_tools ?? []).find((t) => !tools.allow?.includes(t));
     if (outside !== undefined) return `tool ${outside} is not allowed (allowed: ${list(tools.allow)})`;
   }
@@ -187,6 +202,9 @@ function firstViolation(policy: AgentPolicy, run: RunIntent): string | undefined
     ];
     const hit = own.find(([, name]) => deniedEnv.includes(name));
     if (hit !== undefined) return `env ${hit[1]} (set by ${hit[0]}) is denied`;
+    // envFrom would set names nobody can see here (from a ConfigMap or Secret).
+    const bulk = run.containers.find((c) => c.envFrom);
+    if (bulk !== undefined) return `envFrom (container ${bulk.name}) is not allowed under an env deny list`;
   }
   return undefined;
 }
@@ -214,7 +232,8 @@ export function runIntent(agent: Agent, station: Station, definition: AgentDefin
       name === 'agent' || !Array.isArray(c.env)
         ? []
         : c.env.filter(isObject).map((e) => String(e.name ?? ''));
-    return { name, image: String(c.image ?? ''), resources, env };
+    const envFrom = Array.isArray(c.envFrom) && c.envFrom.length > 0;
+    return { name, image: String(c.image ?? ''), resources, env, ...(envFrom ? { envFrom } : {}) };
   });
   for (const sc of definition.spec.sidecars) {
     containers.push({
