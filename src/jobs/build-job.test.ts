@@ -965,6 +965,37 @@ describe('buildJob tool sidecars (native sidecars)', () => {
       'sidecar a: mcp.path must start with /',
     ],
   ];
+  it('refuses two sidecars on one port, and the realtime prompt port on a realtime run', () => {
+    const two = buildJob({
+      ...input,
+      definition: withDefinition({
+        sidecars: [
+          { name: 'a', image: 'x', mcp: { port: 7000 } },
+          { name: 'b', image: 'y', ports: [{ containerPort: 7000 }] },
+        ],
+      }),
+    });
+    assert.deepEqual(two, { ok: false, error: 'sidecar b: port 7000 is already used by sidecar a' });
+    const live = buildJob({
+      ...input,
+      definition: withDefinition({
+        execution: 'realtime',
+        sidecars: [{ name: 'a', image: 'x', mcp: { port: 8090 } }],
+      }),
+    });
+    assert.deepEqual(live, {
+      ok: false,
+      error: 'sidecar a: port 8090 is already used by the realtime prompt server',
+    });
+    const oneSidecarOnePort = buildJob({
+      ...input,
+      definition: withDefinition({
+        sidecars: [{ name: 'a', image: 'x', ports: [{ containerPort: 7000 }], mcp: { port: 7000 } }],
+      }),
+    });
+    assert.ok(oneSidecarOnePort.ok, 'its mcp port may be one of its own ports');
+  });
+
   for (const [name, sidecars, reason] of refusals) {
     it(`refuses ${name}`, () => {
       assert.deepEqual(buildJob({ ...input, definition: withDefinition({ sidecars }) }), {

@@ -8,6 +8,7 @@ import { err, ok, type Result } from '../shared/result.ts';
 import { AGENT_CONTAINER_NAME, INIT_CONTAINER_NAME } from './bundle.ts';
 import { AGENT_SECRETS_NAME, isReservedEnvName, type McpServerInput } from './env.ts';
 import { AGENT_SECURITY_CONTEXT, type JsonObject } from './pod-template.ts';
+import { REALTIME_PORT } from './realtime.ts';
 
 /** Resources of a sidecar that sets none. */
 export const SIDECAR_DEFAULT_RESOURCES: JsonObject = {
@@ -26,11 +27,24 @@ export function sidecarProblem(
 ): string | undefined {
   const seen = new Set<string>([INIT_CONTAINER_NAME, AGENT_CONTAINER_NAME, ...podContainerNames]);
   const mcpNames = new Set(definition.spec.resources.mcp_servers.map((m) => m.name));
+  // Containers of a pod share its network: two listeners on one port cannot both start.
+  const ports = new Map<number, string>(
+    definition.spec.execution === 'realtime' ? [[REALTIME_PORT, 'the realtime prompt server']] : [],
+  );
   for (const s of definition.spec.sidecars) {
     if (!DNS_LABEL.test(s.name)) return `sidecar name ${JSON.stringify(s.name)} is not a DNS label`;
     if (seen.has(s.name)) return `sidecar ${s.name}: the run pod already has a container of that name`;
     seen.add(s.name);
     if (s.image.trim() === '') return `sidecar ${s.name} has no image`;
+    const own = new Set([
+      ...s.ports.map((p) => p.containerPort),
+      ...(s.mcp !== undefined ? [s.mcp.port] : []),
+    ]);
+    for (const port of own) {
+      const taken = ports.get(port);
+      if (taken !== undefined) return `sidecar ${s.name}: port ${port} is already used by ${taken}`;
+      ports.set(port, `sidecar ${s.name}`);
+    }
     if (s.mcp !== undefined) {
       if (mcpNames.has(s.name))
         return `sidecar ${s.name}: resources.mcp_servers already has a server of that name`;
