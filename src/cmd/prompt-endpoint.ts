@@ -10,7 +10,6 @@ import {
   decodeJson,
   describeKubeError,
   isNotFound,
-  type KubeError,
 } from '../kube/index.ts';
 import { openPortForward } from '../kube/port-forward.ts';
 import type { Result } from '../shared/result.ts';
@@ -108,10 +107,6 @@ export type PromptApi =
       close(): void;
     };
 
-function why(e: KubeError): string {
-  return describeKubeError(e);
-}
-
 /** Finds the prompt API from the kubeconfig's cluster; an error is one line for the user. */
 export async function findPromptApi(
   cluster: ClusterConfig,
@@ -127,23 +122,26 @@ export async function findPromptApi(
     const svc = await transport.request('GET', `${base}/services/${API_SERVICE}`);
     if (!svc.ok) {
       if (isNotFound(svc.error)) return ok({ kind: 'local' });
-      return err(`cannot look up service ${namespace}/${API_SERVICE}: ${why(svc.error)}`);
+      return err(`cannot look up service ${namespace}/${API_SERVICE}: ${describeKubeError(svc.error)}`);
     }
     const service = decodeJson(svc.value.text, ServiceSchema, `service ${API_SERVICE}`);
-    if (!service.ok) return err(why(service.error));
+    if (!service.ok) return err(describeKubeError(service.error));
     const selector = Object.entries(service.value.spec.selector ?? {})
       .map(([k, val]) => `${k}=${val}`)
       .join(',');
     if (selector === '') return err(`service ${namespace}/${API_SERVICE} has no selector; pass --endpoint`);
     const list = await transport.request('GET', `${base}/pods`, { query: { labelSelector: selector } });
-    if (!list.ok) return err(`cannot list the pods of ${namespace}/${API_SERVICE}: ${why(list.error)}`);
+    if (!list.ok)
+      return err(`cannot list the pods of ${namespace}/${API_SERVICE}: ${describeKubeError(list.error)}`);
     const pods = decodeJson(list.value.text, PodListSchema, 'pods');
-    if (!pods.ok) return err(why(pods.error));
+    if (!pods.ok) return err(describeKubeError(pods.error));
     const picked = pickApiPod(service.value, pods.value);
     if (!picked.ok) return err(`${picked.error} in namespace ${namespace}`);
     const forward = await openPortForward(cluster, { namespace, pod: picked.value.pod });
     if (!forward.ok) {
-      return err(`cannot port-forward to pod ${namespace}/${picked.value.pod}: ${why(forward.error)}`);
+      return err(
+        `cannot port-forward to pod ${namespace}/${picked.value.pod}: ${describeKubeError(forward.error)}`,
+      );
     }
     let local: Awaited<ReturnType<typeof forward.value.listen>>;
     try {

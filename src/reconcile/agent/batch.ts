@@ -35,7 +35,7 @@ import {
   selectLines,
 } from '../batch/plan.ts';
 import type { ConditionUpdate } from '../conditions.ts';
-import { policyUnusable, policyViolation, runIntent, withPolicyTools } from '../policy/check.ts';
+import { policyRefusal, runIntent, withPolicyTools } from '../policy/check.ts';
 import {
   CONDITION_READY,
   FAILURE_BATCH_DISABLED,
@@ -384,17 +384,11 @@ export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decis
   // The fallback Job is a new pod-running run: the Station's policy applies to it as to any Job run (the recipe may
   // have changed since the batch was submitted), and a refused ServiceAccount fails it.
   const policy = s.policy ?? { kind: 'none' };
+  const asJob = { ...definition, spec: { ...definition.spec, execution: 'job' as const } };
   const refusal =
     s.serviceAccountRefused !== undefined
       ? failureServiceAccount(s.serviceAccountRefused.message)
-      : policy.kind === 'found'
-        ? policyViolation(
-            policy.policy,
-            runIntent(agent, station, { ...definition, spec: { ...definition.spec, execution: 'job' } }),
-          )
-        : policy.kind === 'none'
-          ? undefined
-          : policyUnusable(policy);
+      : policyRefusal(policy, () => runIntent(agent, station, asJob));
   if (refusal !== undefined) {
     return finish(s, now, {
       phase: 'Failed',

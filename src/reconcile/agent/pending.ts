@@ -3,7 +3,7 @@ import type { BuildJobInput } from '../../jobs/index.ts';
 import type { Result } from '../../shared/result.ts';
 import type { Action, Decision, JobManifest, RunFailureKind } from '../actions.ts';
 import { conditionsSatisfied } from '../conditions.ts';
-import { policyUnusable, policyViolation, runIntent, withPolicyTools } from '../policy/check.ts';
+import { policyRefusal, runIntent, withPolicyTools } from '../policy/check.ts';
 import { isRealtime, promptTokenSecretName, realtimeProblem } from '../realtime/plan.ts';
 import {
   FAILURE_MISSING_REF,
@@ -68,22 +68,20 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
     });
   }
   const policy = s.policy ?? { kind: 'none' };
-  if (policy.kind !== 'none' && !holdsBatchFinalizer(agent)) {
-    const failureReason =
-      policy.kind === 'found'
-        ? policyViolation(policy.policy, runIntent(agent, station, definition))
-        : policyUnusable(policy);
+  const refusal = holdsBatchFinalizer(agent)
+    ? undefined
+    : policyRefusal(policy, () => runIntent(agent, station, definition));
+  if (refusal !== undefined) {
     // A run whose Job already exists started under the policy it saw then (its Running patch was lost): it is
     // adopted below, never failed by a policy changed since.
-    if (failureReason !== undefined && s.job.kind === 'unknown' && definition.spec.execution !== 'batch') {
+    if (s.job.kind === 'unknown' && definition.spec.execution !== 'batch')
       return { actions: [], needs: 'job' };
-    }
-    if (failureReason !== undefined && s.job.kind !== 'present') {
+    if (s.job.kind !== 'present') {
       return failBeforeStart(s, now, {
         kind: 'policy',
         reason: REASON.policyViolation,
-        failureReason,
-        message: failureReason,
+        failureReason: refusal,
+        message: refusal,
       });
     }
   }

@@ -107,6 +107,18 @@ export function withPolicyTools(
   };
 }
 
+/** Why the policy that applies refuses this run (a violation, or a policy that cannot be used); undefined: allowed. */
+export function policyRefusal(observation: PolicyObservation, run: () => RunIntent): string | undefined {
+  switch (observation.kind) {
+    case 'none':
+      return undefined;
+    case 'found':
+      return policyViolation(observation.policy, run());
+    default:
+      return policyUnusable(observation);
+  }
+}
+
 /** The first thing the policy forbids in this run, as `AgentPolicy <name>: <what>`; undefined when allowed. */
 export function policyViolation(policy: AgentPolicy, run: RunIntent): string | undefined {
   const detail = firstViolation(policy, run);
