@@ -648,7 +648,7 @@ export function startController(deps: ControllerDeps): RunningController {
  * Asks whether AgentPolicies can be listed: readable, unreadable (no CRD, no grant: logged as a warning unless
  * `warn` is false), or unknown (any other failure: ask again).
  */
-async function probePolicies(
+export async function probePolicies(
   transport: Transport,
   log: Logger,
   warn = true,

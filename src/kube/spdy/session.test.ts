@@ -159,6 +159,11 @@ describe('portforward.k8s.io client', () => {
     assert.equal(await readAll(socket), 'echo:via listener');
     local.close();
     pf.close();
+    await assert.rejects(
+      pf.listen(8443),
+      /port-forward session is closed/,
+      'no listener on a closed session',
+    );
     server.close();
   });
 });
