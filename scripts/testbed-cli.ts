@@ -601,6 +601,8 @@ async function up(attempt = 1): Promise<void> {
               'root-ca-certificate-publisher-controller',
               'deployment-controller',
               'replicaset-controller',
+              // Aggregated ClusterRoles (view, edit, admin) get their rules, as in any cluster.
+              'clusterrole-aggregation-controller',
             ].join(','),
             '--leader-elect=false',
             '--secure-port=0',

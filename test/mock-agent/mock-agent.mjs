@@ -23,14 +23,23 @@
 //   MOCK_ECHO_PROMPT   =1: the styled assistant text is `echo: <prompt>` (the last argument, `--prompt=` stripped)
 //   MOCK_SESSION       session id of a fresh styled run (default a fixed UUID); a resumed run (`--resume <id>`,
 //                      Codex `exec resume <id>`) reports the id it resumes
+//   MOCK_CAN_I         `;`-separated checks like `kubectl auth can-i`: `<verb> <resource>[.<group>][/<subresource>]
+//                      [-n <namespace>]` (default namespace: the token folder's `namespace` file, else "default").
+//                      Before the payload, each is asked of the API server as an in-cluster client would (a
+//                      SelfSubjectAccessReview POSTed to https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT with
+//                      the folder's token as Bearer, TLS verified with its ca.crt), printing one line per check:
+//                      {"canI":"get pods","namespace":"ns","allowed":true|false}, or {"canI":…,"error":"no token"}
+//                      (or another error: no ca.crt, HTTP status, connection) instead of failing
+//   MOCK_TOKEN_DIR     the token folder of MOCK_CAN_I (default /var/run/secrets/kubernetes.io/serviceaccount)
 //
 // Modes: emit = print and exit; signal = print {"started":1}, wait for SIGTERM/SIGINT/SIGHUP, print {"signal":N},
 // exit MOCK_EXIT; crash = SIGKILL itself; orphan = leave a detached `sleep` holding stdout/stderr, print
 // {"orphan":pid}, emit, exit; linger = print the terminal event, then hang; wedge = ignore SIGTERM and hang, never
 // printing a terminal event.
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { dirname, join } from 'node:path';
 
 const env = process.env;
 const int = (name, fallback) => {
@@ -95,6 +104,127 @@ function checkExpectations() {
     return false;
   }
   return true;
+}
+
+/** A file's content, or undefined when it cannot be read. */
+function readOptional(file) {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** One MOCK_CAN_I check: verb, resource (group, subresource) and the namespace when given with -n. */
+function parseCheck(text) {
+  const words = text.trim().split(/\s+/);
+  const rest = [];
+  let namespace;
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i];
+    if (w === '-n' || w === '--namespace') namespace = words[++i];
+    else if (w.startsWith('--namespace=')) namespace = w.slice('--namespace='.length);
+    else rest.push(w);
+  }
+  const [verb = '', target = ''] = rest;
+  const [resourceAndGroup, subresource] = target.split('/', 2);
+  const dot = resourceAndGroup.indexOf('.');
+  return {
+    label: `${verb} ${target}`,
+    verb,
+    resource: dot >= 0 ? resourceAndGroup.slice(0, dot) : resourceAndGroup,
+    group: dot >= 0 ? resourceAndGroup.slice(dot + 1) : '',
+    subresource: subresource ?? '',
+    namespace,
+  };
+}
+
+/** POSTs a SelfSubjectAccessReview to the API server; resolves with its `status.allowed`. */
+function accessReview({ host, port, token, ca, attributes }) {
+  const body = JSON.stringify({
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SelfSubjectAccessReview',
+    spec: { resourceAttributes: attributes },
+  });
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        host,
+        port,
+        method: 'POST',
+        path: '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+        ca,
+        timeout: 10_000,
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => {
+          text += chunk;
+        });
+        res.on('end', () => {
+          if ((res.statusCode ?? 0) >= 300) {
+            let detail = res.statusMessage ?? '';
+            try {
+              detail = JSON.parse(text).message || detail;
+            } catch {}
+            reject(new Error(`HTTP ${res.statusCode}: ${detail}`));
+            return;
+          }
+          try {
+            resolve(JSON.parse(text).status?.allowed === true);
+          } catch {
+            reject(new Error('the answer is not JSON'));
+          }
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** MOCK_CAN_I: asks the API server each check with the pod's ServiceAccount token; one line per check. */
+async function canI(spec) {
+  const folder = env.MOCK_TOKEN_DIR || '/var/run/secrets/kubernetes.io/serviceaccount';
+  const ownNamespace = readOptional(join(folder, 'namespace'))?.trim() || 'default';
+  for (const text of spec.split(';')) {
+    if (text.trim() === '') continue;
+    const check = parseCheck(text);
+    // Read each time: a refreshed token is picked up, as client libraries do.
+    const token = readOptional(join(folder, 'token'))?.trim();
+    if (!token) {
+      out({ canI: check.label, error: 'no token' });
+      continue;
+    }
+    const namespace = check.namespace ?? ownNamespace;
+    const ca = readOptional(join(folder, 'ca.crt'));
+    const host = env.KUBERNETES_SERVICE_HOST;
+    const port = env.KUBERNETES_SERVICE_PORT;
+    let error;
+    if (!ca) error = 'no ca.crt';
+    else if (!host || !port) error = 'not in a cluster: KUBERNETES_SERVICE_HOST/PORT unset';
+    if (error) {
+      out({ canI: check.label, namespace, error });
+      continue;
+    }
+    const attributes = { namespace, verb: check.verb, resource: check.resource };
+    if (check.group) attributes.group = check.group;
+    if (check.subresource) attributes.subresource = check.subresource;
+    try {
+      const allowed = await accessReview({ host, port, token, ca, attributes });
+      out({ canI: check.label, namespace, allowed });
+    } catch (e) {
+      out({ canI: check.label, namespace, error: e.message });
+    }
+  }
 }
 
 /** The stream-JSON lines of one styled run: everything before the terminal event, then the terminal event. */
@@ -273,6 +403,7 @@ async function main() {
     out({ dir: env.MOCK_LIST_DIR, entries });
   }
 
+  if (env.MOCK_CAN_I) await canI(env.MOCK_CAN_I);
   if (env.MOCK_ECHO_ARGV === '1') out({ argv: process.argv.slice(2) });
   if (env.MOCK_PRINT) out(env.MOCK_PRINT);
 

@@ -10,7 +10,7 @@ import type { Logger } from '../../src/shared/log.ts';
 import { apiPath, type KubeClient, KubeError } from '../support/kube-client.ts';
 import { type ProcRecord, procAlive, procStart, writeProcRecords } from '../support/proc.ts';
 import { KubeObjectSchema } from '../support/schemas.ts';
-import { type EnvSources, NODE_CAPACITY } from './env.ts';
+import { NODE_CAPACITY } from './env.ts';
 import { type ImageTable, loadImageTables } from './images.ts';
 import { IpPool } from './ip-pool.ts';
 import { startKubeletServer } from './kubelet-server.ts';
@@ -19,6 +19,7 @@ import { DataObjectSchema, type NodePod, NodePodSchema } from './pod-spec.ts';
 import { PodWorker } from './pod-worker.ts';
 import { findHostTools, type HostTools } from './process.ts';
 import { kubeTime } from './status.ts';
+import type { IssuedToken, TokenRequestSpec, VolumeSources } from './volumes.ts';
 
 export interface NodeAgentOptions {
   readonly client: KubeClient;
@@ -47,6 +48,25 @@ const LeaseSchema = v.looseObject({
 
 function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+/** The part of a TokenRequest answer the node uses. */
+const TokenRequestSchema = v.looseObject({
+  spec: v.looseObject({ expirationSeconds: v.number() }),
+  status: v.looseObject({ token: v.string(), expirationTimestamp: v.string() }),
+});
+
+/** An API error as the kubelet reports it: the Status message (e.g. `serviceaccounts "x" not found`). */
+function apiMessage(error: unknown): string {
+  if (error instanceof KubeError) {
+    try {
+      const status = JSON.parse(error.body) as { message?: unknown };
+      if (typeof status.message === 'string' && status.message !== '') return status.message;
+    } catch {
+      // not a Status
+    }
+  }
+  return error instanceof Error ? error.message : String(error);
 }
 
 function decodeData(obj: v.InferOutput<typeof DataObjectSchema>, base64: boolean): Record<string, string> {
@@ -449,7 +469,7 @@ export class NodeAgent {
     return loadImageTables(this.#o.imageFiles);
   }
 
-  readonly #sources: EnvSources = {
+  readonly #sources: VolumeSources = {
     secret: async (ns, name) => {
       const obj = await this.#o.client.tryGet(
         apiPath('v1', 'secrets', { namespace: ns, name }),
@@ -463,6 +483,23 @@ export class NodeAgent {
         DataObjectSchema,
       );
       return obj ? decodeData(obj, false) : undefined;
+    },
+    serviceAccountToken: async (ns: string, name: string, spec: TokenRequestSpec): Promise<IssuedToken> => {
+      let answer: v.InferOutput<typeof TokenRequestSchema>;
+      try {
+        answer = await this.#o.client.create(
+          apiPath('v1', 'serviceaccounts', { namespace: ns, name, subresource: 'token' }),
+          { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec },
+          TokenRequestSchema,
+        );
+      } catch (error) {
+        throw new Error(apiMessage(error));
+      }
+      return {
+        token: answer.status.token,
+        expiresAt: Date.parse(answer.status.expirationTimestamp),
+        expirationSeconds: answer.spec.expirationSeconds,
+      };
     },
   };
 

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as v from 'valibot';
-import { type EnvSources, type PodFacts, parseQuantity, resolveEnv } from './env.ts';
+import {
+  containerEnvironment,
+  type EnvSources,
+  kubernetesServiceEnv,
+  type PodFacts,
+  parseQuantity,
+  resolveEnv,
+} from './env.ts';
+import { DEFAULT_PATH } from './plan.ts';
 import { type Container, PodSpecSchema } from './pod-spec.ts';
 
 const facts: PodFacts = {
@@ -126,6 +134,62 @@ describe('resolveEnv', () => {
     });
     assert.ok(r.ok);
     assert.deepEqual(Object.fromEntries(r.value), { MEM: '512', CPU: '8', REQ: '250' });
+  });
+});
+
+describe('the kubernetes Service variables', () => {
+  it('are the kubelet set for the Service, pointed at the API server the node uses', () => {
+    assert.deepEqual(Object.fromEntries(kubernetesServiceEnv('127.0.0.1', '37409')), {
+      KUBERNETES_SERVICE_HOST: '127.0.0.1',
+      KUBERNETES_SERVICE_PORT: '37409',
+      KUBERNETES_SERVICE_PORT_HTTPS: '37409',
+      KUBERNETES_PORT: 'tcp://127.0.0.1:37409',
+      KUBERNETES_PORT_37409_TCP: 'tcp://127.0.0.1:37409',
+      KUBERNETES_PORT_37409_TCP_PROTO: 'tcp',
+      KUBERNETES_PORT_37409_TCP_PORT: '37409',
+      KUBERNETES_PORT_37409_TCP_ADDR: '127.0.0.1',
+    });
+  });
+
+  it('bracket an IPv6 address in URLs only', () => {
+    const env = kubernetesServiceEnv('[::1]', '443');
+    assert.equal(env.get('KUBERNETES_SERVICE_HOST'), '::1');
+    assert.equal(env.get('KUBERNETES_PORT'), 'tcp://[::1]:443');
+    assert.equal(env.get('KUBERNETES_PORT_443_TCP_ADDR'), '::1');
+  });
+
+  it('override the image env, and the container env overrides them (explicit env wins)', async () => {
+    const service = kubernetesServiceEnv('127.0.0.1', '6443');
+    const c = container({
+      env: [
+        { name: 'KUBERNETES_SERVICE_HOST', value: 'api.example' },
+        { name: 'URL', value: 'https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)' },
+      ],
+    });
+    const r = await resolveEnv(c, [c], facts, sources, service);
+    assert.ok(r.ok);
+    const env = containerEnvironment(
+      { KUBERNETES_SERVICE_PORT: '1', LANG: 'C.UTF-8' },
+      new Map([['HOSTNAME', 'p'], ...service]),
+      r.value,
+    );
+    assert.equal(env.get('PATH'), DEFAULT_PATH);
+    assert.equal(env.get('LANG'), 'C.UTF-8');
+    assert.equal(env.get('HOSTNAME'), 'p');
+    assert.equal(env.get('KUBERNETES_SERVICE_HOST'), 'api.example', 'the container env wins');
+    assert.equal(env.get('KUBERNETES_SERVICE_PORT'), '6443', 'the service variables win over the image');
+    assert.equal(env.get('KUBERNETES_PORT_6443_TCP'), 'tcp://127.0.0.1:6443');
+    // $(VAR) sees the container's own variables first, then the service variables.
+    assert.equal(env.get('URL'), 'https://api.example:6443');
+  });
+
+  it('containerEnvironment: PATH defaults, the image PATH and an explicit PATH win in turn', () => {
+    assert.equal(containerEnvironment({}, new Map(), new Map()).get('PATH'), DEFAULT_PATH);
+    assert.equal(containerEnvironment({ PATH: '/img' }, new Map(), new Map()).get('PATH'), '/img');
+    assert.equal(
+      containerEnvironment({ PATH: '/img' }, new Map(), new Map([['PATH', '/mine']])).get('PATH'),
+      '/mine',
+    );
   });
 });
 

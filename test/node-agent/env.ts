@@ -2,7 +2,7 @@
 // `$(VAR)`-expanded against what is defined so far. Secrets and ConfigMaps come from injected lookups.
 import { parseQuantity as parseResourceQuantity } from '../../src/shared/quantity.ts';
 import { err, ok, type Result } from '../../src/shared/result.ts';
-import { expandVars, type Waiting } from './plan.ts';
+import { DEFAULT_PATH, expandVars, type Waiting } from './plan.ts';
 import type { Container } from './pod-spec.ts';
 
 /** Reads Secret / ConfigMap data (values already decoded); undefined when the object does not exist. */
@@ -34,7 +34,8 @@ export function parseQuantity(q: string | number): number | undefined {
   return typeof q === 'number' ? q : parseResourceQuantity(q);
 }
 
-function fieldValue(path: string, facts: PodFacts): string | undefined {
+/** The value of a downward API fieldPath (env `fieldRef`); undefined when the test node does not know it. */
+export function fieldValue(path: string, facts: PodFacts): string | undefined {
   const keyed = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
   if (keyed) return (keyed[1] === 'labels' ? facts.labels : facts.annotations)[keyed[2] ?? ''] ?? '';
   switch (path) {
@@ -59,9 +60,13 @@ function fieldValue(path: string, facts: PodFacts): string | undefined {
   }
 }
 
-function resourceValue(
+/**
+ * The value of a `resourceFieldRef` (limits.cpu, requests.memory, …) in units of its divisor, rounded up: of
+ * the container it names, else of `container`. Undefined when unknown.
+ */
+export function resourceValue(
   ref: { resource: string; containerName?: string | undefined; divisor?: unknown },
-  container: Container,
+  container: Container | undefined,
   all: readonly Container[],
 ): string | undefined {
   const target = ref.containerName ? all.find((c) => c.name === ref.containerName) : container;
@@ -81,14 +86,53 @@ function resourceValue(
 }
 
 /**
- * Resolves a container's environment in Kubernetes order. A missing Secret/ConfigMap or key that is
- * not optional gives the kubelet's CreateContainerConfigError message; the caller retries later.
+ * The variables the kubelet gives every container for the `kubernetes` Service (default namespace, port named
+ * https), as Docker-link-style service variables: KUBERNETES_SERVICE_HOST/_PORT/_PORT_HTTPS, KUBERNETES_PORT and
+ * KUBERNETES_PORT_<port>_TCP(_PROTO/_PORT/_ADDR). `host`/`port` are the Service's address; on the test node, the
+ * API server's own (there is no ClusterIP), so in-cluster clients reach it.
+ */
+export function kubernetesServiceEnv(host: string, port: string): Map<string, string> {
+  const addr = host.replace(/^\[(.*)\]$/, '$1');
+  const url = `tcp://${addr.includes(':') ? `[${addr}]` : addr}:${port}`;
+  const link = `KUBERNETES_PORT_${port}_TCP`;
+  return new Map([
+    ['KUBERNETES_SERVICE_HOST', addr],
+    ['KUBERNETES_SERVICE_PORT', port],
+    ['KUBERNETES_SERVICE_PORT_HTTPS', port],
+    ['KUBERNETES_PORT', url],
+    [link, url],
+    [`${link}_PROTO`, 'tcp'],
+    [`${link}_PORT`, port],
+    [`${link}_ADDR`, addr],
+  ]);
+}
+
+/**
+ * A container's final environment: PATH (the OCI default), overridden by the image's env, by the service
+ * variables (and other `node` variables such as HOSTNAME), then by the container's own resolved env: explicit
+ * env wins, as with the kubelet and the runtime.
+ */
+export function containerEnvironment(
+  imageEnv: Readonly<Record<string, string>>,
+  node: ReadonlyMap<string, string>,
+  container: ReadonlyMap<string, string>,
+): Map<string, string> {
+  const env = new Map<string, string>([['PATH', DEFAULT_PATH], ...Object.entries(imageEnv), ...node]);
+  for (const [k, val] of container) env.set(k, val);
+  return env;
+}
+
+/**
+ * Resolves a container's environment in Kubernetes order. `$(VAR)` in a value refers to the container's
+ * variables defined so far, then to `serviceEnv` (the kubelet's service variables). A missing Secret/ConfigMap
+ * or key that is not optional gives the kubelet's CreateContainerConfigError message; the caller retries later.
  */
 export async function resolveEnv(
   container: Container,
   allContainers: readonly Container[],
   facts: PodFacts,
   sources: EnvSources,
+  serviceEnv: ReadonlyMap<string, string> = new Map(),
 ): Promise<Result<Map<string, string>, Waiting>> {
   const env = new Map<string, string>();
   const fail = (message: string): Result<never, Waiting> =>
@@ -117,7 +161,7 @@ export async function resolveEnv(
     if (!from) {
       env.set(
         e.name,
-        expandVars(e.value ?? '', (n) => env.get(n)),
+        expandVars(e.value ?? '', (n) => env.get(n) ?? serviceEnv.get(n)),
       );
       continue;
     }

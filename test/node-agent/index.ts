@@ -1,5 +1,12 @@
 export { NodeAgent, type NodeAgentOptions } from './agent.ts';
-export { type EnvSources, type PodFacts, parseQuantity, resolveEnv } from './env.ts';
+export {
+  containerEnvironment,
+  type EnvSources,
+  kubernetesServiceEnv,
+  type PodFacts,
+  parseQuantity,
+  resolveEnv,
+} from './env.ts';
 export { type ImageEntry, type ImageTable, loadImageTables } from './images.ts';
 export { IpPool } from './ip-pool.ts';
 export { startKubeletServer } from './kubelet-server.ts';
@@ -18,3 +25,13 @@ export {
   podConditions,
   podPhase,
 } from './status.ts';
+export {
+  type FileProjection,
+  fsUserOf,
+  type IssuedToken,
+  type TokenRequestSpec,
+  tokenRefreshAt,
+  type VolumeSources,
+  volumeContent,
+  writeVolume,
+} from './volumes.ts';

@@ -8,6 +8,7 @@ import {
   expandVars,
   findExecutable,
   hostPathFor,
+  isApiDataVolume,
   isSidecar,
   NEW_TALLY,
   nextInitStep,
@@ -66,11 +67,78 @@ describe('admitPod', () => {
       undefined,
     );
   });
-  it('refuses unsupported volume types', () => {
-    assert.equal(
-      admitPod(spec({ volumes: [{ name: 'p', persistentVolumeClaim: { claimName: 'x' } }] }))?.reason,
-      'UnsupportedPodFeature',
+  it('refuses unsupported volume types, naming the supported ones', () => {
+    const r = admitPod(spec({ volumes: [{ name: 'p', persistentVolumeClaim: { claimName: 'x' } }] }));
+    assert.deepEqual(r, {
+      reason: 'UnsupportedPodFeature',
+      message:
+        'the test node supports only emptyDir, secret, configMap, downwardAPI and projected volumes (volume "p" is persistentVolumeClaim)',
+    });
+  });
+  it('admits projected volumes (the kube-api-access volume of the ServiceAccount admission) and downwardAPI volumes', () => {
+    const s = spec({
+      volumes: [
+        {
+          name: 'kube-api-access-x7k2p',
+          projected: {
+            defaultMode: 420,
+            sources: [
+              { serviceAccountToken: { expirationSeconds: 3607, path: 'token' } },
+              { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+              {
+                downwardAPI: {
+                  items: [
+                    { path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } },
+                  ],
+                },
+              },
+              { secret: { name: 's', optional: true } },
+            ],
+          },
+        },
+        {
+          name: 'info',
+          downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] },
+        },
+      ],
+    });
+    assert.equal(admitPod(s), undefined);
+    const [projected] = s.volumes;
+    assert.deepEqual(projected?.projected?.sources[0]?.serviceAccountToken, {
+      audience: '',
+      expirationSeconds: 3607,
+      path: 'token',
+    });
+    assert.deepEqual(
+      v.parse(PodSpecSchema, {
+        containers: [],
+        volumes: [{ name: 't', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } }],
+      }).volumes[0]?.projected?.sources[0]?.serviceAccountToken?.expirationSeconds,
+      3600,
+      'expirationSeconds defaults to an hour',
     );
+  });
+  it('refuses projections the test node does not implement', () => {
+    const r = admitPod(
+      spec({
+        volumes: [
+          {
+            name: 'bundle',
+            projected: {
+              sources: [
+                { serviceAccountToken: { path: 'token' } },
+                { clusterTrustBundle: { name: 'b', path: 'ca.pem' } },
+              ],
+            },
+          },
+        ],
+      }),
+    );
+    assert.deepEqual(r, {
+      reason: 'UnsupportedPodFeature',
+      message:
+        'the test node projects only serviceAccountToken, configMap, secret and downwardAPI sources (source #1 of volume "bundle" is clusterTrustBundle)',
+    });
   });
   it('admits sidecars (init containers with restartPolicy Always) with exec/tcpSocket/httpGet probes', () => {
     const s = spec({
@@ -340,6 +408,41 @@ describe('planMounts / hostPathFor / findExecutable', () => {
       value: [
         { source: '/state/pod/volumes/agent', target: '/agent', readOnly: true },
         { source: '/state/pod/volumes/ws/repo', target: '/agent/work', readOnly: false },
+      ],
+    });
+  });
+  it('mounts API data volumes read-only whatever the volumeMount says', () => {
+    const volumes = spec({
+      volumes: [
+        { name: 'agent', emptyDir: {} },
+        { name: 'ws', projected: { sources: [] } },
+        { name: 's', secret: { secretName: 's' } },
+        { name: 'c', configMap: { name: 'c' } },
+        { name: 'd', downwardAPI: { items: [] } },
+      ],
+    }).volumes;
+    assert.deepEqual(
+      volumes.map((vol) => isApiDataVolume(vol)),
+      [false, true, true, true, true],
+    );
+    const readOnly = new Set(volumes.filter(isApiDataVolume).map((vol) => vol.name));
+    const r = planMounts(
+      [
+        { name: 'agent', mountPath: '/agent' },
+        { name: 'ws', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: false },
+      ],
+      dirs,
+      readOnly,
+    );
+    assert.deepEqual(r, {
+      ok: true,
+      value: [
+        { source: '/state/pod/volumes/agent', target: '/agent', readOnly: false },
+        {
+          source: '/state/pod/volumes/ws',
+          target: '/var/run/secrets/kubernetes.io/serviceaccount',
+          readOnly: true,
+        },
       ],
     });
   });

@@ -3,7 +3,7 @@
 import { posix } from 'node:path';
 import { err, ok, type Result } from '../../src/shared/result.ts';
 import type { ImageEntry } from './images.ts';
-import type { Container, ContainerPort, PodSpec, Probe, VolumeMount } from './pod-spec.ts';
+import type { Container, ContainerPort, PodSpec, Probe, Volume, VolumeMount } from './pod-spec.ts';
 import type { ContainerRun } from './status.ts';
 
 /** Why the node will not run a pod (it ends Failed with this reason and message). */
@@ -22,7 +22,8 @@ export interface Waiting {
  * Admission: refuses pods that would escape to the host (hostPath volumes, privileged containers) and
  * pods using features the test node does not implement (per-container restart policies on app
  * containers, sidecar probes other than exec/tcpSocket/httpGet, volume types other than
- * emptyDir/secret/configMap). Undefined means the pod is admitted.
+ * emptyDir/secret/configMap/downwardAPI/projected, projections other than
+ * serviceAccountToken/configMap/secret/downwardAPI). Undefined means the pod is admitted.
  */
 export function admitPod(spec: PodSpec): Refusal | undefined {
   for (const vol of spec.volumes) {
@@ -32,11 +33,20 @@ export function admitPod(spec: PodSpec): Refusal | undefined {
         message: `the test node refuses pods with hostPath volumes (volume "${vol.name}")`,
       };
     }
-    if (vol.emptyDir === undefined && vol.secret === undefined && vol.configMap === undefined) {
-      const kind = Object.keys(vol).find((k) => k !== 'name') ?? 'unknown';
+    const kind = VOLUME_KINDS.find((k) => vol[k] !== undefined);
+    if (kind === undefined) {
+      const other = Object.keys(vol).find((k) => k !== 'name') ?? 'unknown';
       return {
         reason: 'UnsupportedPodFeature',
-        message: `the test node supports only emptyDir, secret and configMap volumes (volume "${vol.name}" is ${kind})`,
+        message: `the test node supports only emptyDir, secret, configMap, downwardAPI and projected volumes (volume "${vol.name}" is ${other})`,
+      };
+    }
+    for (const [i, source] of (vol.projected?.sources ?? []).entries()) {
+      if (PROJECTION_KINDS.some((k) => source[k] !== undefined)) continue;
+      const other = Object.keys(source)[0] ?? 'empty';
+      return {
+        reason: 'UnsupportedPodFeature',
+        message: `the test node projects only serviceAccountToken, configMap, secret and downwardAPI sources (source #${i} of volume "${vol.name}" is ${other})`,
       };
     }
   }
@@ -77,6 +87,24 @@ export function admitPod(spec: PodSpec): Refusal | undefined {
     }
   }
   return undefined;
+}
+
+/** The volume types the test node implements. */
+const VOLUME_KINDS = ['emptyDir', 'secret', 'configMap', 'downwardAPI', 'projected'] as const;
+/** The projected volume sources the test node implements. */
+const PROJECTION_KINDS = ['serviceAccountToken', 'configMap', 'secret', 'downwardAPI'] as const;
+
+/**
+ * Whether a volume holds API data (secret, configMap, downwardAPI, projected): the kubelet always mounts those
+ * read-only, whatever the volumeMount says.
+ */
+export function isApiDataVolume(vol: Volume): boolean {
+  return (
+    vol.secret !== undefined ||
+    vol.configMap !== undefined ||
+    vol.downwardAPI !== undefined ||
+    vol.projected !== undefined
+  );
 }
 
 /** Whether the pod's nodeSelector matches the node's labels (the only scheduling rule the node checks). */
@@ -220,11 +248,13 @@ export interface MountPlan {
 
 /**
  * Plans a container's bind mounts from its volumeMounts and the host folders backing the pod's volumes.
- * subPaths must stay inside their volume. Sorted so parents are mounted before children.
+ * subPaths must stay inside their volume. Mounts of `readOnlyVolumes` (API data volumes) are read-only
+ * whatever the volumeMount says, as the kubelet does. Sorted so parents are mounted before children.
  */
 export function planMounts(
   mounts: readonly VolumeMount[],
   volumeDirs: ReadonlyMap<string, string>,
+  readOnlyVolumes: ReadonlySet<string> = new Set(),
 ): Result<MountPlan[], Waiting> {
   const plan: MountPlan[] = [];
   for (const m of mounts) {
@@ -251,7 +281,7 @@ export function planMounts(
     plan.push({
       source: sub === '' ? dir : posix.join(dir, sub),
       target: posix.normalize(m.mountPath).replace(/(.)\/+$/, '$1'),
-      readOnly: m.readOnly === true,
+      readOnly: m.readOnly === true || readOnlyVolumes.has(m.name),
     });
   }
   return ok(plan.sort((a, b) => a.target.split('/').length - b.target.split('/').length));

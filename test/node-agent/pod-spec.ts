@@ -7,19 +7,19 @@ const KeyRef = v.looseObject({
   optional: v.optional(v.boolean()),
 });
 
+const ResourceFieldRefSchema = v.looseObject({
+  resource: v.string(),
+  containerName: v.optional(v.string()),
+  divisor: v.optional(v.unknown()),
+});
+
 const EnvVarSchema = v.looseObject({
   name: v.string(),
   value: v.optional(v.string()),
   valueFrom: v.optional(
     v.looseObject({
       fieldRef: v.optional(v.looseObject({ fieldPath: v.string() })),
-      resourceFieldRef: v.optional(
-        v.looseObject({
-          resource: v.string(),
-          containerName: v.optional(v.string()),
-          divisor: v.optional(v.unknown()),
-        }),
-      ),
+      resourceFieldRef: v.optional(ResourceFieldRefSchema),
       secretKeyRef: v.optional(KeyRef),
       configMapKeyRef: v.optional(KeyRef),
     }),
@@ -129,6 +129,37 @@ const ItemsSchema = v.optional(
   v.array(v.looseObject({ key: v.string(), path: v.string(), mode: v.optional(v.number()) })),
 );
 
+/** One file of a downward API volume or projection: a field of the pod, or a container's resource. */
+const DownwardItemSchema = v.looseObject({
+  path: v.string(),
+  fieldRef: v.optional(v.looseObject({ fieldPath: v.string(), apiVersion: v.optional(v.string()) })),
+  resourceFieldRef: v.optional(ResourceFieldRefSchema),
+  mode: v.optional(v.number()),
+});
+export type DownwardItem = v.InferOutput<typeof DownwardItemSchema>;
+
+/** A Secret or ConfigMap as a projection source (no defaultMode of its own: the projected volume's applies). */
+const ObjectProjectionSchema = v.looseObject({
+  name: v.optional(v.string(), ''),
+  items: ItemsSchema,
+  optional: v.optional(v.boolean()),
+});
+
+/** One source of a projected volume; the test node supports the first four (admitPod refuses the others). */
+const ProjectionSchema = v.looseObject({
+  serviceAccountToken: v.optional(
+    v.looseObject({
+      audience: v.optional(v.string(), ''),
+      expirationSeconds: v.optional(v.number(), 3600),
+      path: v.string(),
+    }),
+  ),
+  configMap: v.optional(ObjectProjectionSchema),
+  secret: v.optional(ObjectProjectionSchema),
+  downwardAPI: v.optional(v.looseObject({ items: v.optional(v.array(DownwardItemSchema), []) })),
+});
+export type Projection = v.InferOutput<typeof ProjectionSchema>;
+
 const VolumeSchema = v.looseObject({
   name: v.string(),
   emptyDir: v.optional(v.looseObject({})),
@@ -146,6 +177,18 @@ const VolumeSchema = v.looseObject({
       name: v.optional(v.string(), ''),
       items: ItemsSchema,
       optional: v.optional(v.boolean()),
+      defaultMode: v.optional(v.number()),
+    }),
+  ),
+  downwardAPI: v.optional(
+    v.looseObject({
+      items: v.optional(v.array(DownwardItemSchema), []),
+      defaultMode: v.optional(v.number()),
+    }),
+  ),
+  projected: v.optional(
+    v.looseObject({
+      sources: v.optional(v.array(ProjectionSchema), []),
       defaultMode: v.optional(v.number()),
     }),
   ),

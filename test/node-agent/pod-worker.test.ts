@@ -1,8 +1,9 @@
-// Host-level: a PodWorker runs real pods with native sidecars (init containers with restartPolicy Always) as
-// local processes (unshare + mount + setpriv, so it needs root; skipped otherwise). The API server is replaced by
-// a recorder of the pods/status patches the worker sends; the instant-mode test runs no process.
+// Host-level: a PodWorker runs real pods with native sidecars (init containers with restartPolicy Always) and
+// projected ServiceAccount tokens as local processes (unshare + mount + setpriv, so it needs root; skipped
+// otherwise). The API server is replaced by a recorder of the pods/status patches the worker sends and fake
+// TokenRequest answers; the instant-mode test runs no process.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -16,6 +17,7 @@ import { parseCriLog } from './logs.ts';
 import { NodePodSchema } from './pod-spec.ts';
 import { PodWorker } from './pod-worker.ts';
 import { findHostTools, type HostTools } from './process.ts';
+import type { VolumeSources } from './volumes.ts';
 
 const root = typeof process.getuid === 'function' && process.getuid() === 0;
 const skip = root ? false : 'needs root (unshare --mount, mount --bind, setpriv)';
@@ -28,7 +30,7 @@ interface ContainerStatus {
   readonly restartCount: number;
   readonly state: {
     running?: unknown;
-    waiting?: { reason: string };
+    waiting?: { reason: string; message?: string };
     terminated?: { exitCode: number; reason: string };
   };
   readonly lastState: { terminated?: { exitCode: number } };
@@ -41,15 +43,27 @@ interface Status {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'node-agent-worker-'));
+// Searchable by anyone: containers running as another user than root reach their mount points under it.
+chmodSync(dir, 0o755);
 after(() => rmSync(dir, { recursive: true, force: true }));
 const ips = new IpPool(2, 254, 2 + Math.floor(Math.random() * 253));
 let seq = 0;
+
+/** No Secrets, no ConfigMaps, every TokenRequest refused. */
+const noSources: VolumeSources = {
+  secret: async () => undefined,
+  configMap: async () => undefined,
+  serviceAccountToken: async () => {
+    throw new Error('no tokens on this node');
+  },
+};
 
 /** Starts a worker on `pod`; every status it sends is kept in `statuses`, in order. */
 function startPod(
   spec: Record<string, unknown>,
   annotations: Record<string, string> = {},
   tools?: HostTools,
+  sources: VolumeSources = noSources,
 ) {
   const uid = `uid-${process.pid}-${++seq}`;
   const pod = v.parse(NodePodSchema, {
@@ -74,7 +88,7 @@ function startPod(
       images: () => ({}),
       tools: tools ?? findHostTools(),
       apiserver: { host: '127.0.0.1', port: '6443' },
-      sources: { secret: async () => undefined, configMap: async () => undefined },
+      sources,
       trackProcess: () => undefined,
       now: Date.now,
     },
@@ -358,6 +372,188 @@ describe('PodWorker with native sidecars (host)', { skip }, () => {
     assert.equal(status(final.initContainerStatuses, 'setup').state.terminated?.exitCode, 4);
     assert.equal(status(final.initContainerStatuses, 'side').state.terminated?.exitCode, 143);
     assert.equal(status(final.containerStatuses, 'agent').state.waiting?.reason, 'PodInitializing');
+    worker.cleanup();
+  });
+});
+
+describe('PodWorker with projected ServiceAccount tokens (host)', { skip }, () => {
+  /** A projected volume like the kube-api-access one, and a fresh mount point for it. */
+  function tokenVolume(name: string) {
+    const path = join(dir, `sa-${name}-${++seq}`);
+    mkdirSync(path);
+    chmodSync(path, 0o755);
+    return {
+      path,
+      volume: {
+        name: 'tok',
+        projected: {
+          defaultMode: 0o644,
+          sources: [
+            { serviceAccountToken: { path: 'token', expirationSeconds: 600 } },
+            { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+            {
+              downwardAPI: { items: [{ path: 'namespace', fieldRef: { fieldPath: 'metadata.namespace' } }] },
+            },
+          ],
+        },
+      },
+      mount: { name: 'tok', mountPath: path },
+    };
+  }
+  const withCa = (serviceAccountToken: VolumeSources['serviceAccountToken']): VolumeSources => ({
+    ...noSources,
+    configMap: async (_ns, name) => (name === 'kube-root-ca.crt' ? { 'ca.crt': 'THE-CA' } : undefined),
+    serviceAccountToken,
+  });
+
+  it('a container running as uid 1000 reads its token (its own, 0640 with the fsGroup), CA and namespace from a read-only mount, reaches the API server by the kubernetes Service env, and sees the token refreshed', {
+    timeout: 60_000,
+  }, async () => {
+    const s = shared('token');
+    const t = tokenVolume('read');
+    const requests: unknown[] = [];
+    // Two-second tokens: refreshed 1.6 s after each is issued.
+    const sources = withCa(async (ns, sa, spec) => {
+      requests.push({ ns, sa, spec });
+      return { token: `tok-${requests.length}`, expiresAt: Date.now() + 2000, expirationSeconds: 2 };
+    });
+    const out = (f: string) => join(s.path, f);
+    const script = [
+      `d=${t.path}`,
+      `cat $d/token > ${out('first')}`,
+      `cat $d/ca.crt > ${out('ca')}`,
+      `cat $d/namespace > ${out('ns')}`,
+      `stat -L -c '%a %u %g' $d/token > ${out('stat')}`,
+      `if touch $d/x 2>/dev/null; then echo writable; else echo read-only; fi > ${out('ro')}`,
+      `echo "$KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT $KUBERNETES_PORT_6443_TCP_ADDR" > ${out('env')}`,
+      // Waits (up to 20 s) for the refreshed token.
+      `i=0; while [ "$(cat $d/token)" = "$(cat ${out('first')})" ]; do i=$((i+1)); [ $i -gt 400 ] && exit 1; sleep 0.05; done`,
+      `cat $d/token > ${out('second')}`,
+    ].join('\n');
+    const { worker, last, sharedFile } = startPod(
+      {
+        restartPolicy: 'Never',
+        serviceAccountName: 'sa1',
+        securityContext: { runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000 },
+        volumes: [s.volume, t.volume],
+        containers: [{ name: 'agent', command: ['sh', '-c', script], volumeMounts: [s.mount, t.mount] }],
+      },
+      {},
+      undefined,
+      sources,
+    );
+    await worker.done;
+    const final = last();
+    assert.equal(final.phase, 'Succeeded', JSON.stringify(final));
+    const read = (f: string) => readFileSync(sharedFile(f), 'utf8').trim();
+    assert.equal(read('first'), 'tok-1');
+    assert.match(read('second'), /^tok-[2-9]$/);
+    assert.equal(read('ca'), 'THE-CA');
+    assert.equal(read('ns'), 'ns');
+    assert.equal(read('stat'), '640 1000 1000', 'owned by the pod user, readable by the fsGroup');
+    assert.equal(read('ro'), 'read-only');
+    assert.equal(read('env'), '127.0.0.1 6443 127.0.0.1');
+    assert.deepEqual(requests[0], {
+      ns: 'ns',
+      sa: 'sa1',
+      spec: {
+        audiences: [],
+        expirationSeconds: 600,
+        boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: worker.name, uid: worker.uid },
+      },
+    });
+    worker.cleanup();
+  });
+
+  it('a refused TokenRequest keeps the pod in ContainerCreating with the kubelet message; it starts once a token is issued', {
+    timeout: 60_000,
+  }, async () => {
+    const t = tokenVolume('refused');
+    let refuse = true;
+    const sources = withCa(async () => {
+      if (refuse) throw new Error('serviceaccounts "sa1" not found');
+      return { token: 'ok', expiresAt: Date.now() + 600_000, expirationSeconds: 600 };
+    });
+    const { worker, last } = startPod(
+      {
+        restartPolicy: 'Never',
+        serviceAccountName: 'sa1',
+        volumes: [t.volume],
+        containers: [
+          {
+            name: 'agent',
+            command: ['sh', '-c', `test "$(cat ${t.path}/token)" = ok`],
+            volumeMounts: [t.mount],
+          },
+        ],
+      },
+      {},
+      undefined,
+      sources,
+    );
+    const waiting = await pollUntil(
+      () => {
+        const st = status(last().containerStatuses, 'agent').state.waiting;
+        return st?.message ? st : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 20, description: 'the agent waiting with a message' },
+    );
+    assert.deepEqual(waiting, {
+      reason: 'ContainerCreating',
+      message:
+        'MountVolume.SetUp failed for volume "tok" : failed to fetch token: serviceaccounts "sa1" not found',
+    });
+    assert.equal(last().phase, 'Pending');
+    refuse = false;
+    await worker.done;
+    const final = last();
+    assert.equal(final.phase, 'Succeeded', JSON.stringify(final));
+    worker.cleanup();
+  });
+});
+
+describe('PodWorker token cache', () => {
+  it('a pod waiting for another volume does not ask for its token again at each retry', {
+    timeout: 30_000,
+  }, async () => {
+    let requests = 0;
+    const sources: VolumeSources = {
+      ...noSources,
+      serviceAccountToken: async () => {
+        requests++;
+        return { token: 't', expiresAt: Date.now() + 600_000, expirationSeconds: 600 };
+      },
+    };
+    const { worker, statuses, last } = startPod(
+      {
+        restartPolicy: 'Never',
+        volumes: [
+          { name: 'tok', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } },
+          { name: 'creds', secret: { secretName: 'missing' } },
+        ],
+        containers: [{ name: 'agent', command: ['true'] }],
+      },
+      {},
+      // Runs no process: it never gets past its volumes.
+      { unshare: '/x', sh: '/x', mount: '/x', mkdir: '/x', setpriv: '/x' },
+      sources,
+    );
+    const message = 'MountVolume.SetUp failed for volume "creds" : secret "missing" not found';
+    const seen = await pollUntil(
+      () =>
+        status(last().containerStatuses, 'agent').state.waiting?.message === message
+          ? statuses.length
+          : undefined,
+      { timeoutMs: 10_000, intervalMs: 20, description: 'the agent waiting for the secret' },
+    );
+    // Two more retries (a status write each).
+    await pollUntil(() => (statuses.length >= seen + 2 ? true : undefined), {
+      timeoutMs: 10_000,
+      intervalMs: 20,
+      description: 'two more volume retries',
+    });
+    assert.equal(requests, 1);
+    await worker.terminate(0);
     worker.cleanup();
   });
 });

@@ -1,15 +1,15 @@
-// Runs one pod on the test node: volumes, init containers in order (sidecars — init containers with
-// restartPolicy Always — are started, probed and kept running beside the app containers), then the
-// containers, restarts by restartPolicy, activeDeadlineSeconds, graceful termination (app containers
-// first, then the sidecars in reverse order); keeps logs; reports status as it goes.
+// Runs one pod on the test node: volumes (projected tokens refreshed while it runs), init containers in
+// order (sidecars — init containers with restartPolicy Always — are started, probed and kept running beside
+// the app containers), then the containers, restarts by restartPolicy, activeDeadlineSeconds, graceful
+// termination (app containers first, then the sidecars in reverse order); keeps logs; reports status as it goes.
 import type { ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { Logger } from '../../src/shared/log.ts';
 import { err, ok, type Result } from '../../src/shared/result.ts';
 import { apiPath, type KubeClient, KubeError } from '../support/kube-client.ts';
-import { type EnvSources, type PodFacts, resolveEnv } from './env.ts';
+import { containerEnvironment, kubernetesServiceEnv, type PodFacts, resolveEnv } from './env.ts';
 import type { ImageTable } from './images.ts';
 import { type InstantRun, instantRun } from './instant.ts';
 import type { IpPool } from './ip-pool.ts';
@@ -19,6 +19,7 @@ import {
   appContainersDone,
   DEFAULT_PATH,
   findExecutable,
+  isApiDataVolume,
   isSidecar,
   nextInitStep,
   planMounts,
@@ -29,7 +30,7 @@ import {
   sidecarStopOrder,
   type Waiting,
 } from './plan.ts';
-import type { Container, NodePod } from './pod-spec.ts';
+import type { Container, NodePod, Volume } from './pod-spec.ts';
 import { checkProbe, type ProbeCheck, Prober, type ProbeTarget } from './probe.ts';
 import { type HostTools, isExecutableFile, type ProcessSpec, spawnContainer } from './process.ts';
 import {
@@ -40,6 +41,16 @@ import {
   type Terminated,
   type TransitionTimes,
 } from './status.ts';
+import {
+  fsUserOf,
+  type IssuedToken,
+  type TokenRequestSpec,
+  tokenRefreshAt,
+  type VolumeContext,
+  type VolumeSources,
+  volumeContent,
+  writeVolume,
+} from './volumes.ts';
 
 /** What a pod worker needs from the node. */
 export interface WorkerDeps {
@@ -53,9 +64,13 @@ export interface WorkerDeps {
   /** The image table, read at each container start. */
   readonly images: () => ImageTable;
   readonly tools: HostTools;
-  /** Where containers reach the API server (KUBERNETES_SERVICE_HOST / _PORT). */
+  /**
+   * Where containers reach the API server: the `kubernetes` Service variables (KUBERNETES_SERVICE_HOST, …) point
+   * here, the API server the node agent itself uses (the test node has no ClusterIPs).
+   */
   readonly apiserver: { readonly host: string; readonly port: string };
-  readonly sources: EnvSources;
+  /** Secrets, ConfigMaps and ServiceAccount tokens (TokenRequest) for env and volumes. */
+  readonly sources: VolumeSources;
   /** Called with each container process started / finished, for crash-safe cleanup by `testbed down`. */
   readonly trackProcess: (name: string, pid: number, running: boolean) => void;
   readonly now: () => number;
@@ -78,6 +93,9 @@ export interface ContainerLogInfo {
   readonly running: boolean;
   readonly waitingReason: string | undefined;
 }
+
+/** How soon a failed token refresh is tried again (the files keep the previous token meanwhile). */
+const TOKEN_RETRY_MS = 10_000;
 
 const DEADLINE = {
   reason: 'DeadlineExceeded',
@@ -110,6 +128,12 @@ export class PodWorker {
   /** Aborted when the sidecars are to stop: no (re)start of a sidecar after that. */
   readonly #sidecarStop = new AbortController();
   readonly #sidecarLoops: Promise<void>[] = [];
+  /** Aborted when the pod has ended: its volumes are no longer refreshed. */
+  readonly #volumesStop = new AbortController();
+  /** The loops refreshing volumes that hold tokens. */
+  readonly #volumeLoops: Promise<void>[] = [];
+  /** Tokens issued for the pod, by request: reused until due for a refresh (the kubelet's token manager). */
+  readonly #tokens = new Map<string, IssuedToken>();
   /** Condition checks of `#until`, run at each state change. */
   readonly #waiters = new Set<() => void>();
   #killTimer: NodeJS.Timeout | undefined;
@@ -164,6 +188,7 @@ export class PodWorker {
       this.#finished = true;
       this.#stop.abort();
       this.#sidecarStop.abort();
+      this.#volumesStop.abort();
       this.#killAll('SIGKILL', true);
       return this.#flush();
     });
@@ -249,17 +274,7 @@ export class PodWorker {
 
   /** Sleeps `ms`, cut short when the pod stops (and, for a sidecar, when the sidecars stop). */
   #sleep(ms: number, sidecar = false): Promise<void> {
-    const signals = sidecar ? [this.#stop.signal, this.#sidecarStop.signal] : [this.#stop.signal];
-    return new Promise((resolvePromise) => {
-      if (signals.some((s) => s.aborted)) return resolvePromise();
-      const finish = (): void => {
-        clearTimeout(timer);
-        for (const s of signals) s.removeEventListener('abort', finish);
-        resolvePromise();
-      };
-      const timer = setTimeout(finish, ms);
-      for (const s of signals) s.addEventListener('abort', finish, { once: true });
-    });
+    return sleep(ms, sidecar ? [this.#stop.signal, this.#sidecarStop.signal] : [this.#stop.signal]);
   }
 
   /** Resolves once `condition` holds; it is checked now and at every state change (no polling). */
@@ -400,6 +415,9 @@ export class PodWorker {
     } finally {
       clearTimeout(this.#deadlineTimer);
       clearTimeout(this.#killTimer);
+      // Like the kubelet tearing down the volumes of a pod that has ended: no more token refreshes.
+      this.#volumesStop.abort();
+      await Promise.all(this.#volumeLoops);
       this.#finished = true;
       this.#deps.ips.release(this.uid);
       this.#log.info('Pod finished', {
@@ -544,26 +562,20 @@ export class PodWorker {
     const image = images[c.image];
     const identity = resolveIdentity(this.#pod.spec, c, image, `${this.name}_${this.namespace}(${this.uid})`);
     if (!identity.ok) return identity;
-    const base = new Map<string, string>([
-      ['HOSTNAME', this.name],
-      ['KUBERNETES_SERVICE_HOST', this.#deps.apiserver.host],
-      ['KUBERNETES_SERVICE_PORT', this.#deps.apiserver.port],
-      ['KUBERNETES_SERVICE_PORT_HTTPS', this.#deps.apiserver.port],
-      ['KUBERNETES_PORT', `tcp://${this.#deps.apiserver.host}:${this.#deps.apiserver.port}`],
-    ]);
+    const serviceEnv = kubernetesServiceEnv(this.#deps.apiserver.host, this.#deps.apiserver.port);
     const all = [...this.#pod.spec.initContainers, ...this.#pod.spec.containers];
-    const resolved = await resolveEnv(c, all, this.#facts(), this.#deps.sources);
+    const resolved = await resolveEnv(c, all, this.#facts(), this.#deps.sources, serviceEnv);
     if (!resolved.ok) return resolved;
-    const env = new Map<string, string>([
-      ['PATH', DEFAULT_PATH],
-      ...Object.entries(image?.env ?? {}),
-      ...base,
-    ]);
-    for (const [k, val] of resolved.value) env.set(k, val);
+    const env = containerEnvironment(
+      image?.env ?? {},
+      new Map([['HOSTNAME', this.name], ...serviceEnv]),
+      resolved.value,
+    );
     if (!env.has('HOME')) env.set('HOME', identity.value.uid === 0 ? '/root' : '/');
     const argv = resolveArgv(c, image, env);
     if (!argv.ok) return argv;
-    const mounts = planMounts(c.volumeMounts, volumes);
+    const readOnly = new Set(this.#pod.spec.volumes.filter(isApiDataVolume).map((vol) => vol.name));
+    const mounts = planMounts(c.volumeMounts, volumes, readOnly);
     if (!mounts.ok) return mounts;
     const imageFiles = Object.entries(image?.files ?? {}).map(([target, source]) => ({
       source,
@@ -986,8 +998,10 @@ export class PodWorker {
 
   /**
    * Creates the pod's volumes under its folder: emptyDirs world-writable (setgid + group fsGroup when
-   * set), secret/configMap volumes as files. Waits (ContainerCreating) while a referenced object is
-   * missing; undefined when the pod was stopped meanwhile.
+   * set), API data volumes (secret, configMap, downwardAPI, projected) as files written like the kubelet's
+   * (see ./volumes.ts). Waits (ContainerCreating, with the kubelet's MountVolume.SetUp message) while a
+   * referenced object is missing or a token is refused; undefined when the pod was stopped meanwhile. Volumes
+   * holding tokens are then rewritten whenever a token is due for a refresh, until the pod ends.
    */
   async #setupVolumes(): Promise<Map<string, string> | undefined> {
     const spec = this.#pod.spec;
@@ -995,48 +1009,28 @@ export class PodWorker {
     for (;;) {
       if (this.#stopping) return undefined;
       const dirs = new Map<string, string>();
+      const refreshes: { vol: Volume; dir: string; at: number }[] = [];
       let problem: string | undefined;
       for (const vol of spec.volumes) {
         const dir = join(this.#dir, 'volumes', vol.name);
         dirs.set(vol.name, dir);
-        mkdirSync(dir, { recursive: true });
         if (vol.emptyDir !== undefined) {
+          mkdirSync(dir, { recursive: true });
           if (fsGroup !== undefined) chownSync(dir, 0, fsGroup);
           chmodSync(dir, fsGroup !== undefined ? 0o2777 : 0o777);
           continue;
         }
-        const source = vol.secret
-          ? { kind: 'secret', name: vol.secret.secretName, cfg: vol.secret }
-          : vol.configMap
-            ? { kind: 'configmap', name: vol.configMap.name, cfg: vol.configMap }
-            : undefined;
-        if (!source) continue;
-        const data =
-          source.kind === 'secret'
-            ? await this.#deps.sources.secret(this.namespace, source.name)
-            : await this.#deps.sources.configMap(this.namespace, source.name);
-        if (!data && source.cfg.optional !== true) {
-          problem = `MountVolume.SetUp failed for volume "${vol.name}" : ${source.kind} "${source.name}" not found`;
+        const written = await this.#writeVolume(vol, dir);
+        if (!written.ok) {
+          problem = `MountVolume.SetUp failed for volume "${vol.name}" : ${written.error}`;
           break;
         }
-        const items =
-          source.cfg.items ?? Object.keys(data ?? {}).map((key) => ({ key, path: key, mode: undefined }));
-        for (const item of items) {
-          const value = data?.[item.key];
-          if (value === undefined) {
-            if (source.cfg.optional === true) continue;
-            problem = `MountVolume.SetUp failed for volume "${vol.name}" : key "${item.key}" not found in ${source.kind} "${source.name}"`;
-            break;
-          }
-          const file = join(dir, item.path);
-          mkdirSync(dirname(file), { recursive: true });
-          writeFileSync(file, value, { mode: item.mode ?? source.cfg.defaultMode ?? 0o644 });
-          if (fsGroup !== undefined) chownSync(file, 0, fsGroup);
-        }
-        chmodSync(dir, 0o755);
-        if (problem) break;
+        if (written.value !== undefined) refreshes.push({ vol, dir, at: written.value });
       }
-      if (!problem) return dirs;
+      if (!problem) {
+        for (const r of refreshes) this.#volumeLoops.push(this.#refreshVolume(r.vol, r.dir, r.at));
+        return dirs;
+      }
       this.#log.info('Volume not ready', { problem });
       for (const [i, run] of this.#containers.entries()) {
         this.#containers[i] = {
@@ -1048,6 +1042,100 @@ export class PodWorker {
       await this.#sleep(1000);
     }
   }
+
+  #volumeContext(): VolumeContext {
+    const sources = this.#deps.sources;
+    return {
+      pod: this.#pod,
+      facts: this.#facts(),
+      sources: {
+        secret: (ns, name) => sources.secret(ns, name),
+        configMap: (ns, name) => sources.configMap(ns, name),
+        serviceAccountToken: (ns, account, spec) => this.#token(ns, account, spec),
+      },
+      fsUser: fsUserOf(this.#pod),
+      fsGroup: this.#pod.spec.securityContext.fsGroup,
+    };
+  }
+
+  /**
+   * A token for the pod: the one issued earlier for the same request while it is not due for a refresh (so a
+   * pod waiting for another volume does not ask for a token every second), else a new one.
+   */
+  async #token(ns: string, account: string, spec: TokenRequestSpec): Promise<IssuedToken> {
+    const key = JSON.stringify([ns, account, spec]);
+    const cached = this.#tokens.get(key);
+    if (cached && this.#deps.now() < tokenRefreshAt(cached)) return cached;
+    const issued = await this.#deps.sources.serviceAccountToken(ns, account, spec);
+    this.#tokens.set(key, issued);
+    return issued;
+  }
+
+  /**
+   * Builds an API data volume's files and writes them into `dir` (a plain folder for other kinds). Returns when
+   * a token in it is due for a refresh (undefined: never), or the MountVolume.SetUp error.
+   */
+  async #writeVolume(vol: Volume, dir: string): Promise<Result<number | undefined, string>> {
+    const content = await volumeContent(vol, this.#volumeContext());
+    if (content === undefined) {
+      mkdirSync(dir, { recursive: true });
+      return ok(undefined);
+    }
+    if (!content.ok) return content;
+    try {
+      writeVolume(dir, content.value.payload, this.#pod.spec.securityContext.fsGroup, this.#deps.now());
+    } catch (error) {
+      return err(error instanceof Error ? error.message : String(error));
+    }
+    return ok(content.value.refreshAt);
+  }
+
+  /**
+   * Keeps the tokens of a volume fresh, as the kubelet's token manager does: at `at` (80% of the token's
+   * lifetime, at most 24 h) the volume is rebuilt, with new tokens, and swapped in atomically; a failed refresh
+   * keeps the files and is retried shortly. Ends when the pod has ended.
+   */
+  async #refreshVolume(vol: Volume, dir: string, at: number): Promise<void> {
+    const signal = this.#volumesStop.signal;
+    let next = at;
+    for (;;) {
+      await sleep(next - this.#deps.now(), [signal]);
+      if (signal.aborted) return;
+      let written: Result<number | undefined, string>;
+      try {
+        written = await this.#writeVolume(vol, dir);
+      } catch (error) {
+        written = err(error instanceof Error ? error.message : String(error));
+      }
+      if (signal.aborted) return;
+      if (written.ok) {
+        this.#log.info('Volume tokens refreshed', { volume: vol.name });
+        if (written.value === undefined) return;
+        // At most one refresh a second, whatever lifetime the tokens claim.
+        next = Math.max(written.value, this.#deps.now() + 1000);
+      } else {
+        this.#log.warn('Volume token refresh failed; the previous token stays', {
+          volume: vol.name,
+          problem: written.error,
+        });
+        next = this.#deps.now() + TOKEN_RETRY_MS;
+      }
+    }
+  }
+}
+
+/** Sleeps `ms` (at most about 24 days), cut short when any of `signals` aborts. */
+function sleep(ms: number, signals: readonly AbortSignal[]): Promise<void> {
+  return new Promise((resolvePromise) => {
+    if (signals.some((s) => s.aborted)) return resolvePromise();
+    const finish = (): void => {
+      clearTimeout(timer);
+      for (const s of signals) s.removeEventListener('abort', finish);
+      resolvePromise();
+    };
+    const timer = setTimeout(finish, Math.min(Math.max(0, ms), 2 ** 31 - 1));
+    for (const s of signals) s.addEventListener('abort', finish, { once: true });
+  });
 }
 
 /** Signals a container's process group (a no-op once it is gone). */
