@@ -127,6 +127,38 @@ const SidecarSchema = v.object({
 });
 export type Sidecar = v.InferOutput<typeof SidecarSchema>;
 
+/**
+ * `spec.rbac`: Kubernetes access of a run (issue 9 §2). Only names of existing ClusterRoles: the controller binds
+ * them to the run's own ServiceAccount when the Station's AgentPolicy lists them as grantable, and never writes
+ * rules itself. The agent container (only it) then gets a short-lived projected token.
+ */
+export const RbacRequestSchema = v.pipe(
+  v.object({
+    roles: parseDefault(
+      v.pipe(
+        v.array(v.string()),
+        v.description(
+          "ClusterRoles bound in the run's namespace (a RoleBinding per role) for the run's duration.",
+        ),
+      ),
+      [],
+    ),
+    clusterRoles: parseDefault(
+      v.pipe(
+        v.array(v.string()),
+        v.description(
+          'ClusterRoles bound cluster-wide (a ClusterRoleBinding per role) for the run only; the policy must allow each.',
+        ),
+      ),
+      [],
+    ),
+  }),
+  v.description(
+    "Kubernetes access of each run: ClusterRoles bound to the run's own ServiceAccount while it runs (the AgentPolicy must list them as grantable).",
+  ),
+);
+export type RbacRequest = v.InferOutput<typeof RbacRequestSchema>;
+
 /** `spec.resources`: what the run environment gets (env, secrets, MCP servers, repos, skills, conversation). */
 export const ResourcesSchema = v.pipe(
   v.object({
@@ -279,6 +311,7 @@ export const AgentDefinitionSpecSchema = v.pipe(
       ),
       [],
     ),
+    rbac: v.optional(RbacRequestSchema),
     output: parseDefault(OutputSchema, {}),
     tool_config: v.optional(freeForm('Vendor-specific settings; the exec vendor reads tool_config.command.')),
     execution: v.optional(

@@ -14,6 +14,9 @@ const names = (description: string) => v.optional(v.pipe(v.array(v.string()), v.
  */
 export const AgentPolicySpecSchema = v.pipe(
   v.object({
+    namespaces: names(
+      'Namespaces whose Stations this policy serves, by policyRef or as their default; absent: every namespace. A Station elsewhere that names it fails, so a team cannot pick a looser policy meant for another.',
+    ),
     images: v.optional(
       v.pipe(
         v.object({
@@ -96,6 +99,21 @@ export const AgentPolicySpecSchema = v.pipe(
           ),
         }),
         v.description('Environment variables runs may not set.'),
+      ),
+    ),
+    rbac: v.optional(
+      v.pipe(
+        v.object({
+          roles: names(
+            "ClusterRoles a run may have bound in its own namespace (AgentDefinition spec.rbac.roles); the controller's RBAC must hold bind on each (deploy/components/run-rbac).",
+          ),
+          clusterRoles: names(
+            'ClusterRoles a run may have bound cluster-wide (AgentDefinition spec.rbac.clusterRoles); absent: none.',
+          ),
+        }),
+        v.description(
+          'Which ClusterRoles runs may have bound to their own ServiceAccount. Without a policy that lists a role, no run gets it.',
+        ),
       ),
     ),
     sidecars: v.optional(

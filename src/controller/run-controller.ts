@@ -1,6 +1,7 @@
-import { type Agent, AgentSchema, type Job } from '../api/index.ts';
+import { type Agent, AgentSchema, isTerminalPhase, type Job } from '../api/index.ts';
 import type { ControllerConfig } from '../config/index.ts';
 import { ALL_NAMESPACES } from '../config/index.ts';
+import { readApiServerEndpoints } from '../effects/api-server.ts';
 import { createBatchPoller } from '../effects/batch/poller.ts';
 import { createBatchRuntime } from '../effects/batch/runtime.ts';
 import { createSecretReader } from '../effects/batch/secrets.ts';
@@ -10,7 +11,13 @@ import { parseCachedDefinition, parseCachedJob, parseCachedStation } from '../ef
 import { loadRealtimeKey, type PromptTokens, promptTokens as tokensFor } from '../effects/realtime/tokens.ts';
 import { type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { AGENT_DEFINITIONS, AGENT_POLICIES, AGENTS, STATIONS } from '../effects/resources.ts';
-import { JOB_LABEL_SELECTOR } from '../jobs/index.ts';
+import { deleteBinding, listRunClusterBindings } from '../effects/run-bindings.ts';
+import {
+  type ApiServerEndpoints,
+  JOB_LABEL_SELECTOR,
+  RUN_CLEANUP_FINALIZER,
+  strayBindings,
+} from '../jobs/index.ts';
 import { LABEL_EXECUTION } from '../jobs/realtime.ts';
 import {
   createEventRecorder,
@@ -406,6 +413,8 @@ export function startController(deps: ControllerDeps): RunningController {
     })();
     return policiesChecked;
   };
+  /** Where the API server listens, as last read; undefined while unknown. */
+  let apiServer: ApiServerEndpoints | undefined;
   const reconcileDeps: ReconcileDeps = {
     transport,
     stations: stations.store,
@@ -429,6 +438,7 @@ export function startController(deps: ControllerDeps): RunningController {
     get promptTokens() {
       return promptTokens;
     },
+    apiServer: () => apiServer,
     options: {
       agentImage: config.agentImage,
       maxOutputBytes: config.maxOutputBytes,
@@ -465,6 +475,8 @@ export function startController(deps: ControllerDeps): RunningController {
     metrics.batchesInFlight.set(poller.size);
     metrics.realtimeSessions.set(openSessions());
     await sweepHistory();
+    await sweepBindings();
+    await refreshApiServer();
     // Changed Agents were re-queued by the re-list itself; Running ones re-check on their own timer. Only the
     // heads of each queue are woken here, as a backstop: the rest would only be told to wait again.
     for (const lane of book.lanes()) wakeHeads(lane);
@@ -485,6 +497,62 @@ export function startController(deps: ControllerDeps): RunningController {
           error: describeKubeError(outcome.error),
         });
       }
+    }
+  }
+
+  let apiServerUnreadable = false;
+  /** Reads where the API server listens (EndpointSlice default/kubernetes), for the egress of token-holding runs. */
+  async function refreshApiServer(): Promise<void> {
+    const r = await readApiServerEndpoints(transport);
+    if (r.ok) {
+      apiServer = r.value;
+      apiServerUnreadable = false;
+      return;
+    }
+    // Keep the last known address: the API server rarely moves, and a failed read says nothing about that.
+    if (!apiServerUnreadable) {
+      apiServerUnreadable = true;
+      log.info(
+        'EndpointSlice default/kubernetes cannot be read: runs that hold a token get no egress rule to the API server',
+        {
+          error: describeKubeError(r.error),
+        },
+      );
+    }
+  }
+
+  /**
+   * Removes run ClusterRoleBindings whose Agent is gone, or finished without the cleanup finalizer (issue 9 §2):
+   * what a crash between a binding's create and its record, or a finalizer removed by hand, leaves behind. The
+   * cache is at least as new as this poll's LIST, and a binding is only ever created for an Agent in it.
+   */
+  async function sweepBindings(): Promise<void> {
+    if (!queue) return;
+    const listed = await listRunClusterBindings(transport, namespace);
+    if (!listed.ok) {
+      // Without the run-rbac component the controller may not list bindings: then it never created one either.
+      if (isForbidden(listed.error)) return;
+      log.warn('Listing run ClusterRoleBindings failed', { error: describeKubeError(listed.error) });
+      return;
+    }
+    if (listed.value.length === 0) return;
+    const byUid = new Map<string, Agent>();
+    for (const agent of agents.store.list()) byUid.set(agent.metadata.uid, agent);
+    const stray = strayBindings(listed.value, (uid) => {
+      const agent = byUid.get(uid);
+      if (agent === undefined) return 'gone';
+      const finished = isTerminalPhase(agent.status.phase) || agent.metadata.deletionTimestamp !== undefined;
+      return finished && !agent.metadata.finalizers.includes(RUN_CLEANUP_FINALIZER) ? 'finished' : 'active';
+    });
+    for (const binding of stray) {
+      if (!queue) return;
+      const r = await deleteBinding(transport, binding, undefined);
+      if (r.ok) log.info('Removed a stray run ClusterRoleBinding', { binding: binding.name });
+      else
+        log.warn('Removing a stray run ClusterRoleBinding failed', {
+          binding: binding.name,
+          error: describeKubeError(r.error),
+        });
     }
   }
 
@@ -516,7 +584,14 @@ export function startController(deps: ControllerDeps): RunningController {
     const q = createWorkQueue({ clock, concurrency: config.workers, handler: handle, logger: log });
     queue = q;
     await stopping;
-    await Promise.all([agents.ready, stations.ready, definitions.ready, jobs.ready, ensurePolicies()]);
+    await Promise.all([
+      agents.ready,
+      stations.ready,
+      definitions.ready,
+      jobs.ready,
+      ensurePolicies(),
+      refreshApiServer(),
+    ]);
     // A term decides only from caches at least as new as the API server when it began (quorum LISTs of Agents
     // and Jobs): the runs a previous leader or an earlier process started are all counted (decision l).
     while (queue === q) {
@@ -549,6 +624,7 @@ export function startController(deps: ControllerDeps): RunningController {
       if (place === 'holding') keys.push(key);
       else if (place === 'queued' && !isQueuedCondition(agent)) keys.push(key);
       else if (agent.metadata.finalizers.includes(BATCH_FINALIZER)) keys.push(key);
+      else if (agent.metadata.finalizers.includes(RUN_CLEANUP_FINALIZER)) keys.push(key);
     }
     for (const lane of book.lanes()) keys.push(...wakeableHeads(lane));
     return keys;

@@ -28,6 +28,7 @@ import { type BatchRuntime, vendorCall } from './batch/runtime.ts';
 import type { SinkDispatcher } from './batch/sinks.ts';
 import { type PromptTokens, promptTokenSecret } from './realtime/tokens.ts';
 import { AGENTS } from './resources.ts';
+import { createRunBinding, deleteRunBindings } from './run-bindings.ts';
 
 /** Field manager of every write the controller makes. */
 export const FIELD_MANAGER = 'agent-controller';
@@ -106,6 +107,8 @@ export type ExecuteOutcome =
   | { readonly kind: 'superseded'; readonly what: string }
   /** The Job already exists: read it and decide again. */
   | { readonly kind: 'jobExists' }
+  /** A binding of the run could not be created: decide again with `bindingRefused`. */
+  | { readonly kind: 'bindingRefused'; readonly message: string }
   /** The API server refused the run's ServiceAccount (403): decide again with `serviceAccountRefused`. */
   | { readonly kind: 'serviceAccountRefused'; readonly message: string }
   /** The API server refused the Job (422/400): decide again with `jobRejected`. */
@@ -155,6 +158,48 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
         if (isForbidden(r.error))
           return { kind: 'serviceAccountRefused', message: describeKubeError(r.error) };
         return { kind: 'error', error: r.error, action: action.kind };
+      }
+      case 'createRunBinding': {
+        const { binding } = action;
+        const r = await createRunBinding(deps.transport, binding, opts);
+        const where = {
+          kind: binding.kind,
+          binding: binding.metadata.name,
+          clusterRole: binding.roleRef.name,
+        };
+        if (r.kind === 'created') {
+          deps.logger.info('Created run binding', where);
+          break;
+        }
+        if (r.kind === 'exists') break;
+        if (r.kind === 'refused') return { kind: 'bindingRefused', message: r.message };
+        if (r.kind === 'stale') return { kind: 'retryLater', reason: r.message };
+        return { kind: 'error', error: r.error, action: action.kind };
+      }
+      case 'deleteRunBindings': {
+        const { ref } = action;
+        const r = await deleteRunBindings(deps.transport, ref.namespace, ref.uid, deps.timeoutMs);
+        if (!r.ok) return { kind: 'error', error: r.error, action: action.kind };
+        for (const b of r.value) {
+          deps.logger.info('Deleted run binding', {
+            namespace: ref.namespace,
+            agent: ref.name,
+            kind: b.kind,
+            binding: b.name,
+          });
+        }
+        break;
+      }
+      case 'deleteJob': {
+        const r = await deleteObject(
+          deps.transport,
+          JOBS,
+          { namespace: action.namespace, name: action.name },
+          { propagationPolicy: 'Foreground', timeoutMs: deps.timeoutMs },
+        );
+        if (!r.ok && !isNotFound(r.error)) return { kind: 'error', error: r.error, action: action.kind };
+        if (r.ok) deps.logger.info('Deleted Job', { namespace: action.namespace, job: action.name });
+        break;
       }
       case 'createNetworkPolicy': {
         const { metadata } = action.policy;

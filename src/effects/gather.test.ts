@@ -549,6 +549,25 @@ describe('lookupPolicy: which AgentPolicy applies to a Station', () => {
     assert.deepEqual(await lookupPolicy(none.deps, stationWith()), { ok: true, value: { kind: 'none' } });
   });
 
+  it('a default policy serves only the namespaces it lists: per-namespace defaults do not collide', async () => {
+    const ns = stationWith().metadata.namespace;
+    const w = withPolicies([
+      rawPolicy('here', DEFAULT, { namespaces: [ns] }),
+      rawPolicy('elsewhere', DEFAULT, { namespaces: ['other'] }),
+    ]);
+    const r = await lookupPolicy(w.deps, stationWith());
+    assert.ok(r.ok && r.value.kind === 'found');
+    assert.equal(r.value.policy.metadata.name, 'here');
+    const only = withPolicies([rawPolicy('elsewhere', DEFAULT, { namespaces: ['other'] })]);
+    assert.deepEqual(await lookupPolicy(only.deps, stationWith()), { ok: true, value: { kind: 'none' } });
+    const broken = withPolicies([
+      rawPolicy('elsewhere', DEFAULT, { namespaces: ['other'] }),
+      rawPolicy('broken', DEFAULT, { namespaces: 'not-a-list' }),
+    ]);
+    const b = await lookupPolicy(broken.deps, stationWith());
+    assert.ok(b.ok && b.value.kind === 'missing', 'an unreadable default cannot be ruled out');
+  });
+
   it('policies that cannot be read: a Station naming one is missing (never unchecked), one naming none runs', async () => {
     const w = world(() => undefined);
     const deps = { ...w.deps, policies: { unavailable: 'the AgentPolicy CRD is not installed' } };

@@ -32,6 +32,7 @@ import {
   type PolicyObservation,
   pickRunPod,
   type RunEvidence,
+  servesNamespace,
 } from '../reconcile/index.ts';
 import type { StoreReader } from '../runtime/index.ts';
 import { oncePerObject } from '../shared/once-per-object.ts';
@@ -160,19 +161,22 @@ export async function lookupPolicy(
       parsed.ok ? { kind: 'found', policy: parsed.value } : { kind: 'missing', name, message: parsed.error },
     );
   }
+  // The default policies serving this namespace (one that cannot be parsed counts: it cannot be ruled out).
+  const namespace = station.metadata.namespace;
   const defaults = source.store
     .list()
     .filter((o) => o.metadata.labels?.[LABEL_DEFAULT_POLICY] === 'true')
-    .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+    .map((o) => ({ raw: o, parsed: parseCachedPolicy(o) }))
+    .filter((d) => !d.parsed.ok || servesNamespace(d.parsed.value, namespace))
+    .sort((a, b) => (a.raw.metadata.name ?? '').localeCompare(b.raw.metadata.name ?? ''));
   const first = defaults[0];
   if (first === undefined) return ok({ kind: 'none' });
   if (defaults.length > 1)
-    return ok({ kind: 'ambiguous', names: defaults.map((o) => o.metadata.name ?? '') });
-  const parsed = parseCachedPolicy(first);
+    return ok({ kind: 'ambiguous', names: defaults.map((d) => d.raw.metadata.name ?? '') });
   return ok(
-    parsed.ok
-      ? { kind: 'found', policy: parsed.value }
-      : { kind: 'missing', name: first.metadata.name ?? '', message: parsed.error },
+    first.parsed.ok
+      ? { kind: 'found', policy: first.parsed.value }
+      : { kind: 'missing', name: first.raw.metadata.name ?? '', message: first.parsed.error },
   );
 }
 

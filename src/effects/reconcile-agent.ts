@@ -1,6 +1,8 @@
 import { type Agent, isTerminalPhase } from '../api/index.ts';
+import type { ApiServerEndpoints } from '../jobs/index.ts';
 import { describeKubeError } from '../kube/index.ts';
 import { cleanupBackoffMs, holdsBatchFinalizer, isBatchRun } from '../reconcile/agent/batch.ts';
+import { holdsCleanupFinalizer } from '../reconcile/agent/cleanup.ts';
 import { apiKeySecretKey, isBatchProvider } from '../reconcile/batch/plan.ts';
 import {
   type Decision,
@@ -39,6 +41,8 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
   readonly logger: Logger;
   /** The latest observation of each in-flight vendor batch. */
   readonly poller?: BatchPoller;
+  /** Where the API server listens, as last read (for runs that hold a token); undefined when unknown. */
+  readonly apiServer?: () => ApiServerEndpoints | undefined;
 }
 
 /**
@@ -58,7 +62,7 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
   if (agent === undefined) return { kind: 'done' };
   const log = deps.logger.with({ agent: key });
   const finished = isTerminalPhase(agent.status.phase) || agent.metadata.deletionTimestamp !== undefined;
-  if (finished && !holdsBatchFinalizer(agent)) return { kind: 'done' };
+  if (finished && !holdsBatchFinalizer(agent) && !holdsCleanupFinalizer(agent)) return { kind: 'done' };
   const uid = agent.metadata.uid;
   const notBefore = deps.batch?.cleanupNotBefore.get(uid);
   let snapshot: Snapshot = {
@@ -71,6 +75,7 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
     ...(deps.batch !== undefined ? { submission: knownSubmission(deps.batch, uid) } : {}),
     ...(deps.poller !== undefined ? { batchState: deps.poller.observation(uid) } : {}),
     ...(notBefore !== undefined ? { cleanupNotBefore: new Date(notBefore) } : {}),
+    ...(deps.apiServer !== undefined ? { apiServer: deps.apiServer() } : {}),
   };
   const refs = await resolveRefs(agent, snapshot, deps);
   if (!refs.ok) {
@@ -142,6 +147,9 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
         snapshot = { ...snapshot, job: job.value };
         continue;
       }
+      case 'bindingRefused':
+        snapshot = { ...snapshot, bindingRefused: { message: outcome.message } };
+        continue;
       case 'serviceAccountRefused':
         snapshot = { ...snapshot, serviceAccountRefused: { message: outcome.message } };
         continue;
@@ -151,7 +159,7 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
       case 'error':
         return retry(log, `Action ${outcome.action} failed`, describeKubeError(outcome.error));
       case 'retryLater':
-        log.warn('Batch step failed, will retry', { error: outcome.reason });
+        log.warn('Step failed, will retry', { error: outcome.reason });
         return outcome.afterMs !== undefined
           ? { kind: 'requeueAfter', ms: Math.max(1000, outcome.afterMs) }
           : { kind: 'retry', reason: outcome.reason };

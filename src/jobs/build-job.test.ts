@@ -1005,3 +1005,102 @@ describe('buildJob tool sidecars (native sidecars)', () => {
     });
   }
 });
+
+describe('buildJob: the projected token of a run that asks for Kubernetes access (issue 9 §2)', () => {
+  type Pod = {
+    spec: {
+      automountServiceAccountToken: boolean;
+      serviceAccountName: string;
+      volumes: Record<string, unknown>[];
+      containers: { name: string; volumeMounts?: Record<string, unknown>[] }[];
+      initContainers: { name: string; volumeMounts?: Record<string, unknown>[] }[];
+    };
+  };
+  const withRbac = (rbac: Record<string, unknown>, execution = 'job'): AgentDefinition =>
+    must(parseAgentDefinition({ ...definitionJson, spec: { ...definitionJson.spec, rbac, execution } }));
+  const podOf = (j: JobManifest) => j.spec.template as unknown as Pod;
+  const tokenVolumeOf = (p: Pod) => p.spec.volumes.find((v) => v.name === 'run-token');
+
+  it('mounts token, ca.crt and namespace into the agent container only, where in-cluster clients look', () => {
+    const job = must(buildJob({ ...input, definition: withRbac({ roles: ['pod-reader'] }) }));
+    const pod = podOf(job);
+    assert.equal(pod.spec.automountServiceAccountToken, false, 'never the automatic token');
+    assert.equal(pod.spec.serviceAccountName, 'agent-job-bug-fixer-run-6ltzm');
+    assert.deepEqual(tokenVolumeOf(pod), {
+      name: 'run-token',
+      projected: {
+        defaultMode: 0o444,
+        sources: [
+          // The Station deadline is 20 minutes: the token lives as long as the run may.
+          { serviceAccountToken: { path: 'token', expirationSeconds: 1200 } },
+          { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+          {
+            downwardAPI: {
+              items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }],
+            },
+          },
+        ],
+      },
+    });
+    const mounts = (c: { volumeMounts?: Record<string, unknown>[] }) =>
+      (c.volumeMounts ?? []).filter((m) => m.name === 'run-token');
+    const agentC = pod.spec.containers.find((c) => c.name === 'agent');
+    assert.deepEqual(mounts(agentC ?? {}), [
+      { name: 'run-token', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true },
+    ]);
+    for (const c of [...pod.spec.containers, ...pod.spec.initContainers]) {
+      if (c.name !== 'agent') assert.deepEqual(mounts(c), [], `${c.name} gets no token`);
+    }
+  });
+
+  it('never below the 10 minutes the API server requires; no token without a request or for batch recipes', () => {
+    const short = { ...station, spec: { ...station.spec, deadlineMinutes: 3 } };
+    const job = must(buildJob({ ...input, station: short, definition: withRbac({ clusterRoles: ['r'] }) }));
+    const source = (tokenVolumeOf(podOf(job))?.projected as { sources: Record<string, unknown>[] })
+      .sources[0];
+    assert.deepEqual(source, { serviceAccountToken: { path: 'token', expirationSeconds: 600 } });
+    for (const d of [
+      definition,
+      withRbac({ roles: [], clusterRoles: [] }),
+      withRbac({ roles: ['r'] }, 'batch'),
+    ]) {
+      const pod = podOf(must(buildJob({ ...input, definition: d })));
+      assert.equal(tokenVolumeOf(pod), undefined);
+      assert.ok(!JSON.stringify(pod).includes('serviceAccountToken'));
+    }
+  });
+
+  it("replaces a Station mount at the token path on the agent container (the run's token wins)", () => {
+    const tmpl = station.spec.template as { spec: { containers: Record<string, unknown>[] } };
+    const s2 = {
+      ...station,
+      spec: {
+        ...station.spec,
+        template: {
+          ...tmpl,
+          spec: {
+            ...tmpl.spec,
+            containers: tmpl.spec.containers.map((c) =>
+              c.name === 'agent'
+                ? {
+                    ...c,
+                    volumeMounts: [
+                      { name: 'cache', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount' },
+                    ],
+                  }
+                : c,
+            ),
+          },
+        },
+      },
+    };
+    const pod = podOf(must(buildJob({ ...input, station: s2, definition: withRbac({ roles: ['r'] }) })));
+    const agentC = pod.spec.containers.find((c) => c.name === 'agent');
+    const atPath = (agentC?.volumeMounts ?? []).filter(
+      (m) => m.mountPath === '/var/run/secrets/kubernetes.io/serviceaccount',
+    );
+    assert.deepEqual(atPath, [
+      { name: 'run-token', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true },
+    ]);
+  });
+});

@@ -29,10 +29,25 @@ import {
   LABEL_STATION,
   safeName,
 } from './names.ts';
-import { type JsonObject, wirePodTemplate } from './pod-template.ts';
+import { type JsonObject, MIN_TOKEN_SECONDS, wirePodTemplate } from './pod-template.ts';
 import { renderPrompt } from './prompt.ts';
 import { LABEL_EXECUTION, PROMPT_TOKEN_KEY, promptTokenSecretName, REALTIME_PORT } from './realtime.ts';
 import { buildSidecars, sidecarMcpServers } from './sidecars.ts';
+
+/** True when the run's agent container gets a token: the definition asks for RBAC and the run has a pod of its own. */
+export function runHoldsToken(definition: AgentDefinition): boolean {
+  const rbac = definition.spec.rbac;
+  return (
+    definition.spec.execution !== 'batch' &&
+    rbac !== undefined &&
+    (rbac.roles.length > 0 || rbac.clusterRoles.length > 0)
+  );
+}
+
+/** A run token's lifetime: the run's deadline, but never under the API server's minimum of 10 minutes. */
+export function tokenSeconds(deadlineMinutes: number): number {
+  return Math.max(MIN_TOKEN_SECONDS, clampDeadlineMinutes(deadlineMinutes) * 60);
+}
 
 /** Seconds a finished run Job is kept before the TTL controller deletes it. */
 export const JOB_TTL_SECONDS_AFTER_FINISHED = 3600;
@@ -241,6 +256,9 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
     profile: station.spec.podSecurityProfile,
     sidecars: sidecars.value,
     serviceAccountName: jobNameFor(agent.metadata.name),
+    ...(runHoldsToken(definition)
+      ? { agentToken: { expirationSeconds: tokenSeconds(station.spec.deadlineMinutes) } }
+      : {}),
     ...(realtime
       ? {
           agentEnv: realtimeEnv(agent, definition),

@@ -8,7 +8,9 @@ export {
   JOB_BACKOFF_LIMIT,
   JOB_TTL_SECONDS_AFTER_FINISHED,
   type JobManifest,
+  runHoldsToken,
   runLabels,
+  tokenSeconds,
 } from './build-job.ts';
 export {
   AGENT_CONTAINER_NAME,
@@ -67,8 +69,27 @@ export {
 } from './pod-template.ts';
 export { renderPrompt } from './prompt.ts';
 export {
+  type BindingOwnerState,
+  buildRunBindings,
+  buildRunClusterRoleBinding,
+  buildRunRoleBinding,
+  type ClusterRoleBindingManifest,
+  LABEL_RUN_NAMESPACE,
+  LABEL_RUN_UID,
+  type ListedBinding,
+  RBAC_API_VERSION,
+  type RoleBindingManifest,
+  RUN_BINDING_SELECTOR,
+  RUN_CLEANUP_FINALIZER,
+  type RunBindingManifest,
+  runBindingLabels,
+  strayBindings,
+} from './run-bindings.ts';
+export {
   ANY_IPV4,
   ANY_IPV6,
+  type ApiServerEndpoints,
+  apiServerRule,
   buildRunNetworkPolicy,
   type Destination,
   DNS_RULE,

@@ -163,6 +163,37 @@ export interface PodWiring {
   readonly sidecars?: readonly JsonObject[];
   /** The run's own ServiceAccount (replaces the Station's `serviceAccountName`). */
   readonly serviceAccountName?: string;
+  /**
+   * A projected, short-lived token of the run's ServiceAccount for the agent container only (the definition asks
+   * for RBAC, issue 9 §2), mounted where in-cluster clients look for it. Absent: no token at all.
+   */
+  readonly agentToken?: { readonly expirationSeconds: number };
+}
+
+/** Name of the run pod's projected token volume (agent container only). */
+export const TOKEN_VOLUME_NAME = 'run-token';
+/** Where in-cluster clients (kubectl, client libraries) read the token, ca.crt and namespace. */
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+/** The shortest token lifetime the API server issues (TokenRequest refuses less than 10 minutes). */
+export const MIN_TOKEN_SECONDS = 600;
+
+/** The projected volume a token-holding run pod gets: token, the cluster CA, the namespace (as kubelet's own). */
+export function tokenVolume(expirationSeconds: number): JsonObject {
+  return {
+    name: TOKEN_VOLUME_NAME,
+    projected: {
+      defaultMode: 0o444,
+      sources: [
+        { serviceAccountToken: { path: 'token', expirationSeconds } },
+        { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+        {
+          downwardAPI: {
+            items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }],
+          },
+        },
+      ],
+    },
+  };
 }
 
 /** What the restricted profile forbids in a container we do not own (a Station sidecar), or undefined. */
@@ -320,7 +351,9 @@ export function templateProblem(
 }
 
 const notRunVolume = (entry: JsonObject): boolean =>
-  entry.name !== AGENT_VOLUME_NAME && entry.name !== WORKSPACE_VOLUME_NAME;
+  entry.name !== AGENT_VOLUME_NAME &&
+  entry.name !== WORKSPACE_VOLUME_NAME &&
+  entry.name !== TOKEN_VOLUME_NAME;
 
 const stringMap = (u: unknown): Record<string, unknown> => (isObject(u) ? u : {});
 
@@ -358,7 +391,14 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
     agent.ports = [...ports.filter((p) => !ours.has(String(p.name))), ...clone(wiring.agentPorts)];
   }
   const stationMounts = Array.isArray(agent.volumeMounts) ? (agent.volumeMounts as JsonObject[]) : [];
-  agent.volumeMounts = [...stationMounts.filter(notRunVolume), ...runVolumeMounts()];
+  const tokenMount = { name: TOKEN_VOLUME_NAME, mountPath: SERVICE_ACCOUNT_DIR, readOnly: true };
+  agent.volumeMounts = [
+    ...stationMounts.filter(
+      (m) => notRunVolume(m) && (wiring.agentToken === undefined || m.mountPath !== SERVICE_ACCOUNT_DIR),
+    ),
+    ...runVolumeMounts(),
+    ...(wiring.agentToken !== undefined ? [tokenMount] : []),
+  ];
   agent.securityContext = clone(AGENT_SECURITY_CONTEXT);
   if (agent.resources === undefined || agent.resources === null)
     agent.resources = clone(AGENT_DEFAULT_RESOURCES);
@@ -380,6 +420,7 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
     ...stationVolumes.filter(notRunVolume),
     { name: AGENT_VOLUME_NAME, emptyDir: {} },
     { name: WORKSPACE_VOLUME_NAME, emptyDir: {} },
+    ...(wiring.agentToken !== undefined ? [tokenVolume(wiring.agentToken.expirationSeconds)] : []),
   ];
   spec.restartPolicy = 'Never';
   spec.securityContext = clone(restricted ? POD_SECURITY_CONTEXT_RESTRICTED : POD_SECURITY_CONTEXT);

@@ -77,6 +77,24 @@ export interface RunNetworkPolicyInput {
   readonly definition: AgentDefinition;
   /** Namespace of the controller's pods, admitted to a realtime run's prompt port; none when unknown. */
   readonly controllerNamespace?: string | undefined;
+  /**
+   * Where the API server listens (the endpoints of Service `default/kubernetes`), for a run whose agent holds a
+   * token (issue 9 §2): its egress admits those addresses and ports. Undefined: no such rule.
+   */
+  readonly apiServer?: ApiServerEndpoints | undefined;
+}
+
+/** The API server's endpoint addresses and ports (NetworkPolicies match after the Service's translation). */
+export interface ApiServerEndpoints {
+  readonly addresses: readonly string[];
+  readonly ports: readonly number[];
+}
+
+/** One egress rule admitting the API server's endpoints: each address alone, on each of its ports. */
+export function apiServerRule(api: ApiServerEndpoints): NetworkPolicyEgressRule | undefined {
+  const to = api.addresses.map((a) => ({ ipBlock: { cidr: a.includes(':') ? `${a}/128` : `${a}/32` } }));
+  if (to.length === 0 || api.ports.length === 0) return undefined;
+  return { to, ports: api.ports.map((port) => ({ protocol: 'TCP' as const, port })) };
 }
 
 /** Private and link-local IPv4 ranges the public 443 rule leaves out. */
@@ -217,9 +235,11 @@ export function definitionDestinations(definition: AgentDefinition): Destination
  * do not already cover: an IP literal → that address alone, a hostname → the port on every IPv4 and IPv6 address.
  * A URL without a port uses 80 for http, 443 for https, 22 for ssh. Ingress: none, or for a realtime run the
  * controller's pods (label `agents.re-cinq.com/component: controller` in `controllerNamespace`) on TCP 8090.
+ * A run holding a token (`apiServer` given) also reaches the API server's endpoints, each address alone.
  */
 export function buildRunNetworkPolicy(input: RunNetworkPolicyInput): NetworkPolicyManifest {
   const { agent, station, definition, controllerNamespace } = input;
+  const api = input.apiServer !== undefined ? apiServerRule(input.apiServer) : undefined;
   const ingress: NetworkPolicyIngressRule[] =
     definition.spec.execution === 'realtime' && controllerNamespace !== undefined
       ? [
@@ -244,7 +264,12 @@ export function buildRunNetworkPolicy(input: RunNetworkPolicyInput): NetworkPoli
       },
       policyTypes: ['Ingress', 'Egress'],
       ingress,
-      egress: [DNS_RULE, PUBLIC_HTTPS_RULE, ...egressRules(definitionDestinations(definition))],
+      egress: [
+        DNS_RULE,
+        PUBLIC_HTTPS_RULE,
+        ...egressRules(definitionDestinations(definition)),
+        ...(api !== undefined ? [api] : []),
+      ],
     },
   };
 }

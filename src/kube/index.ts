@@ -45,13 +45,16 @@ export type {
 } from './paths.ts';
 export { apiVersionOf, listQuery, queryString, resourcePath, watchQuery } from './paths.ts';
 export {
+  CLUSTER_ROLE_BINDINGS,
   CONFIG_MAPS,
+  ENDPOINT_SLICES,
   EVENTS,
   JOBS,
   LEASES,
   NAMESPACES,
   NETWORK_POLICIES,
   PODS,
+  ROLE_BINDINGS,
   SECRETS,
   SERVICE_ACCOUNTS,
 } from './resources.ts';

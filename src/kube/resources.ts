@@ -59,3 +59,27 @@ export const NETWORK_POLICIES: ResourceType = {
   kind: 'NetworkPolicy',
   namespaced: true,
 };
+/** rbac.authorization.k8s.io/v1 RoleBindings: a run's namespaced grants (issue 9 §2). */
+export const ROLE_BINDINGS: ResourceType = {
+  group: 'rbac.authorization.k8s.io',
+  version: 'v1',
+  plural: 'rolebindings',
+  kind: 'RoleBinding',
+  namespaced: true,
+};
+/** rbac.authorization.k8s.io/v1 ClusterRoleBindings: a run's cluster-wide grants (issue 9 §2). */
+export const CLUSTER_ROLE_BINDINGS: ResourceType = {
+  group: 'rbac.authorization.k8s.io',
+  version: 'v1',
+  plural: 'clusterrolebindings',
+  kind: 'ClusterRoleBinding',
+  namespaced: false,
+};
+/** discovery.k8s.io/v1 EndpointSlices: where the API server is (the `kubernetes` Service of `default`). */
+export const ENDPOINT_SLICES: ResourceType = {
+  group: 'discovery.k8s.io',
+  version: 'v1',
+  plural: 'endpointslices',
+  kind: 'EndpointSlice',
+  namespaced: true,
+};

@@ -1,5 +1,10 @@
 import type { AgentPhase } from '../api/index.ts';
-import type { JobManifest, NetworkPolicyManifest, ServiceAccountManifest } from '../jobs/index.ts';
+import type {
+  JobManifest,
+  NetworkPolicyManifest,
+  RunBindingManifest,
+  ServiceAccountManifest,
+} from '../jobs/index.ts';
 import type { BatchProvider, BatchRequest } from '../vendors/batch/port.ts';
 import type { StatusCondition } from './conditions.ts';
 
@@ -12,6 +17,16 @@ import type { StatusCondition } from './conditions.ts';
  * - `createServiceAccount` (the run's own ServiceAccount, first of the run's objects; issue 9 §2): 201 or 409
  *   `AlreadyExists` → continue. 403 `Forbidden` → stop, call `decide` again with `serviceAccountRefused` (the
  *   Agent fails: without its ServiceAccount no pod of the run could be created). Any other error → stop, retried.
+ * - `createRunBinding` (a RoleBinding or ClusterRoleBinding of the run's ServiceAccount to a ClusterRole its policy
+ *   lets it have; after the ServiceAccount, before the Job; issue 9 §2): 201 → continue. 409 → GET it: labelled
+ *   with this Agent's uid → continue; left by an earlier Agent of the same name (same run labels, another uid, or
+ *   being deleted) → the reconcile is retried later (garbage collection removes it); anything else → stop, call
+ *   `decide` again with `bindingRefused`. 403 / 422 / 400 → stop, call `decide` again with `bindingRefused` (the
+ *   Agent fails with the reason). Other errors → stop, retried.
+ * - `deleteRunBindings`: lists the RoleBindings of the Agent's namespace and the ClusterRoleBindings labelled with its
+ *   uid and deletes each (404 counts as deleted). Any error → stop, retried.
+ * - `deleteJob` (Foreground propagation: the Job goes once its pods are gone): 200/202/404 → continue; other
+ *   errors → stop, retried.
  * - `createNetworkPolicy` (the run's own policy, before the `createJob` of the same run; decision i, issue 9):
  *   201 → continue. 409 `AlreadyExists` → continue (idempotent: a retried start finds its own policy). 403
  *   `Forbidden` → log a warning once per controller and continue (a cluster without that grant still runs agents,
@@ -131,13 +146,19 @@ export interface SinkSource {
 
 /** A Job manifest ready to POST, as built by src/jobs `buildJob`. */
 /** A NetworkPolicy manifest ready to POST, as built by src/jobs `buildRunNetworkPolicy`. */
-export type { JobManifest, NetworkPolicyManifest, ServiceAccountManifest };
+export type { JobManifest, NetworkPolicyManifest, RunBindingManifest, ServiceAccountManifest };
 
 /** Everything the reconcile core can ask the executor to do. */
 export type Action =
   /** The egress NetworkPolicy admitting the http sinks of a run (decision i); emitted right before its Job. */
   | { readonly kind: 'createNetworkPolicy'; readonly policy: NetworkPolicyManifest }
   | { readonly kind: 'createServiceAccount'; readonly serviceAccount: ServiceAccountManifest }
+  /** One binding of the run's ServiceAccount (issue 9 §2); emitted after the ServiceAccount, before the Job. */
+  | { readonly kind: 'createRunBinding'; readonly binding: RunBindingManifest }
+  /** Every RoleBinding and ClusterRoleBinding labelled with this Agent's uid is deleted (issue 9 §6). */
+  | { readonly kind: 'deleteRunBindings'; readonly ref: AgentRef }
+  /** Stops a run: deletes its Job with Foreground propagation (a Running Agent being deleted, issue 9 §6). */
+  | { readonly kind: 'deleteJob'; readonly namespace: string; readonly name: string }
   | { readonly kind: 'createJob'; readonly job: JobManifest }
   /**
    * The Secret `secretName` (owned by the Agent) holding the realtime run's prompt token, derived by the shell from

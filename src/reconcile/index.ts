@@ -20,7 +20,13 @@ export {
 } from './agent/outcome.ts';
 export { MAX_CONDITION_MESSAGE, MAX_EVENT_MESSAGE } from './agent/status.ts';
 export * from './conditions.ts';
-export { type PolicyObservation, policyViolation, runIntent, withPolicyTools } from './policy/check.ts';
+export {
+  type PolicyObservation,
+  policyViolation,
+  runIntent,
+  servesNamespace,
+  withPolicyTools,
+} from './policy/check.ts';
 export * from './reasons.ts';
 export type {
   BatchOptions,

@@ -53,6 +53,12 @@ export const REASON = {
   preempting: 'Preempting',
   /** Batch run: the submission record is written; the prompt is being submitted to the vendor. */
   submitting: 'Submitting',
+  /** A binding of the run's ServiceAccount could not be created (issue 9 §2). */
+  rbacRefused: 'RBACRefused',
+  /** Warning Event: a run holding a token started without an egress rule to the API server (address unknown). */
+  apiServerUnknown: 'APIServerUnknown',
+  /** Event: the run's Job and bindings were removed because the Agent is being deleted (issue 9 §6). */
+  cleanedUp: 'CleanedUp',
   /** The Station's AgentPolicy forbids what the run would do, or the policy it names does not exist. */
   policyViolation: 'PolicyViolation',
   /** A realtime run refused at admission (controller without REALTIME_ENABLED, a field it cannot use, a resume). */
@@ -115,6 +121,9 @@ export const failureRejected = (detail: string): string => `Job rejected by the 
 /** `status.failureReason` when the run's own ServiceAccount could not be created (the controller lacks the grant). */
 export const failureServiceAccount = (detail: string): string =>
   `the run's ServiceAccount could not be created (${detail}); the controller needs serviceaccounts create in this namespace (deploy/rbac/controller-rbac.yaml)`;
+/** `status.failureReason` when a binding of the run could not be created. */
+export const failureBinding = (detail: string): string =>
+  `the run's Kubernetes access could not be granted: ${detail}; the controller needs create on rolebindings (and clusterrolebindings) and bind on each grantable ClusterRole, by name (deploy/components/run-rbac)`;
 /** `status.failureReason` when a Job of the run's name belongs to another owner. */
 export const failureNotOwned = (jobName: string): string =>
   `Job ${jobName} already exists and is not owned by this Agent`;

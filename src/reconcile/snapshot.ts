@@ -1,4 +1,5 @@
 import type { Agent, AgentDefinition, Job, Pod, Station } from '../api/index.ts';
+import type { ApiServerEndpoints } from '../jobs/index.ts';
 import type { BatchState, FindOutcome } from '../vendors/batch/port.ts';
 import type { PolicyObservation } from './policy/check.ts';
 import type { StationQueueView } from './station/book.ts';
@@ -107,6 +108,11 @@ export interface Snapshot {
   /** Set by the executor when the API server refused the run's ServiceAccount (403): the Agent fails. */
   readonly serviceAccountRefused?: { readonly message: string } | undefined;
   /**
+   * Set by the executor when a binding of the run could not be created (403, 422, or a name taken by an object
+   * that is not this run's): `message` names the binding and the API server's answer. The Agent fails.
+   */
+  readonly bindingRefused?: { readonly message: string } | undefined;
+  /**
    * Set when the Station or the AgentDefinition exists but cannot be parsed (`message` says why); `station` /
    * `definition` are then `null`. A Pending Agent fails with the reason instead of waiting forever (decision b).
    */
@@ -123,6 +129,11 @@ export interface Snapshot {
   readonly cleanup?: CleanupObservation | undefined;
   /** After a failed cleanup: no new attempt before this time (the shell's backoff). */
   readonly cleanupNotBefore?: Date | undefined;
+  /**
+   * Where the API server listens (Service default/kubernetes), as the shell last read it; undefined when unknown.
+   * A run whose agent holds a token gets an egress rule to it.
+   */
+  readonly apiServer?: ApiServerEndpoints | undefined;
   /** The AgentPolicy of the Agent's Station (Pending only; undefined reads as none). */
   readonly policy?: PolicyObservation | undefined;
   readonly options: ReconcileOptions;

@@ -262,6 +262,29 @@ describe(`AgentPolicy (${runtime})`, { skip }, () => {
           assert.equal(r.status, 403, `${name}: ${r.message}`);
           assert.match(r.message, message, name);
         }
+        // A policy that serves other namespaces only cannot be named here; one that serves this one can.
+        const elsewhere = await createPolicy(s, 'elsewhere', { namespaces: ['somewhere-else'] });
+        const served = await createPolicy(s, 'served', { namespaces: [s.ns] });
+        const named = await pollUntil(
+          async () => {
+            const r = await tryCreate(s, stationManifest('elsewhere', 'any', { policyRef: elsewhere }));
+            if (r.status !== 201) return r;
+            await s.client.delete(`/apis/${GROUP_VERSION}/namespaces/${s.ns}/stations/elsewhere`);
+            return undefined;
+          },
+          { timeoutMs: 30_000, intervalMs: 500, description: 'the new policy as a parameter' },
+        );
+        assert.equal(named.status, 403, named.message);
+        assert.match(
+          named.message,
+          new RegExp(
+            `AgentPolicy ${elsewhere}: it does not serve namespace ${s.ns} \\(spec\\.namespaces: somewhere-else\\)`,
+          ),
+        );
+        assert.equal(
+          (await tryCreate(s, stationManifest('served', 'any', { policyRef: served }))).status,
+          201,
+        );
         // A Station that names no policy is checked against the default one.
         const fallback = await createPolicy(
           s,

@@ -701,41 +701,65 @@ const RbacDocSchema = v.looseObject({
   apiVersion: v.string(),
   kind: v.picklist(['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding']),
   metadata: v.looseObject({ name: v.string(), namespace: v.optional(v.string()) }),
+  rules: v.optional(v.array(v.looseObject({ resourceNames: v.optional(v.array(v.string())) }))),
   roleRef: v.optional(v.looseObject({ kind: v.string(), name: v.string() })),
   subjects: v.optional(
     v.array(v.looseObject({ kind: v.string(), name: v.string(), namespace: v.optional(v.string()) })),
   ),
 });
 
+/** Namespaces whose grants stay where they are (under a name of the scenario) instead of moving to its namespace. */
+const FIXED_NAMESPACES: ReadonlySet<string> = new Set(['kube-system', 'default']);
+
 /**
  * Creates the ServiceAccounts, Roles and RoleBindings of a manifest file of the repository (`path` relative to its
  * root, e.g. `deploy/rbac/controller-rbac.yaml`) in the scenario's namespace, namespaces rewritten. A
  * ClusterRole or ClusterRoleBinding gets the namespace appended to its name (scenarios run side by side; a binding
- * to a ClusterRole of the same file follows the rename) and is deleted at the end.
+ * to a ClusterRole of the same file, and a rule's `resourceNames` naming one, follow the rename) and is deleted at
+ * the end; so are Roles and RoleBindings in kube-system or default, which stay there under a renamed name.
+ * Returns the renames of the file's ClusterRoles (file name → created name).
  */
-export async function applyRbacManifests(s: Scenario, path: string): Promise<void> {
+export async function applyRbacManifests(s: Scenario, path: string): Promise<ReadonlyMap<string, string>> {
   const renamedRoles = new Map<string, string>();
+  const renamedLocalRoles = new Map<string, string>();
+  const renamed = (name: string) => `${name}-${s.ns}`;
+  const subjectsHere = (doc: v.InferOutput<typeof RbacDocSchema>) =>
+    (doc.subjects ?? []).map((x) => ({ ...x, namespace: s.ns }));
   for (const raw of loadAll(readFileSync(join(ROOT, path), 'utf8'))) {
     if (raw === null || raw === undefined) continue;
     const doc = v.parse(RbacDocSchema, raw);
     if (doc.kind === 'ClusterRole') {
-      const name = `${doc.metadata.name}-${s.ns}`;
+      const name = renamed(doc.metadata.name);
       renamedRoles.set(doc.metadata.name, name);
       const collection = '/apis/rbac.authorization.k8s.io/v1/clusterroles';
-      await s.client.create(collection, { ...doc, metadata: { ...doc.metadata, name } } as Manifest);
+      const rules = (doc.rules ?? []).map((r) =>
+        r.resourceNames === undefined
+          ? r
+          : { ...r, resourceNames: r.resourceNames.map((n) => renamedRoles.get(n) ?? n) },
+      );
+      await s.client.create(collection, { ...doc, rules, metadata: { ...doc.metadata, name } } as Manifest);
       s.defer(async () => {
         await s.client.delete(`${collection}/${name}`);
       });
       continue;
     }
-    if (doc.kind === 'RoleBinding' && doc.metadata.namespace === 'kube-system') {
-      // A grant in kube-system (e.g. to read the cluster's client CA): kept there, under a name of this scenario.
-      const name = `${doc.metadata.name}-${s.ns}`;
-      const collection = collectionPath('RoleBinding', 'kube-system');
+    const fixed = doc.metadata.namespace;
+    if ((doc.kind === 'Role' || doc.kind === 'RoleBinding') && fixed !== undefined && FIXED_NAMESPACES.has(fixed)) {
+      // A grant in kube-system or default (e.g. to read the cluster's client CA): kept there, renamed.
+      const name = renamed(doc.metadata.name);
+      if (doc.kind === 'Role') renamedLocalRoles.set(doc.metadata.name, name);
+      const roleRef =
+        doc.roleRef?.kind === 'Role' && renamedLocalRoles.has(doc.roleRef.name)
+          ? { ...doc.roleRef, name: renamedLocalRoles.get(doc.roleRef.name) }
+          : doc.roleRef?.kind === 'ClusterRole' && renamedRoles.has(doc.roleRef.name)
+            ? { ...doc.roleRef, name: renamedRoles.get(doc.roleRef.name) }
+            : doc.roleRef;
+      const collection = collectionPath(doc.kind, fixed);
       await s.client.create(collection, {
         ...doc,
+        ...(roleRef !== undefined ? { roleRef } : {}),
         metadata: { ...doc.metadata, name },
-        subjects: (doc.subjects ?? []).map((x) => ({ ...x, namespace: s.ns })),
+        ...(doc.subjects ? { subjects: subjectsHere(doc) } : {}),
       } as Manifest);
       s.defer(async () => {
         await s.client.delete(`${collection}/${name}`);
@@ -743,7 +767,7 @@ export async function applyRbacManifests(s: Scenario, path: string): Promise<voi
       continue;
     }
     if (doc.kind === 'ClusterRoleBinding') {
-      const name = `${doc.metadata.name}-${s.ns}`;
+      const name = renamed(doc.metadata.name);
       const collection = '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings';
       const roleRef =
         doc.roleRef?.kind === 'ClusterRole' && renamedRoles.has(doc.roleRef.name)
@@ -753,20 +777,26 @@ export async function applyRbacManifests(s: Scenario, path: string): Promise<voi
         ...doc,
         ...(roleRef !== undefined ? { roleRef } : {}),
         metadata: { ...doc.metadata, name },
-        subjects: (doc.subjects ?? []).map((x) => ({ ...x, namespace: s.ns })),
+        subjects: subjectsHere(doc),
       } as Manifest);
       s.defer(async () => {
         await s.client.delete(`${collection}/${name}`);
       });
       continue;
     }
+    const roleRef =
+      doc.kind === 'RoleBinding' && doc.roleRef?.kind === 'ClusterRole' && renamedRoles.has(doc.roleRef.name)
+        ? { ...doc.roleRef, name: renamedRoles.get(doc.roleRef.name) }
+        : doc.roleRef;
     const manifest = {
       ...doc,
+      ...(roleRef !== undefined ? { roleRef } : {}),
       metadata: { ...doc.metadata, namespace: s.ns },
-      ...(doc.subjects ? { subjects: doc.subjects.map((x) => ({ ...x, namespace: s.ns })) } : {}),
+      ...(doc.subjects ? { subjects: subjectsHere(doc) } : {}),
     } as Manifest;
     await s.client.create(collectionPath(doc.kind, s.ns), manifest);
   }
+  return renamedRoles;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -373,3 +373,78 @@ describe('deploy/components/realtime', () => {
     assert.match(policy, /port: 8090/);
   });
 });
+
+describe('deploy/components/run-rbac', () => {
+  const dir = ['deploy', 'components', 'run-rbac'];
+  const docs = load('run-rbac.yaml', dir);
+  const clusterRoles = docs.filter((d) => d.kind === 'ClusterRole');
+  const grantable = clusterRoles.find((d) => d.metadata.name === 'agent-run-pod-reader');
+  const controllerRole = clusterRoles.find((d) => d.metadata.name === 'agent-controller-run-rbac');
+  const controller = only(load('controller-rbac.yaml'), 'ServiceAccount');
+  const subject = {
+    kind: 'ServiceAccount',
+    name: controller.metadata.name,
+    namespace: controller.metadata.namespace,
+  };
+
+  it('binds by name only: bind on the listed ClusterRoles, never escalate, never a Role or ClusterRole written', () => {
+    assert.ok(controllerRole && controllerRole.kind === 'ClusterRole');
+    assertNoWildcards(controllerRole.rules);
+    assert.deepEqual(controllerRole.rules, [
+      {
+        apiGroups: ['rbac.authorization.k8s.io'],
+        resources: ['clusterroles'],
+        verbs: ['bind'],
+        resourceNames: ['agent-run-pod-reader'],
+      },
+      {
+        apiGroups: ['rbac.authorization.k8s.io'],
+        resources: ['clusterrolebindings'],
+        verbs: ['create', 'get', 'list', 'delete'],
+      },
+    ]);
+    for (const d of docs) {
+      if (d.kind !== 'Role' && d.kind !== 'ClusterRole') continue;
+      for (const r of d.rules) {
+        assert.ok(!r.verbs.includes('escalate') && !r.verbs.includes('impersonate'), JSON.stringify(r));
+        if (r.apiGroups.includes('rbac.authorization.k8s.io')) {
+          assert.ok(!r.resources.includes('roles') || d.metadata.name === 'agent-run-pod-reader');
+          if (r.resources.includes('clusterroles')) assert.deepEqual(r.verbs, ['bind']);
+        }
+      }
+    }
+  });
+
+  it('ships agent-run-pod-reader: read pods and their logs, nothing else', () => {
+    assert.ok(grantable && grantable.kind === 'ClusterRole');
+    assert.deepEqual(grants(grantable.rules), ['core pods/log: get,list,watch', 'core pods: get,list,watch']);
+  });
+
+  it('RoleBindings of runs in the controller namespace only; the API server EndpointSlice by name, get only', () => {
+    const roles = docs.filter((d) => d.kind === 'Role');
+    const local = roles.find((d) => d.metadata.namespace === controller.metadata.namespace);
+    const endpoints = roles.find((d) => d.metadata.namespace === 'default');
+    assert.equal(roles.length, 2);
+    assert.ok(local?.kind === 'Role' && endpoints?.kind === 'Role');
+    assert.deepEqual(grants(local.rules), ['rbac.authorization.k8s.io rolebindings: create,delete,get,list']);
+    assert.deepEqual(endpoints.rules, [
+      {
+        apiGroups: ['discovery.k8s.io'],
+        resources: ['endpointslices'],
+        verbs: ['get'],
+        resourceNames: ['kubernetes'],
+      },
+    ]);
+    for (const b of docs) {
+      if (b.kind !== 'RoleBinding' && b.kind !== 'ClusterRoleBinding') continue;
+      assert.deepEqual(b.subjects, [subject], `${b.kind} ${b.metadata.name} binds the controller only`);
+    }
+    assert.equal(docs.filter((d) => d.kind === 'ClusterRoleBinding').length, 1);
+  });
+
+  it('is a kustomize Component with that file', () => {
+    const kustomization = readFileSync(join(ROOT, ...dir, 'kustomization.yaml'), 'utf8');
+    assert.match(kustomization, /^kind: Component$/m);
+    assert.match(kustomization, /- run-rbac\.yaml/);
+  });
+});

@@ -384,11 +384,13 @@ export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decis
   // The fallback Job is a new pod-running run: the Station's policy applies to it as to any Job run (the recipe may
   // have changed since the batch was submitted), and a refused ServiceAccount fails it.
   const policy = s.policy ?? { kind: 'none' };
-  const asJob = { ...definition, spec: { ...definition.spec, execution: 'job' as const } };
+  // A batch recipe never carries RBAC (refused at Pending): the fallback Job gets no token either.
+  const { rbac: _rbac, ...spec } = definition.spec;
+  const asJob = { ...definition, spec: { ...spec, execution: 'job' as const } };
   const refusal =
     s.serviceAccountRefused !== undefined
       ? failureServiceAccount(s.serviceAccountRefused.message)
-      : policyRefusal(policy, () => runIntent(agent, station, asJob));
+      : policyRefusal(policy, asJob, () => runIntent(agent, station, asJob));
   if (refusal !== undefined) {
     return finish(s, now, {
       phase: 'Failed',

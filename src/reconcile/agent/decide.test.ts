@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type Agent, parseAgentPolicy } from '../../api/index.ts';
-import { DNS_RULE, jobNameFor, PUBLIC_HTTPS_RULE } from '../../jobs/index.ts';
+import { DNS_RULE, jobNameFor, PUBLIC_HTTPS_RULE, RUN_CLEANUP_FINALIZER } from '../../jobs/index.ts';
 import type { Action, AgentStatusPatch, Decision, MetricObservation } from '../actions.ts';
 import { findCondition } from '../conditions.ts';
 import {
@@ -146,8 +146,14 @@ function checkInvariants(s: Snapshot, d: Decision): void {
     assert.equal(k.lastIndexOf('createNetworkPolicy'), policyAt, 'at most one NetworkPolicy per decision');
     const policy = d.actions[policyAt];
     const create = d.actions[policyAt + 1];
-    const account = d.actions[policyAt - 1];
-    assert.ok(account?.kind === 'createServiceAccount', 'the ServiceAccount right before the policy');
+    // The ServiceAccount, then the run's bindings (if any), then the policy.
+    let accountAt = policyAt - 1;
+    while (d.actions[accountAt]?.kind === 'createRunBinding') accountAt--;
+    const account = d.actions[accountAt];
+    assert.ok(
+      account?.kind === 'createServiceAccount',
+      'the ServiceAccount right before the bindings and policy',
+    );
     assert.equal(
       account.serviceAccount.metadata.name,
       (create as { job?: { metadata: { name: string } } }).job?.metadata.name,
@@ -1117,5 +1123,191 @@ describe('decide: namespaces', () => {
   it('addresses every action to the Agent namespace', () => {
     const d = run(snap(agent('a'), { station: null, definition: null }));
     for (const act of d.actions) if ('ref' in act) assert.equal(act.ref.namespace, NS);
+  });
+});
+
+// ------------------------------------------------------------------------------------------------ RBAC runs
+
+describe('decide: runs that hold Kubernetes access (issue 9 §2, §6)', () => {
+  const grantRoles = (roles: readonly string[], clusterRoles: readonly string[] = []) => {
+    const p = parseAgentPolicy({
+      metadata: { name: 'grants', uid: 'u', resourceVersion: '1', creationTimestamp: iso(0) },
+      spec: { rbac: { roles, clusterRoles } },
+    });
+    assert.ok(p.ok);
+    return { kind: 'found', policy: p.value } as const;
+  };
+  const rbacDef = definition('def', { rbac: { roles: ['pod-reader'], clusterRoles: ['node-reader'] } });
+  const withFinalizer = (a: Agent, ...finalizers: string[]): Agent => ({
+    ...a,
+    metadata: { ...a.metadata, finalizers: finalizers.length > 0 ? finalizers : [RUN_CLEANUP_FINALIZER] },
+  });
+  const API = { addresses: ['10.0.0.1'], ports: [6443] };
+
+  it('holds the cleanup finalizer first, before any binding or Job, and creates nothing else in that step', () => {
+    const a = agent('a');
+    const d = run(snap(a, { definition: rbacDef, policy: grantRoles(['pod-reader'], ['node-reader']) }));
+    assert.deepEqual(d.actions, [
+      {
+        kind: 'addFinalizer',
+        ref: { namespace: NS, name: 'a', uid: 'uid-a' },
+        resourceVersion: 'rv-a',
+        finalizer: RUN_CLEANUP_FINALIZER,
+        first: true,
+      },
+    ]);
+    assert.equal(d.admits, undefined, 'no slot is taken by the finalizer step');
+  });
+
+  it('then creates the ServiceAccount, one binding per role, the policy (with the API server) and the Job', () => {
+    const a = withFinalizer(agent('a'));
+    const d = run(
+      snap(a, { definition: rbacDef, policy: grantRoles(['pod-reader'], ['node-reader']), apiServer: API }),
+    );
+    assert.deepEqual(kinds(d).slice(0, 5), [
+      'createServiceAccount',
+      'createRunBinding',
+      'createRunBinding',
+      'createNetworkPolicy',
+      'createJob',
+    ]);
+    const bindings = d.actions.flatMap((x) => (x.kind === 'createRunBinding' ? [x.binding] : []));
+    assert.deepEqual(
+      bindings.map((b) => [b.kind, b.roleRef.name, b.subjects[0].name]),
+      [
+        ['RoleBinding', 'pod-reader', jobNameFor('a')],
+        ['ClusterRoleBinding', 'node-reader', jobNameFor('a')],
+      ],
+    );
+    const np = d.actions.find((x) => x.kind === 'createNetworkPolicy');
+    assert.ok(np?.kind === 'createNetworkPolicy');
+    assert.deepEqual(np.policy.spec.egress.at(-1), {
+      to: [{ ipBlock: { cidr: '10.0.0.1/32' } }],
+      ports: [{ protocol: 'TCP', port: 6443 }],
+    });
+    assert.equal(onlyPatch(d).phase, 'Running');
+    assert.ok(!events(d).some((e) => e.reason === REASON.apiServerUnknown));
+  });
+
+  it('warns after the start when the API server address is unknown (the run still starts)', () => {
+    const a = withFinalizer(agent('a'));
+    const d = run(snap(a, { definition: rbacDef, policy: grantRoles(['pod-reader'], ['node-reader']) }));
+    assert.equal(onlyPatch(d).phase, 'Running');
+    const warning = events(d).find((e) => e.reason === REASON.apiServerUnknown);
+    assert.equal(warning?.type, 'Warning');
+    assert.ok(kinds(d).lastIndexOf('recordEvent') > kinds(d).indexOf('patchStatus'));
+  });
+
+  it('a run without spec.rbac gets no finalizer, no binding and no API server rule', () => {
+    const d = run(snap(agent('a'), { apiServer: API }));
+    assert.ok(!kinds(d).includes('addFinalizer'));
+    assert.ok(!kinds(d).includes('createRunBinding'));
+    const np = d.actions.find((x) => x.kind === 'createNetworkPolicy');
+    assert.ok(np?.kind === 'createNetworkPolicy');
+    assert.deepEqual(np.policy.spec.egress, [DNS_RULE, PUBLIC_HTTPS_RULE]);
+  });
+
+  it('fails a run whose binding is refused, with the reason and RBACRefused; its finalizer stays for the cleanup', () => {
+    const a = withFinalizer(agent('a'));
+    const d = run(
+      snap(a, {
+        definition: rbacDef,
+        policy: grantRoles(['pod-reader'], ['node-reader']),
+        bindingRefused: { message: 'RoleBinding x (ClusterRole pod-reader): 403 Forbidden' },
+      }),
+    );
+    const p = onlyPatch(d);
+    assert.equal(p.phase, 'Failed');
+    assert.match(p.failureReason ?? '', /^the run's Kubernetes access could not be granted: RoleBinding x/);
+    assert.match(p.failureReason ?? '', /bind on each grantable ClusterRole/);
+    assert.ok(events(d).some((e) => e.type === 'Warning' && e.reason === REASON.rbacRefused));
+    assert.ok(!kinds(d).includes('removeFinalizer'));
+  });
+
+  it('refuses RBAC without a policy, outside the policy, and on batch runs: Failed PolicyViolation', () => {
+    const rows: [string, Snapshot, RegExp][] = [
+      [
+        'no policy',
+        snap(agent('a'), {
+          job: { kind: 'absent' },
+          definition: rbacDef,
+        }),
+        /requests Kubernetes access \(spec\.rbac\), but no AgentPolicy applies/,
+      ],
+      [
+        'a role the policy does not list',
+        snap(agent('a'), {
+          job: { kind: 'absent' },
+          definition: rbacDef,
+          policy: grantRoles([], ['node-reader']),
+        }),
+        /^AgentPolicy grants: role pod-reader is not grantable \(spec\.rbac\.roles: \(none\)\)$/,
+      ],
+      [
+        'a cluster role listed only for namespaces',
+        snap(agent('a'), {
+          job: { kind: 'absent' },
+          definition: rbacDef,
+          policy: grantRoles(['pod-reader', 'node-reader']),
+        }),
+        /^AgentPolicy grants: cluster role node-reader is not grantable cluster-wide/,
+      ],
+      [
+        'a batch recipe',
+        snap(agent('a'), {
+          job: { kind: 'absent' },
+          definition: definition('def', { execution: 'batch', rbac: { roles: ['pod-reader'] } }),
+          policy: grantRoles(['pod-reader']),
+        }),
+        /requests spec\.rbac, but a batch run has no pod to hold a token/,
+      ],
+    ];
+    for (const [name, s, reason] of rows) {
+      const d = run(s);
+      const p = onlyPatch(d);
+      assert.equal(p.phase, 'Failed', name);
+      assert.match(p.failureReason ?? '', reason, name);
+      assert.deepEqual(failureKinds(d), ['policy'], name);
+      assert.ok(!kinds(d).includes('addFinalizer'), `${name}: no finalizer for a refused run`);
+    }
+  });
+
+  it('a finished run holding the finalizer deletes its bindings, then the finalizer; the Job stays', () => {
+    for (const phase of ['Succeeded', 'Failed'] as const) {
+      const a = withFinalizer(finished('a', phase, 10), 'other/keep', RUN_CLEANUP_FINALIZER);
+      const d = run(snap(a));
+      assert.deepEqual(d.actions, [
+        { kind: 'deleteRunBindings', ref: { namespace: NS, name: 'a', uid: 'uid-a' } },
+        {
+          kind: 'removeFinalizer',
+          ref: { namespace: NS, name: 'a', uid: 'uid-a' },
+          finalizer: RUN_CLEANUP_FINALIZER,
+          index: 1,
+        },
+      ]);
+    }
+  });
+
+  it('deleting a Running or Pending run stops its Job (Foreground), removes its bindings, then the finalizer', () => {
+    for (const a of [
+      withFinalizer(running('a', { deleting: true, jobName: 'agent-job-a' })),
+      withFinalizer(agent('a', { deleting: true })),
+    ]) {
+      const d = run(snap(a));
+      assert.deepEqual(kinds(d), ['deleteJob', 'recordEvent', 'deleteRunBindings', 'removeFinalizer']);
+      assert.deepEqual(d.actions[0], { kind: 'deleteJob', namespace: NS, name: jobNameFor('a') });
+      assert.equal(events(d)[0]?.reason, REASON.cleanedUp);
+    }
+    const done = run(snap(withFinalizer(finished('a', 'Succeeded', 10, { deleting: true }))));
+    assert.deepEqual(
+      kinds(done),
+      ['deleteRunBindings', 'removeFinalizer'],
+      'a finished run has no Job to stop',
+    );
+  });
+
+  it('without the finalizer a deleted or finished Agent still gets nothing to do', () => {
+    assert.deepEqual(run(snap(running('a', { deleting: true }))).actions, []);
+    assert.deepEqual(run(snap(finished('a', 'Succeeded', 10))).actions, []);
   });
 });

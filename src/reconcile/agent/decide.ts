@@ -8,6 +8,7 @@ import {
   holdsBatchFinalizer,
   isBatchRun,
 } from './batch.ts';
+import { decideRunCleanup, holdsCleanupFinalizer } from './cleanup.ts';
 import { decidePending, type JobBuilder } from './pending.ts';
 import { decideRunning } from './running.ts';
 
@@ -20,7 +21,7 @@ const NOTHING: Decision = { actions: [] };
  * The decision table (reference §5.1 with decisions a, b, d, f): what to do about one Agent given `snapshot`, at
  * time `now`. Pure and total: every snapshot yields a decision, nothing is read from the clock or the network.
  *
- * - Succeeded / Failed, or an Agent being deleted → no actions at all.
+ * - Succeeded / Failed, or an Agent being deleted → no actions, unless it holds a finalizer (see below).
  * - Pending:
  *   - the Station or AgentDefinition exists but is invalid (`invalidReference`) → Failed with the reason,
  *     `build_error`.
@@ -46,6 +47,10 @@ const NOTHING: Decision = { actions: [] };
  *     `run record unavailable: Job garbage-collected before its result was observed`.
  *   - then the Station's history is pruned.
  *
+ * - Runs that hold bindings (AgentDefinition `spec.rbac`): Pending → the cleanup finalizer first, then the run's
+ *   ServiceAccount, its bindings, NetworkPolicy and Job; finished → the bindings are deleted, then the finalizer;
+ *   deleted while Pending or Running → the Job is deleted (Foreground), then the bindings, then the finalizer.
+ *
  * - Batch runs (`execution: batch`; src/reconcile/agent/batch.ts): Pending → finalizer, then the submission
  *   record (Running, batchProvider); Running → submit or find the submission, batchId, then the poller's result
  *   or the timeout (fail, or fall back to a Job: `batchFallback`); finished, fallen back or deleted → vendor
@@ -56,12 +61,11 @@ const NOTHING: Decision = { actions: [] };
  */
 export function decide(snapshot: Snapshot, now: Date, build: JobBuilder = buildJob): Decision {
   const { agent } = snapshot;
-  if (agent.metadata.deletionTimestamp !== undefined)
-    return holdsBatchFinalizer(agent) ? decideBatchCleanup(snapshot, now) : NOTHING;
+  if (agent.metadata.deletionTimestamp !== undefined) return finalizerWork(snapshot, now);
   switch (agent.status.phase) {
     case 'Succeeded':
     case 'Failed':
-      return holdsBatchFinalizer(agent) ? decideBatchCleanup(snapshot, now) : NOTHING;
+      return finalizerWork(snapshot, now);
     case 'Running':
       if (agent.status.batchFallback === true) return decideFallback(snapshot, now, build);
       if (isBatchRun(agent)) return decideBatchRunning(snapshot, now);
@@ -69,4 +73,11 @@ export function decide(snapshot: Snapshot, now: Date, build: JobBuilder = buildJ
     case 'Pending':
       return decidePending(snapshot, now, build);
   }
+}
+
+/** What a finished or deleted Agent still has to do: the batch cleanup, then the run cleanup (issue 9 §6). */
+function finalizerWork(snapshot: Snapshot, now: Date): Decision {
+  if (holdsBatchFinalizer(snapshot.agent)) return decideBatchCleanup(snapshot, now);
+  if (holdsCleanupFinalizer(snapshot.agent)) return decideRunCleanup(snapshot);
+  return NOTHING;
 }

@@ -1,5 +1,5 @@
 import { type Agent, GROUP, type Job, KIND_AGENT, type Station } from '../../api/index.ts';
-import type { BuildJobInput } from '../../jobs/index.ts';
+import { type BuildJobInput, runHoldsToken } from '../../jobs/index.ts';
 import type { Result } from '../../shared/result.ts';
 import type { Action, Decision, JobManifest, RunFailureKind } from '../actions.ts';
 import { conditionsSatisfied } from '../conditions.ts';
@@ -7,6 +7,7 @@ import { policyRefusal, runIntent, withPolicyTools } from '../policy/check.ts';
 import { isRealtime, promptTokenSecretName, realtimeProblem } from '../realtime/plan.ts';
 import {
   FAILURE_MISSING_REF,
+  failureBinding,
   failureBuild,
   failureInvalidReference,
   failureNotOwned,
@@ -18,7 +19,8 @@ import {
 import type { Snapshot } from '../snapshot.ts';
 import { decideAdmission } from '../station/admission.ts';
 import { decideBatchPending, holdsBatchFinalizer } from './batch.ts';
-import { runObjectActions } from './run-objects.ts';
+import { addCleanupFinalizer, holdsCleanupFinalizer } from './cleanup.ts';
+import { runObjectActions, runObjectWarnings } from './run-objects.ts';
 import {
   agentRef,
   event,
@@ -70,7 +72,7 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   const policy = s.policy ?? { kind: 'none' };
   const refusal = holdsBatchFinalizer(agent)
     ? undefined
-    : policyRefusal(policy, () => runIntent(agent, station, definition));
+    : policyRefusal(policy, definition, () => runIntent(agent, station, definition));
   if (refusal !== undefined) {
     // A run whose Job already exists started under the policy it saw then (its Running patch was lost): it is
     // adopted below, never failed by a policy changed since.
@@ -104,6 +106,15 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
     return failBeforeStart(s, now, {
       kind: 'build_error',
       reason: REASON.buildFailed,
+      failureReason,
+      message: failureReason,
+    });
+  }
+  if (s.bindingRefused !== undefined) {
+    const failureReason = failureBinding(s.bindingRefused.message);
+    return failBeforeStart(s, now, {
+      kind: 'build_error',
+      reason: REASON.rbacRefused,
       failureReason,
       message: failureReason,
     });
@@ -153,6 +164,11 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   }
   const verdict = decideAdmission(s.queue, stationConcurrency(station));
   if (verdict.kind === 'wait') return queuedDecision(s, station, verdict, now);
+  // A run that will hold bindings holds the cleanup finalizer first (issue 9 §6): no binding can outlive its
+  // Agent unnoticed. The finalizer patch wakes this Agent again, and admission is decided afresh then.
+  if (runHoldsToken(definition) && !holdsCleanupFinalizer(agent)) {
+    return { actions: [addCleanupFinalizer(agent)] };
+  }
   const actions: Action[] = verdict.kind === 'replace' ? preemptActions(agent, station, verdict.victims) : [];
   const jobName = built.value.metadata.name;
   // The run's own NetworkPolicy (issue 9 §3, decision i) exists before its pods can start.
@@ -168,6 +184,7 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   actions.push(
     { kind: 'createJob', job: built.value },
     ...startActions(agent, jobName, formatStatusTime(now), `Created Job ${jobName}`, now, now),
+    ...runObjectWarnings(s, definition),
   );
   return { actions, requeueAfterMs: s.options.requeueMs };
 }

@@ -1,15 +1,28 @@
 import type { AgentDefinition, Station } from '../../api/index.ts';
-import { buildRunNetworkPolicy, buildRunServiceAccount } from '../../jobs/index.ts';
+import {
+  buildRunBindings,
+  buildRunNetworkPolicy,
+  buildRunServiceAccount,
+  runHoldsToken,
+} from '../../jobs/index.ts';
 import type { Action } from '../actions.ts';
+import { requestedRoles } from '../policy/check.ts';
+import { REASON } from '../reasons.ts';
 import type { Snapshot } from '../snapshot.ts';
+import { agentRef, event } from './status.ts';
 
 /**
- * The run's own objects, created right before its Job: its ServiceAccount (issue 9 §2), then its NetworkPolicy
- * (decision i, issue 9 §3). Both owned by the Agent.
+ * The run's own objects, created right before its Job: its ServiceAccount (issue 9 §2), the bindings of that
+ * ServiceAccount to the ClusterRoles the definition asks for (already checked against the policy), then its
+ * NetworkPolicy (decision i, issue 9 §3). The ServiceAccount, RoleBindings and NetworkPolicy are owned by the
+ * Agent; ClusterRoleBindings carry its uid in a label (the cleanup finalizer removes them).
  */
 export function runObjectActions(s: Snapshot, station: Station, definition: AgentDefinition): Action[] {
+  const token = runHoldsToken(definition);
+  const bindings = token ? buildRunBindings(s.agent, station.metadata.name, requestedRoles(definition)) : [];
   return [
     { kind: 'createServiceAccount', serviceAccount: buildRunServiceAccount(s.agent, station.metadata.name) },
+    ...bindings.map((binding): Action => ({ kind: 'createRunBinding', binding })),
     {
       kind: 'createNetworkPolicy',
       policy: buildRunNetworkPolicy({
@@ -17,7 +30,21 @@ export function runObjectActions(s: Snapshot, station: Station, definition: Agen
         station,
         definition,
         controllerNamespace: s.options.controllerNamespace,
+        ...(token ? { apiServer: s.apiServer } : {}),
       }),
     },
+  ];
+}
+
+/** Warnings about the run's objects, recorded after its start: a token holder whose egress misses the API server. */
+export function runObjectWarnings(s: Snapshot, definition: AgentDefinition): Action[] {
+  if (!runHoldsToken(definition) || s.apiServer !== undefined) return [];
+  return [
+    event(
+      agentRef(s.agent),
+      'Warning',
+      REASON.apiServerUnknown,
+      "The run's NetworkPolicy does not admit the API server: its address is not known (the controller reads EndpointSlice default/kubernetes; grant it with deploy/components/run-rbac)",
+    ),
   ];
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type AgentPolicy, parseAgentPolicy } from '../../api/index.ts';
-import { agent, definition, iso, station } from '../test-fixtures.ts';
+import { agent, definition, iso, NS, station } from '../test-fixtures.ts';
 import {
   effectiveTools,
   globMatch,
@@ -56,6 +56,31 @@ describe('AgentPolicy checks: each limit with its exact reason', () => {
       'AgentPolicy tight: execution realtime is not allowed (allowed: job)',
     ],
     ['execution allowed', { executions: { allowed: ['job', 'batch'] } }, {}, undefined],
+    [
+      'a namespace the policy does not serve',
+      { namespaces: ['team-b', 'team-c'] },
+      {},
+      `AgentPolicy tight: it does not serve namespace ${NS} (spec.namespaces: team-b, team-c)`,
+    ],
+    ['a namespace the policy serves', { namespaces: [NS] }, {}, undefined],
+    [
+      'a role the policy does not grant',
+      { rbac: { roles: ['view'] } },
+      { definition: { rbac: { roles: ['edit'] } } },
+      'AgentPolicy tight: role edit is not grantable (spec.rbac.roles: view)',
+    ],
+    [
+      'a role granted in the namespace but asked cluster-wide',
+      { rbac: { roles: ['view'] } },
+      { definition: { rbac: { clusterRoles: ['view'] } } },
+      'AgentPolicy tight: cluster role view is not grantable cluster-wide (spec.rbac.clusterRoles: (none))',
+    ],
+    [
+      'roles the policy grants',
+      { rbac: { roles: ['view'], clusterRoles: ['reader'] } },
+      { definition: { rbac: { roles: ['view', 'view'], clusterRoles: ['reader'] } } },
+      undefined,
+    ],
     [
       'vendor not allowed',
       { vendors: { allowed: ['claude'] } },

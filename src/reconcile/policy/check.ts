@@ -107,16 +107,58 @@ export function withPolicyTools(
   };
 }
 
-/** Why the policy that applies refuses this run (a violation, or a policy that cannot be used); undefined: allowed. */
-export function policyRefusal(observation: PolicyObservation, run: () => RunIntent): string | undefined {
+/** The ClusterRoles a definition asks to have bound (deduplicated, in order), per scope. */
+export function requestedRoles(definition: AgentDefinition): { roles: string[]; clusterRoles: string[] } {
+  const rbac = definition.spec.rbac;
+  return { roles: [...new Set(rbac?.roles ?? [])], clusterRoles: [...new Set(rbac?.clusterRoles ?? [])] };
+}
+
+/** True when runs of this definition get Kubernetes access (bindings, a projected token). */
+export function requestsRbac(definition: AgentDefinition): boolean {
+  const { roles, clusterRoles } = requestedRoles(definition);
+  return roles.length > 0 || clusterRoles.length > 0;
+}
+
+/** Why a definition's RBAC request cannot be served whatever the policy, or undefined. */
+function rbacShapeProblem(definition: AgentDefinition): string | undefined {
+  if (!requestsRbac(definition)) return undefined;
+  if (definition.spec.execution === 'batch') {
+    return `AgentDefinition ${definition.metadata.name} requests spec.rbac, but a batch run has no pod to hold a token`;
+  }
+  const { roles, clusterRoles } = requestedRoles(definition);
+  const bad = [...roles, ...clusterRoles].find((r) => !/^[^/%]+$/.test(r) || r === '.' || r === '..');
+  if (bad !== undefined)
+    return `AgentDefinition ${definition.metadata.name}: spec.rbac names "${bad}", not a ClusterRole name`;
+  return undefined;
+}
+
+/**
+ * Why the policy that applies refuses this run (a violation, or a policy that cannot be used); undefined: allowed.
+ * A definition that asks for RBAC needs a policy that grants it: without one, it is refused.
+ */
+export function policyRefusal(
+  observation: PolicyObservation,
+  definition: AgentDefinition,
+  run: () => RunIntent,
+): string | undefined {
+  const shape = rbacShapeProblem(definition);
+  if (shape !== undefined) return shape;
   switch (observation.kind) {
     case 'none':
-      return undefined;
+      return requestsRbac(definition)
+        ? `AgentDefinition ${definition.metadata.name} requests Kubernetes access (spec.rbac), but no AgentPolicy applies to its Station: only a policy's spec.rbac can make a role grantable`
+        : undefined;
     case 'found':
       return policyViolation(observation.policy, run());
     default:
       return policyUnusable(observation);
   }
+}
+
+/** True when the policy serves Stations of `namespace` (no `spec.namespaces`: every namespace). */
+export function servesNamespace(policy: AgentPolicy, namespace: string): boolean {
+  const namespaces = policy.spec.namespaces;
+  return namespaces === undefined || namespaces.includes(namespace);
 }
 
 /** The first thing the policy forbids in this run, as `AgentPolicy <name>: <what>`; undefined when allowed. */
@@ -128,6 +170,9 @@ export function policyViolation(policy: AgentPolicy, run: RunIntent): string | u
 function firstViolation(policy: AgentPolicy, run: RunIntent): string | undefined {
   const p = policy.spec;
   const { definition, station } = run;
+  if (!servesNamespace(policy, station.metadata.namespace)) {
+    return `it does not serve namespace ${station.metadata.namespace} (spec.namespaces: ${list(p.namespaces ?? [])})`;
+  }
   const execution = definition.spec.execution;
   const executions = p.executions?.allowed;
   if (executions !== undefined && !executions.includes(execution)) {
@@ -204,6 +249,15 @@ function firstViolation(policy: AgentPolicy, run: RunIntent): string | undefined
     }
   } else if (classes !== undefined && !classes.includes(run.runtimeClassName)) {
     return `runtimeClassName ${run.runtimeClassName} is not allowed (allowed: ${list(classes)})`;
+  }
+  const { roles, clusterRoles } = requestedRoles(definition);
+  const role = roles.find((r) => !(p.rbac?.roles ?? []).includes(r));
+  if (role !== undefined) {
+    return `role ${role} is not grantable (spec.rbac.roles: ${list(p.rbac?.roles ?? [])})`;
+  }
+  const clusterRole = clusterRoles.find((r) => !(p.rbac?.clusterRoles ?? []).includes(r));
+  if (clusterRole !== undefined) {
+    return `cluster role ${clusterRole} is not grantable cluster-wide (spec.rbac.clusterRoles: ${list(p.rbac?.clusterRoles ?? [])})`;
   }
   const deniedEnv = p.env?.deny;
   if (deniedEnv !== undefined) {

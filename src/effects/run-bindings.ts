@@ -1,0 +1,166 @@
+// The I/O of a run's bindings (issue 9 §2, §6): create one, find a run's by its uid label, delete them, and the
+// sweep's list of every run binding. The decisions about them are pure (src/reconcile, src/jobs/run-bindings.ts).
+import * as v from 'valibot';
+import {
+  LABEL_AGENT,
+  LABEL_RUN_NAMESPACE,
+  LABEL_RUN_UID,
+  type ListedBinding,
+  RUN_BINDING_SELECTOR,
+  type RunBindingManifest,
+} from '../jobs/index.ts';
+import {
+  CLUSTER_ROLE_BINDINGS,
+  createObject,
+  deleteObject,
+  describeKubeError,
+  getObject,
+  isAlreadyExists,
+  isForbidden,
+  isInvalid,
+  isNotFound,
+  type KubeError,
+  KubeObjectSchema,
+  listAll,
+  ROLE_BINDINGS,
+  type Transport,
+} from '../kube/index.ts';
+import { err, ok, type Result } from '../shared/result.ts';
+
+/** How a binding create ended. */
+export type BindingCreate =
+  | { readonly kind: 'created' }
+  /** It exists and is this run's (a retried start). */
+  | { readonly kind: 'exists' }
+  /** A binding of an earlier Agent of the same name is in the way: garbage collection will remove it. */
+  | { readonly kind: 'stale'; readonly message: string }
+  /** The API server refused it, or the name is taken by something else: the run fails with `message`. */
+  | { readonly kind: 'refused'; readonly message: string }
+  | { readonly kind: 'error'; readonly error: KubeError };
+
+const rtOf = (b: { readonly kind: string }) =>
+  b.kind === 'RoleBinding' ? ROLE_BINDINGS : CLUSTER_ROLE_BINDINGS;
+
+/** `RoleBinding ns/name` or `ClusterRoleBinding name`, for messages. */
+function describeBinding(b: RunBindingManifest): string {
+  return b.kind === 'RoleBinding'
+    ? `RoleBinding ${b.metadata.namespace}/${b.metadata.name} (ClusterRole ${b.roleRef.name})`
+    : `ClusterRoleBinding ${b.metadata.name} (ClusterRole ${b.roleRef.name})`;
+}
+
+/** POSTs one run binding; a name collision is resolved by the run labels of the object found. */
+export async function createRunBinding(
+  t: Transport,
+  binding: RunBindingManifest,
+  opts: { readonly timeoutMs?: number | undefined; readonly fieldManager: string },
+): Promise<BindingCreate> {
+  const rt = rtOf(binding);
+  const namespace = binding.kind === 'RoleBinding' ? binding.metadata.namespace : undefined;
+  const r = await createObject(t, rt, namespace, { ...binding }, KubeObjectSchema, opts);
+  if (r.ok) return { kind: 'created' };
+  const what = describeBinding(binding);
+  if (isForbidden(r.error) || isInvalid(r.error) || (r.error.kind === 'api' && r.error.code === 400)) {
+    return { kind: 'refused', message: `${what}: ${describeKubeError(r.error)}` };
+  }
+  if (!isAlreadyExists(r.error)) return { kind: 'error', error: r.error };
+  const found = await getObject(t, rt, { namespace, name: binding.metadata.name }, KubeObjectSchema, opts);
+  if (!found.ok) {
+    if (isNotFound(found.error)) return { kind: 'stale', message: `${what} vanished after a name collision` };
+    if (isForbidden(found.error)) {
+      return {
+        kind: 'refused',
+        message: `${what} exists and cannot be read: ${describeKubeError(found.error)}`,
+      };
+    }
+    return { kind: 'error', error: found.error };
+  }
+  const labels = found.value.metadata.labels ?? {};
+  const ours = binding.metadata.labels;
+  if (labels[LABEL_RUN_UID] === ours[LABEL_RUN_UID]) return { kind: 'exists' };
+  const sameRun =
+    labels[LABEL_RUN_NAMESPACE] === ours[LABEL_RUN_NAMESPACE] && labels[LABEL_AGENT] === ours[LABEL_AGENT];
+  if (sameRun || found.value.metadata.deletionTimestamp != null) {
+    return { kind: 'stale', message: `${what} of an earlier Agent of this name is still there` };
+  }
+  return { kind: 'refused', message: `${what} already exists and is not this run's` };
+}
+
+const BindingItemSchema = v.object({
+  metadata: v.object({
+    name: v.string(),
+    namespace: v.optional(v.string()),
+    labels: v.optional(v.nullable(v.record(v.string(), v.string()))),
+  }),
+});
+
+async function listBindings(
+  t: Transport,
+  kind: 'RoleBinding' | 'ClusterRoleBinding',
+  labelSelector: string,
+  namespace: string | undefined,
+): Promise<Result<ListedBinding[], KubeError>> {
+  const rt = kind === 'RoleBinding' ? ROLE_BINDINGS : CLUSTER_ROLE_BINDINGS;
+  const listed = await listAll(t, rt, BindingItemSchema, { namespace, labelSelector });
+  if (!listed.ok) return listed;
+  return ok(
+    listed.value.items.map((i) => ({
+      kind,
+      namespace: i.metadata.namespace,
+      name: i.metadata.name,
+      labels: i.metadata.labels ?? {},
+    })),
+  );
+}
+
+/** Deletes one listed binding; 404 counts as deleted. */
+export async function deleteBinding(
+  t: Transport,
+  b: ListedBinding,
+  timeoutMs: number | undefined,
+): Promise<Result<void, KubeError>> {
+  const rt = b.kind === 'RoleBinding' ? ROLE_BINDINGS : CLUSTER_ROLE_BINDINGS;
+  const r = await deleteObject(t, rt, { namespace: b.namespace, name: b.name }, { timeoutMs });
+  return r.ok || isNotFound(r.error) ? ok(undefined) : r;
+}
+
+/**
+ * Deletes every binding of the run with this uid: the RoleBindings of its namespace, then the ClusterRoleBindings.
+ * Returns how many were deleted; the first failure stops it (a retry lists again).
+ */
+export async function deleteRunBindings(
+  t: Transport,
+  namespace: string,
+  uid: string,
+  timeoutMs: number | undefined,
+): Promise<Result<ListedBinding[], KubeError>> {
+  const selector = `${LABEL_RUN_UID}=${uid}`;
+  const deleted: ListedBinding[] = [];
+  for (const [kind, ns] of [
+    ['RoleBinding', namespace],
+    ['ClusterRoleBinding', undefined],
+  ] as const) {
+    const listed = await listBindings(t, kind, selector, ns);
+    if (!listed.ok) return listed;
+    for (const b of listed.value) {
+      const r = await deleteBinding(t, b, timeoutMs);
+      if (!r.ok) return err(r.error);
+      deleted.push(b);
+    }
+  }
+  return ok(deleted);
+}
+
+/**
+ * Every run ClusterRoleBinding the sweep looks at: all of them (`namespace` undefined: the controller manages every
+ * namespace), or those of the runs of one namespace.
+ */
+export function listRunClusterBindings(
+  t: Transport,
+  namespace: string | undefined,
+): Promise<Result<ListedBinding[], KubeError>> {
+  const selector =
+    namespace === undefined
+      ? RUN_BINDING_SELECTOR
+      : `${RUN_BINDING_SELECTOR},${LABEL_RUN_NAMESPACE}=${namespace}`;
+  return listBindings(t, 'ClusterRoleBinding', selector, undefined);
+}
