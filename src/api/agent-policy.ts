@@ -6,6 +6,9 @@ import { parseWith } from './schema-kit.ts';
 /** Label that makes an AgentPolicy the one for Stations that name none (`"true"`). */
 export const LABEL_DEFAULT_POLICY = 'agents.re-cinq.com/default-policy';
 
+/** Seccomp profile types a policy may require (Unconfined is never allowed on a run pod). */
+export const SECCOMP_PROFILE_TYPES = ['RuntimeDefault', 'Localhost'] as const;
+
 const names = (description: string) => v.optional(v.pipe(v.array(v.string()), v.description(description)));
 
 /**
@@ -86,6 +89,25 @@ export const AgentPolicySpecSchema = v.pipe(
           runtimeClassNames: names('RuntimeClasses a Station template may name (gVisor, Kata, …).'),
           requireRuntimeClass: v.optional(
             v.pipe(v.boolean(), v.description('A Station template must name one of runtimeClassNames.')),
+          ),
+          seccompProfile: v.optional(
+            v.pipe(
+              v.object({
+                type: v.pipe(
+                  v.picklist(SECCOMP_PROFILE_TYPES),
+                  v.description('RuntimeDefault (the default of every run pod) or Localhost.'),
+                ),
+                localhostProfile: v.optional(
+                  v.pipe(
+                    v.string(),
+                    v.description('With Localhost: the profile file, relative to the kubelet seccomp root.'),
+                  ),
+                ),
+              }),
+              v.description(
+                'The seccomp profile of every container of a run (the pod, the agent, the init and tool sidecars get it; a Station container that sets another is refused).',
+              ),
+            ),
           ),
         }),
         v.description('Sandboxed runtimes.'),

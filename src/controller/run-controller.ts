@@ -71,6 +71,8 @@ const conditionsText = (job: Job): string =>
 /** A run in progress is re-checked every this many poll intervals (60 s by default), watches aside. */
 export const RUN_RECHECK_POLLS = 4;
 
+/** Polls skipped by the binding sweep after its LIST was forbidden (no run-rbac component): ~5 minutes. */
+const SWEEP_FORBIDDEN_SKIPS = 20;
 /** Poll failures in a row after which readiness drops (reference §6.4). */
 export const MAX_CONSECUTIVE_POLL_FAILURES = 3;
 
@@ -413,8 +415,9 @@ export function startController(deps: ControllerDeps): RunningController {
     })();
     return policiesChecked;
   };
-  /** Where the API server listens, as last read; undefined while unknown. */
+  /** Where the API server listens, as last read (and when); undefined while unknown. */
   let apiServer: ApiServerEndpoints | undefined;
+  let apiServerReadAt = Number.NEGATIVE_INFINITY;
   const reconcileDeps: ReconcileDeps = {
     transport,
     stations: stations.store,
@@ -438,7 +441,15 @@ export function startController(deps: ControllerDeps): RunningController {
     get promptTokens() {
       return promptTokens;
     },
-    apiServer: () => apiServer,
+    apiServer: async () => {
+      // Read only for runs that hold a token, at most once per poll interval (a controller without the run-rbac
+      // component never asks, so it is never refused).
+      if (clock.now() - apiServerReadAt >= config.pollIntervalMs) {
+        apiServerReadAt = clock.now();
+        await refreshApiServer();
+      }
+      return apiServer;
+    },
     options: {
       agentImage: config.agentImage,
       maxOutputBytes: config.maxOutputBytes,
@@ -476,7 +487,6 @@ export function startController(deps: ControllerDeps): RunningController {
     metrics.realtimeSessions.set(openSessions());
     await sweepHistory();
     await sweepBindings();
-    await refreshApiServer();
     // Changed Agents were re-queued by the re-list itself; Running ones re-check on their own timer. Only the
     // heads of each queue are woken here, as a backstop: the rest would only be told to wait again.
     for (const lane of book.lanes()) wakeHeads(lane);
@@ -526,12 +536,21 @@ export function startController(deps: ControllerDeps): RunningController {
    * what a crash between a binding's create and its record, or a finalizer removed by hand, leaves behind. The
    * cache is at least as new as this poll's LIST, and a binding is only ever created for an Agent in it.
    */
+  let sweepSkips = 0;
   async function sweepBindings(): Promise<void> {
     if (!queue) return;
+    if (sweepSkips > 0) {
+      sweepSkips--;
+      return;
+    }
     const listed = await listRunClusterBindings(transport, namespace);
     if (!listed.ok) {
       // Without the run-rbac component the controller may not list bindings: then it never created one either.
-      if (isForbidden(listed.error)) return;
+      // Ask again only every SWEEP_FORBIDDEN_SKIPS polls (the component may be added while it runs).
+      if (isForbidden(listed.error)) {
+        sweepSkips = SWEEP_FORBIDDEN_SKIPS;
+        return;
+      }
       log.warn('Listing run ClusterRoleBindings failed', { error: describeKubeError(listed.error) });
       return;
     }
@@ -584,14 +603,7 @@ export function startController(deps: ControllerDeps): RunningController {
     const q = createWorkQueue({ clock, concurrency: config.workers, handler: handle, logger: log });
     queue = q;
     await stopping;
-    await Promise.all([
-      agents.ready,
-      stations.ready,
-      definitions.ready,
-      jobs.ready,
-      ensurePolicies(),
-      refreshApiServer(),
-    ]);
+    await Promise.all([agents.ready, stations.ready, definitions.ready, jobs.ready, ensurePolicies()]);
     // A term decides only from caches at least as new as the API server when it began (quorum LISTs of Agents
     // and Jobs): the runs a previous leader or an earlier process started are all counted (decision l).
     while (queue === q) {

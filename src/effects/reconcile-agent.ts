@@ -1,5 +1,5 @@
 import { type Agent, isTerminalPhase } from '../api/index.ts';
-import type { ApiServerEndpoints } from '../jobs/index.ts';
+import { type ApiServerEndpoints, runHoldsToken } from '../jobs/index.ts';
 import { describeKubeError } from '../kube/index.ts';
 import { cleanupBackoffMs, holdsBatchFinalizer, isBatchRun } from '../reconcile/agent/batch.ts';
 import { holdsCleanupFinalizer } from '../reconcile/agent/cleanup.ts';
@@ -42,7 +42,7 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
   /** The latest observation of each in-flight vendor batch. */
   readonly poller?: BatchPoller;
   /** Where the API server listens, as last read (for runs that hold a token); undefined when unknown. */
-  readonly apiServer?: () => ApiServerEndpoints | undefined;
+  readonly apiServer?: () => Promise<ApiServerEndpoints | undefined>;
 }
 
 /**
@@ -75,7 +75,6 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
     ...(deps.batch !== undefined ? { submission: knownSubmission(deps.batch, uid) } : {}),
     ...(deps.poller !== undefined ? { batchState: deps.poller.observation(uid) } : {}),
     ...(notBefore !== undefined ? { cleanupNotBefore: new Date(notBefore) } : {}),
-    ...(deps.apiServer !== undefined ? { apiServer: deps.apiServer() } : {}),
   };
   const refs = await resolveRefs(agent, snapshot, deps);
   if (!refs.ok) {
@@ -83,6 +82,15 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
     return { kind: 'retry', reason: refs.error };
   }
   snapshot = refs.snapshot;
+  // A Pending run that will hold a token gets an egress rule to the API server: where it listens is read for it.
+  if (
+    agent.status.phase === 'Pending' &&
+    deps.apiServer !== undefined &&
+    snapshot.definition !== null &&
+    runHoldsToken(snapshot.definition)
+  ) {
+    snapshot = { ...snapshot, apiServer: await deps.apiServer() };
+  }
 
   for (let round = 0; round < MAX_ROUNDS; round++) {
     // The Station picture is read, decided on and (for an admission) written back in one synchronous step, so

@@ -9,7 +9,7 @@ import {
   type Station,
 } from '../api/index.ts';
 import type { Result } from '../shared/result.ts';
-import { type BuildJobInput, buildJob, type JobManifest } from './build-job.ts';
+import { type BuildJobInput, buildJob, cappedInitResources, type JobManifest } from './build-job.ts';
 import { TEMPLATE_ERRORS } from './pod-template.ts';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
@@ -1102,5 +1102,58 @@ describe('buildJob: the projected token of a run that asks for Kubernetes access
     assert.deepEqual(atPath, [
       { name: 'run-token', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true },
     ]);
+  });
+});
+
+describe("buildJob under a policy's limits (issue 9 §1: seccomp profile, resource caps of our containers)", () => {
+  type C = { name: string; securityContext?: Record<string, unknown>; resources?: Record<string, unknown> };
+  type Pod = { spec: { securityContext: Record<string, unknown>; containers: C[]; initContainers: C[] } };
+  const withSidecar = must(
+    parseAgentDefinition({
+      ...definitionJson,
+      spec: { ...definitionJson.spec, sidecars: [{ name: 'tool', image: 'ghcr.io/acme/tool:1' }] },
+    }),
+  );
+  const localhost = { type: 'Localhost', localhostProfile: 'profiles/agents.json' };
+
+  it('gives the pod, the agent, the init and tool sidecars the policy seccomp profile; Station sidecars inherit it', () => {
+    const job = must(buildJob({ ...input, definition: withSidecar, limits: { seccompProfile: localhost } }));
+    const pod = job.spec.template as unknown as Pod;
+    assert.deepEqual(pod.spec.securityContext.seccompProfile, localhost);
+    const ours = [
+      ...pod.spec.containers.filter((c) => c.name === 'agent'),
+      ...pod.spec.initContainers, // init and the tool sidecar
+    ];
+    assert.deepEqual(
+      ours.map((c) => c.name),
+      ['agent', 'init', 'tool'],
+    );
+    for (const c of ours) assert.deepEqual(c.securityContext?.seccompProfile, localhost, c.name);
+    const proxy = pod.spec.containers.find((c) => c.name === 'proxy');
+    assert.equal(proxy?.securityContext?.seccompProfile, undefined, 'inherits the pod profile');
+    const plain = must(buildJob(input)).spec.template as unknown as Pod;
+    assert.deepEqual(plain.spec.securityContext.seccompProfile, { type: 'RuntimeDefault' });
+  });
+
+  it("caps the init container's requests and limits, and limits a capped resource", () => {
+    const resources = (limits: Parameters<typeof cappedInitResources>[0]) => cappedInitResources(limits);
+    assert.deepEqual(resources(undefined), {
+      requests: { cpu: '50m', memory: '128Mi' },
+      limits: { memory: '2Gi' },
+    });
+    assert.deepEqual(resources({ maxCpu: '1', maxMemory: '1Gi' }), {
+      requests: { cpu: '50m', memory: '128Mi' },
+      limits: { cpu: '1', memory: '1Gi' },
+    });
+    assert.deepEqual(resources({ maxCpu: '20m', maxMemory: '64Mi' }), {
+      requests: { cpu: '20m', memory: '64Mi' },
+      limits: { cpu: '20m', memory: '64Mi' },
+    });
+    const job = must(buildJob({ ...input, limits: { maxMemory: '1Gi' } }));
+    const init = (job.spec.template as unknown as Pod).spec.initContainers.find((c) => c.name === 'init');
+    assert.deepEqual(init?.resources, {
+      requests: { cpu: '50m', memory: '128Mi' },
+      limits: { memory: '1Gi' },
+    });
   });
 });

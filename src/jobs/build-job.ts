@@ -9,6 +9,7 @@ import {
   resolveModel,
   type Station,
 } from '../api/index.ts';
+import { parseQuantity } from '../shared/quantity.ts';
 import { err, ok, type Result } from '../shared/result.ts';
 import { vendorCommand } from '../vendors/cli/argv.ts';
 import { supervisorCommand } from './bundle.ts';
@@ -29,10 +30,47 @@ import {
   LABEL_STATION,
   safeName,
 } from './names.ts';
-import { type JsonObject, MIN_TOKEN_SECONDS, wirePodTemplate } from './pod-template.ts';
+import { INIT_RESOURCES, type JsonObject, MIN_TOKEN_SECONDS, wirePodTemplate } from './pod-template.ts';
 import { renderPrompt } from './prompt.ts';
 import { LABEL_EXECUTION, PROMPT_TOKEN_KEY, promptTokenSecretName, REALTIME_PORT } from './realtime.ts';
 import { buildSidecars, sidecarMcpServers } from './sidecars.ts';
+
+/** What a policy imposes on the parts of a run pod the controller writes: the seccomp profile, resource caps. */
+export interface RunLimits {
+  readonly seccompProfile?:
+    | { readonly type: string; readonly localhostProfile?: string | undefined }
+    | undefined;
+  readonly maxCpu?: string | undefined;
+  readonly maxMemory?: string | undefined;
+}
+
+/** The smaller of two quantities (the first when either is not one). */
+function minQuantity(a: string, b: string): string {
+  const x = parseQuantity(a);
+  const y = parseQuantity(b);
+  return x !== undefined && y !== undefined && y < x ? b : a;
+}
+
+/**
+ * The init container's resources under a policy's caps: requests and limits never above a cap, and a cap's
+ * resource always limited (a capped resource needs a limit on every container).
+ */
+export function cappedInitResources(limits: RunLimits | undefined): JsonObject {
+  const requests = INIT_RESOURCES.requests as Record<string, string>;
+  const own = INIT_RESOURCES.limits as Record<string, string>;
+  const capped = (resource: 'cpu' | 'memory', cap: string | undefined) => ({
+    request: cap === undefined ? requests[resource] : minQuantity(requests[resource] ?? cap, cap),
+    limit: cap === undefined ? own[resource] : minQuantity(own[resource] ?? cap, cap),
+  });
+  const cpu = capped('cpu', limits?.maxCpu);
+  const memory = capped('memory', limits?.maxMemory);
+  const pick = (r: { cpu: string | undefined; memory: string | undefined }) =>
+    Object.fromEntries(Object.entries(r).filter(([, q]) => q !== undefined));
+  return {
+    requests: pick({ cpu: cpu.request, memory: memory.request }),
+    limits: pick({ cpu: cpu.limit, memory: memory.limit }),
+  };
+}
 
 /** True when the run's agent container gets a token: the definition asks for RBAC and the run has a pod of its own. */
 export function runHoldsToken(definition: AgentDefinition): boolean {
@@ -117,6 +155,8 @@ export interface BuildJobInput {
   readonly agentImage: string;
   /** Job creation time; `AGENT_DEADLINE_AT` counts from it. */
   readonly now: Date;
+  /** What the Station's AgentPolicy imposes on the pod the controller adds to (absent: nothing). */
+  readonly limits?: RunLimits | undefined;
 }
 
 /** Why a Job cannot be built: one line, shown after `Job build failed: ` in `status.failureReason`. */
@@ -256,6 +296,10 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
     profile: station.spec.podSecurityProfile,
     sidecars: sidecars.value,
     serviceAccountName: jobNameFor(agent.metadata.name),
+    initResources: cappedInitResources(input.limits),
+    ...(input.limits?.seccompProfile !== undefined
+      ? { seccompProfile: { ...input.limits.seccompProfile } }
+      : {}),
     ...(runHoldsToken(definition)
       ? { agentToken: { expirationSeconds: tokenSeconds(station.spec.deadlineMinutes) } }
       : {}),

@@ -168,6 +168,13 @@ export interface PodWiring {
    * for RBAC, issue 9 §2), mounted where in-cluster clients look for it. Absent: no token at all.
    */
   readonly agentToken?: { readonly expirationSeconds: number };
+  /** The init container's resources (default {@link INIT_RESOURCES}; a policy's caps lower them). */
+  readonly initResources?: JsonObject;
+  /**
+   * A policy's seccomp profile: the pod, the agent, the init and the tool sidecars get it (default RuntimeDefault);
+   * Station containers that set none inherit it from the pod.
+   */
+  readonly seccompProfile?: JsonObject;
 }
 
 /** Name of the run pod's projected token volume (agent container only). */
@@ -411,7 +418,7 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
       env: clone(wiring.env) as unknown[],
       volumeMounts: runVolumeMounts(),
       securityContext: clone(restricted ? INIT_SECURITY_CONTEXT_RESTRICTED : INIT_SECURITY_CONTEXT),
-      resources: clone(INIT_RESOURCES),
+      resources: clone(wiring.initResources ?? INIT_RESOURCES),
     },
     ...clone(wiring.sidecars ?? []),
   ];
@@ -426,6 +433,13 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
   spec.securityContext = clone(restricted ? POD_SECURITY_CONTEXT_RESTRICTED : POD_SECURITY_CONTEXT);
   if (restricted) for (const c of containers) if (c.name !== AGENT_CONTAINER_NAME) hardenRestricted(c);
   spec.automountServiceAccountToken = false;
+  if (wiring.seccompProfile !== undefined) {
+    const profile = wiring.seccompProfile;
+    (spec.securityContext as JsonObject).seccompProfile = clone(profile);
+    for (const c of [agent, ...(spec.initContainers as JsonObject[])]) {
+      (c.securityContext as JsonObject).seccompProfile = clone(profile);
+    }
+  }
   if (wiring.serviceAccountName !== undefined) {
     spec.serviceAccountName = wiring.serviceAccountName;
     delete spec.serviceAccount;

@@ -35,7 +35,7 @@ import {
   selectLines,
 } from '../batch/plan.ts';
 import type { ConditionUpdate } from '../conditions.ts';
-import { policyRefusal, runIntent, withPolicyTools } from '../policy/check.ts';
+import { policyRefusal, runIntent, runLimits, withPolicyTools } from '../policy/check.ts';
 import {
   CONDITION_READY,
   FAILURE_BATCH_DISABLED,
@@ -409,6 +409,7 @@ export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decis
     definition: withPolicyTools(definition, policy.kind === 'found' ? policy.policy : undefined),
     agentImage: s.options.agentImage,
     now,
+    limits: runLimits(policy.kind === 'found' ? policy.policy : undefined),
   });
   if (!built.ok) {
     const failureReason = `Job build failed: ${built.error}`;

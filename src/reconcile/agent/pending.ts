@@ -3,7 +3,7 @@ import { type BuildJobInput, runHoldsToken } from '../../jobs/index.ts';
 import type { Result } from '../../shared/result.ts';
 import type { Action, Decision, JobManifest, RunFailureKind } from '../actions.ts';
 import { conditionsSatisfied } from '../conditions.ts';
-import { policyRefusal, runIntent, withPolicyTools } from '../policy/check.ts';
+import { policyRefusal, runIntent, runLimits, withPolicyTools } from '../policy/check.ts';
 import { isRealtime, promptTokenSecretName, realtimeProblem } from '../realtime/plan.ts';
 import {
   FAILURE_MISSING_REF,
@@ -152,6 +152,7 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
     definition: withPolicyTools(definition, policy.kind === 'found' ? policy.policy : undefined),
     agentImage: s.options.agentImage,
     now,
+    limits: runLimits(policy.kind === 'found' ? policy.policy : undefined),
   });
   if (!built.ok) {
     const failureReason = failureBuild(built.error);

@@ -8,6 +8,7 @@ import {
   policyUnusable,
   policyViolation,
   runIntent,
+  runLimits,
   withPolicyTools,
 } from './check.ts';
 
@@ -56,6 +57,39 @@ describe('AgentPolicy checks: each limit with its exact reason', () => {
       'AgentPolicy tight: execution realtime is not allowed (allowed: job)',
     ],
     ['execution allowed', { executions: { allowed: ['job', 'batch'] } }, {}, undefined],
+    [
+      'a Station sidecar with another seccomp profile',
+      { sandbox: { seccompProfile: { type: 'Localhost', localhostProfile: 'p.json' } } },
+      {
+        station: template([
+          agentC({ securityContext: { seccompProfile: { type: 'RuntimeDefault' } } }),
+          {
+            name: 'proxy',
+            image: 'x',
+            resources: limited,
+            securityContext: { seccompProfile: { type: 'RuntimeDefault' } },
+          },
+        ]),
+      },
+      "AgentPolicy tight: container proxy sets another seccomp profile than the policy's Localhost (p.json)",
+    ],
+    [
+      "a Station sidecar with the policy's seccomp profile, or none (the agent's own is replaced)",
+      { sandbox: { seccompProfile: { type: 'Localhost', localhostProfile: 'p.json' } } },
+      {
+        station: template([
+          agentC({ securityContext: { seccompProfile: { type: 'RuntimeDefault' } } }),
+          {
+            name: 'proxy',
+            image: 'x',
+            resources: limited,
+            securityContext: { seccompProfile: { type: 'Localhost', localhostProfile: 'p.json' } },
+          },
+          { name: 'quiet', image: 'x', resources: limited },
+        ]),
+      },
+      undefined,
+    ],
     [
       'a namespace the policy does not serve',
       { namespaces: ['team-b', 'team-c'] },
@@ -284,6 +318,26 @@ describe('policyUnusable', () => {
     assert.equal(
       policyUnusable({ kind: 'ambiguous', names: ['a', 'b'] }),
       'more than one AgentPolicy is labelled agents.re-cinq.com/default-policy=true (a, b): keep one default, or name a policy with spec.policyRef',
+    );
+  });
+});
+
+describe('runLimits: what a policy imposes on the containers the controller writes', () => {
+  it('the seccomp profile and the cpu/memory caps, or nothing', () => {
+    assert.equal(runLimits(undefined), undefined);
+    assert.equal(runLimits(policy({ images: { allowedPrefixes: ['x/'] } })), undefined);
+    assert.deepEqual(
+      runLimits(
+        policy({
+          sandbox: { seccompProfile: { type: 'Localhost', localhostProfile: 'p.json' } },
+          resources: { maxCpu: '2', maxMemory: '4Gi', maxDeadlineMinutes: 9 },
+        }),
+      ),
+      { seccompProfile: { type: 'Localhost', localhostProfile: 'p.json' }, maxCpu: '2', maxMemory: '4Gi' },
+    );
+    assert.throws(
+      () => policy({ sandbox: { seccompProfile: { type: 'Unconfined' } } }),
+      /seccompProfile|type/,
     );
   });
 });

@@ -9,7 +9,7 @@ import {
   resolveModel,
   type Station,
 } from '../../api/index.ts';
-import { AGENT_DEFAULT_RESOURCES, SIDECAR_DEFAULT_RESOURCES } from '../../jobs/index.ts';
+import { AGENT_DEFAULT_RESOURCES, type RunLimits, SIDECAR_DEFAULT_RESOURCES } from '../../jobs/index.ts';
 import { parseQuantity } from '../../shared/quantity.ts';
 import { type Vendor, vendorForModel } from '../../vendors/cli/index.ts';
 
@@ -54,7 +54,25 @@ export interface RunContainer {
   readonly env: readonly string[];
   /** The container takes env in bulk (`envFrom`). */
   readonly envFrom?: boolean;
+  /** The seccomp profile a Station container sets itself (ours get the policy's). */
+  readonly seccompProfile?: unknown;
 }
+
+/** What the policy imposes on the parts of the run pod the controller writes (handed to the Job builder). */
+export function runLimits(policy: AgentPolicy | undefined): RunLimits | undefined {
+  if (policy === undefined) return undefined;
+  const seccompProfile = policy.spec.sandbox?.seccompProfile;
+  const { maxCpu, maxMemory } = policy.spec.resources ?? {};
+  if (seccompProfile === undefined && maxCpu === undefined && maxMemory === undefined) return undefined;
+  return {
+    ...(seccompProfile !== undefined ? { seccompProfile } : {}),
+    ...(maxCpu !== undefined ? { maxCpu } : {}),
+    ...(maxMemory !== undefined ? { maxMemory } : {}),
+  };
+}
+
+const sameProfile = (a: unknown, b: { type: string; localhostProfile?: string | undefined }): boolean =>
+  isObject(a) && a.type === b.type && (a.localhostProfile ?? undefined) === (b.localhostProfile ?? undefined);
 
 /** Vendors whose CLI takes an allow list / a deny list of tools (vendors.md 6: Claude both, Gemini allow only). */
 const ENFORCES_ALLOW: ReadonlySet<Vendor> = new Set(['claude', 'gemini']);
@@ -259,6 +277,15 @@ function firstViolation(policy: AgentPolicy, run: RunIntent): string | undefined
   if (clusterRole !== undefined) {
     return `cluster role ${clusterRole} is not grantable cluster-wide (spec.rbac.clusterRoles: ${list(p.rbac?.clusterRoles ?? [])})`;
   }
+  const seccomp = p.sandbox?.seccompProfile;
+  if (seccomp !== undefined) {
+    const other = run.containers.find(
+      (c) => c.seccompProfile !== undefined && !sameProfile(c.seccompProfile, seccomp),
+    );
+    if (other !== undefined) {
+      return `container ${other.name} sets another seccomp profile than the policy's ${seccomp.type}${seccomp.localhostProfile !== undefined ? ` (${seccomp.localhostProfile})` : ''}`;
+    }
+  }
   const deniedEnv = p.env?.deny;
   if (deniedEnv !== undefined) {
     const own = [
@@ -299,7 +326,17 @@ export function runIntent(agent: Agent, station: Station, definition: AgentDefin
         ? []
         : c.env.filter(isObject).map((e) => String(e.name ?? ''));
     const envFrom = Array.isArray(c.envFrom) && c.envFrom.length > 0;
-    return { name, image: String(c.image ?? ''), resources, env, ...(envFrom ? { envFrom } : {}) };
+    // The agent container's security context is ours (replaced); a Station sidecar keeps its own.
+    const seccompProfile =
+      name !== 'agent' && isObject(c.securityContext) ? c.securityContext.seccompProfile : undefined;
+    return {
+      name,
+      image: String(c.image ?? ''),
+      resources,
+      env,
+      ...(envFrom ? { envFrom } : {}),
+      ...(seccompProfile !== undefined ? { seccompProfile } : {}),
+    };
   });
   for (const sc of definition.spec.sidecars) {
     containers.push({
