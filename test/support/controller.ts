@@ -744,7 +744,11 @@ export async function applyRbacManifests(s: Scenario, path: string): Promise<Rea
       continue;
     }
     const fixed = doc.metadata.namespace;
-    if ((doc.kind === 'Role' || doc.kind === 'RoleBinding') && fixed !== undefined && FIXED_NAMESPACES.has(fixed)) {
+    if (
+      (doc.kind === 'Role' || doc.kind === 'RoleBinding') &&
+      fixed !== undefined &&
+      FIXED_NAMESPACES.has(fixed)
+    ) {
       // A grant in kube-system or default (e.g. to read the cluster's client CA): kept there, renamed.
       const name = renamed(doc.metadata.name);
       if (doc.kind === 'Role') renamedLocalRoles.set(doc.metadata.name, name);
