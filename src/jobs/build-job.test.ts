@@ -1056,8 +1056,10 @@ describe('buildJob: the projected token of a run that asks for Kubernetes access
   it('never below the 10 minutes the API server requires; no token without a request or for batch recipes', () => {
     const short = { ...station, spec: { ...station.spec, deadlineMinutes: 3 } };
     const job = must(buildJob({ ...input, station: short, definition: withRbac({ clusterRoles: ['r'] }) }));
-    const source = (tokenVolumeOf(podOf(job))?.projected as { sources: Record<string, unknown>[] })
-      .sources[0];
+    const volume = tokenVolumeOf(podOf(job)) as
+      | { projected: { sources: Record<string, unknown>[] } }
+      | undefined;
+    const source = volume?.projected.sources[0];
     assert.deepEqual(source, { serviceAccountToken: { path: 'token', expirationSeconds: 600 } });
     for (const d of [
       definition,
