@@ -1,7 +1,16 @@
 import * as v from 'valibot';
 import type { Result } from '../shared/result.ts';
 import { ConditionsSchema, ObjectMetaSchema } from './meta.ts';
-import { dateTime, int, lenientEnum, objectRef, parseDefault, parseWith, str } from './schema-kit.ts';
+import {
+  anyJson,
+  dateTime,
+  int,
+  lenientEnum,
+  objectRef,
+  parseDefault,
+  parseWith,
+  str,
+} from './schema-kit.ts';
 
 /** Phases of an Agent run. The controller never writes `Pending`; an Agent without status reads as `Pending`. */
 export const AGENT_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed'] as const;
@@ -43,6 +52,13 @@ export const AgentSpecSchema = v.pipe(
 export type AgentSpec = v.InferOutput<typeof AgentSpecSchema>;
 
 /** `Agent.status`: owned by the controller; every field optional on the wire. */
+/** Where a run's cost estimate comes from. */
+export const COST_SOURCES = ['cli', 'priceTable'] as const;
+export type CostSource = (typeof COST_SOURCES)[number];
+
+const count = (description: string) =>
+  v.pipe(v.number(), v.integer(), v.minValue(0), v.description(description));
+
 export const AgentStatusSchema = v.pipe(
   v.object({
     phase: parseDefault(
@@ -81,6 +97,40 @@ export const AgentStatusSchema = v.pipe(
       ),
     ),
     sessionId: v.optional(str('Agent CLI session id of the run, usable as resumeSession of a later run.')),
+    result: v.optional(
+      anyJson(
+        "The run's final answer: the CLI's final result text (capped), or with output.format json and output.schema the parsed JSON value, validated.",
+      ),
+    ),
+    tokenUsage: v.optional(
+      v.pipe(
+        v.object({
+          input: count('Input tokens.'),
+          output: count('Output tokens.'),
+          cacheRead: count('Input tokens read from the prompt cache.'),
+          cacheWrite: count('Input tokens written to the prompt cache.'),
+          total: count('All tokens of the run.'),
+        }),
+        v.description("Tokens the run used, from the vendor CLI's result (or the batch response)."),
+      ),
+    ),
+    costEstimate: v.optional(
+      v.pipe(
+        v.object({
+          usd: v.pipe(
+            v.string(),
+            v.regex(/^\d+(\.\d+)?$/),
+            v.description('Estimated cost in US dollars, as a decimal string.'),
+          ),
+          source: v.pipe(
+            lenientEnum(COST_SOURCES),
+            v.description('cli: the vendor CLI reported it; priceTable: tokens times the price table.'),
+          ),
+          model: v.optional(str('The model the price applies to.')),
+        }),
+        v.description('Estimated cost of the run.'),
+      ),
+    ),
   }),
   v.description('Observed state of the run, written by the controller.'),
 );

@@ -75,6 +75,23 @@ export function freeForm(description: string) {
   );
 }
 
+const isJsonValue = (u: unknown): boolean =>
+  u === null ||
+  typeof u === 'string' ||
+  typeof u === 'boolean' ||
+  (typeof u === 'number' && Number.isFinite(u)) ||
+  (Array.isArray(u) && u.every(isJsonValue)) ||
+  (typeof u === 'object' && Object.values(u as Record<string, unknown>).every(isJsonValue));
+
+/** Any JSON value (a string, a number, an object…): no `type` in the CRD, `x-kubernetes-preserve-unknown-fields`. */
+export function anyJson(description: string) {
+  return v.pipe(
+    v.custom<unknown>(isJsonValue, 'Invalid type: Expected a JSON value'),
+    openapi<unknown>({ preserveUnknownFields: true }),
+    v.description(description),
+  );
+}
+
 /** An RFC 3339 timestamp string (`format: date-time` in the CRD); not re-validated on parse. */
 export function dateTime(description: string) {
   return v.pipe(v.string(), openapi<string>({ format: 'date-time' }), v.description(description));

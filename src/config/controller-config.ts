@@ -41,6 +41,11 @@ export interface ControllerConfig {
   readonly apiPort: number;
   /** TLS of the prompt API (`--tls-cert-file`, `--tls-private-key-file`); plain HTTP only on a loopback address. */
   readonly apiTls: { readonly certFile: string; readonly keyFile: string } | undefined;
+  /**
+   * Price overrides of cost estimates (`PRICES_FILE`): the ConfigMap agent-prices, key prices.json, mounted into the
+   * controller pod (deploy/controller.yaml); re-read on every poll. Unset: the shipped prices only.
+   */
+  readonly pricesFile: string | undefined;
 }
 
 /** Command-line flags of `controller`, as parsed by node:util parseArgs. */
@@ -133,6 +138,7 @@ const EnvSchema = v.object({
     ),
   ),
   REALTIME_ENABLED: v.optional(v.picklist(['true', 'false'], 'REALTIME_ENABLED must be true or false')),
+  PRICES_FILE: v.optional(v.string()),
   API_PORT: v.optional(port('API_PORT')),
   TLS_CERT_FILE: v.optional(v.string()),
   TLS_PRIVATE_KEY_FILE: v.optional(v.string()),
@@ -242,6 +248,7 @@ export function parseControllerConfig(
       realtimeEnabled,
       apiPort,
       apiTls,
+      pricesFile: e.PRICES_FILE || undefined,
     }),
   );
 }

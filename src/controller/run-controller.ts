@@ -8,6 +8,7 @@ import { createSecretReader } from '../effects/batch/secrets.ts';
 import { createSinkDispatcher } from '../effects/batch/sinks.ts';
 import { createTombstones, executeActions, type Tombstones } from '../effects/execute.ts';
 import { parseCachedDefinition, parseCachedJob, parseCachedStation } from '../effects/gather.ts';
+import { createPriceSource } from '../effects/prices.ts';
 import { loadRealtimeKey, type PromptTokens, promptTokens as tokensFor } from '../effects/realtime/tokens.ts';
 import { type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { AGENT_DEFINITIONS, AGENT_POLICIES, AGENTS, STATIONS } from '../effects/resources.ts';
@@ -415,6 +416,7 @@ export function startController(deps: ControllerDeps): RunningController {
     })();
     return policiesChecked;
   };
+  const prices = createPriceSource(config.pricesFile, log);
   /** Where the API server listens, as last read (and when); undefined while unknown. */
   let apiServer: ApiServerEndpoints | undefined;
   let apiServerReadAt = Number.NEGATIVE_INFINITY;
@@ -441,6 +443,7 @@ export function startController(deps: ControllerDeps): RunningController {
     get promptTokens() {
       return promptTokens;
     },
+    prices: () => prices.current(),
     apiServer: async () => {
       // Read only for runs that hold a token, at most once per poll interval (a controller without the run-rbac
       // component never asks, so it is never refused).
@@ -487,6 +490,7 @@ export function startController(deps: ControllerDeps): RunningController {
     metrics.realtimeSessions.set(openSessions());
     await sweepHistory();
     await sweepBindings();
+    prices.refresh();
     // Changed Agents were re-queued by the re-list itself; Running ones re-check on their own timer. Only the
     // heads of each queue are woken here, as a backstop: the rest would only be told to wait again.
     for (const lane of book.lanes()) wakeHeads(lane);

@@ -180,13 +180,22 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
         const { ref } = action;
         const r = await deleteRunBindings(deps.transport, ref.namespace, ref.uid, deps.timeoutMs);
         if (!r.ok) return { kind: 'error', error: r.error, action: action.kind };
-        for (const b of r.value) {
-          deps.logger.info('Deleted run binding', {
-            namespace: ref.namespace,
-            agent: ref.name,
-            kind: b.kind,
-            binding: b.name,
-          });
+        const where = { namespace: ref.namespace, agent: ref.name };
+        for (const b of r.value.deleted) {
+          deps.logger.info('Deleted run binding', { ...where, kind: b.kind, binding: b.name });
+        }
+        if (r.value.unverified.length > 0) {
+          const message = `Run bindings may be left behind: ${r.value.unverified.join('; ')}; grant the controller deploy/components/run-rbac`;
+          deps.logger.warn('Run bindings not verified', { ...where, detail: message });
+          await Promise.resolve()
+            .then(() =>
+              deps.events.record(involved(ref), {
+                type: 'Warning',
+                reason: 'RunBindingsUnverified',
+                message,
+              }),
+            )
+            .catch((error: unknown) => deps.logger.warn('Event not recorded', { error: String(error) }));
         }
         break;
       }
@@ -195,9 +204,10 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
           deps.transport,
           JOBS,
           { namespace: action.namespace, name: action.name },
-          { propagationPolicy: 'Foreground', timeoutMs: deps.timeoutMs },
+          { propagationPolicy: 'Foreground', uid: action.uid, timeoutMs: deps.timeoutMs },
         );
-        if (!r.ok && !isNotFound(r.error)) return { kind: 'error', error: r.error, action: action.kind };
+        if (!r.ok && !isNotFound(r.error) && !isConflict(r.error))
+          return { kind: 'error', error: r.error, action: action.kind };
         if (r.ok) deps.logger.info('Deleted Job', { namespace: action.namespace, job: action.name });
         break;
       }
@@ -479,6 +489,19 @@ export function observe(metrics: ControllerMetrics, o: MetricObservation): void 
       return;
     case 'runFailure':
       metrics.runFailures.inc({ kind: o.kind });
+      return;
+    case 'runTokens':
+      for (const [kind, count] of [
+        ['input', o.usage.input],
+        ['output', o.usage.output],
+        ['cache_read', o.usage.cacheRead],
+        ['cache_write', o.usage.cacheWrite],
+      ] as const) {
+        if (count > 0) metrics.runTokens.inc({ model: o.model, kind }, count);
+      }
+      return;
+    case 'runCost':
+      if (o.usd > 0) metrics.runCost.inc({ model: o.model }, o.usd);
       return;
     case 'batchCleanupFailure':
       metrics.batchCleanupFailures.inc();

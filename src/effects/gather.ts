@@ -129,6 +129,22 @@ export function lookupDefinition(
   );
 }
 
+/**
+ * The Station's AgentDefinition from the cache only (undefined when it is not there or does not parse): what a
+ * Running run reads to tell what its output means (format and schema, the model it is priced by) without an API
+ * call on every re-check.
+ */
+export function cachedDefinition(
+  deps: GatherDeps,
+  namespace: string,
+  station: Station,
+): AgentDefinition | undefined {
+  const raw = deps.definitions.get(key(namespace, station.spec.agentDefRef));
+  if (raw === undefined) return undefined;
+  const parsed = parseCachedDefinition(raw);
+  return parsed.ok ? parsed.value : undefined;
+}
+
 export const parseCachedPolicy = oncePerObject(parseAgentPolicy);
 
 /**

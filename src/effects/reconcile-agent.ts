@@ -12,6 +12,7 @@ import {
   type Snapshot,
   type StationBook,
 } from '../reconcile/index.ts';
+import type { PriceTable } from '../reconcile/results/prices.ts';
 import type { WorkResult } from '../runtime/index.ts';
 import type { Logger } from '../shared/log.ts';
 import { describeBatchError } from '../vendors/batch/http.ts';
@@ -20,6 +21,7 @@ import type { BatchPoller } from './batch/poller.ts';
 import { checkCredentials, knownSubmission, vendorCall } from './batch/runtime.ts';
 import { type ExecuteDeps, executeActions } from './execute.ts';
 import {
+  cachedDefinition,
   type GatherDeps,
   gatherEvidence,
   lookupDefinition,
@@ -43,6 +45,8 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
   readonly poller?: BatchPoller;
   /** Where the API server listens, as last read (for runs that hold a token); undefined when unknown. */
   readonly apiServer?: () => Promise<ApiServerEndpoints | undefined>;
+  /** The price table of cost estimates (default: the shipped prices). */
+  readonly prices?: () => PriceTable;
 }
 
 /**
@@ -75,6 +79,7 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
     ...(deps.batch !== undefined ? { submission: knownSubmission(deps.batch, uid) } : {}),
     ...(deps.poller !== undefined ? { batchState: deps.poller.observation(uid) } : {}),
     ...(notBefore !== undefined ? { cleanupNotBefore: new Date(notBefore) } : {}),
+    ...(deps.prices !== undefined ? { prices: deps.prices() } : {}),
   };
   const refs = await resolveRefs(agent, snapshot, deps);
   if (!refs.ok) {
@@ -256,8 +261,16 @@ async function resolveRefs(
   const withStation: Snapshot = { ...snapshot, station: station.value.value };
   // Batch runs read their definition in every phase (timeout, sinks, the key's Secret entry, the prompt).
   const wantsDefinition = agent.status.phase === 'Pending' || isBatchRun(agent) || holdsBatchFinalizer(agent);
-  if (!wantsDefinition) return { ok: true, snapshot: withStation };
   const namespace = agent.metadata.namespace ?? '';
+  if (!wantsDefinition) {
+    // A Running run reads it from the cache only: its output format and schema, the model its cost is priced by.
+    const cached =
+      agent.status.phase === 'Running' ? cachedDefinition(deps, namespace, station.value.value) : undefined;
+    return {
+      ok: true,
+      snapshot: cached !== undefined ? { ...withStation, definition: cached } : withStation,
+    };
+  }
   const definition = await lookupDefinition(deps, namespace, station.value.value);
   if (!definition.ok) return { ok: false, error: describeKubeError(definition.error) };
   if (definition.value.kind === 'absent') return { ok: true, snapshot: withStation };

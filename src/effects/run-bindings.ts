@@ -123,31 +123,54 @@ export async function deleteBinding(
   return r.ok || isNotFound(r.error) ? ok(undefined) : r;
 }
 
+/** What a cleanup did: the bindings it deleted, and the kinds it was not allowed to look at. */
+export interface BindingCleanup {
+  readonly deleted: readonly ListedBinding[];
+  /** One line per kind the controller may not list (403): bindings of that kind may be left behind. */
+  readonly unverified: readonly string[];
+}
+
 /**
- * Deletes every binding of the run with this uid: the RoleBindings of its namespace, then the ClusterRoleBindings.
- * Returns how many were deleted; the first failure stops it (a retry lists again).
+ * Deletes every binding of the run with this uid: the ClusterRoleBindings first (no garbage collector removes
+ * them), then the RoleBindings of its namespace (owned by the Agent: garbage-collected with it in any case). A kind
+ * the controller may not list (403) is skipped and reported, never retried forever: a deployment without the
+ * run-rbac grants has no bindings to remove, and an Agent must never be held by its finalizer for good. Any other
+ * failure stops it (a retry lists again).
  */
 export async function deleteRunBindings(
   t: Transport,
   namespace: string,
   uid: string,
   timeoutMs: number | undefined,
-): Promise<Result<ListedBinding[], KubeError>> {
+): Promise<Result<BindingCleanup, KubeError>> {
   const selector = `${LABEL_RUN_UID}=${uid}`;
   const deleted: ListedBinding[] = [];
+  const unverified: string[] = [];
   for (const [kind, ns] of [
-    ['RoleBinding', namespace],
     ['ClusterRoleBinding', undefined],
+    ['RoleBinding', namespace],
   ] as const) {
     const listed = await listBindings(t, kind, selector, ns);
-    if (!listed.ok) return listed;
+    if (!listed.ok) {
+      if (isForbidden(listed.error)) {
+        unverified.push(`${kind}s ${selector} cannot be listed: ${describeKubeError(listed.error)}`);
+        continue;
+      }
+      return listed;
+    }
     for (const b of listed.value) {
       const r = await deleteBinding(t, b, timeoutMs);
-      if (!r.ok) return err(r.error);
+      if (!r.ok) {
+        if (isForbidden(r.error)) {
+          unverified.push(`${kind} ${b.name} cannot be deleted: ${describeKubeError(r.error)}`);
+          continue;
+        }
+        return err(r.error);
+      }
       deleted.push(b);
     }
   }
-  return ok(deleted);
+  return ok({ deleted, unverified });
 }
 
 /**

@@ -255,6 +255,8 @@ const expectedJob = {
               seccompProfile: { type: 'RuntimeDefault' },
             },
             resources: { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '2Gi' } },
+            terminationMessagePath: '/dev/termination-log',
+            terminationMessagePolicy: 'File',
           },
           { name: 'proxy', image: 'envoy:1', ports: [{ containerPort: 8080 }] },
         ],
@@ -1157,5 +1159,42 @@ describe("buildJob under a policy's limits (issue 9 §1: seccomp profile, resour
       requests: { cpu: '50m', memory: '128Mi' },
       limits: { memory: '1Gi' },
     });
+  });
+});
+
+describe('buildJob: the token stays with the agent container', () => {
+  const tmpl = station.spec.template as {
+    spec: Record<string, unknown> & { containers: Record<string, unknown>[] };
+  };
+  const withTemplate = (spec: Record<string, unknown>): Station => ({
+    ...station,
+    spec: { ...station.spec, template: { ...tmpl, spec: { ...tmpl.spec, ...spec } } },
+  });
+  const rbac = must(
+    parseAgentDefinition({ ...definitionJson, spec: { ...definitionJson.spec, rbac: { roles: ['r'] } } }),
+  );
+
+  it('refuses a Station sidecar that mounts run-token, with or without a token', () => {
+    const s = withTemplate({
+      containers: tmpl.spec.containers.map((c) =>
+        c.name === 'proxy' ? { ...c, volumeMounts: [{ name: 'run-token', mountPath: '/stolen' }] } : c,
+      ),
+    });
+    for (const d of [definition, rbac]) {
+      const r = buildJob({ ...input, station: s, definition: d });
+      assert.deepEqual(r, {
+        ok: false,
+        error: TEMPLATE_ERRORS.tokenMount('proxy'),
+      });
+    }
+  });
+
+  it('refuses shareProcessNamespace only in a run that holds a token', () => {
+    const s = withTemplate({ shareProcessNamespace: true });
+    assert.deepEqual(buildJob({ ...input, station: s, definition: rbac }), {
+      ok: false,
+      error: TEMPLATE_ERRORS.sharedProcessesWithToken,
+    });
+    assert.ok(buildJob({ ...input, station: s }).ok);
   });
 });

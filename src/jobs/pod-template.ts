@@ -9,6 +9,7 @@ import {
   DEFAULT_WORKSPACE,
   INIT_ARGS,
   INIT_CONTAINER_NAME,
+  TERMINATION_MESSAGE_PATH,
   WORKSPACE_VOLUME_NAME,
 } from './bundle.ts';
 import type { EnvVar } from './env.ts';
@@ -44,6 +45,10 @@ export const TEMPLATE_ERRORS = {
     `Station template container must not run with an Unconfined ${what} profile on an agent run pod`,
   seLinux: 'Station template container must not set a custom SELinux user, role or type on an agent run pod',
   serviceAccountToken: 'Station template must not mount a service-account token into an agent run pod',
+  tokenMount: (container: string) =>
+    `Station template container ${container} must not mount the volume run-token: a run's token is for its agent container only`,
+  sharedProcessesWithToken:
+    "Station template must not set shareProcessNamespace in a run that holds a token: other containers could read the agent's",
   agentArgs:
     "Station template container 'agent' must not set args: the run command is built from the recipe and args would follow the prompt",
   containersNotList: 'Station template.spec.containers must be a list of containers',
@@ -342,6 +347,13 @@ export function templateProblem(
   for (const container of containers) {
     const refusal = containerEscape(container);
     if (refusal !== undefined) return refusal;
+    if (
+      container.name !== AGENT_CONTAINER_NAME &&
+      Array.isArray(container.volumeMounts) &&
+      container.volumeMounts.some((m: unknown) => isObject(m) && m.name === TOKEN_VOLUME_NAME)
+    ) {
+      return TEMPLATE_ERRORS.tokenMount(String(container.name ?? ''));
+    }
   }
   if (
     agent.args !== undefined &&
@@ -367,16 +379,23 @@ const stringMap = (u: unknown): Record<string, unknown> => (isObject(u) ? u : {}
 /**
  * Validates (see {@link templateProblem}) and rewrites a deep copy of a Station template into the run pod
  * template; the input is never modified. The `agent` container gets the supervisor command, the run env, the
- * `agent`/`workspace` mounts (replacing Station mounts of those names), the hardened security context and default
- * resources when it has no `resources`; init containers are replaced by the injecting `init` container; the
- * `agent`/`workspace` emptyDirs replace Station volumes of those names; restartPolicy Never, the pod security
- * context, no service-account token, merged labels (ours win) and `safe-to-evict: "false"` are forced. Sidecars,
- * nodeSelector, tolerations, affinity and other fields are preserved.
+ * `agent`/`workspace` mounts (replacing Station mounts of those names), the hardened security context, the
+ * termination message file of the run report (`File` policy) and default resources when it has no `resources`;
+ * init containers are replaced by the injecting `init` container; the `agent`/`workspace` emptyDirs replace Station
+ * volumes of those names; restartPolicy Never, the pod security context, no service-account token, merged labels
+ * (ours win) and `safe-to-evict: "false"` are forced. Sidecars, nodeSelector, tolerations, affinity and other fields
+ * are preserved.
  */
 export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<JsonObject, string> {
   const profile = wiring.profile ?? 'restricted';
   const problem = templateProblem(template, profile);
   if (problem !== undefined) return err(problem);
+  if (
+    wiring.agentToken !== undefined &&
+    (template as { spec: JsonObject }).spec.shareProcessNamespace === true
+  ) {
+    return err(TEMPLATE_ERRORS.sharedProcessesWithToken);
+  }
   const restricted = profile === 'restricted';
   const pod = clone(template as JsonObject);
   const spec = pod.spec as JsonObject;
@@ -407,6 +426,9 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
     ...(wiring.agentToken !== undefined ? [tokenMount] : []),
   ];
   agent.securityContext = clone(AGENT_SECURITY_CONTEXT);
+  // The supervisor writes the run report there (issue 10 §2); the Station's values are replaced.
+  agent.terminationMessagePath = TERMINATION_MESSAGE_PATH;
+  agent.terminationMessagePolicy = 'File';
   if (agent.resources === undefined || agent.resources === null)
     agent.resources = clone(AGENT_DEFAULT_RESOURCES);
 

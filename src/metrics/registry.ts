@@ -12,6 +12,8 @@ export const FAILURE_KINDS = [
   'build_error',
   'batch_failed',
   'batch_timeout',
+  'policy',
+  'result_invalid',
 ] as const;
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 
@@ -31,6 +33,8 @@ export interface ControllerMetrics {
   readonly runDuration: Histogram<'phase'>;
   readonly runQueue: Histogram;
   readonly runFailures: Counter<'kind'>;
+  readonly runTokens: Counter<'model' | 'kind'>;
+  readonly runCost: Counter<'model'>;
   readonly batchCleanupFailures: Counter;
   readonly batchOrphans: Counter<'provider'>;
   readonly batchPolls: Counter<'provider' | 'result'>;
@@ -95,6 +99,18 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
       name: 'controller_run_failures_total',
       help: 'Failed runs by kind',
       labelNames: ['kind'],
+      registers,
+    }),
+    runTokens: new Counter({
+      name: 'controller_run_tokens_total',
+      help: 'Tokens used by finished runs, by model (the price table key, else other) and kind (input, output, cache_read, cache_write)',
+      labelNames: ['model', 'kind'],
+      registers,
+    }),
+    runCost: new Counter({
+      name: 'controller_run_cost_usd_total',
+      help: 'Estimated cost of finished runs in US dollars, by model (the price table key, else other)',
+      labelNames: ['model'],
       registers,
     }),
     batchCleanupFailures: new Counter({

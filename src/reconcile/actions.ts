@@ -6,6 +6,7 @@ import type {
   ServiceAccountManifest,
 } from '../jobs/index.ts';
 import type { BatchProvider, BatchRequest } from '../vendors/batch/port.ts';
+import type { TokenUsage } from '../vendors/cli/run-report.ts';
 import type { StatusCondition } from './conditions.ts';
 
 /**
@@ -25,8 +26,8 @@ import type { StatusCondition } from './conditions.ts';
  *   Agent fails with the reason). Other errors → stop, retried.
  * - `deleteRunBindings`: lists the RoleBindings of the Agent's namespace and the ClusterRoleBindings labelled with its
  *   uid and deletes each (404 counts as deleted). Any error → stop, retried.
- * - `deleteJob` (Foreground propagation: the Job goes once its pods are gone): 200/202/404 → continue; other
- *   errors → stop, retried.
+ * - `deleteJob` (Foreground propagation: the Job goes once its pods are gone; `uid` precondition): 200/202/404
+ *   → continue; 409 (another Job of that name now) → continue; other errors → stop, retried.
  * - `createNetworkPolicy` (the run's own policy, before the `createJob` of the same run; decision i, issue 9):
  *   201 → continue. 409 `AlreadyExists` → continue (idempotent: a retried start finds its own policy). 403
  *   `Forbidden` → log a warning once per controller and continue (a cluster without that grant still runs agents,
@@ -85,6 +86,14 @@ export interface AgentStatusPatch {
   readonly batchProvider?: BatchProvider;
   readonly batchFallback?: boolean;
   readonly batchCleanupAttempts?: number;
+  /** The run's final answer: text, or a validated JSON value (issue 10 §2). */
+  readonly result?: unknown;
+  readonly tokenUsage?: TokenUsage;
+  readonly costEstimate?: {
+    readonly usd: string;
+    readonly source: 'cli' | 'priceTable';
+    readonly model?: string;
+  };
   readonly conditions: readonly StatusCondition[];
 }
 
@@ -98,6 +107,7 @@ export const RUN_FAILURE_KINDS = [
   'batch_failed',
   'batch_timeout',
   'policy',
+  'result_invalid',
 ] as const;
 export type RunFailureKind = (typeof RUN_FAILURE_KINDS)[number];
 
@@ -111,6 +121,10 @@ export type MetricObservation =
   | { readonly metric: 'runQueue'; readonly seconds: number }
   /** `controller_run_failures_total{kind}`. */
   | { readonly metric: 'runFailure'; readonly kind: RunFailureKind }
+  /** `controller_run_tokens_total{model, kind}`: one observation per kind with a non-zero count. */
+  | { readonly metric: 'runTokens'; readonly model: string; readonly usage: TokenUsage }
+  /** `controller_run_cost_usd_total{model}`. */
+  | { readonly metric: 'runCost'; readonly model: string; readonly usd: number }
   /** `controller_batch_cleanup_failures_total`. */
   | { readonly metric: 'batchCleanupFailure' }
   /** `controller_batch_orphans_total{provider}`: a vendor object the controller gave up on or cannot tie back. */
@@ -158,7 +172,7 @@ export type Action =
   /** Every RoleBinding and ClusterRoleBinding labelled with this Agent's uid is deleted (issue 9 §6). */
   | { readonly kind: 'deleteRunBindings'; readonly ref: AgentRef }
   /** Stops a run: deletes its Job with Foreground propagation (a Running Agent being deleted, issue 9 §6). */
-  | { readonly kind: 'deleteJob'; readonly namespace: string; readonly name: string }
+  | { readonly kind: 'deleteJob'; readonly namespace: string; readonly name: string; readonly uid: string }
   | { readonly kind: 'createJob'; readonly job: JobManifest }
   /**
    * The Secret `secretName` (owned by the Agent) holding the realtime run's prompt token, derived by the shell from

@@ -53,6 +53,8 @@ export const REASON = {
   preempting: 'Preempting',
   /** Batch run: the submission record is written; the prompt is being submitted to the vendor. */
   submitting: 'Submitting',
+  /** The run ended well but its result does not match the definition's output.schema (issue 10 §2). */
+  resultInvalid: 'ResultInvalid',
   /** A binding of the run's ServiceAccount could not be created (issue 9 §2). */
   rbacRefused: 'RBACRefused',
   /** Warning Event: a run holding a token started without an egress rule to the API server (address unknown). */

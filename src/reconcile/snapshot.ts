@@ -2,6 +2,7 @@ import type { Agent, AgentDefinition, Job, Pod, Station } from '../api/index.ts'
 import type { ApiServerEndpoints } from '../jobs/index.ts';
 import type { BatchState, FindOutcome } from '../vendors/batch/port.ts';
 import type { PolicyObservation } from './policy/check.ts';
+import type { PriceTable } from './results/prices.ts';
 import type { StationQueueView } from './station/book.ts';
 
 /** Controller settings the decisions depend on. */
@@ -134,6 +135,8 @@ export interface Snapshot {
    * A run whose agent holds a token gets an egress rule to it.
    */
   readonly apiServer?: ApiServerEndpoints | undefined;
+  /** The price table of cost estimates (shipped prices with the agent-prices ConfigMap on top; default shipped). */
+  readonly prices?: PriceTable | undefined;
   /** The AgentPolicy of the Agent's Station (Pending only; undefined reads as none). */
   readonly policy?: PolicyObservation | undefined;
   readonly options: ReconcileOptions;

@@ -187,7 +187,7 @@ export const deadlineExceeded = [
 ];
 
 /** A pod of the Agent's Job whose agent container exited with `exitCode` (undefined: still running). */
-export function pod(agentName: string, exitCode: number | undefined): Pod {
+export function pod(agentName: string, exitCode: number | undefined, message?: string): Pod {
   return unwrap(
     parsePod({
       metadata: {
@@ -204,7 +204,10 @@ export function pod(agentName: string, exitCode: number | undefined): Pod {
         containerStatuses: [
           {
             name: 'agent',
-            state: exitCode === undefined ? { running: {} } : { terminated: { exitCode } },
+            state:
+              exitCode === undefined
+                ? { running: {} }
+                : { terminated: { exitCode, ...(message !== undefined ? { message } : {}) } },
           },
         ],
       },

@@ -1,16 +1,18 @@
 // The realtime supervisor on the host (AGENT_EXECUTION=realtime): the real `supervisor` subcommand serving prompts on
 // a loopback port around a fake `claude` (the mock agent CLI in Claude style, on PATH), on Node from source and on
 // Deno from the bundle. Token checks, a prompt streamed back as NDJSON, turns continuing the session by id, a second
-// prompt while one is in flight (409), close, a CLI crash mid-turn, the deadline, an oversized body.
+// prompt while one is in flight (409), close, a CLI crash mid-turn, the deadline, an oversized body; the run report
+// (termination message) over the turns served.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { parseRunReport } from '../../src/vendors/cli/run-report.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MOCK = join(ROOT, 'test', 'mock-agent', 'mock-agent.mjs');
@@ -245,6 +247,33 @@ for (const runtime of ['node', 'deno'] as const) {
       });
     }
 
+    it('the run report covers the turns served: the last answer, usage and cost summed', async () => {
+      const report = join(bin, `report-${Math.random().toString(36).slice(2, 8)}`);
+      await writeFile(report, '');
+      const s = await startSession(runtime, bin, {
+        AGENT_TERMINATION_MESSAGE_PATH: report,
+        MOCK_USAGE: JSON.stringify({ input: 100, output: 10, cacheRead: 50, cacheWrite: 5 }),
+        MOCK_COST: '0.25',
+      });
+      try {
+        await firstTurnDone(s);
+        assert.deepEqual(parseRunReport(await readFile(report, 'utf8'))?.result, 'echo: first prompt');
+        assert.equal((await prompt(s, 'second question')).status, 200);
+        assert.equal((await prompt(s, 'third')).status, 200);
+        const closed = await fetch(`${s.url}/close`, { method: 'POST', headers: auth });
+        assert.equal(closed.status, 200);
+        assert.equal(await s.exited, 0);
+        assert.deepEqual(parseRunReport(await readFile(report, 'utf8')), {
+          result: 'echo: third',
+          usage: { input: 300, output: 30, cacheRead: 150, cacheWrite: 15, total: 495 },
+          costUsd: 0.75,
+          model: 'claude-opus-5-5',
+        });
+      } finally {
+        s.proc.kill('SIGKILL');
+      }
+    });
+
     it('a second prompt while one is in flight gets 409; a prompt after close gets nothing', async () => {
       const s = await startSession(runtime, bin, { MOCK_DELAY_MS: '300', MOCK_LINES: '4' });
       try {
@@ -281,7 +310,12 @@ for (const runtime of ['node', 'deno'] as const) {
     });
 
     it('ends at the run deadline with 124; an oversized prompt gets 413', async () => {
-      const s = await startSession(runtime, bin, { AGENT_DEADLINE_MS: '4000' });
+      const report = join(bin, `report-${Math.random().toString(36).slice(2, 8)}`);
+      await writeFile(report, '');
+      const s = await startSession(runtime, bin, {
+        AGENT_DEADLINE_MS: '4000',
+        AGENT_TERMINATION_MESSAGE_PATH: report,
+      });
       try {
         await firstTurnDone(s);
         const big = await fetch(`${s.url}/prompt`, {
@@ -291,6 +325,7 @@ for (const runtime of ['node', 'deno'] as const) {
         });
         assert.equal(big.status, 413);
         assert.equal(await s.exited, 124);
+        assert.equal(parseRunReport(await readFile(report, 'utf8'))?.result, 'echo: first prompt');
       } finally {
         s.proc.kill('SIGKILL');
       }

@@ -4,8 +4,21 @@
 //
 //   MOCK_MODE          emit (default) | signal | crash | orphan | linger | wedge
 //   MOCK_LINES         number of payload lines (default 1): `{"i":1}` … or, with MOCK_STYLE, assistant messages
-//   MOCK_STYLE         claude | codex | gemini: print that CLI's stream-JSON shapes, ending with its terminal event
+//   MOCK_STYLE         claude | codex | gemini: print that CLI's stream-JSON shapes (vendors.md 6.1–6.3), ending
+//                      with its terminal event. The final answer is MOCK_TEXT (or the MOCK_ECHO_PROMPT echo): Claude's
+//                      `result`, Codex's last `agent_message`, Gemini's assistant `delta` chunks joined. With
+//                      MOCK_LINES=n>1, Claude and Codex print n messages `<text> 1` … `<text> n` (the answer is the
+//                      last one) and Gemini streams the text as n delta chunks (the answer stays the text)
 //   MOCK_TEXT          assistant text for styled output (default "hello from the mock agent")
+//   MOCK_USAGE         JSON object {input, output, cacheRead, cacheWrite} of token counts in the styled usage fields
+//                      (default {"input":12,"output":7,"cacheRead":3,"cacheWrite":2}; given keys replace defaults,
+//                      values are printed as they are, so hostile ones like -5 or "12" reach the line): Claude
+//                      `usage` {input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens}
+//                      (and `modelUsage`); Codex `turn.completed` `usage` {input_tokens, cached_input_tokens ←
+//                      cacheRead, output_tokens}; Gemini `result` `stats` {input_tokens, output_tokens, cached ←
+//                      cacheRead, input = input − cacheRead, total_tokens = input + output}. Codex and Gemini have no
+//                      cache-write count
+//   MOCK_COST          Claude `total_cost_usd` (and the `modelUsage` costUSD), JSON (default 0.0123)
 //   MOCK_TOOL          with MOCK_STYLE: also emit one tool call (and its result) for this tool name
 //   MOCK_RESULT_ERROR  =1: the styled terminal event reports an error
 //   MOCK_EXIT          exit code (default 0)
@@ -56,6 +69,27 @@ const text =
     ? `echo: ${(process.argv.slice(2).at(-1) ?? '').replace(/^--prompt=/, '')}`
     : env.MOCK_TEXT || 'hello from the mock agent';
 const tool = env.MOCK_TOOL || '';
+/** A JSON env knob, or `fallback` (with a note on stderr) when it is set but not JSON. */
+const jsonKnob = (name, fallback) => {
+  if (env[name] === undefined || env[name] === '') return fallback;
+  try {
+    return JSON.parse(env[name]);
+  } catch {
+    process.stderr.write(`mock-agent: ${name} is not JSON; using the default\n`);
+    return fallback;
+  }
+};
+const usageKnob = jsonKnob('MOCK_USAGE', {});
+const usage = {
+  input: 12,
+  output: 7,
+  cacheRead: 3,
+  cacheWrite: 2,
+  ...(typeof usageKnob === 'object' && usageKnob !== null && !Array.isArray(usageKnob) ? usageKnob : {}),
+};
+const cost = jsonKnob('MOCK_COST', 0.0123);
+/** A knob value for arithmetic: itself when it is a finite number, else 0. */
+const num = (u) => (typeof u === 'number' && Number.isFinite(u) ? u : 0);
 const resultError = env.MOCK_RESULT_ERROR === '1';
 const args = process.argv.slice(2);
 /** The session a CLI argv resumes: `--resume <id>` (Claude, Gemini) or `exec resume <id>` (Codex). */
@@ -227,6 +261,13 @@ async function canI(spec) {
   }
 }
 
+/** `s` in `n` pieces (by code point) that join to `s`; fewer characters than pieces leaves some empty. */
+function chunks(s, n) {
+  const chars = Array.from(s);
+  const size = Math.ceil(chars.length / Math.max(1, n));
+  return Array.from({ length: n }, (_, k) => chars.slice(k * size, (k + 1) * size).join(''));
+}
+
 /** The stream-JSON lines of one styled run: everything before the terminal event, then the terminal event. */
 function styled() {
   const body = [];
@@ -234,13 +275,41 @@ function styled() {
   const messages = Array.from({ length: Math.max(0, lines) }, (_, k) =>
     lines > 1 ? `${text} ${k + 1}` : text,
   );
+  const model = env.AGENT_MODEL || (style === 'gemini' ? 'gemini-3.8-flash' : 'claude-opus-5-5');
   if (style === 'claude') {
+    const claudeUsage = {
+      input_tokens: usage.input,
+      cache_creation_input_tokens: usage.cacheWrite,
+      cache_read_input_tokens: usage.cacheRead,
+      output_tokens: usage.output,
+      server_tool_use: { web_search_requests: 0 },
+      service_tier: 'standard',
+    };
+    const envelope = {
+      duration_ms: 12,
+      duration_api_ms: 10,
+      num_turns: 1,
+      session_id: session,
+      total_cost_usd: cost,
+      usage: claudeUsage,
+      modelUsage: {
+        [model]: {
+          inputTokens: usage.input,
+          outputTokens: usage.output,
+          cacheReadInputTokens: usage.cacheRead,
+          cacheCreationInputTokens: usage.cacheWrite,
+          costUSD: cost,
+        },
+      },
+      permission_denials: [],
+      uuid: 'b7d2c0e4-1f3a-4c5e-8d9b-0a1b2c3d4e5f',
+    };
     body.push({
       type: 'system',
       subtype: 'init',
       session_id: session,
       cwd: process.cwd(),
-      model: env.AGENT_MODEL || 'claude-opus-5-5',
+      model,
       tools: tool ? [tool] : [],
       mcp_servers: [],
       permissionMode: 'default',
@@ -274,35 +343,32 @@ function styled() {
           id: `msg_mock_${k}`,
           type: 'message',
           role: 'assistant',
-          model: env.AGENT_MODEL || 'claude-opus-5-5',
+          model,
           content: [{ type: 'text', text: m }],
           stop_reason: 'end_turn',
-          usage: { input_tokens: 10, output_tokens: 5 },
+          stop_sequence: null,
+          usage: { input_tokens: usage.input, output_tokens: usage.output },
         },
         parent_tool_use_id: null,
         session_id: session,
       });
     });
+    // Error results are the same envelope without `result` (vendors.md 6.1).
     terminal = resultError
       ? {
           type: 'result',
           subtype: 'error_during_execution',
           is_error: true,
-          duration_ms: 12,
-          num_turns: 1,
-          session_id: session,
+          ...envelope,
           errors: ['mock failure'],
         }
       : {
           type: 'result',
           subtype: 'success',
           is_error: false,
-          duration_ms: 12,
-          num_turns: 1,
+          ...envelope,
           result: messages.at(-1) ?? text,
-          session_id: session,
-          total_cost_usd: 0,
-          usage: { input_tokens: 10, output_tokens: 5 },
+          stop_reason: 'end_turn',
         };
   } else if (style === 'codex') {
     body.push({ type: 'thread.started', thread_id: session }, { type: 'turn.started' });
@@ -319,31 +385,37 @@ function styled() {
       body.push({ type: 'item.completed', item: { id: `item_${n++}`, type: 'agent_message', text: m } });
     terminal = resultError
       ? { type: 'turn.failed', error: { message: 'mock failure' } }
-      : { type: 'turn.completed', usage: { input_tokens: 10, cached_input_tokens: 0, output_tokens: 5 } };
+      : {
+          type: 'turn.completed',
+          usage: {
+            input_tokens: usage.input,
+            cached_input_tokens: usage.cacheRead,
+            output_tokens: usage.output,
+          },
+        };
   } else if (style === 'gemini') {
     const ts = '2026-11-30T12:00:00.000Z';
     body.push({
       type: 'init',
       timestamp: ts,
       session_id: session,
-      model: env.AGENT_MODEL || 'gemini-3.8-flash',
+      model,
     });
     body.push({ type: 'message', timestamp: ts, role: 'user', content: 'the prompt' });
     if (tool) {
       body.push({ type: 'tool_use', timestamp: ts, tool_name: tool, tool_id: 'tool_1', parameters: {} });
       body.push({ type: 'tool_result', timestamp: ts, tool_id: 'tool_1', status: 'success', output: 'ok' });
     }
-    for (const m of messages)
-      body.push({ type: 'message', timestamp: ts, role: 'assistant', content: m, delta: true });
-    const stats = {
-      total_tokens: 15,
-      input_tokens: 10,
-      output_tokens: 5,
-      cached: 0,
-      input: 10,
-      duration_ms: 12,
-      tool_calls: tool ? 1 : 0,
+    for (const chunk of chunks(text, Math.max(0, lines)))
+      body.push({ type: 'message', timestamp: ts, role: 'assistant', content: chunk, delta: true });
+    const counts = {
+      total_tokens: num(usage.input) + num(usage.output),
+      input_tokens: usage.input,
+      output_tokens: usage.output,
+      cached: usage.cacheRead,
+      input: Math.max(0, num(usage.input) - num(usage.cacheRead)),
     };
+    const stats = { ...counts, duration_ms: 12, tool_calls: tool ? 1 : 0, models: { [model]: counts } };
     terminal = resultError
       ? {
           type: 'result',

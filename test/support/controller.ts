@@ -57,8 +57,9 @@ export function runPodImage(runtime: E2eRuntime): string {
 
 /**
  * Test images that ship a fake `claude` at /usr/local/bin (the mock agent CLI in Claude style, a shell wrapper around
- * the host's Node, with `env` exported): the run-pod image of `runtime` (so the init container finds the CLI and
- * installs nothing) and an agent-container image. Returns their names; they are removed with the scenario.
+ * the host's Node, with `env` exported), and likewise fake `codex` and `gemini` in their styles: the run-pod image of
+ * `runtime` (so the init container finds the CLI and installs nothing) and an agent-container image. Returns their
+ * names; they are removed with the scenario.
  */
 export function fakeClaudeImages(
   s: Scenario,
@@ -66,13 +67,16 @@ export function fakeClaudeImages(
   env: Readonly<Record<string, string>> = {},
 ): { init: string; agent: string } {
   const dir = s.tempDir();
-  const wrapper = join(dir, 'claude');
-  const exports = Object.entries({ MOCK_STYLE: 'claude', ...env })
-    .map(([k, val]) => `${k}='${val.replace(/'/g, `'\\''`)}'`)
-    .join(' ');
-  writeFileSync(wrapper, `#!/bin/sh\n${exports} exec node /opt/fake-cli/mock-agent.mjs "$@"\n`);
-  chmodSync(wrapper, 0o755);
-  const files = { '/usr/local/bin/claude': wrapper, '/opt/fake-cli/mock-agent.mjs': MOCK_AGENT };
+  const files: Record<string, string> = { '/opt/fake-cli/mock-agent.mjs': MOCK_AGENT };
+  for (const cli of ['claude', 'codex', 'gemini'] as const) {
+    const wrapper = join(dir, cli);
+    const exports = Object.entries({ MOCK_STYLE: cli, ...env })
+      .map(([k, val]) => `${k}='${val.replace(/'/g, `'\\''`)}'`)
+      .join(' ');
+    writeFileSync(wrapper, `#!/bin/sh\n${exports} exec node /opt/fake-cli/mock-agent.mjs "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    files[`/usr/local/bin/${cli}`] = wrapper;
+  }
   const base = testbedImage(s.cluster, runPodImage(runtime));
   const names = { init: `agent-controller:${s.ns}`, agent: `fake-claude:${s.ns}` };
   s.defer(

@@ -63,11 +63,13 @@ describe('buildCrd', () => {
       age,
       ['Session', 'string', '.status.sessionId'],
       ['Batch', 'string', '.status.batchId'],
+      ['Tokens', 'integer', '.status.tokenUsage.total'],
+      ['Cost', 'string', '.status.costEstimate.usd'],
     ]);
     const wide = buildCrd('Agent').spec.versions[0]?.additionalPrinterColumns.filter((c) => c.priority === 1);
     assert.deepEqual(
       wide?.map((c) => c.name),
-      ['Session', 'Batch'],
+      ['Session', 'Batch', 'Tokens', 'Cost'],
       'our columns only with -o wide',
     );
     assert.deepEqual(cols('Station'), [
@@ -103,6 +105,7 @@ describe('buildCrd', () => {
       'batchProvider',
       'completedAt',
       'conditions',
+      'costEstimate',
       'exitCode',
       'failureReason',
       'jobName',
@@ -110,9 +113,14 @@ describe('buildCrd', () => {
       'output',
       'phase',
       'prUrl',
+      'result',
       'sessionId',
       'startedAt',
+      'tokenUsage',
     ]);
+    // Any JSON value: a text answer or a structured one.
+    assert.deepEqual(at(s, 'status.result').type, undefined);
+    assert.equal(at(s, 'status.result')['x-kubernetes-preserve-unknown-fields'], true);
     assert.deepEqual(at(s, 'status.phase').enum, ['Pending', 'Running', 'Succeeded', 'Failed']);
     assert.equal(at(s, 'status.phase').default, undefined);
     assert.equal(at(s, 'status.startedAt').format, 'date-time');

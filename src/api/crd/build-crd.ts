@@ -59,6 +59,8 @@ const KINDS: Readonly<Record<CustomKind, KindDefinition>> = {
       // Ours, with `-o wide` only (priority 1): the reference's default columns stay as they are.
       { name: 'Session', type: 'string', jsonPath: '.status.sessionId', priority: 1 },
       { name: 'Batch', type: 'string', jsonPath: '.status.batchId', priority: 1 },
+      { name: 'Tokens', type: 'integer', jsonPath: '.status.tokenUsage.total', priority: 1 },
+      { name: 'Cost', type: 'string', jsonPath: '.status.costEstimate.usd', priority: 1 },
     ],
   },
   Station: {

@@ -17,6 +17,18 @@ describe('supervisor configuration', () => {
     assert.deepEqual(config.retry, { attempts: 3, baseMs: 200, maxMs: 5000 });
     assert.equal(config.conversation, undefined);
     assert.equal(config.flushMs, 10000);
+    assert.equal(config.terminationMessagePath, '/dev/termination-log');
+  });
+
+  it('AGENT_TERMINATION_MESSAGE_PATH overrides where the run report goes; a relative path is refused', () => {
+    const set = parseSupervisorConfig({ AGENT_TERMINATION_MESSAGE_PATH: ' /tmp/x/../report ' });
+    assert.deepEqual(set.warnings, []);
+    assert.equal(set.config.terminationMessagePath, '/tmp/report');
+    const bad = parseSupervisorConfig({ AGENT_TERMINATION_MESSAGE_PATH: 'report.json' });
+    assert.equal(bad.config.terminationMessagePath, '/dev/termination-log');
+    assert.deepEqual(bad.warnings, [
+      '[supervisor] AGENT_TERMINATION_MESSAGE_PATH must be an absolute path; using /dev/termination-log',
+    ]);
   });
 
   it('reads every setting', () => {

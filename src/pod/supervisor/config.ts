@@ -1,3 +1,4 @@
+import { TERMINATION_MESSAGE_PATH } from '../../jobs/bundle.ts';
 import { VENDOR_INFO, type Vendor, vendorForModel } from '../../vendors/cli/index.ts';
 import {
   type Env,
@@ -51,6 +52,11 @@ export interface SupervisorConfig {
   readonly conversation?: ConversationSave;
   /** Budget for the final sink flush (`AGENT_SINK_FLUSH_MS`, default 10000). */
   readonly flushMs: number;
+  /**
+   * Where the run report goes: the agent container's termination message file (`AGENT_TERMINATION_MESSAGE_PATH`, an
+   * absolute path, for tests; default {@link TERMINATION_MESSAGE_PATH}).
+   */
+  readonly terminationMessagePath: string;
 }
 
 /**
@@ -82,6 +88,17 @@ export function parseSupervisorConfig(env: Env): { config: SupervisorConfig; war
   const watch = parseWatch(env.AGENT_WATCH);
   warnings.push(...watch.warnings);
 
+  const rawReportPath = readString(env, 'AGENT_TERMINATION_MESSAGE_PATH');
+  let terminationMessagePath = TERMINATION_MESSAGE_PATH;
+  if (rawReportPath !== '') {
+    const normalized = normalizeRoot(rawReportPath);
+    if (normalized === undefined) {
+      warnings.push(
+        `[supervisor] AGENT_TERMINATION_MESSAGE_PATH must be an absolute path; using ${TERMINATION_MESSAGE_PATH}`,
+      );
+    } else terminationMessagePath = normalized;
+  }
+
   const conversation = conversationFromEnv(env, vendor);
   return {
     config: {
@@ -98,6 +115,7 @@ export function parseSupervisorConfig(env: Env): { config: SupervisorConfig; war
       watch: watch.entries,
       ...(conversation ? { conversation } : {}),
       flushMs,
+      terminationMessagePath,
     },
     warnings,
   };

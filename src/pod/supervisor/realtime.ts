@@ -10,13 +10,24 @@
 //
 // The session ends, and with it the pod, on `POST /close` (exit code of the last turn, 0 if none failed), when a turn
 // exits non-zero (its code), on SIGTERM (143), or at the run deadline (124). Closing twice is harmless.
+//
+// The run report (termination message) covers the turns served: the last turn's answer, usage and cost summed over
+// the turns. It is rewritten after every turn and once more when the session ends (after the turn in flight, if any,
+// is over or a grace period has passed).
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import * as v from 'valibot';
 import { constantTimeEqual } from '../../shared/constant-time.ts';
 import { vendorCommand } from '../../vendors/cli/argv.ts';
+import {
+  addTurnResult,
+  type ResultAccumulator,
+  type RunResult,
+  resultAccumulator,
+} from '../../vendors/cli/index.ts';
 import { sessionIdOf } from '../../vendors/cli/session.ts';
 import { agentFailedBeforeStart, agentFinished, agentStarted, parseLine } from '../shared/index.ts';
+import { writeRunReport } from './report.ts';
 import {
   epilogue,
   launch,
@@ -25,6 +36,7 @@ import {
   type SupervisorIo,
   signalGroup,
   superviseChild,
+  within,
 } from './supervise.ts';
 
 /** Default port of the prompt server. */
@@ -110,6 +122,7 @@ export async function runRealtimeSupervisor(io: SupervisorIo): Promise<number> {
   const parsed = parseRealtimeConfig(io.env);
   if (!parsed.ok) {
     ctx.log.error(`[supervisor] realtime: ${parsed.error}`);
+    writeRunReport(ctx.config.terminationMessagePath, {}, ctx.log);
     ctx.emit(agentFailedBeforeStart('spawn'));
     await ctx.sinks.close(ctx.budget(ctx.config.flushMs));
     return 1;
@@ -131,6 +144,10 @@ class Session {
   #ended: End | undefined;
   #endSession: (end: End) => void = () => undefined;
   #server: Server | undefined;
+  /** The finished turns' combined result. */
+  #served: RunResult | undefined;
+  /** The result of the turn in flight, as far as its lines go. */
+  #inFlight: ResultAccumulator | undefined;
 
   constructor(ctx: RunContext, rt: RealtimeConfig) {
     this.#ctx = ctx;
@@ -166,6 +183,7 @@ class Session {
         port: this.#rt.port,
         error: error instanceof Error ? error.message : String(error),
       });
+      this.#writeReport();
       ctx.emit(agentFailedBeforeStart('spawn'));
       await ctx.sinks.close(ctx.budget(ctx.config.flushMs));
       clearTimeout(deadline);
@@ -181,6 +199,9 @@ class Session {
     const end = await ended;
     clearTimeout(deadline);
     ctx.log.info('[supervisor] realtime session ended', { code: end.code, why: end.why });
+    // A turn stopped by a signal or the deadline: its CLI gets the grace to exit before the report is written.
+    if (this.#turn !== undefined) await within(this.#turn, ctx.budget(ctx.config.graceMs));
+    this.#writeReport();
     await new Promise<void>((resolve) => {
       this.#server?.close(() => resolve());
       this.#server?.closeAllConnections?.();
@@ -190,6 +211,13 @@ class Session {
     await ctx.sinks.close(ctx.budget(ctx.config.flushMs));
     for (const remove of removeSignals) remove();
     return end.code;
+  }
+
+  /** Writes the run report: the finished turns plus the one in flight, if any. */
+  #writeReport(): void {
+    const served =
+      this.#inFlight === undefined ? this.#served : addTurnResult(this.#served, this.#inFlight.result());
+    writeRunReport(this.#ctx.config.terminationMessagePath, served ?? {}, this.#ctx.log);
   }
 
   /** Ends the session now (a signal or the deadline): the turn in flight is stopped. */
@@ -231,7 +259,9 @@ class Session {
     }
     const { child, exited } = started;
     this.#child = { kill: (signal) => signalGroup(child, signal) };
-    const code = await superviseChild(ctx, child, exited, (line) => {
+    const results = resultAccumulator(ctx.config.vendor);
+    this.#inFlight = results;
+    const code = await superviseChild(ctx, child, exited, results, (line) => {
       const parsed = parseLine(line);
       if (parsed.json) {
         const id = sessionIdOf(ctx.config.vendor, parsed.value);
@@ -240,6 +270,9 @@ class Session {
       if (respond !== undefined && !respond.destroyed) respond.write(`${line}\n`);
     });
     this.#child = undefined;
+    this.#served = addTurnResult(this.#served, results.result());
+    this.#inFlight = undefined;
+    this.#writeReport();
     this.#lastCode = code;
     respond?.end();
     if (code !== 0) this.#endSession({ code, why: `a turn ended with exit code ${code}` });

@@ -3,6 +3,7 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { createLogger, type Logger } from '../../shared/log.ts';
+import { type ResultAccumulator, resultAccumulator } from '../../vendors/cli/index.ts';
 import {
   agentFailedBeforeStart,
   agentFinished,
@@ -23,6 +24,7 @@ import { saveConversation } from './conversation.ts';
 import { LineSplitter, MAX_LINE_BYTES } from './line-splitter.ts';
 import { initialOutcome, nextWakeAt, type OutcomeEvent, type OutcomeState, step } from './outcome.ts';
 import { BareOutput, type WritableLike } from './output.ts';
+import { writeRunReport } from './report.ts';
 import { selected } from './select.ts';
 import { terminalOf } from './terminal.ts';
 import { collectFileEvents } from './watch.ts';
@@ -73,7 +75,8 @@ export interface RunContext {
 /**
  * Runs the agent CLI under supervision (reference §7.1): streams its stdout as bare lines to stdout and, when
  * selected, wrapped to the sinks; tags its stderr `[agent] `; forwards SIGTERM/SIGINT to its process group; ends the
- * run on exit, after a terminal event plus grace, or at the run deadline (124); then emits file events, saves the
+ * run on exit, after a terminal event plus grace, or at the run deadline (124); then writes the run report (what its
+ * stdout lines said: answer, usage, cost) to the termination message file, emits file events, saves the
  * conversation and emits the terminal lifecycle event. Resolves to the exit code; never rejects for agent, sink or
  * environment problems. The caller must hard-exit with the code (grandchildren may still hold the pipes).
  */
@@ -84,6 +87,7 @@ export async function runSupervisor(io: SupervisorIo): Promise<number> {
     const [file, ...args] = ctx.io.argv;
     const started = await launch(ctx, file ?? '', args);
     if (!started.ok) {
+      writeRunReport(ctx.config.terminationMessagePath, {}, ctx.log);
       ctx.emit(agentFailedBeforeStart(started.reason));
       await ctx.sinks.close(ctx.budget(ctx.config.flushMs));
       return 1;
@@ -91,7 +95,10 @@ export async function runSupervisor(io: SupervisorIo): Promise<number> {
     const { child, exited } = started;
     ctx.emit(agentStarted());
     signals.attach(child, exited);
-    const code = await superviseChild(ctx, child, exited);
+    const results = resultAccumulator(ctx.config.vendor);
+    const code = await superviseChild(ctx, child, exited, results);
+    // First thing after the agent is gone (the uploads below may be cut short by the pod's end).
+    writeRunReport(ctx.config.terminationMessagePath, results.result(), ctx.log);
     await epilogue(ctx);
     ctx.emit(agentFinished(code));
     await ctx.sinks.close(ctx.budget(ctx.config.flushMs));
@@ -192,11 +199,13 @@ export async function launch(ctx: RunContext, file: string, args: readonly strin
 /**
  * Streams the agent's output and drives the outcome state machine until the run has a code (steps 6–9); then
  * waits a bounded time for the pipes to reach EOF (step 10), cutting them off if a leftover process holds them.
+ * Every stdout line that parses as JSON also goes to `results`.
  */
 export async function superviseChild(
   ctx: RunContext,
   child: ChildProcess,
   exited: Promise<ExitInfo>,
+  results: ResultAccumulator,
   /** Also sees every non-empty stdout line (a realtime turn streams them to its caller). */
   tap?: (line: string) => void,
 ): Promise<number> {
@@ -233,6 +242,7 @@ export async function superviseChild(
     ctx.out.line(line);
     tap?.(line);
     const parsed: ParsedLine = parseLine(line);
+    if (parsed.json) results.add(parsed.value);
     if (!terminalSeen && parsed.json) {
       const terminal = terminalOf(config.vendor, parsed.value);
       if (terminal) {
@@ -416,7 +426,7 @@ function spawnAgent(file: string, args: readonly string[], env: Env): Promise<Sp
 }
 
 /** Resolves true if `promise` settles within `ms`, false otherwise. */
-async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+export async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), ms);

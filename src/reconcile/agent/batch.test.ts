@@ -926,10 +926,11 @@ describe('batch Running with a batchId: poll, complete, time out', () => {
       'deleteAgent',
     ]);
     const st = onlyPatch(d);
-    assert.deepEqual(fields(st), ['completedAt', 'exitCode', 'output', 'phase']);
+    assert.deepEqual(fields(st), ['completedAt', 'exitCode', 'output', 'phase', 'result']);
     assert.equal(st.phase, 'Succeeded');
     assert.equal(st.exitCode, 0);
     assert.equal(st.output, lines.join('\n'));
+    assert.equal(st.result, 'the answer', "the result line's text");
     assert.equal(st.completedAt, NOW.toISOString());
     const message = `Batch ${BATCH_ID} at anthropic completed`;
     assert.deepEqual(cond(st, 'Ready'), { status: 'True', reason: 'Succeeded', message });
@@ -1239,6 +1240,22 @@ describe('batch fallback to a Job (Running, batchFallback)', () => {
     ]);
     assert.equal(d.admits, true);
     assert.equal(d.requeueAfterMs, OPTIONS.requeueMs);
+  });
+
+  it('a recipe edited to ask for RBAC after the submission: the fallback Job gets no binding and no token', () => {
+    const a = fallen();
+    const build = recordingBuilder();
+    const d = run(
+      snap(a, {
+        definition: fallbackDef({ execution: 'job', rbac: { roles: ['r'], clusterRoles: ['c'] } }),
+        job: { kind: 'absent' },
+      }),
+      NOW,
+      build,
+    );
+    assert.deepEqual(kinds(d).slice(0, 3), ['createServiceAccount', 'createNetworkPolicy', 'createJob']);
+    assert.equal(build.calls[0]?.definition.spec.rbac, undefined, 'built from the RBAC-free copy');
+    assert.equal(build.calls[0]?.definition.spec.execution, 'job');
   });
 
   it('the Station policy applies to the fallback Job: a violation fails the run (kind policy), tools are handed on', () => {

@@ -289,6 +289,7 @@ function complete(
       phase: 'Succeeded',
       exitCode: 0,
       output,
+      batch: true,
       reason: REASON.succeeded,
       message: `Batch ${state.id} at ${provider} completed`,
       failureKinds: [],
@@ -300,6 +301,7 @@ function complete(
     phase: 'Failed',
     exitCode: 1,
     output,
+    batch: true,
     failureReason: outcome.message,
     reason: REASON.batchFailed,
     message: `Batch ${state.id} at ${provider} failed: ${outcome.message}`,
@@ -384,7 +386,8 @@ export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decis
   // The fallback Job is a new pod-running run: the Station's policy applies to it as to any Job run (the recipe may
   // have changed since the batch was submitted), and a refused ServiceAccount fails it.
   const policy = s.policy ?? { kind: 'none' };
-  // A batch recipe never carries RBAC (refused at Pending): the fallback Job gets no token either.
+  // A batch run never holds Kubernetes access (refused at Pending), and neither does its fallback Job, whatever the
+  // recipe says now: the Job, its objects and the policy check all use this RBAC-free copy.
   const { rbac: _rbac, ...spec } = definition.spec;
   const asJob = { ...definition, spec: { ...spec, execution: 'job' as const } };
   const refusal =
@@ -406,7 +409,7 @@ export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decis
   const built = build({
     agent,
     station,
-    definition: withPolicyTools(definition, policy.kind === 'found' ? policy.policy : undefined),
+    definition: withPolicyTools(asJob, policy.kind === 'found' ? policy.policy : undefined),
     agentImage: s.options.agentImage,
     now,
     limits: runLimits(policy.kind === 'found' ? policy.policy : undefined),
@@ -430,7 +433,7 @@ export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decis
     return holdsBatchFinalizer(agent) ? decideBatchCleanup(s, now) : NOTHING;
   }
   const actions: Action[] = verdict.kind === 'replace' ? preemptActions(agent, station, verdict.victims) : [];
-  actions.push(...runObjectActions(s, station, definition));
+  actions.push(...runObjectActions(s, station, asJob));
   actions.push({ kind: 'createJob', job: built.value });
   const started = fallbackStarted(s, now, built.value.metadata.name, 'Created Job');
   return { ...started, actions: [...actions, ...started.actions], admits: true };

@@ -1,8 +1,9 @@
 import type { Agent } from '../../api/index.ts';
-import { jobNameFor, RUN_CLEANUP_FINALIZER } from '../../jobs/index.ts';
+import { RUN_CLEANUP_FINALIZER } from '../../jobs/index.ts';
 import type { Action, Decision } from '../actions.ts';
 import { REASON } from '../reasons.ts';
 import type { Snapshot } from '../snapshot.ts';
+import { jobOwnership } from './pending.ts';
 import { agentRef, event } from './status.ts';
 
 /** Index of the cleanup finalizer in `metadata.finalizers` (or -1). */
@@ -28,7 +29,8 @@ export function addCleanupFinalizer(agent: Agent): Action {
 
 /**
  * The cleanup rows (issue 9 §6) of an Agent that holds the cleanup finalizer and is finished or being deleted:
- * - being deleted before it finished: its Job is deleted (Foreground, so its pods go first), a Normal Event says so;
+ * - being deleted before it finished: its Job (read first; only one it owns, by uid) is deleted (Foreground, so its
+ *   pods go first), a Normal Event says so;
  * - then every binding labelled with its uid is deleted (RoleBindings and ClusterRoleBindings);
  * - then the finalizer is removed (a JSON patch that tests and removes only that entry).
  * Each step is idempotent: a retry after a crash repeats the deletes (404 counts as done).
@@ -42,16 +44,21 @@ export function decideRunCleanup(s: Snapshot): Decision {
   const unfinished = phase === 'Pending' || phase === 'Running';
   const actions: Action[] = [];
   if (agent.metadata.deletionTimestamp !== undefined && unfinished) {
-    const jobName = agent.status.jobName || jobNameFor(agent.metadata.name);
-    actions.push(
-      { kind: 'deleteJob', namespace: agent.metadata.namespace, name: jobName },
-      event(
-        ref,
-        'Normal',
-        REASON.cleanedUp,
-        `Agent deleted: stopped Job ${jobName} and removed the run's bindings`,
-      ),
-    );
+    // Only this run's own Job is stopped (its uid is the delete's precondition): never one of the same name that
+    // belongs to someone else.
+    if (s.job.kind === 'unknown') return { actions: [], needs: 'job' };
+    if (s.job.kind === 'present' && jobOwnership(s.job.job, agent) === 'owned') {
+      const { name, uid } = s.job.job.metadata;
+      actions.push(
+        { kind: 'deleteJob', namespace: agent.metadata.namespace, name, uid },
+        event(
+          ref,
+          'Normal',
+          REASON.cleanedUp,
+          `Agent deleted: stopped Job ${name} and removed the run's bindings`,
+        ),
+      );
+    }
   }
   actions.push(
     { kind: 'deleteRunBindings', ref },

@@ -1288,15 +1288,30 @@ describe('decide: runs that hold Kubernetes access (issue 9 §2, §6)', () => {
     }
   });
 
-  it('deleting a Running or Pending run stops its Job (Foreground), removes its bindings, then the finalizer', () => {
+  it('deleting a Running or Pending run stops its own Job (Foreground, by uid), removes its bindings, then the finalizer', () => {
     for (const a of [
       withFinalizer(running('a', { deleting: true, jobName: 'agent-job-a' })),
       withFinalizer(agent('a', { deleting: true })),
     ]) {
-      const d = run(snap(a));
+      assert.deepEqual(run(snap(a)), { actions: [], needs: 'job' }, 'the Job is read first');
+      const own = job('a');
+      const d = run(snap(a, { job: present(own) }));
       assert.deepEqual(kinds(d), ['deleteJob', 'recordEvent', 'deleteRunBindings', 'removeFinalizer']);
-      assert.deepEqual(d.actions[0], { kind: 'deleteJob', namespace: NS, name: jobNameFor('a') });
+      assert.deepEqual(d.actions[0], {
+        kind: 'deleteJob',
+        namespace: NS,
+        name: jobNameFor('a'),
+        uid: own.metadata.uid,
+      });
       assert.equal(events(d)[0]?.reason, REASON.cleanedUp);
+      const foreign = run(snap(a, { job: present(job('a', { owner: { name: 'x', uid: 'other' } })) }));
+      assert.deepEqual(
+        kinds(foreign),
+        ['deleteRunBindings', 'removeFinalizer'],
+        'never a Job it does not own',
+      );
+      const none = run(snap(a, { job: { kind: 'absent' } }));
+      assert.deepEqual(kinds(none), ['deleteRunBindings', 'removeFinalizer']);
     }
     const done = run(snap(withFinalizer(finished('a', 'Succeeded', 10, { deleting: true }))));
     assert.deepEqual(
@@ -1309,5 +1324,66 @@ describe('decide: runs that hold Kubernetes access (issue 9 §2, §6)', () => {
   it('without the finalizer a deleted or finished Agent still gets nothing to do', () => {
     assert.deepEqual(run(snap(running('a', { deleting: true }))).actions, []);
     assert.deepEqual(run(snap(finished('a', 'Succeeded', 10))).actions, []);
+  });
+});
+
+// ------------------------------------------------------------------------------------------------ results
+
+describe('decide: what a finished run produced (issue 10 §2)', () => {
+  const report = JSON.stringify({
+    v: 1,
+    result: '{"verdict":"pass"}',
+    usage: { input: 1000, output: 500, cacheRead: 0, cacheWrite: 0, total: 1500 },
+    model: 'claude-opus-5-5',
+  });
+  const finishedWith = (def = definition(), message = report) =>
+    run(
+      snap(running('a'), {
+        definition: def,
+        job: present(job('a', { conditions: complete, succeeded: 1 }), {
+          kind: 'pod',
+          pod: pod('a', 0, message),
+          log: { kind: 'read', text: 'hello\n' },
+        }),
+      }),
+    );
+
+  it('the run report of the termination message: result, tokenUsage, costEstimate, token and cost metrics', () => {
+    const d = finishedWith();
+    const p = onlyPatch(d);
+    assert.equal(p.phase, 'Succeeded');
+    assert.equal(p.result, '{"verdict":"pass"}');
+    assert.deepEqual(p.tokenUsage, { input: 1000, output: 500, cacheRead: 0, cacheWrite: 0, total: 1500 });
+    assert.deepEqual(p.costEstimate, { usd: '0.014', source: 'priceTable', model: 'claude-opus-5-5' });
+    const m = metrics(d);
+    assert.ok(
+      m.some((o) => o.metric === 'runTokens' && o.model === 'claude-opus-5-5' && o.usage.total === 1500),
+    );
+    assert.ok(m.some((o) => o.metric === 'runCost' && Math.abs(o.usd - 0.014) < 1e-12));
+  });
+
+  it('a result that does not match output.schema fails a Job that completed: ResultInvalid, result_invalid', () => {
+    const def = definition('def', {
+      output: { format: 'json', schema: { type: 'object', required: ['files'] } },
+    });
+    const d = finishedWith(def);
+    const p = onlyPatch(d);
+    assert.equal(p.phase, 'Failed');
+    assert.equal(p.exitCode, 1);
+    assert.equal(
+      p.failureReason,
+      'result does not match output.schema: $: missing required property "files"',
+    );
+    assert.ok(events(d).some((e) => e.type === 'Warning' && e.reason === REASON.resultInvalid));
+    assert.deepEqual(failureKinds(d), ['result_invalid']);
+    const ok = finishedWith(definition('def', { output: { format: 'json', schema: { type: 'object' } } }));
+    assert.deepEqual(onlyPatch(ok).result, { verdict: 'pass' }, 'a valid result is the parsed value');
+  });
+
+  it('an init line or garbage in the termination message is not a report: the log tail is read instead', () => {
+    const p = onlyPatch(finishedWith(definition(), 'git not found'));
+    assert.equal(p.phase, 'Succeeded');
+    assert.equal(p.result, undefined);
+    assert.equal(p.tokenUsage, undefined);
   });
 });

@@ -134,6 +134,13 @@ export function agentExitCode(pod: PodView): number | undefined {
   return status?.state?.terminated?.exitCode;
 }
 
+/** The agent container's termination message (the supervisor's run report), when it ended with one. */
+export function agentTerminationMessage(pod: PodView): string | undefined {
+  const status = pod.status?.containerStatuses?.find((c) => c.name === AGENT_CONTAINER);
+  const message = status?.state?.terminated?.message;
+  return message === undefined || message === null || message === '' ? undefined : message;
+}
+
 /**
  * The exit code written to `status.exitCode` (§5.5, decision a):
  * Succeeded → 0 whatever the pod said; Failed → the pod's code when non-zero, else 1. A Failed run therefore never

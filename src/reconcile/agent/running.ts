@@ -1,6 +1,7 @@
 import { resolveModel } from '../../api/index.ts';
 import { capOutput, jobNameFor } from '../../jobs/index.ts';
 import { sessionIdInOutput, vendorForModel } from '../../vendors/cli/index.ts';
+import { parseRunReport, type RunResult } from '../../vendors/cli/run-report.ts';
 import type { Action, Decision, RunFailureKind } from '../actions.ts';
 import { isRealtime } from '../realtime/plan.ts';
 import {
@@ -10,8 +11,16 @@ import {
   failureOutputUnavailable,
   REASON,
 } from '../reasons.ts';
+import { DEFAULT_PRICES } from '../results/prices.ts';
+import { runResultFields } from '../results/run-result.ts';
 import type { RunEvidence, Snapshot } from '../snapshot.ts';
-import { agentExitCode, coherentExitCode, initFailure, parseJobOutcome } from './outcome.ts';
+import {
+  agentExitCode,
+  agentTerminationMessage,
+  coherentExitCode,
+  initFailure,
+  parseJobOutcome,
+} from './outcome.ts';
 import { jobOwnership } from './pending.ts';
 import {
   agentRef,
@@ -70,6 +79,7 @@ export function decideRunning(s: Snapshot, now: Date): Decision {
       jobName,
       exitCode,
       output: read.output,
+      report: read.report,
       ...(read.unavailable !== undefined ? { failureReason: read.unavailable } : {}),
       reason: REASON.succeeded,
       message: `Job ${jobName} completed`,
@@ -85,6 +95,7 @@ export function decideRunning(s: Snapshot, now: Date): Decision {
     jobName,
     exitCode,
     output: read.output,
+    report: read.report,
     failureReason,
     reason: REASON.jobFailed,
     message: `Job ${jobName} failed with exit code ${exitCode}: ${failureReason}`,
@@ -95,6 +106,7 @@ export function decideRunning(s: Snapshot, now: Date): Decision {
 
 interface EvidenceRead {
   readonly output: string;
+  readonly report?: RunResult | undefined;
   readonly podExitCode: number | undefined;
   /** Why the output is unavailable (a `status.failureReason` text), when it is. */
   readonly unavailable: string | undefined;
@@ -112,9 +124,19 @@ function readEvidence(
     case 'pod': {
       const podExitCode = agentExitCode(evidence.pod);
       if (evidence.log.kind === 'unavailable') {
-        return { output: '', podExitCode, unavailable: failureOutputUnavailable(evidence.log.detail) };
+        return {
+          output: '',
+          podExitCode,
+          unavailable: failureOutputUnavailable(evidence.log.detail),
+          report: parseRunReport(agentTerminationMessage(evidence.pod)),
+        };
       }
-      return { output: capOutput(evidence.log.text, maxOutputBytes), podExitCode, unavailable: undefined };
+      return {
+        output: capOutput(evidence.log.text, maxOutputBytes),
+        podExitCode,
+        unavailable: undefined,
+        report: parseRunReport(agentTerminationMessage(evidence.pod)),
+      };
     }
   }
 }
@@ -133,6 +155,10 @@ export interface Completion {
   readonly extraEvents: readonly { type: 'Normal' | 'Warning'; reason: string; message: string }[];
   /** Actions that must follow the status patch at once (sink notifications: only once the patch succeeded). */
   readonly afterPatch?: readonly Action[];
+  /** The supervisor's run report (the agent container's termination message), when there is one. */
+  readonly report?: RunResult | undefined;
+  /** A batch run (its cost is estimated at the batch rate). */
+  readonly batch?: boolean;
 }
 
 /** The terminal transition of a run that started: status, events, metrics, then the history sweep. */
@@ -140,45 +166,87 @@ export function finish(s: Snapshot, now: Date, c: Completion): Decision {
   const { agent } = s;
   const completedAt = formatStatusTime(now);
   const ref = agentRef(agent);
-  const conditions =
-    c.phase === 'Succeeded' ? succeededConditions(c.message) : failedConditions(c.reason, c.message);
+  const model = s.definition !== null ? resolveModel(agent, s.definition) : agent.spec.model;
+  const vendor = vendorForModel(model ?? '');
+  const produced = runResultFields({
+    definition: s.definition,
+    model,
+    vendor,
+    report: c.report,
+    output: c.output,
+    batch: c.batch === true,
+    prices: s.prices ?? DEFAULT_PRICES,
+    maxResultBytes: s.options.maxOutputBytes,
+  });
+  // A run that ended well but whose result does not match output.schema fails (issue 10 §2).
+  const invalid = c.phase === 'Succeeded' && produced.schemaProblem !== undefined;
+  const phase = invalid ? 'Failed' : c.phase;
+  const exitCode = invalid ? 1 : c.exitCode;
+  const failureReason = invalid ? produced.schemaProblem : c.failureReason;
+  const reason = invalid ? REASON.resultInvalid : c.reason;
+  const message = invalid ? `${c.message}, but ${produced.schemaProblem ?? ''}` : c.message;
+  const failureKinds: readonly RunFailureKind[] = invalid
+    ? [...c.failureKinds, 'result_invalid']
+    : c.failureKinds;
+  const conditions = phase === 'Succeeded' ? succeededConditions(message) : failedConditions(reason, message);
   const duration = secondsBetween(agent.status.startedAt, now);
   // A realtime run's session id, read from its output as the final check (the prompt API records it as it goes).
   const sessionId =
-    s.definition !== null && isRealtime(s.definition)
-      ? sessionIdInOutput(vendorForModel(resolveModel(agent, s.definition)), c.output)
-      : undefined;
+    s.definition !== null && isRealtime(s.definition) ? sessionIdInOutput(vendor, c.output) : undefined;
   const actions: Action[] = [
     statusPatch(
       agent,
       {
-        phase: c.phase,
+        phase,
         ...(sessionId !== undefined && sessionId !== agent.status.sessionId ? { sessionId } : {}),
         ...(c.jobName !== undefined ? { jobName: c.jobName } : {}),
-        exitCode: c.exitCode,
+        exitCode,
         output: c.output,
-        ...(c.failureReason !== undefined ? { failureReason: c.failureReason } : {}),
+        ...(failureReason !== undefined ? { failureReason } : {}),
+        ...(produced.result !== undefined ? { result: produced.result } : {}),
+        ...(produced.tokenUsage !== undefined ? { tokenUsage: produced.tokenUsage } : {}),
+        ...(produced.costEstimate !== undefined ? { costEstimate: produced.costEstimate } : {}),
         completedAt,
       },
       conditions,
       now,
     ),
     ...(c.afterPatch ?? []),
-    event(ref, c.phase === 'Succeeded' ? 'Normal' : 'Warning', c.reason, c.message),
+    event(ref, phase === 'Succeeded' ? 'Normal' : 'Warning', reason, message),
     ...c.extraEvents.map((e) => event(ref, e.type, e.reason, e.message)),
-    { kind: 'observeMetric', observation: { metric: 'runCompleted', phase: c.phase, exitCode: c.exitCode } },
+    { kind: 'observeMetric', observation: { metric: 'runCompleted', phase, exitCode } },
     ...(duration !== undefined
       ? [
           {
             kind: 'observeMetric' as const,
-            observation: { metric: 'runDuration' as const, phase: c.phase, seconds: duration },
+            observation: { metric: 'runDuration' as const, phase, seconds: duration },
           },
         ]
       : []),
-    ...c.failureKinds.map(
+    ...failureKinds.map(
       (kind): Action => ({ kind: 'observeMetric', observation: { metric: 'runFailure', kind } }),
     ),
-    ...pruneAfter(s, c.phase, completedAt),
+    ...(produced.tokenUsage !== undefined
+      ? [
+          {
+            kind: 'observeMetric' as const,
+            observation: {
+              metric: 'runTokens' as const,
+              model: produced.metricModel,
+              usage: produced.tokenUsage,
+            },
+          },
+        ]
+      : []),
+    ...(produced.costUsd !== undefined
+      ? [
+          {
+            kind: 'observeMetric' as const,
+            observation: { metric: 'runCost' as const, model: produced.metricModel, usd: produced.costUsd },
+          },
+        ]
+      : []),
+    ...pruneAfter(s, phase, completedAt),
   ];
   return { actions };
 }

@@ -58,6 +58,18 @@ describe('AgentPolicy checks: each limit with its exact reason', () => {
     ],
     ['execution allowed', { executions: { allowed: ['job', 'batch'] } }, {}, undefined],
     [
+      'a Localhost seccomp profile without its file',
+      { sandbox: { seccompProfile: { type: 'Localhost' } } },
+      {},
+      'AgentPolicy tight: sandbox.seccompProfile type Localhost needs a localhostProfile',
+    ],
+    [
+      'a RuntimeDefault seccomp profile with a file',
+      { sandbox: { seccompProfile: { type: 'RuntimeDefault', localhostProfile: 'p.json' } } },
+      {},
+      'AgentPolicy tight: sandbox.seccompProfile type RuntimeDefault takes no localhostProfile',
+    ],
+    [
       'a Station sidecar with another seccomp profile',
       { sandbox: { seccompProfile: { type: 'Localhost', localhostProfile: 'p.json' } } },
       {

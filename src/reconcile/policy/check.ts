@@ -191,6 +191,16 @@ function firstViolation(policy: AgentPolicy, run: RunIntent): string | undefined
   if (!servesNamespace(policy, station.metadata.namespace)) {
     return `it does not serve namespace ${station.metadata.namespace} (spec.namespaces: ${list(p.namespaces ?? [])})`;
   }
+  const profile = p.sandbox?.seccompProfile;
+  if (profile !== undefined) {
+    // A malformed profile would make every run's pod invalid: say so on the run instead of a rejected Job.
+    if (profile.type === 'Localhost' && (profile.localhostProfile ?? '') === '') {
+      return 'sandbox.seccompProfile type Localhost needs a localhostProfile';
+    }
+    if (profile.type !== 'Localhost' && profile.localhostProfile !== undefined) {
+      return `sandbox.seccompProfile type ${profile.type} takes no localhostProfile`;
+    }
+  }
   const execution = definition.spec.execution;
   const executions = p.executions?.allowed;
   if (executions !== undefined && !executions.includes(execution)) {

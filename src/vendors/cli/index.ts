@@ -1,4 +1,5 @@
-// Public surface of the vendor CLI recipes: routing, argv builders, vendor facts and stdout line classifiers.
+// Public surface of the vendor CLI recipes: routing, argv builders, vendor facts, stdout line classifiers and the
+// run result read from those lines (with its run report encoding).
 // Pure: nothing here does I/O.
 
 export { sessionIdProblem, type VendorCommand, vendorCommand } from './argv.ts';
@@ -16,7 +17,27 @@ export { type Installer, VENDOR_INFO, type VendorInfo } from './info.ts';
 export { type McpServerSpec, type PermissionMode, permissionModeOf, type VendorRunInput } from './input.ts';
 export { mcpHeaderEnvName } from './mcp.ts';
 export { opencodeArgv, opencodeModel } from './opencode.ts';
+export {
+  addTurnResult,
+  extractRunResult,
+  extractRunResultFromText,
+  MAX_RESULT_TEXT_BYTES,
+  type ResultAccumulator,
+  resultAccumulator,
+} from './result.ts';
 export { DEFAULT_MODEL, VENDORS, type Vendor, vendorForModel } from './route.ts';
+export {
+  costAmount,
+  encodeRunReport,
+  MAX_COST_USD,
+  MAX_TOKENS,
+  parseRunReport,
+  type RunResult,
+  TERMINATION_MESSAGE_MAX_BYTES,
+  type TokenUsage,
+  tokenCount,
+  usageOf,
+} from './run-report.ts';
 export { sessionIdInOutput, sessionIdOf } from './session.ts';
 export {
   classifyEvent,

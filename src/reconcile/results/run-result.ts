@@ -1,0 +1,106 @@
+// What a finished run produced, for its status (issue 10 §2): the final answer (`status.result`, a parsed and
+// validated JSON value when the definition asks for JSON with a schema), the tokens it used and an estimate of its
+// cost. Read from the run report in the agent container's termination message, else from the CLI lines of its log
+// tail (or a batch run's lines). Pure.
+import type { AgentDefinition } from '../../api/index.ts';
+import { capOutput } from '../../jobs/index.ts';
+import { validateJson } from '../../shared/json-schema.ts';
+import { extractRunResultFromText } from '../../vendors/cli/result.ts';
+import type { Vendor } from '../../vendors/cli/route.ts';
+import type { RunResult, TokenUsage } from '../../vendors/cli/run-report.ts';
+import { costOf, formatUsd, metricModel, type PriceTable, priceFor } from './prices.ts';
+
+export interface RunResultInput {
+  readonly definition: AgentDefinition | null;
+  /** The model the run resolved to (the CLI's own word, when it reported one, wins). */
+  readonly model: string | undefined;
+  readonly vendor: Vendor;
+  /** The agent container's termination message, parsed (undefined: none, or not a run report). */
+  readonly report: RunResult | undefined;
+  /** The run's CLI lines: the capped log tail, or a batch run's lines. */
+  readonly output: string;
+  /** A batch run: billed at the batch rate. */
+  readonly batch: boolean;
+  readonly prices: PriceTable;
+  readonly maxResultBytes: number;
+}
+
+export interface CostEstimate {
+  readonly usd: string;
+  readonly source: 'cli' | 'priceTable';
+  readonly model?: string;
+}
+
+export interface RunResultFields {
+  /** `status.result`: text, or the parsed JSON value under output.format json with a schema. */
+  readonly result?: unknown;
+  readonly tokenUsage?: TokenUsage;
+  readonly costEstimate?: CostEstimate;
+  /** USD as a number, for the cost metric. */
+  readonly costUsd?: number | undefined;
+  /** Set when the definition asks for a JSON result with a schema and the result does not match it. */
+  readonly schemaProblem?: string;
+  /** The bounded `model` label of the token and cost metrics. */
+  readonly metricModel: string;
+}
+
+/** Strips one surrounding Markdown code fence (```json … ```), as models often wrap JSON answers. */
+function unfence(text: string): string {
+  const m = /^\s*```[A-Za-z0-9_-]*\s*\n([\s\S]*?)\n?```\s*$/.exec(text);
+  return m === null ? text.trim() : (m[1] ?? '').trim();
+}
+
+/** The fields of a finished run's status that say what it produced. */
+export function runResultFields(i: RunResultInput): RunResultFields {
+  const fromLog = extractRunResultFromText(i.vendor, i.output);
+  const report = i.report;
+  // The report's text is complete unless it says it was cut; then the log's may be longer.
+  const text =
+    report?.result !== undefined &&
+    !(report.resultTruncated === true && (fromLog.result?.length ?? 0) > report.result.length)
+      ? report.result
+      : (fromLog.result ?? report?.result);
+  const usage = report?.usage ?? fromLog.usage;
+  const cliCost = report?.costUsd ?? fromLog.costUsd;
+  const model = report?.model ?? fromLog.model ?? i.model;
+  const label = metricModel(i.prices, model);
+
+  let result: unknown = text === undefined ? undefined : capOutput(text, i.maxResultBytes);
+  let schemaProblem: string | undefined;
+  const format = i.definition?.spec.output.format;
+  const schema = i.definition?.spec.output.schema;
+  if (format === 'json' && schema !== undefined) {
+    if (text === undefined) {
+      schemaProblem = 'result does not match output.schema: the run produced no result';
+    } else {
+      try {
+        const value: unknown = JSON.parse(unfence(text));
+        const problem = validateJson(schema, value);
+        if (problem === undefined) result = value;
+        else schemaProblem = `result does not match output.schema: ${problem}`;
+      } catch (error) {
+        schemaProblem = `result does not match output.schema: not JSON (${error instanceof Error ? error.message : String(error)})`;
+      }
+    }
+  }
+
+  let costEstimate: CostEstimate | undefined;
+  let costUsd: number | undefined;
+  if (cliCost !== undefined) {
+    costUsd = cliCost;
+    costEstimate = { usd: formatUsd(cliCost), source: 'cli', ...(model !== undefined ? { model } : {}) };
+  } else if (usage !== undefined && model !== undefined) {
+    const priced = priceFor(i.prices, model);
+    if (priced !== undefined) {
+      costUsd = costOf(priced.price, usage, i.batch);
+      costEstimate = { usd: formatUsd(costUsd), source: 'priceTable', model };
+    }
+  }
+  return {
+    ...(result !== undefined ? { result } : {}),
+    ...(usage !== undefined ? { tokenUsage: usage } : {}),
+    ...(costEstimate !== undefined ? { costEstimate, costUsd } : {}),
+    ...(schemaProblem !== undefined ? { schemaProblem } : {}),
+    metricModel: label,
+  };
+}
