@@ -159,6 +159,37 @@ export const RbacRequestSchema = v.pipe(
 );
 export type RbacRequest = v.InferOutput<typeof RbacRequestSchema>;
 
+/** Default of `dependencies[].timeoutSeconds`. */
+export const DEFAULT_DEPENDENCY_TIMEOUT_SECONDS = 300;
+
+/** `spec.dependencies[]`: a Service of the run's namespace that must have ready endpoints before the run starts. */
+export const DependencySchema = v.object({
+  service: v.pipe(
+    v.string(),
+    v.minLength(1),
+    v.maxLength(63),
+    v.description("Name of a Service in the run's namespace."),
+  ),
+  port: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(1),
+      v.maxValue(65535),
+      v.description('A port its ready endpoints must serve (the EndpointSlice port, i.e. the target port).'),
+    ),
+  ),
+  timeoutSeconds: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(1),
+      v.description('How long a run waits for it, counted from the Agent creation; default 300.'),
+    ),
+  ),
+});
+export type Dependency = v.InferOutput<typeof DependencySchema>;
+
 /** `spec.resources`: what the run environment gets (env, secrets, MCP servers, repos, skills, conversation). */
 export const ResourcesSchema = v.pipe(
   v.object({
@@ -312,6 +343,15 @@ export const AgentDefinitionSpecSchema = v.pipe(
       [],
     ),
     rbac: v.optional(RbacRequestSchema),
+    dependencies: parseDefault(
+      v.pipe(
+        v.array(DependencySchema),
+        v.description(
+          'Services that must have ready endpoints before a run starts (it waits without taking a run slot); past the timeout the run fails.',
+        ),
+      ),
+      [],
+    ),
     output: parseDefault(OutputSchema, {}),
     tool_config: v.optional(freeForm('Vendor-specific settings; the exec vendor reads tool_config.command.')),
     execution: v.optional(

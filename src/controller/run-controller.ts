@@ -1,7 +1,7 @@
 import { type Agent, AgentSchema, isTerminalPhase, type Job } from '../api/index.ts';
 import type { ControllerConfig } from '../config/index.ts';
 import { ALL_NAMESPACES } from '../config/index.ts';
-import { readApiServerEndpoints } from '../effects/api-server.ts';
+import { endpointView, LABEL_SERVICE_NAME, readApiServerEndpoints } from '../effects/api-server.ts';
 import { createBatchPoller } from '../effects/batch/poller.ts';
 import { createBatchRuntime } from '../effects/batch/runtime.ts';
 import { createSecretReader } from '../effects/batch/secrets.ts';
@@ -23,6 +23,7 @@ import { LABEL_EXECUTION } from '../jobs/realtime.ts';
 import {
   createEventRecorder,
   describeKubeError,
+  ENDPOINT_SLICES,
   type EventRecorder,
   isForbidden,
   isNotFound,
@@ -43,6 +44,8 @@ import {
 import {
   CONDITION_READY,
   concurrencyPolicyOf,
+  type EndpointObservation,
+  type EndpointView,
   effectiveMaxRuns,
   isJobFinished,
   laneKey,
@@ -158,6 +161,38 @@ export function startController(deps: ControllerDeps): RunningController {
       for (const lane of book.lanes()) wakeHeads(lane);
     },
   });
+  // EndpointSlices of Services, for the dependencies gate (issue 10 §4): a change wakes the namespace's waiting runs.
+  let slicesUnavailable: string | undefined;
+  const slices = createInformer({
+    ...informerOptions,
+    resource: ENDPOINT_SLICES,
+    labelSelector: LABEL_SERVICE_NAME,
+    hooks: {
+      ...reconnectHook('endpointslices'),
+      onListError: (error) => {
+        if (isForbidden(error))
+          slicesUnavailable = `the controller may not watch EndpointSlices (${describeKubeError(error)})`;
+      },
+    },
+    onChange: (c) => {
+      slicesUnavailable = undefined;
+      enqueueWaiting(c.object.metadata.namespace, undefined);
+    },
+  });
+  /** The EndpointSlices of these Services of a namespace, from the cache. */
+  function endpointsOf(namespace: string, services: readonly string[]): EndpointObservation {
+    if (slicesUnavailable !== undefined) return { kind: 'unavailable', message: slicesUnavailable };
+    const wanted = new Set(services);
+    const byService = new Map<string, EndpointView[]>();
+    for (const raw of slices.store.list()) {
+      if (raw.metadata.namespace !== namespace) continue;
+      const service = raw.metadata.labels?.[LABEL_SERVICE_NAME];
+      if (service === undefined || !wanted.has(service)) continue;
+      const view = endpointView(raw);
+      if (view !== undefined) byService.set(service, [...(byService.get(service) ?? []), view]);
+    }
+    return { kind: 'observed', byService };
+  }
   const jobs = createInformer({
     ...informerOptions,
     resource: JOBS,
@@ -444,6 +479,7 @@ export function startController(deps: ControllerDeps): RunningController {
       return promptTokens;
     },
     prices: () => prices.current(),
+    endpoints: endpointsOf,
     apiServer: async () => {
       // Read only for runs that hold a token, at most once per poll interval (a controller without the run-rbac
       // component never asks, so it is never refused).
@@ -686,7 +722,7 @@ export function startController(deps: ControllerDeps): RunningController {
       })
     : undefined;
 
-  const runs = [agents, stations, definitions, jobs].map((i) => i.run(abort.signal));
+  const runs = [agents, stations, definitions, jobs, slices].map((i) => i.run(abort.signal));
   const electing = (elector ? elector.run(abort.signal) : startLeading()).catch((error: unknown) => {
     log.error('Leader election crashed', { error: String(error) });
   });

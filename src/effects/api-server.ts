@@ -3,6 +3,7 @@
 import * as v from 'valibot';
 import type { ApiServerEndpoints } from '../jobs/index.ts';
 import { ENDPOINT_SLICES, getObject, type KubeError, type Transport } from '../kube/index.ts';
+import type { EndpointView } from '../reconcile/snapshot.ts';
 import { ok, type Result } from '../shared/result.ts';
 
 const EndpointSliceSchema = v.object({
@@ -18,6 +19,17 @@ const EndpointSliceSchema = v.object({
   ),
   ports: v.optional(v.nullable(v.array(v.object({ port: v.optional(v.nullable(v.number())) })))),
 });
+
+/** The label every EndpointSlice carries: the name of its Service. */
+export const LABEL_SERVICE_NAME = 'kubernetes.io/service-name';
+
+/** One cached EndpointSlice as readiness goes (undefined when it does not parse: it counts as not ready). */
+export function endpointView(raw: unknown): EndpointView | undefined {
+  const parsed = v.safeParse(EndpointSliceSchema, raw);
+  if (!parsed.success) return undefined;
+  const { addresses, ports } = apiServerEndpoints(parsed.output);
+  return { readyAddresses: addresses, ports };
+}
 
 /** The API server's endpoints from EndpointSlice `default/kubernetes` (ready ones; unknown readiness counts). */
 export function apiServerEndpoints(slice: v.InferOutput<typeof EndpointSliceSchema>): ApiServerEndpoints {

@@ -13,6 +13,7 @@ import {
   type StationBook,
 } from '../reconcile/index.ts';
 import type { PriceTable } from '../reconcile/results/prices.ts';
+import type { EndpointObservation } from '../reconcile/snapshot.ts';
 import type { WorkResult } from '../runtime/index.ts';
 import type { Logger } from '../shared/log.ts';
 import { describeBatchError } from '../vendors/batch/http.ts';
@@ -45,6 +46,8 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
   readonly poller?: BatchPoller;
   /** Where the API server listens, as last read (for runs that hold a token); undefined when unknown. */
   readonly apiServer?: () => Promise<ApiServerEndpoints | undefined>;
+  /** The EndpointSlices of Services of a namespace, for the dependencies gate (from a watch). */
+  readonly endpoints?: (namespace: string, services: readonly string[]) => EndpointObservation;
   /** The price table of cost estimates (default: the shipped prices). */
   readonly prices?: () => PriceTable;
 }
@@ -87,6 +90,17 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
     return { kind: 'retry', reason: refs.error };
   }
   snapshot = refs.snapshot;
+  // A Pending run with dependencies sees their EndpointSlices (cached from a watch).
+  const dependencies = snapshot.definition?.spec.dependencies ?? [];
+  if (agent.status.phase === 'Pending' && dependencies.length > 0 && deps.endpoints !== undefined) {
+    snapshot = {
+      ...snapshot,
+      endpoints: deps.endpoints(
+        agent.metadata.namespace,
+        dependencies.map((d) => d.service),
+      ),
+    };
+  }
   // A Pending run that will hold a token gets an egress rule to the API server: where it listens is read for it.
   if (
     agent.status.phase === 'Pending' &&

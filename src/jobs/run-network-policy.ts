@@ -82,6 +82,8 @@ export interface RunNetworkPolicyInput {
    * token (issue 9 §2): its egress admits those addresses and ports. Undefined: no such rule.
    */
   readonly apiServer?: ApiServerEndpoints | undefined;
+  /** The ready endpoints of the Services the run depends on (issue 10 §4): admitted each alone, on their ports. */
+  readonly dependencies?: readonly ApiServerEndpoints[] | undefined;
 }
 
 /** The API server's endpoint addresses and ports (NetworkPolicies match after the Service's translation). */
@@ -269,6 +271,10 @@ export function buildRunNetworkPolicy(input: RunNetworkPolicyInput): NetworkPoli
         PUBLIC_HTTPS_RULE,
         ...egressRules(definitionDestinations(definition)),
         ...(api !== undefined ? [api] : []),
+        ...(input.dependencies ?? []).flatMap((d) => {
+          const rule = apiServerRule(d);
+          return rule !== undefined ? [rule] : [];
+        }),
       ],
     },
   };

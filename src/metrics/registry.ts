@@ -14,6 +14,7 @@ export const FAILURE_KINDS = [
   'batch_timeout',
   'policy',
   'result_invalid',
+  'dependency',
 ] as const;
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 

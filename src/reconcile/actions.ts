@@ -108,6 +108,7 @@ export const RUN_FAILURE_KINDS = [
   'batch_timeout',
   'policy',
   'result_invalid',
+  'dependency',
 ] as const;
 export type RunFailureKind = (typeof RUN_FAILURE_KINDS)[number];
 

@@ -32,6 +32,8 @@ export type {
   BatchOptions,
   CleanupObservation,
   CredentialCheck,
+  EndpointObservation,
+  EndpointView,
   JobObservation,
   LogRead,
   ReconcileOptions,

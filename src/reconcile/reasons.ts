@@ -53,6 +53,10 @@ export const REASON = {
   preempting: 'Preempting',
   /** Batch run: the submission record is written; the prompt is being submitted to the vendor. */
   submitting: 'Submitting',
+  /** A Pending run waits for the Services it depends on to have ready endpoints (issue 10 §4). */
+  waitingForDependencies: 'WaitingForDependencies',
+  /** A dependency had no ready endpoints within its timeout, or dependencies cannot be observed. */
+  dependencyNotReady: 'DependencyNotReady',
   /** The run ended well but its result does not match the definition's output.schema (issue 10 §2). */
   resultInvalid: 'ResultInvalid',
   /** A binding of the run's ServiceAccount could not be created (issue 9 §2). */

@@ -5,6 +5,19 @@ import type { PolicyObservation } from './policy/check.ts';
 import type { PriceTable } from './results/prices.ts';
 import type { StationQueueView } from './station/book.ts';
 
+/** One EndpointSlice of a Service, as far as readiness goes. */
+export interface EndpointView {
+  /** Addresses of the endpoints not known to be unready. */
+  readonly readyAddresses: readonly string[];
+  /** The ports the slice serves. */
+  readonly ports: readonly number[];
+}
+
+/** The EndpointSlices of a run's dependencies, by Service name (same namespace). */
+export type EndpointObservation =
+  | { readonly kind: 'observed'; readonly byService: ReadonlyMap<string, readonly EndpointView[]> }
+  | { readonly kind: 'unavailable'; readonly message: string };
+
 /** Controller settings the decisions depend on. */
 export interface ReconcileOptions {
   /** Image of the run pod's init container (controller env `AGENT_IMAGE`). */
@@ -135,6 +148,11 @@ export interface Snapshot {
    * A run whose agent holds a token gets an egress rule to it.
    */
   readonly apiServer?: ApiServerEndpoints | undefined;
+  /**
+   * The EndpointSlices of the Services a Pending run's definition depends on (issue 10 §4), from the shell's watch;
+   * `unavailable` when the controller cannot watch EndpointSlices. Absent for runs without dependencies.
+   */
+  readonly endpoints?: EndpointObservation | undefined;
   /** The price table of cost estimates (shipped prices with the agent-prices ConfigMap on top; default shipped). */
   readonly prices?: PriceTable | undefined;
   /** The AgentPolicy of the Agent's Station (Pending only; undefined reads as none). */

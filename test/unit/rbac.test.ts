@@ -148,6 +148,7 @@ describe('deploy/rbac/controller-rbac.yaml', () => {
       'core pods/log: get',
       'core pods: get,list,watch',
       'core serviceaccounts: create',
+      'discovery.k8s.io endpointslices: list,watch',
       'networking.k8s.io networkpolicies: create',
     ]);
   });

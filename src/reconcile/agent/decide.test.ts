@@ -1387,3 +1387,82 @@ describe('decide: what a finished run produced (issue 10 §2)', () => {
     assert.equal(p.tokenUsage, undefined);
   });
 });
+
+// ------------------------------------------------------------------------------------------------ dependencies
+
+describe('decide: the dependencies gate (issue 10 §4)', () => {
+  const withDeps = definition('def', {
+    dependencies: [{ service: 'db', port: 5432, timeoutSeconds: 120 }, { service: 'cache' }],
+  });
+  const ready = (addresses: string[], ports: number[]) => ({ readyAddresses: addresses, ports });
+  const observed = (entries: [string, ReturnType<typeof ready>[]][]) =>
+    ({ kind: 'observed', byService: new Map(entries) }) as const;
+  const both = observed([
+    ['db', [ready(['10.0.0.5'], [5432])]],
+    ['cache', [ready(['10.0.0.6', '10.0.0.7'], [6379, 6380])]],
+  ]);
+
+  it('waits before admission while a Service has no ready endpoint: Ready=False once, re-checked at the deadline', () => {
+    const a = agent('a', { created: 30 });
+    const s = snap(a, { definition: withDeps, endpoints: observed([['db', [ready([], [5432])]]]) });
+    const d = run(s);
+    assert.deepEqual(kinds(d), ['patchStatus', 'recordEvent']);
+    const ready0 = onlyPatch(d).conditions.find((c) => c.type === 'Ready');
+    assert.equal(ready0?.reason, REASON.waitingForDependencies);
+    assert.equal(
+      ready0?.message,
+      'Waiting for Service db (port 5432), Service cache to have ready endpoints',
+    );
+    // Created at 30 s, db times out 120 s later (150 s), cache 300 s later; now is 60 s.
+    assert.equal(d.requeueAfterMs, 90_000);
+    const told = { ...a, status: { ...a.status, conditions: [...onlyPatch(d).conditions] } };
+    assert.deepEqual(run(snap(told, { definition: withDeps, endpoints: observed([]) })), {
+      actions: [],
+      requeueAfterMs: 90_000,
+    });
+  });
+
+  it('a wrong port is not ready; once every Service is ready the run starts and its egress admits them', () => {
+    const wrongPort = observed([
+      ['db', [ready(['10.0.0.5'], [5433])]],
+      ['cache', [ready(['10.0.0.6'], [6379])]],
+    ]);
+    assert.deepEqual(kinds(run(snap(agent('a'), { definition: withDeps, endpoints: wrongPort }))), [
+      'patchStatus',
+      'recordEvent',
+    ]);
+    const d = run(snap(agent('a'), { definition: withDeps, endpoints: both }));
+    assert.equal(onlyPatch(d).phase, 'Running');
+    const np = d.actions.find((x) => x.kind === 'createNetworkPolicy');
+    assert.ok(np?.kind === 'createNetworkPolicy');
+    assert.deepEqual(np.policy.spec.egress.slice(2), [
+      { to: [{ ipBlock: { cidr: '10.0.0.5/32' } }], ports: [{ protocol: 'TCP', port: 5432 }] },
+      {
+        to: [{ ipBlock: { cidr: '10.0.0.6/32' } }, { ipBlock: { cidr: '10.0.0.7/32' } }],
+        ports: [
+          { protocol: 'TCP', port: 6379 },
+          { protocol: 'TCP', port: 6380 },
+        ],
+      },
+    ]);
+  });
+
+  it('fails past the timeout, and when EndpointSlices cannot be watched', () => {
+    const late = run(snap(agent('a', { created: -90 }), { definition: withDeps, endpoints: observed([]) }));
+    const p = onlyPatch(late);
+    assert.equal(p.phase, 'Failed');
+    assert.equal(p.failureReason, 'dependency db not ready after 120s');
+    assert.deepEqual(failureKinds(late), ['dependency']);
+    assert.ok(events(late).some((e) => e.type === 'Warning' && e.reason === REASON.dependencyNotReady));
+    const blind = run(
+      snap(agent('a'), {
+        definition: withDeps,
+        endpoints: { kind: 'unavailable', message: 'the controller may not watch EndpointSlices (403)' },
+      }),
+    );
+    assert.equal(
+      onlyPatch(blind).failureReason,
+      'dependencies cannot be checked: the controller may not watch EndpointSlices (403)',
+    );
+  });
+});

@@ -20,6 +20,7 @@ import type { Snapshot } from '../snapshot.ts';
 import { decideAdmission } from '../station/admission.ts';
 import { decideBatchPending, holdsBatchFinalizer } from './batch.ts';
 import { addCleanupFinalizer, holdsCleanupFinalizer } from './cleanup.ts';
+import { dependencyGate } from './dependencies.ts';
 import { runObjectActions, runObjectWarnings } from './run-objects.ts';
 import {
   agentRef,
@@ -163,6 +164,9 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
       message: failureReason,
     });
   }
+  // The Services it depends on have ready endpoints (it waits before admission: no slot is taken meanwhile).
+  const gate = dependencyGate(s, definition, now);
+  if (gate !== undefined) return gate;
   const verdict = decideAdmission(s.queue, stationConcurrency(station));
   if (verdict.kind === 'wait') return queuedDecision(s, station, verdict, now);
   // A run that will hold bindings holds the cleanup finalizer first (issue 9 §6): no binding can outlive its

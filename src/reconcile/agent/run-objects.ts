@@ -1,5 +1,6 @@
 import type { AgentDefinition, Station } from '../../api/index.ts';
 import {
+  type ApiServerEndpoints,
   buildRunBindings,
   buildRunNetworkPolicy,
   buildRunServiceAccount,
@@ -31,9 +32,22 @@ export function runObjectActions(s: Snapshot, station: Station, definition: Agen
         definition,
         controllerNamespace: s.options.controllerNamespace,
         ...(token ? { apiServer: s.apiServer } : {}),
+        dependencies: dependencyEndpoints(s, definition),
       }),
     },
   ];
+}
+
+/** The ready endpoints of each dependency (the ports it names, else every port its slices serve). */
+function dependencyEndpoints(s: Snapshot, definition: AgentDefinition): ApiServerEndpoints[] {
+  const observed = s.endpoints?.kind === 'observed' ? s.endpoints.byService : undefined;
+  if (observed === undefined) return [];
+  return definition.spec.dependencies.map((d) => {
+    const slices = observed.get(d.service) ?? [];
+    const addresses = [...new Set(slices.flatMap((x) => x.readyAddresses))];
+    const ports = d.port !== undefined ? [d.port] : [...new Set(slices.flatMap((x) => x.ports))];
+    return { addresses, ports };
+  });
 }
 
 /** Warnings about the run's objects, recorded after its start: a token holder whose egress misses the API server. */

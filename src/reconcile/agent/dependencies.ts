@@ -1,0 +1,84 @@
+// The dependencies gate (issue 10 §4): a run whose AgentDefinition names `dependencies` starts only once each of
+// those Services of its namespace has ready endpoints (EndpointSlices, from the shell's watch: no API polling). It
+// waits before admission (it takes no run slot), with Ready=False/WaitingForDependencies patched and announced
+// once, woken by EndpointSlice changes and re-checked at its deadline; past `timeoutSeconds` after its creation it
+// fails with `dependency <service> not ready after <n>s`. Pure.
+import {
+  type AgentDefinition,
+  DEFAULT_DEPENDENCY_TIMEOUT_SECONDS,
+  type Dependency,
+} from '../../api/index.ts';
+import type { Decision } from '../actions.ts';
+import { conditionsSatisfied } from '../conditions.ts';
+import { CONDITION_READY, REASON } from '../reasons.ts';
+import type { EndpointView, Snapshot } from '../snapshot.ts';
+import { failBeforeStart } from './pending.ts';
+import { agentRef, event, statusPatch } from './status.ts';
+
+/** True when some endpoint of the Service is ready and, when the dependency names a port, serves it. */
+export function dependencyReady(d: Dependency, slices: readonly EndpointView[] | undefined): boolean {
+  return (slices ?? []).some(
+    (slice) => slice.readyAddresses.length > 0 && (d.port === undefined || slice.ports.includes(d.port)),
+  );
+}
+
+const describe = (d: Dependency): string =>
+  `Service ${d.service}${d.port !== undefined ? ` (port ${d.port})` : ''}`;
+
+/**
+ * What the gate says about a Pending run: undefined when every dependency is ready (or there are none), else a
+ * decision: wait (patched once, re-checked at the earliest deadline) or fail (the first dependency past its
+ * deadline).
+ */
+export function dependencyGate(s: Snapshot, definition: AgentDefinition, now: Date): Decision | undefined {
+  const deps = definition.spec.dependencies;
+  if (deps.length === 0) return undefined;
+  const { agent } = s;
+  if (s.endpoints === undefined || s.endpoints.kind === 'unavailable') {
+    const why = s.endpoints?.kind === 'unavailable' ? s.endpoints.message : 'not observed';
+    const failureReason = `dependencies cannot be checked: ${why}`;
+    return failBeforeStart(s, now, {
+      kind: 'dependency',
+      reason: REASON.dependencyNotReady,
+      failureReason,
+      message: failureReason,
+    });
+  }
+  const created = Date.parse(agent.metadata.creationTimestamp);
+  const waiting = deps.filter(
+    (d) =>
+      !dependencyReady(
+        d,
+        s.endpoints?.kind === 'observed' ? s.endpoints.byService.get(d.service) : undefined,
+      ),
+  );
+  if (waiting.length === 0) return undefined;
+  const deadlineOf = (d: Dependency) =>
+    (Number.isNaN(created) ? now.getTime() : created) +
+    (d.timeoutSeconds ?? DEFAULT_DEPENDENCY_TIMEOUT_SECONDS) * 1000;
+  const late = waiting.find((d) => deadlineOf(d) <= now.getTime());
+  if (late !== undefined) {
+    const seconds = late.timeoutSeconds ?? DEFAULT_DEPENDENCY_TIMEOUT_SECONDS;
+    const failureReason = `dependency ${late.service} not ready after ${seconds}s`;
+    return failBeforeStart(s, now, {
+      kind: 'dependency',
+      reason: REASON.dependencyNotReady,
+      failureReason,
+      message: `${failureReason}: ${describe(late)} has no ready endpoints`,
+    });
+  }
+  const message = `Waiting for ${waiting.map(describe).join(', ')} to have ready endpoints`;
+  const updates = [
+    { type: CONDITION_READY, status: 'False' as const, reason: REASON.waitingForDependencies, message },
+  ];
+  const stamped = updates.map((u) => ({ ...u, observedGeneration: agent.metadata.generation }));
+  const requeueAfterMs = Math.max(1, Math.min(...waiting.map(deadlineOf)) - now.getTime());
+  if (conditionsSatisfied(agent.status.conditions, stamped)) return { actions: [], requeueAfterMs };
+  return {
+    actions: [
+      statusPatch(agent, { phase: 'Pending' }, updates, now),
+      event(agentRef(agent), 'Normal', REASON.waitingForDependencies, message),
+    ],
+    requeueAfterMs,
+  };
+}
