@@ -26,6 +26,7 @@ describe('parseAgentDefinition', () => {
       permission_mode: 'auto',
       resources: { env: [], secrets: [], mcp_servers: [], repos: [], skills: [] },
       sidecars: [],
+      dependencies: [],
       output: { select: [], sinks: [], watch: [] },
       execution: 'job',
       batch: { maxTokens: 16000, timeoutMinutes: 1440, onTimeout: 'fail' },
@@ -79,6 +80,7 @@ describe('parseAgentDefinition', () => {
       tool_config: { command: ['bash', '-c', 'echo hi'], nested: { any: [1, 2] } },
       execution: 'batch',
       batch: { maxTokens: 100, timeoutMinutes: 60, onTimeout: 'fallback' },
+      dependencies: [{ service: 'db', port: 5432, timeoutSeconds: 30 }, { service: 'cache' }],
     };
     assert.deepEqual(ok(spec), spec);
   });
