@@ -12,30 +12,18 @@ import {
   controllerSkipReason,
   e2eCluster,
   e2eRuntime,
+  enforcePodSecurity,
   execDefinition,
   fakeClaudeImages,
   GROUP_VERSION,
   pollUntil,
   runScenario,
-  type Scenario,
   stationManifest,
 } from '../support/index.ts';
 
 const cluster = e2eCluster();
 const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
-
-/** Labels the scenario's namespace to enforce a Pod Security level (the API server's PodSecurity admission). */
-async function enforce(s: Scenario, level: 'restricted' | 'baseline'): Promise<void> {
-  await s.client.patch(apiPath('v1', 'namespaces', { name: s.ns }), {
-    metadata: {
-      labels: {
-        'pod-security.kubernetes.io/enforce': level,
-        'pod-security.kubernetes.io/enforce-version': 'latest',
-      },
-    },
-  });
-}
 
 type Json = Record<string, unknown>;
 const sc = (c: Json | undefined) => (c?.securityContext ?? {}) as Json;
@@ -50,7 +38,7 @@ describe(`run pods under Pod Security admission (${runtime})`, { skip }, () => {
     { timeout: 180_000 },
     () =>
       runScenario(cluster, 'pss-restricted', async (s) => {
-        await enforce(s, 'restricted');
+        await enforcePodSecurity(s, 'restricted');
         // A pod the restricted level refuses, to prove the namespace enforces it.
         await assert.rejects(
           s.client.create(apiPath('v1', 'pods', { namespace: s.ns }), {
@@ -171,7 +159,7 @@ describe(`run pods under Pod Security admission (${runtime})`, { skip }, () => {
     { timeout: 120_000 },
     () =>
       runScenario(cluster, 'pss-baseline', async (s) => {
-        await enforce(s, 'baseline');
+        await enforcePodSecurity(s, 'baseline');
         await s.create(
           execDefinition('whoami', ['sh', '-c', 'echo "uid=$(id -u) home=$(stat -c %u /agent/bin/node)"']),
           stationManifest('st', 'whoami', { podSecurityProfile: 'baseline' }),

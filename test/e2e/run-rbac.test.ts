@@ -24,6 +24,7 @@ import {
   controllerSkipReason,
   e2eCluster,
   e2eRuntime,
+  enforcePodSecurity,
   execDefinition,
   GROUP_VERSION,
   KubeError,
@@ -51,18 +52,6 @@ function mockPath(s: Scenario): string {
   copyFileSync(REPO_MOCK, copy);
   chmodSync(copy, 0o755);
   return copy;
-}
-
-/** Labels the scenario's namespace to enforce Pod Security restricted. */
-async function enforceRestricted(s: Scenario): Promise<void> {
-  await s.client.patch(apiPath('v1', 'namespaces', { name: s.ns }), {
-    metadata: {
-      labels: {
-        'pod-security.kubernetes.io/enforce': 'restricted',
-        'pod-security.kubernetes.io/enforce-version': 'latest',
-      },
-    },
-  });
 }
 
 /** An AgentPolicy named `<ns>-<suffix>`, deleted at the end. */
@@ -183,7 +172,7 @@ describe(`per-run Kubernetes access (${runtime})`, { skip }, () => {
     { timeout: 240_000 },
     () =>
       runScenario(cluster, 'run-rbac', async (s) => {
-        await enforceRestricted(s);
+        await enforcePodSecurity(s, 'restricted');
         await ensureApiEndpoints(s);
         const reader = await installRbac(s);
         const mock = mockPath(s);

@@ -807,6 +807,18 @@ export async function applyRbacManifests(s: Scenario, path: string): Promise<Rea
   return renamedRoles;
 }
 
+/** Labels the scenario's namespace to enforce a Pod Security level (the API server's PodSecurity admission). */
+export async function enforcePodSecurity(s: Scenario, level: 'restricted' | 'baseline'): Promise<void> {
+  await s.client.patch(apiPath('v1', 'namespaces', { name: s.ns }), {
+    metadata: {
+      labels: {
+        'pod-security.kubernetes.io/enforce': level,
+        'pod-security.kubernetes.io/enforce-version': 'latest',
+      },
+    },
+  });
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // CRDs
 
