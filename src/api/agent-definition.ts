@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import type { Result } from '../shared/result.ts';
 import { ObjectMetaSchema } from './meta.ts';
-import { freeForm, lenientEnum, openapi, parseDefault, parseWith, str } from './schema-kit.ts';
+import { freeForm, lenientEnum, objectRef, openapi, parseDefault, parseWith, str } from './schema-kit.ts';
 
 /** Claude permission modes; an unknown string reads as `auto` (the secure default). */
 export const PERMISSION_MODES = ['auto', 'bypass'] as const;
@@ -190,6 +190,42 @@ export const DependencySchema = v.object({
 });
 export type Dependency = v.InferOutput<typeof DependencySchema>;
 
+/** Default of `memory.maxSizeKB`. */
+export const DEFAULT_MEMORY_MAX_SIZE_KB = 64;
+/**
+ * Largest `memory.maxSizeKB`. The memory goes into the prompt, and the prompt is one argument of the vendor CLI:
+ * Linux refuses a single argument over 128 KiB (E2BIG), so the memory keeps room for the prompt itself.
+ */
+export const MAX_MEMORY_MAX_SIZE_KB = 96;
+
+/**
+ * `spec.memory` (issue 10 §3): a ConfigMap of the run's namespace whose key `MEMORY.md` each run reads (mounted
+ * into its agent container and added to its prompt) and whose content the run's last memory block replaces.
+ */
+export const MemorySchema = v.pipe(
+  v.object({
+    configMap: objectRef(
+      "Name of the ConfigMap in the run's namespace that holds the memory (key MEMORY.md); created when missing.",
+    ),
+    maxSizeKB: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(1),
+        v.maxValue(MAX_MEMORY_MAX_SIZE_KB),
+        v.description(
+          'Largest memory in KiB (UTF-8): a larger memory block is not saved, a larger stored memory is cut in the prompt.',
+        ),
+      ),
+      DEFAULT_MEMORY_MAX_SIZE_KB,
+    ),
+  }),
+  v.description(
+    'Memory kept across runs: MEMORY.md of a ConfigMap, mounted at /agent/memory and added to the prompt; the last <memory> block of a successful run replaces it.',
+  ),
+);
+export type MemoryConfig = v.InferOutput<typeof MemorySchema>;
+
 /** `spec.resources`: what the run environment gets (env, secrets, MCP servers, repos, skills, conversation). */
 export const ResourcesSchema = v.pipe(
   v.object({
@@ -353,6 +389,7 @@ export const AgentDefinitionSpecSchema = v.pipe(
       [],
     ),
     output: parseDefault(OutputSchema, {}),
+    memory: v.optional(MemorySchema),
     tool_config: v.optional(freeForm('Vendor-specific settings; the exec vendor reads tool_config.command.')),
     execution: v.optional(
       v.pipe(

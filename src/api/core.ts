@@ -132,3 +132,24 @@ export type PodStatus = Pod['status'];
 export function parsePod(u: unknown): Result<Pod, string> {
   return parseWith(PodSchema, u, 'Pod');
 }
+
+/**
+ * A v1 ConfigMap as far as the controller reads one (an agent's memory, issue 10 §3): its resourceVersion, labels
+ * and string data. Loose: every other field is kept as read, because the controller writes the object back whole
+ * (PUT, resourceVersion precondition) and must not drop what it does not know (binaryData, other metadata).
+ */
+export const ConfigMapSchema = v.looseObject({
+  metadata: v.looseObject({
+    name: v.string(),
+    resourceVersion: v.string(),
+    labels: v.nullish(v.record(v.string(), v.string())),
+  }),
+  data: v.nullish(v.record(v.string(), v.string())),
+  immutable: v.nullish(v.boolean()),
+});
+export type ConfigMap = v.InferOutput<typeof ConfigMapSchema>;
+
+/** Parses a ConfigMap read from the API server (see {@link ConfigMapSchema}). */
+export function parseConfigMap(u: unknown): Result<ConfigMap, string> {
+  return parseWith(ConfigMapSchema, u, 'ConfigMap');
+}

@@ -3,6 +3,7 @@ import {
   createObject,
   deleteObject,
   describeKubeError,
+  type EventNote,
   type EventRecorder,
   isAlreadyExists,
   isConflict,
@@ -20,12 +21,13 @@ import {
   type Transport,
 } from '../kube/index.ts';
 import type { ControllerMetrics } from '../metrics/index.ts';
-import type { Action, AgentRef, MetricObservation } from '../reconcile/index.ts';
+import { type Action, type AgentRef, type MetricObservation, REASON } from '../reconcile/index.ts';
 import type { Logger } from '../shared/log.ts';
 import { assertNever, err } from '../shared/result.ts';
 import { describeBatchError } from '../vendors/batch/http.ts';
 import { type BatchRuntime, vendorCall } from './batch/runtime.ts';
 import type { SinkDispatcher } from './batch/sinks.ts';
+import { saveMemory } from './memory.ts';
 import { type PromptTokens, promptTokenSecret } from './realtime/tokens.ts';
 import { AGENTS } from './resources.ts';
 import { createRunBinding, deleteRunBindings } from './run-bindings.ts';
@@ -298,19 +300,28 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
         if (r !== undefined) return r;
         break;
       }
-      case 'recordEvent': {
-        const recording = Promise.resolve()
-          .then(() =>
-            deps.events.record(involved(action.ref), {
-              type: action.type,
-              reason: action.reason,
-              message: action.message,
-            }),
-          )
-          .catch((error: unknown) => {
-            deps.logger.warn('Event not recorded', { reason: action.reason, error: String(error) });
-          });
-        if (deps.backgroundEvents !== true) await recording;
+      case 'recordEvent':
+        await recordNote(deps, action.ref, {
+          type: action.type,
+          reason: action.reason,
+          message: action.message,
+        });
+        break;
+      case 'saveMemory': {
+        // Best effort, but awaited: the run is recorded as Succeeded already; what happened is told in Events.
+        const notes = await saveMemory(action, {
+          transport: deps.transport,
+          logger: deps.logger,
+          timeoutMs: deps.timeoutMs,
+          fieldManager: FIELD_MANAGER,
+        }).catch((error: unknown): EventNote[] => [
+          {
+            type: 'Warning',
+            reason: REASON.memoryNotSaved,
+            message: `Memory not saved to ConfigMap ${action.configMap}: ${String(error)}`,
+          },
+        ]);
+        for (const note of notes) await recordNote(deps, action.ref, note);
         break;
       }
       case 'addFinalizer':
@@ -429,6 +440,16 @@ export async function executeActions(actions: readonly Action[], deps: ExecuteDe
     }
   }
   return { kind: 'done' };
+}
+
+/** Records one Event on the Agent; best effort (a failure is logged), in the background when so configured. */
+async function recordNote(deps: ExecuteDeps, ref: AgentRef, note: EventNote): Promise<void> {
+  const recording = Promise.resolve()
+    .then(() => deps.events.record(involved(ref), note))
+    .catch((error: unknown) => {
+      deps.logger.warn('Event not recorded', { reason: note.reason, error: String(error) });
+    });
+  if (deps.backgroundEvents !== true) await recording;
 }
 
 /**

@@ -948,3 +948,110 @@ describe('reconcileAgent', () => {
     });
   });
 });
+
+describe('reconcileAgent: agent memory (issue 10 §3)', () => {
+  const CONFIG_MAP_PATH = `/api/v1/namespaces/${NS}/configmaps/notes`;
+  const memoryDefinition = rawDefinition({
+    prompt: 'Do {thing}',
+    model: 'exec',
+    tool_config: { command: ['sh', '-c', 'echo "$0"'] },
+    memory: { configMap: 'notes' },
+  });
+  const configMap = (rv: string, memory: string) => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { ...meta('notes', { rv }) },
+    data: { 'MEMORY.md': memory },
+  });
+
+  it('Pending: reads the memory ConfigMap, then creates the Job with it in the prompt', async () => {
+    const h = harness({
+      stations: [rawStation()],
+      definitions: [memoryDefinition],
+      agents: [rawAgent('a1')],
+      router: (req) =>
+        req.method === 'GET' && req.path === CONFIG_MAP_PATH
+          ? { status: 200, body: configMap('33', 'remember me') }
+          : undefined,
+    });
+    assert.deepEqual(await h.run(), { kind: 'requeueAfter', ms: OPTIONS.requeueMs });
+    assert.deepEqual(h.calls(), [`GET ${CONFIG_MAP_PATH}`, `POST ${JOBS_PATH}`, `PATCH ${STATUS_PATH}`]);
+    const job = h.requests[1]?.body as {
+      metadata: { annotations: Record<string, string> };
+      spec: { template: { spec: { containers: { name: string; command: string[] }[] } } };
+    };
+    assert.equal(job.metadata.annotations['agents.re-cinq.com/memory-version'], '33');
+    const command = job.spec.template.spec.containers.find((c) => c.name === 'agent')?.command ?? [];
+    assert.match(command.at(-1) ?? '', /^Do stuff\n\n<memory>\nremember me\n<\/memory>\n/);
+  });
+
+  it('Pending: 403 on the ConfigMap fails the run naming the grant; 500 is retried', async () => {
+    const denied = harness({
+      stations: [rawStation()],
+      definitions: [memoryDefinition],
+      agents: [rawAgent('a1')],
+      router: (req) =>
+        req.path === CONFIG_MAP_PATH
+          ? { status: 403, body: status(403, 'Forbidden', 'configmaps "notes" is forbidden') }
+          : undefined,
+    });
+    assert.deepEqual(await denied.run(), { kind: 'done' });
+    assert.deepEqual(denied.calls(), [`GET ${CONFIG_MAP_PATH}`, `PATCH ${STATUS_PATH}`]);
+    assert.match(String(statusOf(denied.patched()).failureReason), /deploy\/components\/memory/);
+    const broken = harness({
+      stations: [rawStation()],
+      definitions: [memoryDefinition],
+      agents: [rawAgent('a1')],
+      router: (req) => (req.path === CONFIG_MAP_PATH ? internal : undefined),
+    });
+    assert.equal((await broken.run()).kind, 'retry');
+    assert.deepEqual(broken.calls(), [`GET ${CONFIG_MAP_PATH}`]);
+  });
+
+  it('Succeeded: the last memory block of the output replaces MEMORY.md after the terminal patch', async () => {
+    const job = rawJob({ status: COMPLETE });
+    const h = harness({
+      stations: [rawStation()],
+      definitions: [memoryDefinition],
+      jobs: [
+        {
+          ...job,
+          metadata: {
+            ...job.metadata,
+            annotations: {
+              'agents.re-cinq.com/memory-configmap': 'notes',
+              'agents.re-cinq.com/memory-max-size-kb': '64',
+              'agents.re-cinq.com/memory-version': '33',
+            },
+          },
+        },
+      ],
+      agents: [rawAgent('a1', { status: RUNNING_STATUS })],
+      router: (req) => {
+        if (req.method === 'GET' && req.path === PODS_PATH) return { status: 200, body: podList(0) };
+        if (req.method === 'GET' && req.path === LOG_PATH)
+          return { status: 200, body: 'done\n<memory>\nnew notes\n</memory>\n' };
+        if (req.path === CONFIG_MAP_PATH && req.method === 'GET')
+          return { status: 200, body: configMap('33', 'remember me') };
+        if (req.path === CONFIG_MAP_PATH && req.method === 'PUT')
+          return { status: 200, body: configMap('34', 'new notes') };
+        return undefined;
+      },
+    });
+    assert.deepEqual(await h.run(), { kind: 'done' });
+    assert.deepEqual(h.calls(), [
+      `GET ${PODS_PATH}`,
+      `GET ${LOG_PATH}`,
+      `PATCH ${STATUS_PATH}`,
+      `GET ${CONFIG_MAP_PATH}`,
+      `PUT ${CONFIG_MAP_PATH}`,
+    ]);
+    assert.deepEqual((h.requests[4]?.body as { data?: unknown } | undefined)?.data, {
+      'MEMORY.md': 'new notes',
+    });
+    assert.deepEqual(
+      h.events.map((e) => e.note.reason),
+      [REASON.succeeded, REASON.memorySaved],
+    );
+  });
+});

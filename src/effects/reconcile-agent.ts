@@ -30,6 +30,7 @@ import {
   lookupStation,
   observeJob,
 } from './gather.ts';
+import { readMemory } from './memory.ts';
 
 export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
   /**
@@ -54,7 +55,7 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
 
 /**
  * The most decide → gather rounds one reconcile makes (job, evidence, existing Job, rejected Job; credentials,
- * vendor search, submission, cleanup).
+ * vendor search, submission, cleanup; the memory of a starting run).
  */
 export const MAX_ROUNDS = 8;
 
@@ -132,6 +133,14 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
       const found = await lookupSubmission(deps, agent, snapshot);
       if (!found.ok) return retry(log, 'Searching the vendor for an earlier submission failed', found.error);
       snapshot = { ...snapshot, submission: found.value };
+      continue;
+    }
+    if (decision.needs === 'memory') {
+      const spec = snapshot.definition?.spec.memory;
+      if (spec === undefined) return retry(log, 'Memory needed without spec.memory', 'internal');
+      const read = await readMemory(deps, agent.metadata.namespace, spec.configMap);
+      if (!read.ok) return retry(log, 'Reading the memory ConfigMap failed', read.error);
+      snapshot = { ...snapshot, memory: read.value };
       continue;
     }
     if (decision.needs === 'job') {

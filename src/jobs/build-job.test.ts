@@ -9,7 +9,14 @@ import {
   type Station,
 } from '../api/index.ts';
 import type { Result } from '../shared/result.ts';
-import { type BuildJobInput, buildJob, cappedInitResources, type JobManifest } from './build-job.ts';
+import {
+  type BuildJobInput,
+  buildJob,
+  cappedInitResources,
+  type JobManifest,
+  runPrompt,
+} from './build-job.ts';
+import { MEMORY_INSTRUCTION } from './memory.ts';
 import { TEMPLATE_ERRORS } from './pod-template.ts';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
@@ -1196,5 +1203,145 @@ describe('buildJob: the token stays with the agent container', () => {
       error: TEMPLATE_ERRORS.sharedProcessesWithToken,
     });
     assert.ok(buildJob({ ...input, station: s }).ok);
+  });
+});
+
+describe('buildJob: agent memory (issue 10 §3)', () => {
+  type Mount = Record<string, unknown>;
+  type C = { name: string; command?: string[]; volumeMounts?: Mount[] };
+  type Pod = { spec: { volumes: Record<string, unknown>[]; containers: C[]; initContainers: C[] } };
+  const withMemory = (memory: Record<string, unknown>): AgentDefinition =>
+    must(parseAgentDefinition({ ...definitionJson, spec: { ...definitionJson.spec, memory } }));
+  const podOf = (j: JobManifest) => j.spec.template as unknown as Pod;
+  const tmpl = station.spec.template as {
+    spec: Record<string, unknown> & { containers: Record<string, unknown>[]; volumes: unknown[] };
+  };
+  const withTemplate = (spec: Record<string, unknown>): Station => ({
+    ...station,
+    spec: { ...station.spec, template: { ...tmpl, spec: { ...tmpl.spec, ...spec } } },
+  });
+  const memoryMounts = (c: C) => (c.volumeMounts ?? []).filter((m) => m.name === 'agent-memory');
+
+  it('mounts MEMORY.md of the ConfigMap into the agent container only, read-only at /agent/memory, optional', () => {
+    const job = must(buildJob({ ...input, definition: withMemory({ configMap: 'fixer-notes' }) }));
+    const pod = podOf(job);
+    assert.deepEqual(
+      pod.spec.volumes.find((v) => v.name === 'agent-memory'),
+      {
+        name: 'agent-memory',
+        configMap: { name: 'fixer-notes', optional: true, items: [{ key: 'MEMORY.md', path: 'MEMORY.md' }] },
+      },
+    );
+    const agentC = pod.spec.containers.find((c) => c.name === 'agent');
+    assert.deepEqual(memoryMounts(agentC ?? { name: '' }), [
+      { name: 'agent-memory', mountPath: '/agent/memory', readOnly: true },
+    ]);
+    for (const c of [...pod.spec.containers, ...pod.spec.initContainers]) {
+      if (c.name !== 'agent') assert.deepEqual(memoryMounts(c), [], `${c.name} gets no memory`);
+    }
+    // Nothing of it without spec.memory.
+    const plain = podOf(must(buildJob(input)));
+    assert.ok(!JSON.stringify(plain).includes('agent-memory'));
+    assert.equal(
+      must(buildJob(input)).metadata.annotations['agents.re-cinq.com/memory-configmap'],
+      undefined,
+    );
+  });
+
+  it('replaces a Station volume named agent-memory, and a Station mount at /agent/memory on the agent', () => {
+    const s = withTemplate({
+      volumes: [...tmpl.spec.volumes, { name: 'agent-memory', emptyDir: {} }],
+      containers: tmpl.spec.containers.map((c) =>
+        c.name === 'agent'
+          ? {
+              ...c,
+              volumeMounts: [
+                { name: 'cache', mountPath: '/agent/memory' },
+                { name: 'agent-memory', mountPath: '/elsewhere' },
+              ],
+            }
+          : c,
+      ),
+    });
+    const pod = podOf(must(buildJob({ ...input, station: s, definition: withMemory({ configMap: 'm' }) })));
+    const named = pod.spec.volumes.filter((v) => v.name === 'agent-memory');
+    assert.equal(named.length, 1);
+    assert.ok('configMap' in (named[0] ?? {}), 'ours, not the emptyDir');
+    const agentC = pod.spec.containers.find((c) => c.name === 'agent');
+    assert.deepEqual(
+      (agentC?.volumeMounts ?? []).filter(
+        (m) => m.mountPath === '/agent/memory' || m.name === 'agent-memory',
+      ),
+      [{ name: 'agent-memory', mountPath: '/agent/memory', readOnly: true }],
+    );
+    // Without memory, the reserved name is still dropped (as agent, workspace and run-token are).
+    const without = podOf(must(buildJob({ ...input, station: s })));
+    assert.ok(!without.spec.volumes.some((v) => v.name === 'agent-memory'));
+  });
+
+  it('refuses a Station sidecar that mounts agent-memory, with or without memory', () => {
+    const s = withTemplate({
+      containers: tmpl.spec.containers.map((c) =>
+        c.name === 'proxy' ? { ...c, volumeMounts: [{ name: 'agent-memory', mountPath: '/m' }] } : c,
+      ),
+    });
+    for (const d of [definition, withMemory({ configMap: 'm' })]) {
+      assert.deepEqual(buildJob({ ...input, station: s, definition: d }), {
+        ok: false,
+        error: TEMPLATE_ERRORS.memoryMount('proxy'),
+      });
+    }
+  });
+
+  it('adds the memory and the instruction to the prompt, and records the memory on the Job', () => {
+    const d = withMemory({ configMap: 'fixer-notes', maxSizeKB: 8 });
+    const job = must(
+      buildJob({ ...input, definition: d, memory: { content: 'login is flaky\n', resourceVersion: '77' } }),
+    );
+    const command = podOf(job).spec.containers.find((c) => c.name === 'agent')?.command ?? [];
+    const rendered = 'Fix JIRA-7 in acme/app; keep {unknown}';
+    assert.ok(
+      command.includes(`${rendered}\n\n<memory>\nlogin is flaky\n</memory>\n${MEMORY_INSTRUCTION}\n`),
+      JSON.stringify(command),
+    );
+    assert.equal(
+      runPrompt(agent, d, { content: 'login is flaky' }),
+      command.find((a) => a.startsWith(rendered)),
+    );
+    assert.deepEqual(
+      Object.fromEntries(
+        Object.entries(job.metadata.annotations).filter(([k]) => k.startsWith('agents.re-cinq.com/memory')),
+      ),
+      {
+        'agents.re-cinq.com/memory-configmap': 'fixer-notes',
+        'agents.re-cinq.com/memory-max-size-kb': '8',
+        'agents.re-cinq.com/memory-version': '77',
+      },
+    );
+    // An empty or missing memory: the instruction only; a ConfigMap that did not exist is recorded as "".
+    const empty = must(buildJob({ ...input, definition: d, memory: { content: '  ' } }));
+    const emptyCommand = podOf(empty).spec.containers.find((c) => c.name === 'agent')?.command ?? [];
+    assert.ok(emptyCommand.includes(`${rendered}\n\n${MEMORY_INSTRUCTION}\n`));
+    assert.equal(empty.metadata.annotations['agents.re-cinq.com/memory-version'], '');
+    const unread = must(buildJob({ ...input, definition: d }));
+    assert.equal(unread.metadata.annotations['agents.re-cinq.com/memory-version'], undefined);
+    assert.equal(unread.metadata.annotations['agents.re-cinq.com/agent-uid'], 'uid-agent-1');
+  });
+
+  it('parses spec.memory: maxSizeKB defaults to 64, 1..96; configMap must be an object name', () => {
+    assert.deepEqual(withMemory({ configMap: 'notes' }).spec.memory, { configMap: 'notes', maxSizeKB: 64 });
+    for (const bad of [
+      { configMap: 'Not_A_Name' },
+      { configMap: 'ok', maxSizeKB: 0 },
+      { configMap: 'ok', maxSizeKB: 97 },
+      { configMap: 'ok', maxSizeKB: 1.5 },
+      { maxSizeKB: 4 },
+    ]) {
+      const parsed = parseAgentDefinition({
+        ...definitionJson,
+        spec: { ...definitionJson.spec, memory: bad },
+      });
+      assert.equal(parsed.ok, false, JSON.stringify(bad));
+    }
   });
 });

@@ -21,6 +21,7 @@ import {
   type McpServerInput,
   runEnv,
 } from './env.ts';
+import { type MemoryRead, memoryAnnotations, promptWithMemory } from './memory.ts';
 import {
   ANNOTATION_AGENT_UID,
   COMPONENT_JOB,
@@ -157,6 +158,11 @@ export interface BuildJobInput {
   readonly now: Date;
   /** What the Station's AgentPolicy imposes on the pod the controller adds to (absent: nothing). */
   readonly limits?: RunLimits | undefined;
+  /**
+   * The memory a run of a definition with `spec.memory` read at its start (issue 10 §3): added to its prompt and
+   * recorded on its Job. Absent: an empty memory, whose version is unknown. Ignored without `spec.memory`.
+   */
+  readonly memory?: MemoryRead | undefined;
 }
 
 /** Why a Job cannot be built: one line, shown after `Job build failed: ` in `status.failureReason`. */
@@ -214,12 +220,22 @@ function realtimeEnv(agent: Agent, definition: AgentDefinition): EnvVar[] {
   ];
 }
 
-/** The vendor command of a run: resolved model, rendered prompt, recipe options. */
-function vendorCommandFor(agent: Agent, definition: AgentDefinition) {
+/**
+ * The prompt of a run: the rendered template, followed, for a definition with memory, by the memory it read and
+ * the memory instruction.
+ */
+export function runPrompt(agent: Agent, definition: AgentDefinition, memory: MemoryRead | undefined): string {
+  const rendered = renderPrompt(definition.spec.prompt, agent.spec.parameters);
+  const m = definition.spec.memory;
+  return m === undefined ? rendered : promptWithMemory(rendered, memory?.content ?? '', m.maxSizeKB);
+}
+
+/** The vendor command of a run: resolved model, its prompt, recipe options. */
+function vendorCommandFor(agent: Agent, definition: AgentDefinition, memory: MemoryRead | undefined) {
   const d = definition.spec;
   return vendorCommand({
     model: resolveModel(agent, definition),
-    prompt: renderPrompt(d.prompt, agent.spec.parameters),
+    prompt: runPrompt(agent, definition, memory),
     permissionMode: d.permission_mode,
     allowedTools: d.allowed_tools,
     disallowedTools: d.disallowed_tools,
@@ -237,9 +253,10 @@ function vendorCommandFor(agent: Agent, definition: AgentDefinition) {
  * (ownerReference with controller and blockOwnerDeletion), carries the run labels and the Agent uid annotation,
  * has ttlSecondsAfterFinished 3600, backoffLimit 0, activeDeadlineSeconds `max(1, deadlineMinutes) * 60`, and a
  * pod template wired from the Station's (see `wirePodTemplate`) whose agent container runs the supervisor around
- * the vendor argv of the resolved model with the rendered prompt. Errors (decision (b): the run fails with the
- * message): an invalid Station template or host escape, an exec recipe without a usable command, a flag-shaped
- * resume id or pin, an empty `agentImage`, an invalid `now`.
+ * the vendor argv of the resolved model with the rendered prompt (for a definition with memory: followed by the
+ * memory read and the instruction, with the `agent-memory` mount and annotations recording the memory it started
+ * with). Errors (decision (b): the run fails with the message): an invalid Station template or host escape, an
+ * exec recipe without a usable command, a flag-shaped resume id or pin, an empty `agentImage`, an invalid `now`.
  */
 export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> {
   const { agent, station, definition } = input;
@@ -247,7 +264,7 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
   if (!Number.isFinite(now)) return err('the Job creation time is not a valid date');
   if (input.agentImage.trim() === '') return err('the controller has no AGENT_IMAGE for the init container');
 
-  const command = vendorCommandFor(agent, definition);
+  const command = vendorCommandFor(agent, definition, input.memory);
   if (!command.ok) return command;
   const stationTemplate = station.spec.template as unknown;
   const templateSpec =
@@ -265,6 +282,7 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
   if (!sidecars.ok) return sidecars;
 
   const d = definition.spec;
+  const memory = d.memory;
   const env = runEnv({
     agentName: agent.metadata.name,
     stationName: station.metadata.name,
@@ -303,6 +321,7 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
     ...(runHoldsToken(definition)
       ? { agentToken: { expirationSeconds: tokenSeconds(station.spec.deadlineMinutes) } }
       : {}),
+    ...(memory !== undefined ? { memory: { configMap: memory.configMap } } : {}),
     ...(realtime
       ? {
           agentEnv: realtimeEnv(agent, definition),
@@ -316,9 +335,19 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
   return ok({
     apiVersion: JOB_API_VERSION,
     kind: 'Job',
-    metadata: realtime
-      ? { ...metadata, labels: { ...metadata.labels, [LABEL_EXECUTION]: 'realtime' } }
-      : metadata,
+    metadata: {
+      ...metadata,
+      ...(realtime ? { labels: { ...metadata.labels, [LABEL_EXECUTION]: 'realtime' } } : {}),
+      // What the run's memory is saved against when it ends (the definition may change meanwhile).
+      ...(memory !== undefined
+        ? {
+            annotations: {
+              ...metadata.annotations,
+              ...memoryAnnotations(memory.configMap, memory.maxSizeKB, input.memory),
+            },
+          }
+        : {}),
+    },
     spec: {
       ttlSecondsAfterFinished: JOB_TTL_SECONDS_AFTER_FINISHED,
       activeDeadlineSeconds: clampDeadlineMinutes(station.spec.deadlineMinutes) * 60,

@@ -12,6 +12,7 @@ export {
   type RunLimits,
   runHoldsToken,
   runLabels,
+  runPrompt,
   tokenSeconds,
 } from './build-job.ts';
 export {
@@ -47,6 +48,26 @@ export {
   runEnv,
 } from './env.ts';
 export {
+  ANNOTATION_MEMORY_CONFIGMAP,
+  ANNOTATION_MEMORY_MAX_KB,
+  ANNOTATION_MEMORY_VERSION,
+  LABEL_MEMORY,
+  lastMemoryBlock,
+  MEMORY_CLOSE,
+  MEMORY_DIR,
+  MEMORY_INSTRUCTION,
+  MEMORY_KEY,
+  MEMORY_OPEN,
+  MEMORY_VOLUME_NAME,
+  type MemoryRead,
+  memoryAnnotations,
+  memoryOfJob,
+  promptWithMemory,
+  type RunMemoryRecord,
+  utf8Length,
+  utf8Prefix,
+} from './memory.ts';
+export {
   ANNOTATION_AGENT_UID,
   ANNOTATION_SAFE_TO_EVICT,
   COMPONENT_JOB,
@@ -65,6 +86,7 @@ export { capOutput, MAX_OUTPUT_BYTES, truncationMarker } from './output-cap.ts';
 export {
   AGENT_DEFAULT_RESOURCES,
   type JsonObject,
+  memoryVolume,
   TEMPLATE_ERRORS,
   templateProblem,
   wirePodTemplate,

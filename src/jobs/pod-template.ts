@@ -13,6 +13,7 @@ import {
   WORKSPACE_VOLUME_NAME,
 } from './bundle.ts';
 import type { EnvVar } from './env.ts';
+import { MEMORY_DIR, MEMORY_KEY, MEMORY_VOLUME_NAME } from './memory.ts';
 import { ANNOTATION_SAFE_TO_EVICT } from './names.ts';
 
 /** A JSON object (the Station template is free-form JSON). */
@@ -47,6 +48,8 @@ export const TEMPLATE_ERRORS = {
   serviceAccountToken: 'Station template must not mount a service-account token into an agent run pod',
   tokenMount: (container: string) =>
     `Station template container ${container} must not mount the volume run-token: a run's token is for its agent container only`,
+  memoryMount: (container: string) =>
+    `Station template container ${container} must not mount the volume agent-memory: a run's memory is for its agent container only`,
   sharedProcessesWithToken:
     "Station template must not set shareProcessNamespace in a run that holds a token: other containers could read the agent's",
   agentArgs:
@@ -180,6 +183,11 @@ export interface PodWiring {
    * Station containers that set none inherit it from the pod.
    */
   readonly seccompProfile?: JsonObject;
+  /**
+   * The definition's memory (issue 10 §3): the ConfigMap whose `MEMORY.md` the agent container (only it) reads at
+   * `/agent/memory/MEMORY.md`, read-only; optional, so a missing ConfigMap is an empty memory.
+   */
+  readonly memory?: { readonly configMap: string };
 }
 
 /** Name of the run pod's projected token volume (agent container only). */
@@ -205,6 +213,14 @@ export function tokenVolume(expirationSeconds: number): JsonObject {
         },
       ],
     },
+  };
+}
+
+/** The run pod volume of the memory ConfigMap: its `MEMORY.md` only, optional. */
+export function memoryVolume(configMap: string): JsonObject {
+  return {
+    name: MEMORY_VOLUME_NAME,
+    configMap: { name: configMap, optional: true, items: [{ key: MEMORY_KEY, path: MEMORY_KEY }] },
   };
 }
 
@@ -347,12 +363,11 @@ export function templateProblem(
   for (const container of containers) {
     const refusal = containerEscape(container);
     if (refusal !== undefined) return refusal;
-    if (
-      container.name !== AGENT_CONTAINER_NAME &&
-      Array.isArray(container.volumeMounts) &&
-      container.volumeMounts.some((m: unknown) => isObject(m) && m.name === TOKEN_VOLUME_NAME)
-    ) {
-      return TEMPLATE_ERRORS.tokenMount(String(container.name ?? ''));
+    if (container.name !== AGENT_CONTAINER_NAME && Array.isArray(container.volumeMounts)) {
+      const mounts: unknown[] = container.volumeMounts;
+      const mounted = (volume: string) => mounts.some((m) => isObject(m) && m.name === volume);
+      if (mounted(TOKEN_VOLUME_NAME)) return TEMPLATE_ERRORS.tokenMount(String(container.name ?? ''));
+      if (mounted(MEMORY_VOLUME_NAME)) return TEMPLATE_ERRORS.memoryMount(String(container.name ?? ''));
     }
   }
   if (
@@ -372,14 +387,16 @@ export function templateProblem(
 const notRunVolume = (entry: JsonObject): boolean =>
   entry.name !== AGENT_VOLUME_NAME &&
   entry.name !== WORKSPACE_VOLUME_NAME &&
-  entry.name !== TOKEN_VOLUME_NAME;
+  entry.name !== TOKEN_VOLUME_NAME &&
+  entry.name !== MEMORY_VOLUME_NAME;
 
 const stringMap = (u: unknown): Record<string, unknown> => (isObject(u) ? u : {});
 
 /**
  * Validates (see {@link templateProblem}) and rewrites a deep copy of a Station template into the run pod
  * template; the input is never modified. The `agent` container gets the supervisor command, the run env, the
- * `agent`/`workspace` mounts (replacing Station mounts of those names), the hardened security context, the
+ * `agent`/`workspace` mounts (replacing Station mounts of those names), the memory mount of a definition with
+ * memory (`agent-memory` at `/agent/memory`, read-only, agent only), the hardened security context, the
  * termination message file of the run report (`File` policy) and default resources when it has no `resources`;
  * init containers are replaced by the injecting `init` container; the `agent`/`workspace` emptyDirs replace Station
  * volumes of those names; restartPolicy Never, the pod security context, no service-account token, merged labels
@@ -418,12 +435,17 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
   }
   const stationMounts = Array.isArray(agent.volumeMounts) ? (agent.volumeMounts as JsonObject[]) : [];
   const tokenMount = { name: TOKEN_VOLUME_NAME, mountPath: SERVICE_ACCOUNT_DIR, readOnly: true };
+  const memoryMount = { name: MEMORY_VOLUME_NAME, mountPath: MEMORY_DIR, readOnly: true };
   agent.volumeMounts = [
     ...stationMounts.filter(
-      (m) => notRunVolume(m) && (wiring.agentToken === undefined || m.mountPath !== SERVICE_ACCOUNT_DIR),
+      (m) =>
+        notRunVolume(m) &&
+        (wiring.agentToken === undefined || m.mountPath !== SERVICE_ACCOUNT_DIR) &&
+        (wiring.memory === undefined || m.mountPath !== MEMORY_DIR),
     ),
     ...runVolumeMounts(),
     ...(wiring.agentToken !== undefined ? [tokenMount] : []),
+    ...(wiring.memory !== undefined ? [memoryMount] : []),
   ];
   agent.securityContext = clone(AGENT_SECURITY_CONTEXT);
   // The supervisor writes the run report there (issue 10 §2); the Station's values are replaced.
@@ -450,6 +472,7 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
     { name: AGENT_VOLUME_NAME, emptyDir: {} },
     { name: WORKSPACE_VOLUME_NAME, emptyDir: {} },
     ...(wiring.agentToken !== undefined ? [tokenVolume(wiring.agentToken.expirationSeconds)] : []),
+    ...(wiring.memory !== undefined ? [memoryVolume(wiring.memory.configMap)] : []),
   ];
   spec.restartPolicy = 'Never';
   spec.securityContext = clone(restricted ? POD_SECURITY_CONTEXT_RESTRICTED : POD_SECURITY_CONTEXT);

@@ -58,6 +58,15 @@ import type { StatusCondition } from './conditions.ts';
  *   `cleanup: {kind: 'failed', message}`.
  * - `notifySinks`: handed to a background deliverer (never awaited, never fails the decision); placed right after
  *   the status patch it reports, so it is sent only once that patch succeeded.
+ * - `saveMemory` (issue 10 §3; after the terminal status patch of a Succeeded run and its Event): best effort,
+ *   awaited, never stops the decision. GET the ConfigMap: 404 → POST it (label `agents.re-cinq.com/memory: "true"`,
+ *   no owner: it outlives the run); found with `MEMORY.md` equal to `content` → nothing is written; else PUT it with
+ *   `MEMORY.md` replaced and its resourceVersion as precondition. 409 (Conflict, or AlreadyExists on the POST) →
+ *   read again and write again, at most 5 tries. Success → Normal Event `MemorySaved`, plus Normal
+ *   `MemoryOverwritten` when the version replaced is not the one the run read (`readVersion`; or a retry was
+ *   needed): a concurrent run's update is overwritten, last writer wins, never silently. 403, an immutable
+ *   ConfigMap, tries exhausted or another error → Warning Event `MemoryNotSaved` naming the cause (and the grant,
+ *   for 403).
  */
 
 /** The object an action is about. Always an Agent (`agents.re-cinq.com/v1alpha1`). */
@@ -238,6 +247,18 @@ export type Action =
       readonly secretKey: string;
       readonly batchId: string;
     }
+  /**
+   * Replaces `MEMORY.md` of the run's memory ConfigMap with `content` (issue 10 §3); see the executor contract.
+   * `readVersion`: the ConfigMap's resourceVersion when the run read it (`""`: it did not exist; undefined: unknown).
+   */
+  | {
+      readonly kind: 'saveMemory';
+      readonly ref: AgentRef;
+      readonly namespace: string;
+      readonly configMap: string;
+      readonly content: string;
+      readonly readVersion?: string | undefined;
+    }
   | {
       readonly kind: 'notifySinks';
       readonly ref: AgentRef;
@@ -254,9 +275,9 @@ export interface Decision {
   /**
    * Set when the snapshot lacks an observation decide needs; `actions` is then empty. The shell gathers it and
    * calls decide again: `job` → read the Job; `runEvidence` → the Job has finished: list its pods, pick one with
-   * `pickRunPod`, read its agent log.
+   * `pickRunPod`, read its agent log; `memory` → read the definition's memory ConfigMap (`Snapshot.memory`).
    */
-  readonly needs?: 'job' | 'runEvidence' | 'credentials' | 'batchLookup';
+  readonly needs?: 'job' | 'runEvidence' | 'credentials' | 'batchLookup' | 'memory';
   /**
    * Set on the decision that writes a batch run's submission record (Running, batchProvider, no batchId): once
    * it is done, the shell knows nothing was submitted for the Agent yet, so the next reconcile submits at once

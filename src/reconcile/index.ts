@@ -36,6 +36,7 @@ export type {
   EndpointView,
   JobObservation,
   LogRead,
+  MemoryObservation,
   ReconcileOptions,
   RunEvidence,
   Snapshot,

@@ -93,6 +93,16 @@ export const REASON = {
   batchOrphaned: 'BatchOrphaned',
   /** More than one batch was found for one run; the extra ones are cancelled and deleted. */
   duplicateBatch: 'DuplicateBatch',
+  /** A run's memory ConfigMap cannot be read (the controller lacks the grant): the run fails at Pending. */
+  memoryUnreadable: 'MemoryUnreadable',
+  /** Event: the run's memory block replaced the memory (issue 10 §3). */
+  memorySaved: 'MemorySaved',
+  /** Event: the saved memory replaced a version written after the run read it (a concurrent run or a person). */
+  memoryOverwritten: 'MemoryOverwritten',
+  /** Warning Event: the run's memory block is larger than memory.maxSizeKB; the memory is unchanged. */
+  memoryTooLarge: 'MemoryTooLarge',
+  /** Warning Event: the memory could not be saved (no grant, the ConfigMap kept changing, an API error…). */
+  memoryNotSaved: 'MemoryNotSaved',
 } as const;
 
 export type Reason = (typeof REASON)[keyof typeof REASON];
@@ -130,6 +140,9 @@ export const failureServiceAccount = (detail: string): string =>
 /** `status.failureReason` when a binding of the run could not be created. */
 export const failureBinding = (detail: string): string =>
   `the run's Kubernetes access could not be granted: ${detail}; the controller needs create on rolebindings (and clusterrolebindings) and bind on each grantable ClusterRole, by name (deploy/components/run-rbac)`;
+/** `status.failureReason` when the run's memory ConfigMap cannot be read (issue 10 §3). */
+export const failureMemory = (configMap: string, detail: string): string =>
+  `memory ConfigMap ${configMap} cannot be read (${detail}); the controller needs configmaps get, create and update in this namespace (deploy/components/memory)`;
 /** `status.failureReason` when a Job of the run's name belongs to another owner. */
 export const failureNotOwned = (jobName: string): string =>
   `Job ${jobName} already exists and is not owned by this Agent`;

@@ -18,6 +18,15 @@ export type EndpointObservation =
   | { readonly kind: 'observed'; readonly byService: ReadonlyMap<string, readonly EndpointView[]> }
   | { readonly kind: 'unavailable'; readonly message: string };
 
+/**
+ * The memory ConfigMap of a Pending run whose definition has `spec.memory` (issue 10 §3), read live by the shell:
+ * `read` (a missing ConfigMap is an empty memory without a resourceVersion), or `forbidden` when the controller may
+ * not read it (the run fails naming the grant). Other read errors produce no snapshot (retried).
+ */
+export type MemoryObservation =
+  | { readonly kind: 'read'; readonly content: string; readonly resourceVersion?: string | undefined }
+  | { readonly kind: 'forbidden'; readonly message: string };
+
 /** Controller settings the decisions depend on. */
 export interface ReconcileOptions {
   /** Image of the run pod's init container (controller env `AGENT_IMAGE`). */
@@ -155,6 +164,11 @@ export interface Snapshot {
   readonly endpoints?: EndpointObservation | undefined;
   /** The price table of cost estimates (shipped prices with the agent-prices ConfigMap on top; default shipped). */
   readonly prices?: PriceTable | undefined;
+  /**
+   * The memory of a Pending run whose definition has `spec.memory`; undefined: not read yet (decide answers
+   * `needs: 'memory'` before it builds the Job).
+   */
+  readonly memory?: MemoryObservation | undefined;
   /** The AgentPolicy of the Agent's Station (Pending only; undefined reads as none). */
   readonly policy?: PolicyObservation | undefined;
   readonly options: ReconcileOptions;

@@ -449,3 +449,39 @@ describe('deploy/components/run-rbac', () => {
     assert.match(kustomization, /- run-rbac\.yaml/);
   });
 });
+
+describe('deploy/components/memory', () => {
+  const dir = ['deploy', 'components', 'memory'];
+  const docs = load('memory-rbac.yaml', dir);
+  const role = only(docs, 'Role');
+  const binding = only(docs, 'RoleBinding');
+  const controller = only(load('controller-rbac.yaml'), 'ServiceAccount');
+
+  it('grants get, create and update on ConfigMaps: no list, no watch, no delete, nothing else', () => {
+    assert.equal(docs.length, 2, 'a Role and its RoleBinding only');
+    assertNoWildcards(role.rules);
+    assert.deepEqual(grants(role.rules), ['core configmaps: create,get,update']);
+    assert.deepEqual(verbsOn(role.rules, '', 'secrets'), []);
+  });
+
+  it('binds it to the controller ServiceAccount in the controller namespace', () => {
+    assert.equal(role.metadata.namespace, controller.metadata.namespace);
+    assert.equal(binding.metadata.namespace, controller.metadata.namespace);
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: role.metadata.name,
+    });
+    assert.deepEqual(binding.subjects, [
+      { kind: 'ServiceAccount', name: controller.metadata.name, namespace: controller.metadata.namespace },
+    ]);
+  });
+
+  it('is an opt-in kustomize Component: the base deploy/ does not include it', () => {
+    const kustomization = readFileSync(join(ROOT, ...dir, 'kustomization.yaml'), 'utf8');
+    assert.match(kustomization, /^kind: Component$/m);
+    assert.match(kustomization, /- memory-rbac\.yaml/);
+    const base = readFileSync(join(ROOT, 'deploy', 'kustomization.yaml'), 'utf8');
+    assert.doesNotMatch(base, /memory/);
+  });
+});

@@ -1466,3 +1466,185 @@ describe('decide: the dependencies gate (issue 10 §4)', () => {
     );
   });
 });
+
+// ------------------------------------------------------------------------------------------------ memory
+
+describe('decide: agent memory (issue 10 §3)', () => {
+  const withMemory = (memory: Record<string, unknown> = { configMap: 'notes' }, spec = {}) =>
+    definition('def', { memory, ...spec });
+  const read = (content: string, resourceVersion?: string) =>
+    ({ kind: 'read', content, ...(resourceVersion !== undefined ? { resourceVersion } : {}) }) as const;
+  const createJobOf = (d: Decision) => {
+    const c = d.actions.find((a) => a.kind === 'createJob');
+    assert.ok(c?.kind === 'createJob', kinds(d).join(','));
+    return c.job;
+  };
+  const commandOf = (d: Decision): string[] => {
+    const spec = (
+      createJobOf(d).spec.template as { spec: { containers: { name: string; command: string[] }[] } }
+    ).spec;
+    return spec.containers.find((c) => c.name === 'agent')?.command ?? [];
+  };
+
+  it('Pending: reads the memory once admitted, then starts with it in the prompt and on the Job', () => {
+    const a = agent('a');
+    const first = run(snap(a, { definition: withMemory() }));
+    assert.deepEqual(first, { actions: [], needs: 'memory' });
+    const d = run(snap(a, { definition: withMemory(), memory: read('- flaky login\n', '41') }));
+    assert.equal(onlyPatch(d).phase, 'Running');
+    assert.ok(
+      commandOf(d).some((arg) => arg.startsWith('Do {thing}\n\n<memory>\n- flaky login\n</memory>\n')),
+      JSON.stringify(commandOf(d)),
+    );
+    const annotations = createJobOf(d).metadata.annotations;
+    assert.equal(annotations['agents.re-cinq.com/memory-configmap'], 'notes');
+    assert.equal(annotations['agents.re-cinq.com/memory-max-size-kb'], '64');
+    assert.equal(annotations['agents.re-cinq.com/memory-version'], '41');
+    // A missing ConfigMap is an empty memory: the instruction only, recorded as not existing.
+    const empty = run(snap(a, { definition: withMemory(), memory: read('') }));
+    assert.ok(!commandOf(empty).some((arg) => arg.includes('<memory>\n')));
+    assert.equal(createJobOf(empty).metadata.annotations['agents.re-cinq.com/memory-version'], '');
+  });
+
+  it('Pending: a queued run does not read its memory; a run without memory never asks', () => {
+    const busy = station('stn', { maxConcurrentRuns: 1 });
+    const a = agent('a', { created: 5 });
+    const queued = run(snap(a, { station: busy, definition: withMemory(), siblings: [running('b'), a] }));
+    assert.equal(queued.needs, undefined);
+    assert.equal(findCondition(onlyPatch(queued).conditions, 'Ready')?.reason, REASON.queued);
+    assert.equal(run(snap(agent('a'))).needs, undefined);
+  });
+
+  it('Pending: a memory the controller may not read fails the run, naming the grant', () => {
+    const d = run(
+      snap(agent('a'), {
+        definition: withMemory(),
+        memory: { kind: 'forbidden', message: 'configmaps "notes" is forbidden' },
+      }),
+    );
+    const p = onlyPatch(d);
+    assert.equal(p.phase, 'Failed');
+    assert.equal(
+      p.failureReason,
+      'memory ConfigMap notes cannot be read (configmaps "notes" is forbidden); the controller needs configmaps get, create and update in this namespace (deploy/components/memory)',
+    );
+    assert.ok(events(d).some((e) => e.type === 'Warning' && e.reason === REASON.memoryUnreadable));
+    assert.deepEqual(failureKinds(d), ['build_error']);
+    assert.ok(!kinds(d).includes('createJob'));
+  });
+
+  it('Pending: a batch recipe with memory is refused (no pod to mount it)', () => {
+    const d = run(
+      snap(agent('a'), { definition: withMemory({ configMap: 'notes' }, { execution: 'batch' }) }),
+    );
+    const p = onlyPatch(d);
+    assert.equal(p.phase, 'Failed');
+    assert.equal(p.failureReason, 'batch execution cannot use memory: a batch run has no pod to mount it');
+    assert.ok(events(d).some((e) => e.reason === REASON.batchUnsupported));
+  });
+
+  /** The finished Job of run `a`, recording the memory it started with. */
+  const memoryJob = (
+    conditions: readonly Record<string, unknown>[],
+    annotations: Record<string, string> = {
+      'agents.re-cinq.com/memory-configmap': 'notes',
+      'agents.re-cinq.com/memory-max-size-kb': '1',
+      'agents.re-cinq.com/memory-version': '41',
+    },
+  ) => {
+    const j = job('a', { conditions, ...(conditions === complete ? { succeeded: 1 } : { failed: 1 }) });
+    return { ...j, metadata: { ...j.metadata, annotations: { ...j.metadata.annotations, ...annotations } } };
+  };
+  const report = (result: string, extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ v: 1, result, ...extra });
+  const finishedRun = (
+    o: {
+      conditions?: readonly Record<string, unknown>[];
+      message?: string;
+      log?: string;
+      exitCode?: number;
+      def?: ReturnType<typeof definition>;
+      annotations?: Record<string, string>;
+    } = {},
+  ) => {
+    const conditions = o.conditions ?? complete;
+    return run(
+      snap(running('a'), {
+        definition: o.def ?? withMemory({ configMap: 'notes', maxSizeKB: 1 }),
+        job: present(memoryJob(conditions, o.annotations), {
+          kind: 'pod',
+          pod: pod('a', o.exitCode ?? 0, o.message),
+          log: { kind: 'read', text: o.log ?? 'hello\n' },
+        }),
+      }),
+    );
+  };
+  const saves = (d: Decision) =>
+    d.actions.filter((a): a is Extract<Action, { kind: 'saveMemory' }> => a.kind === 'saveMemory');
+
+  it('Succeeded with a memory block: saveMemory after the terminal patch (and its Event), the last block', () => {
+    const d = finishedRun({
+      message: report('Fixed.\n<memory>\nold\n</memory>\nAnd:\n<memory>\n- login needs a retry\n</memory>\n'),
+    });
+    assert.equal(onlyPatch(d).phase, 'Succeeded');
+    assert.deepEqual(kinds(d).slice(0, 3), ['patchStatus', 'recordEvent', 'saveMemory']);
+    assert.deepEqual(saves(d), [
+      {
+        kind: 'saveMemory',
+        ref: { namespace: NS, name: 'a', uid: 'uid-a' },
+        namespace: NS,
+        configMap: 'notes',
+        content: '- login needs a retry',
+        readVersion: '41',
+      },
+    ]);
+  });
+
+  it('a memory block over the run’s maxSizeKB is not saved: a Warning with the size and the cap', () => {
+    const d = finishedRun({ message: report(`<memory>${'x'.repeat(1025)}</memory>`) });
+    assert.equal(onlyPatch(d).phase, 'Succeeded');
+    assert.deepEqual(saves(d), []);
+    const warning = events(d).find((e) => e.reason === REASON.memoryTooLarge);
+    assert.equal(warning?.type, 'Warning');
+    assert.equal(
+      warning?.message,
+      'Memory not saved: the memory block is 1025 bytes, over memory.maxSizeKB 1 (1024 bytes); ConfigMap notes is unchanged',
+    );
+    assert.equal(saves(finishedRun({ message: report(`<memory>${'x'.repeat(1024)}</memory>`) })).length, 1);
+  });
+
+  it('nothing for a Failed run, an answer without a block, or a Job that started without memory', () => {
+    const failed = finishedRun({
+      conditions: failedBackoff,
+      exitCode: 2,
+      message: report('<memory>\nx\n</memory>'),
+    });
+    assert.equal(onlyPatch(failed).phase, 'Failed');
+    assert.deepEqual(saves(failed), []);
+    assert.ok(!events(failed).some((e) => e.reason.startsWith('Memory')));
+    const silent = finishedRun({ message: report('all done') });
+    assert.deepEqual(saves(silent), []);
+    assert.ok(!events(silent).some((e) => e.reason.startsWith('Memory')));
+    // The definition has memory now, but the run did not start with it: its Job says so.
+    const before = finishedRun({ message: report('<memory>x</memory>'), annotations: {} });
+    assert.deepEqual(saves(before), []);
+  });
+
+  it('an answer cut short that may hold a block is not trusted: Warning MemoryNotSaved', () => {
+    const d = finishedRun({ message: report('Done.\n<memory>\nhalf a memo', { resultTruncated: true }) });
+    assert.deepEqual(saves(d), []);
+    assert.equal(events(d).find((e) => e.reason === REASON.memoryNotSaved)?.type, 'Warning');
+  });
+
+  it('an exec run (no answer format) saves the last block of its output', () => {
+    const exec = withMemory({ configMap: 'notes' }, { model: 'exec', tool_config: { command: ['sh'] } });
+    const d = finishedRun({
+      def: exec,
+      log: 'file: old\nprompt: <memory>\nold\n</memory>\n<memory>\nnew\n</memory>\n',
+    });
+    assert.deepEqual(
+      saves(d).map((s) => s.content),
+      ['new'],
+    );
+  });
+});

@@ -36,6 +36,9 @@ const NOTHING: Decision = { actions: [] };
  *   - admission (`admit`): wait → Ready=False/Queued (patched and announced once), requeue; Replace → delete the
  *     victims first (resourceVersion preconditions, `preempted`); then
  *     the run's createNetworkPolicy (decision i, issue 9); then createJob and Running, jobName, startedAt.
+ *   - a definition with `spec.memory` (issue 10 §3): once admitted, the memory ConfigMap not read → `needs:
+ *     'memory'`; the controller may not read it → Failed `MemoryUnreadable` naming the grant, `build_error`; else
+ *     the Job carries the memory (prompt, mount, annotations). A batch recipe with memory fails `BatchUnsupported`.
  * - Running:
  *   - Job not read → `needs: 'job'`; still running → nothing, requeue.
  *   - finished (`Complete`/`SuccessCriteriaMet` → Succeeded, exitCode 0; `Failed`/`FailureTarget` → Failed,
@@ -45,6 +48,9 @@ const NOTHING: Decision = { actions: [] };
  *     Job's reason, else `run output unavailable: pod garbage-collected` (`output_unavailable`).
  *   - Job gone (or replaced by one this Agent does not own) → Failed, exitCode 1,
  *     `run record unavailable: Job garbage-collected before its result was observed`.
+ *   - Succeeded, and the Job records a memory (issue 10 §3): the last memory block of the final answer (an exec
+ *     run's output) → `saveMemory` after the terminal patch and its Event; over the run's maxSizeKB → Warning
+ *     `MemoryTooLarge` instead; a cut answer → Warning `MemoryNotSaved`. No block, or Failed → nothing.
  *   - then the Station's history is pruned.
  *
  * - Runs that hold bindings (AgentDefinition `spec.rbac`): Pending → the cleanup finalizer first, then the run's

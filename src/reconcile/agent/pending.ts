@@ -10,6 +10,7 @@ import {
   failureBinding,
   failureBuild,
   failureInvalidReference,
+  failureMemory,
   failureNotOwned,
   failureRejected,
   failureServiceAccount,
@@ -147,6 +148,8 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
       }
     }
   }
+  // The memory is read only for a run about to start (below); until then the Job is built, and checked, without it.
+  const memory = s.memory?.kind === 'read' ? s.memory : undefined;
   const built = build({
     agent,
     station,
@@ -154,6 +157,9 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
     agentImage: s.options.agentImage,
     now,
     limits: runLimits(policy.kind === 'found' ? policy.policy : undefined),
+    ...(memory !== undefined
+      ? { memory: { content: memory.content, resourceVersion: memory.resourceVersion } }
+      : {}),
   });
   if (!built.ok) {
     const failureReason = failureBuild(built.error);
@@ -173,6 +179,20 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   // Agent unnoticed. The finalizer patch wakes this Agent again, and admission is decided afresh then.
   if (runHoldsToken(definition) && !holdsCleanupFinalizer(agent)) {
     return { actions: [addCleanupFinalizer(agent)] };
+  }
+  // A run with memory reads it right before its Job is created (issue 10 §3): the prompt carries that version.
+  const memorySpec = definition.spec.memory;
+  if (memorySpec !== undefined) {
+    if (s.memory === undefined) return { actions: [], needs: 'memory' };
+    if (s.memory.kind === 'forbidden') {
+      const failureReason = failureMemory(memorySpec.configMap, s.memory.message);
+      return failBeforeStart(s, now, {
+        kind: 'build_error',
+        reason: REASON.memoryUnreadable,
+        failureReason,
+        message: failureReason,
+      });
+    }
   }
   const actions: Action[] = verdict.kind === 'replace' ? preemptActions(agent, station, verdict.victims) : [];
   const jobName = built.value.metadata.name;

@@ -14,6 +14,7 @@ import {
 import { DEFAULT_PRICES } from '../results/prices.ts';
 import { runResultFields } from '../results/run-result.ts';
 import type { RunEvidence, Snapshot } from '../snapshot.ts';
+import { memoryAfterRun } from './memory.ts';
 import {
   agentExitCode,
   agentTerminationMessage,
@@ -214,6 +215,14 @@ export function finish(s: Snapshot, now: Date, c: Completion): Decision {
     ...(c.afterPatch ?? []),
     event(ref, phase === 'Succeeded' ? 'Normal' : 'Warning', reason, message),
     ...c.extraEvents.map((e) => event(ref, e.type, e.reason, e.message)),
+    // The run's memory block replaces its memory once the run is recorded as Succeeded (issue 10 §3).
+    ...memoryAfterRun(s, {
+      phase,
+      answer: produced.answer,
+      answerTruncated: produced.answerTruncated === true,
+      output: c.output,
+      vendor,
+    }),
     { kind: 'observeMetric', observation: { metric: 'runCompleted', phase, exitCode } },
     ...(duration !== undefined
       ? [

@@ -208,6 +208,12 @@ describe('batchUnsupported', () => {
       'claude-opus-5-5',
       'batch execution cannot use output.watch',
     ],
+    [
+      'memory',
+      { memory: { configMap: 'notes' } },
+      'claude-opus-5-5',
+      'batch execution cannot use memory: a batch run has no pod to mount it',
+    ],
     ['the exec model', {}, 'exec', 'batch execution cannot use the exec model'],
     ['the exec model (any case, padded)', {}, ' Exec ', 'batch execution cannot use the exec model'],
     [

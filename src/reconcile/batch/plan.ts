@@ -58,6 +58,7 @@ export function batchUnsupported(definition: AgentDefinition, model: string): st
   if (r.conversation !== undefined) return 'batch execution cannot use resources.conversation';
   if (s.tool_config !== undefined) return 'batch execution cannot use tool_config';
   if (s.output.watch.length > 0) return 'batch execution cannot use output.watch';
+  if (s.memory !== undefined) return 'batch execution cannot use memory: a batch run has no pod to mount it';
   if (model.trim().toLowerCase() === 'exec') return 'batch execution cannot use the exec model';
   if (batchProviderFor(model) === undefined)
     return `batch execution cannot use model ${model}: its vendor has no batch API`;

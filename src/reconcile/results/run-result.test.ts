@@ -82,6 +82,23 @@ describe('runResultFields: what a finished run produced', () => {
     assert.equal(gpt.metricModel, 'other');
   });
 
+  it('the answer as read, uncapped, and whether it is known to be cut (what the memory block is read from)', () => {
+    const long = `${'a'.repeat(100)}<memory>m</memory>`;
+    const f = runResultFields({ ...base, output: claudeLines(long), maxResultBytes: 10 });
+    assert.equal(f.answer, long);
+    assert.notEqual(f.result, long, 'status.result is capped');
+    assert.equal(f.answerTruncated, undefined);
+    const cut = runResultFields({ ...base, report: { result: 'the who', resultTruncated: true } });
+    assert.equal(cut.answer, 'the who');
+    assert.equal(cut.answerTruncated, true);
+    const completed = runResultFields({
+      ...base,
+      output: claudeLines('the whole answer'),
+      report: { result: 'the who', resultTruncated: true },
+    });
+    assert.equal(completed.answerTruncated, undefined, 'completed from the log');
+  });
+
   describe('output.format json with output.schema', () => {
     const jsonDef = definition('def', {
       output: {

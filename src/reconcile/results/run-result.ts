@@ -42,6 +42,10 @@ export interface RunResultFields {
   readonly schemaProblem?: string;
   /** The bounded `model` label of the token and cost metrics. */
   readonly metricModel: string;
+  /** The final answer as read, uncapped (what `result` is made of); undefined when the run gave none. */
+  readonly answer?: string;
+  /** The answer is known to be cut (the report's or the log's bound): its end is missing. */
+  readonly answerTruncated?: true;
 }
 
 /** Strips one surrounding Markdown code fence (```json … ```), as models often wrap JSON answers. */
@@ -55,11 +59,14 @@ export function runResultFields(i: RunResultInput): RunResultFields {
   const fromLog = extractRunResultFromText(i.vendor, i.output);
   const report = i.report;
   // The report's text is complete unless it says it was cut; then the log's may be longer.
-  const text =
+  const fromReport =
     report?.result !== undefined &&
-    !(report.resultTruncated === true && (fromLog.result?.length ?? 0) > report.result.length)
-      ? report.result
-      : (fromLog.result ?? report?.result);
+    !(report.resultTruncated === true && (fromLog.result?.length ?? 0) > report.result.length);
+  const text = fromReport ? report?.result : (fromLog.result ?? report?.result);
+  const truncated =
+    fromReport || fromLog.result === undefined
+      ? report?.resultTruncated === true
+      : fromLog.resultTruncated === true;
   const usage = report?.usage ?? fromLog.usage;
   const cliCost = report?.costUsd ?? fromLog.costUsd;
   const model = report?.model ?? fromLog.model ?? i.model;
@@ -102,5 +109,7 @@ export function runResultFields(i: RunResultInput): RunResultFields {
     ...(costEstimate !== undefined ? { costEstimate, costUsd } : {}),
     ...(schemaProblem !== undefined ? { schemaProblem } : {}),
     metricModel: label,
+    ...(text !== undefined ? { answer: text } : {}),
+    ...(text !== undefined && truncated ? { answerTruncated: true as const } : {}),
   };
 }
