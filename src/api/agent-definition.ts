@@ -184,7 +184,8 @@ export const DependencySchema = v.object({
       v.number(),
       v.integer(),
       v.minValue(1),
-      v.description('How long a run waits for it, counted from the Agent creation; default 300.'),
+      v.maxValue(86400),
+      v.description('How long a run waits for it once it starts waiting (at most a day); default 300.'),
     ),
   ),
 });

@@ -75,13 +75,26 @@ export function freeForm(description: string) {
   );
 }
 
-const isJsonValue = (u: unknown): boolean =>
-  u === null ||
-  typeof u === 'string' ||
-  typeof u === 'boolean' ||
-  (typeof u === 'number' && Number.isFinite(u)) ||
-  (Array.isArray(u) && u.every(isJsonValue)) ||
-  (typeof u === 'object' && Object.values(u as Record<string, unknown>).every(isJsonValue));
+/** Deepest nesting a JSON field read from the API server may have (the controller writes at most 64). */
+const MAX_JSON_DEPTH = 128;
+
+/** True for a JSON value no deeper than MAX_JSON_DEPTH; iterative, so no input can exhaust the stack. */
+function isJsonValue(u: unknown): boolean {
+  const stack: [unknown, number][] = [[u, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') continue;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return false;
+      continue;
+    }
+    if (typeof v !== 'object' || depth > MAX_JSON_DEPTH) return false;
+    for (const child of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) {
+      stack.push([child, depth + 1]);
+    }
+  }
+  return true;
+}
 
 /** Any JSON value (a string, a number, an object…): no `type` in the CRD, `x-kubernetes-preserve-unknown-fields`. */
 export function anyJson(description: string) {

@@ -182,6 +182,7 @@ export function startController(deps: ControllerDeps): RunningController {
   /** The EndpointSlices of these Services of a namespace, from the cache. */
   function endpointsOf(namespace: string, services: readonly string[]): EndpointObservation {
     if (slicesUnavailable !== undefined) return { kind: 'unavailable', message: slicesUnavailable };
+    if (!slices.store.hasSynced()) return { kind: 'unsynced' };
     const wanted = new Set(services);
     const byService = new Map<string, EndpointView[]>();
     for (const raw of slices.store.list()) {

@@ -45,7 +45,7 @@ const configMap = (rv: string, data: Record<string, string>, extra: Record<strin
     uid: 'uid-cm',
     resourceVersion: rv,
     creationTimestamp: '2025-03-01T12:00:00Z',
-    labels: { team: 'a' },
+    labels: { team: 'a', 'agents.re-cinq.com/memory': 'true' },
   },
   data,
   ...extra,
@@ -117,7 +117,7 @@ describe('saveMemory (executor)', () => {
     assert.deepEqual(calls(r.requests), [`GET ${PATH}`, `PUT ${PATH}`]);
     const body = r.requests[1]?.body as Record<string, unknown> & { metadata: Record<string, unknown> };
     assert.equal(body.metadata.resourceVersion, '41');
-    assert.deepEqual(body.metadata.labels, { team: 'a' });
+    assert.deepEqual(body.metadata.labels, { team: 'a', 'agents.re-cinq.com/memory': 'true' });
     assert.deepEqual(body.data, { 'MEMORY.md': 'new', other: 'kept' });
     assert.deepEqual(body.binaryData, { b: 'AAE=' });
     assert.deepEqual(r.reasons, ['Normal/MemorySaved'], 'the version it read: no overwrite');
@@ -178,6 +178,15 @@ describe('saveMemory (executor)', () => {
     }));
     assert.deepEqual(calls(r.requests), [`GET ${PATH}`]);
     assert.deepEqual(r.reasons, ['Normal/Later']);
+  });
+
+  it('a ConfigMap that exists without the memory label is never written (MemoryNotSaved)', async () => {
+    const plain = configMap('9', { other: 'x' });
+    const unlabelled = { ...plain, metadata: { ...plain.metadata, labels: {} } };
+    const r = await execute([save('new', '3'), after], () => ({ status: 200, body: unlabelled }));
+    assert.deepEqual(calls(r.requests), [`GET ${PATH}`]);
+    assert.deepEqual(r.reasons, ['Warning/MemoryNotSaved', 'Normal/Later']);
+    assert.match(r.notes[0]?.message ?? '', /not labelled agents\.re-cinq\.com\/memory=true/);
   });
 
   it('403 → Warning MemoryNotSaved naming the grant; the decision goes on', async () => {
@@ -241,6 +250,15 @@ describe('readMemory', () => {
     assert.deepEqual(await readMemory(io(notFound), NS, 'notes'), {
       ok: true,
       value: { kind: 'read', content: '' },
+    });
+  });
+
+  it('a ConfigMap not labelled as a memory is never read into a run', async () => {
+    const plain = configMap('41', { 'MEMORY.md': 'secret notes of another team' });
+    const unlabelled = { ...plain, metadata: { ...plain.metadata, labels: { team: 'b' } } };
+    assert.deepEqual(await readMemory(io({ status: 200, body: unlabelled }), NS, 'notes'), {
+      ok: true,
+      value: { kind: 'notMemory' },
     });
   });
 

@@ -50,6 +50,8 @@ export async function readMemory(
     timeoutMs: io.timeoutMs,
   });
   if (got.ok) {
+    // Only ConfigMaps marked as memories: a definition must not read or write any ConfigMap of the namespace.
+    if (got.value.metadata.labels?.[LABEL_MEMORY] !== 'true') return ok({ kind: 'notMemory' });
     return ok({
       kind: 'read',
       content: got.value.data?.[MEMORY_KEY] ?? '',
@@ -138,6 +140,11 @@ export async function saveMemory(action: SaveMemory, io: MemoryIo): Promise<Even
       return failed(created.error);
     }
     const current = got.value;
+    if (current.metadata.labels?.[LABEL_MEMORY] !== 'true') {
+      return notSaved(
+        `it is not labelled ${LABEL_MEMORY}=true (only ConfigMaps marked as memories are written)`,
+      );
+    }
     if (current.data?.[MEMORY_KEY] === content) {
       io.logger.debug('Memory unchanged', where);
       return [];

@@ -960,7 +960,7 @@ describe('reconcileAgent: agent memory (issue 10 §3)', () => {
   const configMap = (rv: string, memory: string) => ({
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    metadata: { ...meta('notes', { rv }) },
+    metadata: { ...meta('notes', { rv }), labels: { 'agents.re-cinq.com/memory': 'true' } },
     data: { 'MEMORY.md': memory },
   });
 

@@ -1345,3 +1345,27 @@ describe('buildJob: agent memory (issue 10 §3)', () => {
     }
   });
 });
+
+describe('buildJob: a prompt one CLI argument cannot hold', () => {
+  it('fails the build with the size instead of a run that never starts (E2BIG)', () => {
+    const big = must(
+      parseAgentDefinition({
+        ...definitionJson,
+        spec: { ...definitionJson.spec, prompt: 'x'.repeat(140_000) },
+      }),
+    );
+    const r = buildJob({ ...input, definition: big });
+    assert.ok(!r.ok);
+    assert.match(
+      r.error,
+      /^the prompt \(with its memory\) is \d+ bytes: a CLI argument holds at most 131071 bytes$/,
+    );
+    const fits = must(
+      parseAgentDefinition({
+        ...definitionJson,
+        spec: { ...definitionJson.spec, prompt: 'x'.repeat(100_000) },
+      }),
+    );
+    assert.ok(buildJob({ ...input, definition: fits }).ok);
+  });
+});

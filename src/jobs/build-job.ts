@@ -88,6 +88,12 @@ export function tokenSeconds(deadlineMinutes: number): number {
   return Math.max(MIN_TOKEN_SECONDS, clampDeadlineMinutes(deadlineMinutes) * 60);
 }
 
+/** The largest single argument Linux passes to a program (MAX_ARG_STRLEN, 32 pages, less the terminating NUL). */
+export const MAX_ARG_BYTES = 131071;
+
+const argEncoder = new TextEncoder();
+const utf8Bytes = (s: string): number => argEncoder.encode(s).length;
+
 /** Seconds a finished run Job is kept before the TTL controller deletes it. */
 export const JOB_TTL_SECONDS_AFTER_FINISHED = 3600;
 /** Retries of a run pod: none, a failed run is final. */
@@ -266,6 +272,13 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
 
   const command = vendorCommandFor(agent, definition, input.memory);
   if (!command.ok) return command;
+  // Linux refuses a single argument over MAX_ARG_STRLEN: the run would never start (E2BIG), so say so now.
+  const oversized = command.value.argv.find((a) => utf8Bytes(a) > MAX_ARG_BYTES);
+  if (oversized !== undefined) {
+    return err(
+      `the prompt (with its memory) is ${utf8Bytes(oversized)} bytes: a CLI argument holds at most ${MAX_ARG_BYTES} bytes`,
+    );
+  }
   const stationTemplate = station.spec.template as unknown;
   const templateSpec =
     typeof stationTemplate === 'object' && stationTemplate !== null

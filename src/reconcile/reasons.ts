@@ -143,6 +143,9 @@ export const failureBinding = (detail: string): string =>
 /** `status.failureReason` when the run's memory ConfigMap cannot be read (issue 10 §3). */
 export const failureMemory = (configMap: string, detail: string): string =>
   `memory ConfigMap ${configMap} cannot be read (${detail}); the controller needs configmaps get, create and update in this namespace (deploy/components/memory)`;
+/** `status.failureReason` when the memory ConfigMap exists but is not marked as a memory. */
+export const failureNotMemory = (configMap: string): string =>
+  `ConfigMap ${configMap} is not a memory: the controller reads and writes only ConfigMaps labelled agents.re-cinq.com/memory=true (label it, or name another one)`;
 /** `status.failureReason` when a Job of the run's name belongs to another owner. */
 export const failureNotOwned = (jobName: string): string =>
   `Job ${jobName} already exists and is not owned by this Agent`;

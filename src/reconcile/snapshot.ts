@@ -16,6 +16,8 @@ export interface EndpointView {
 /** The EndpointSlices of a run's dependencies, by Service name (same namespace). */
 export type EndpointObservation =
   | { readonly kind: 'observed'; readonly byService: ReadonlyMap<string, readonly EndpointView[]> }
+  /** The watch has not listed yet (a new leader's cache): nothing is known, so nothing fails. */
+  | { readonly kind: 'unsynced' }
   | { readonly kind: 'unavailable'; readonly message: string };
 
 /**
@@ -25,7 +27,9 @@ export type EndpointObservation =
  */
 export type MemoryObservation =
   | { readonly kind: 'read'; readonly content: string; readonly resourceVersion?: string | undefined }
-  | { readonly kind: 'forbidden'; readonly message: string };
+  | { readonly kind: 'forbidden'; readonly message: string }
+  /** The ConfigMap exists but is not marked as a memory (label agents.re-cinq.com/memory=true): never touched. */
+  | { readonly kind: 'notMemory' };
 
 /** Controller settings the decisions depend on. */
 export interface ReconcileOptions {

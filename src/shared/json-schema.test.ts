@@ -9,7 +9,7 @@ const schema = {
   properties: {
     verdict: { enum: ['pass', 'fail'] },
     score: { type: 'number', minimum: 0, maximum: 1 },
-    files: { type: 'array', minItems: 1, items: { type: 'string', pattern: '^src/' } },
+    files: { type: 'array', minItems: 1, items: { type: 'string', minLength: 5 } },
     note: { type: ['string', 'null'], maxLength: 5 },
   },
 };
@@ -30,7 +30,7 @@ describe('validateJson (output.schema)', () => {
       [{ files: ['src/a'] }, '$: missing required property "verdict"'],
       [{ verdict: 'maybe', files: ['src/a'] }, '$.verdict: "maybe" is not one of ["pass","fail"]'],
       [{ verdict: 'pass', files: [] }, '$.files: fewer than 1 items'],
-      [{ verdict: 'pass', files: ['lib/a'] }, '$.files[0]: does not match "^src/"'],
+      [{ verdict: 'pass', files: ['a'] }, '$.files[0]: shorter than 5'],
       [{ verdict: 'pass', files: ['src/a'], score: 2 }, '$.score: more than 1'],
       [{ verdict: 'pass', files: ['src/a'], extra: 1 }, '$: property "extra" is not allowed'],
       [{ verdict: 'pass', files: ['src/a'], note: 'too long' }, '$.note: longer than 5'],
@@ -55,9 +55,10 @@ describe('validateJson (output.schema)', () => {
     assert.equal(validateJson({ const: { a: [1] } }, { a: [1] }), undefined);
     assert.equal(validateJson({ $ref: '#/defs/x' }, 1), '$: $ref is not supported in output.schema');
     assert.equal(validateJson(false, 1), '$: no value is allowed here');
+    // A regular expression over agent output could backtrack for hours: refused, never ignored.
     assert.equal(
-      validateJson({ pattern: '(' }, 'x'),
-      '$: the schema pattern "(" is not a regular expression',
+      validateJson({ pattern: '^([a-z]+ ?)*$' }, 'x'),
+      '$: pattern is not supported in output.schema',
     );
   });
 });

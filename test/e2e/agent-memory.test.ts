@@ -141,6 +141,23 @@ describe(`agent memory (${runtime})`, { skip }, () => {
         );
         assert.equal(await memoryOf(s, 'notes'), 'remembered by run second', 'unchanged');
 
+        // A ConfigMap not marked as a memory (someone else's) is never read into a run nor written.
+        await s.create(
+          {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: 'team-settings' },
+            data: { 'MEMORY.md': 'not for agents' },
+          },
+          withMemory('snoop', REMEMBER, { configMap: 'team-settings' }),
+          stationManifest('snoop', 'snoop'),
+          agentManifest('snooper', 'snoop'),
+        );
+        const snooper = await s.waitTerminal('snooper');
+        assert.equal(snooper.status.phase, 'Failed');
+        assert.match(snooper.status.failureReason ?? '', /^ConfigMap team-settings is not a memory: /);
+        assert.equal(await memoryOf(s, 'team-settings'), 'not for agents', 'untouched');
+
         // Two runs of one memory at once: both read it empty, both write; the last writer wins and says so.
         await s.create(agentManifest('race-a', 'racer'), agentManifest('race-b', 'racer'));
         const a = await s.waitTerminal('race-a');

@@ -1413,12 +1413,16 @@ describe('decide: the dependencies gate (issue 10 §4)', () => {
       ready0?.message,
       'Waiting for Service db (port 5432), Service cache to have ready endpoints',
     );
-    // Created at 30 s, db times out 120 s later (150 s), cache 300 s later; now is 60 s.
-    assert.equal(d.requeueAfterMs, 90_000);
+    // The wait starts now (time spent queued does not count): db times out in 120 s, cache in 300 s.
+    assert.equal(d.requeueAfterMs, 120_000);
     const told = { ...a, status: { ...a.status, conditions: [...onlyPatch(d).conditions] } };
-    assert.deepEqual(run(snap(told, { definition: withDeps, endpoints: observed([]) })), {
+    assert.deepEqual(run(snap(told, { definition: withDeps, endpoints: observed([]) }), undefined, at(90)), {
       actions: [],
       requeueAfterMs: 90_000,
+    });
+    assert.deepEqual(run(snap(a, { definition: withDeps, endpoints: { kind: 'unsynced' } })), {
+      actions: [],
+      requeueAfterMs: 1000,
     });
   });
 
@@ -1448,7 +1452,22 @@ describe('decide: the dependencies gate (issue 10 §4)', () => {
   });
 
   it('fails past the timeout, and when EndpointSlices cannot be watched', () => {
-    const late = run(snap(agent('a', { created: -90 }), { definition: withDeps, endpoints: observed([]) }));
+    const waitingSince = agent('a', {
+      created: -500,
+      status: {
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'False',
+            reason: REASON.waitingForDependencies,
+            message: 'Waiting',
+            lastTransitionTime: iso(-60),
+          },
+        ],
+      },
+    });
+    // Waiting since -60 s; at 60 s db (120 s) is due.
+    const late = run(snap(waitingSince, { definition: withDeps, endpoints: observed([]) }));
     const p = onlyPatch(late);
     assert.equal(p.phase, 'Failed');
     assert.equal(p.failureReason, 'dependency db not ready after 120s');

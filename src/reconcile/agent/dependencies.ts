@@ -1,8 +1,10 @@
 // The dependencies gate (issue 10 §4): a run whose AgentDefinition names `dependencies` starts only once each of
 // those Services of its namespace has ready endpoints (EndpointSlices, from the shell's watch: no API polling). It
 // waits before admission (it takes no run slot), with Ready=False/WaitingForDependencies patched and announced
-// once, woken by EndpointSlice changes and re-checked at its deadline; past `timeoutSeconds` after its creation it
-// fails with `dependency <service> not ready after <n>s`. Pure.
+// once, woken by EndpointSlice changes and re-checked at its deadline; past `timeoutSeconds` after it started waiting
+// (the condition's lastTransitionTime: time spent queued for a slot does not count) it fails with
+// `dependency <service> not ready after <n>s`. Until the shell's watch has listed, nothing is known and nothing
+// fails. Pure.
 import {
   type AgentDefinition,
   DEFAULT_DEPENDENCY_TIMEOUT_SECONDS,
@@ -14,6 +16,11 @@ import { CONDITION_READY, REASON } from '../reasons.ts';
 import type { EndpointView, Snapshot } from '../snapshot.ts';
 import { failBeforeStart } from './pending.ts';
 import { agentRef, event, statusPatch } from './status.ts';
+
+/** Re-check period while the EndpointSlice watch has not listed yet. */
+export const UNSYNCED_RETRY_MS = 1000;
+/** The longest a waiting run goes without a re-check (timers past 2^31 ms would fire at once). */
+export const MAX_RECHECK_MS = 3_600_000;
 
 /** True when some endpoint of the Service is ready and, when the dependency names a port, serves it. */
 export function dependencyReady(d: Dependency, slices: readonly EndpointView[] | undefined): boolean {
@@ -34,6 +41,7 @@ export function dependencyGate(s: Snapshot, definition: AgentDefinition, now: Da
   const deps = definition.spec.dependencies;
   if (deps.length === 0) return undefined;
   const { agent } = s;
+  if (s.endpoints?.kind === 'unsynced') return { actions: [], requeueAfterMs: UNSYNCED_RETRY_MS };
   if (s.endpoints === undefined || s.endpoints.kind === 'unavailable') {
     const why = s.endpoints?.kind === 'unavailable' ? s.endpoints.message : 'not observed';
     const failureReason = `dependencies cannot be checked: ${why}`;
@@ -44,7 +52,6 @@ export function dependencyGate(s: Snapshot, definition: AgentDefinition, now: Da
       message: failureReason,
     });
   }
-  const created = Date.parse(agent.metadata.creationTimestamp);
   const waiting = deps.filter(
     (d) =>
       !dependencyReady(
@@ -53,9 +60,14 @@ export function dependencyGate(s: Snapshot, definition: AgentDefinition, now: Da
       ),
   );
   if (waiting.length === 0) return undefined;
+  // The wait started when the run was first told it waits (else now: this is the first time).
+  const told = agent.status.conditions.find(
+    (c) => c.type === CONDITION_READY && c.reason === REASON.waitingForDependencies,
+  );
+  const since = told !== undefined ? Date.parse(told.lastTransitionTime) : Number.NaN;
+  const start = Number.isNaN(since) ? now.getTime() : since;
   const deadlineOf = (d: Dependency) =>
-    (Number.isNaN(created) ? now.getTime() : created) +
-    (d.timeoutSeconds ?? DEFAULT_DEPENDENCY_TIMEOUT_SECONDS) * 1000;
+    start + (d.timeoutSeconds ?? DEFAULT_DEPENDENCY_TIMEOUT_SECONDS) * 1000;
   const late = waiting.find((d) => deadlineOf(d) <= now.getTime());
   if (late !== undefined) {
     const seconds = late.timeoutSeconds ?? DEFAULT_DEPENDENCY_TIMEOUT_SECONDS;
@@ -72,7 +84,10 @@ export function dependencyGate(s: Snapshot, definition: AgentDefinition, now: Da
     { type: CONDITION_READY, status: 'False' as const, reason: REASON.waitingForDependencies, message },
   ];
   const stamped = updates.map((u) => ({ ...u, observedGeneration: agent.metadata.generation }));
-  const requeueAfterMs = Math.max(1, Math.min(...waiting.map(deadlineOf)) - now.getTime());
+  const requeueAfterMs = Math.min(
+    MAX_RECHECK_MS,
+    Math.max(1, Math.min(...waiting.map(deadlineOf)) - now.getTime()),
+  );
   if (conditionsSatisfied(agent.status.conditions, stamped)) return { actions: [], requeueAfterMs };
   return {
     actions: [

@@ -11,6 +11,7 @@ import {
   failureBuild,
   failureInvalidReference,
   failureMemory,
+  failureNotMemory,
   failureNotOwned,
   failureRejected,
   failureServiceAccount,
@@ -184,8 +185,11 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   const memorySpec = definition.spec.memory;
   if (memorySpec !== undefined) {
     if (s.memory === undefined) return { actions: [], needs: 'memory' };
-    if (s.memory.kind === 'forbidden') {
-      const failureReason = failureMemory(memorySpec.configMap, s.memory.message);
+    if (s.memory.kind === 'forbidden' || s.memory.kind === 'notMemory') {
+      const failureReason =
+        s.memory.kind === 'forbidden'
+          ? failureMemory(memorySpec.configMap, s.memory.message)
+          : failureNotMemory(memorySpec.configMap);
       return failBeforeStart(s, now, {
         kind: 'build_error',
         reason: REASON.memoryUnreadable,

@@ -141,3 +141,53 @@ describe('runResultFields: what a finished run produced', () => {
     });
   });
 });
+
+describe('runResultFields: a JSON result stays within what a status can hold', () => {
+  const jsonDef = definition('def', { output: { format: 'json', schema: {} } });
+  const claude = (result: string) =>
+    JSON.stringify({ type: 'result', subtype: 'success', is_error: false, result });
+  const input: RunResultInput = {
+    definition: jsonDef,
+    model: 'claude-opus-5-5',
+    vendor: 'claude',
+    report: undefined,
+    output: '',
+    batch: false,
+    prices: DEFAULT_PRICES,
+    maxResultBytes: 1000,
+  };
+
+  it('too deep or too large when serialised (numbers grow: 9e20 is 21 bytes written) is result_invalid', () => {
+    const deep = `${'['.repeat(70)}1${']'.repeat(70)}`;
+    assert.equal(
+      runResultFields({ ...input, output: claude(deep) }).schemaProblem,
+      'result does not match output.schema: the JSON value nests deeper than 64 levels',
+    );
+    const grows = `[${Array.from({ length: 60 }, () => '9e20').join(',')}]`;
+    assert.ok(grows.length < 1000);
+    assert.match(
+      runResultFields({ ...input, output: claude(grows) }).schemaProblem ?? '',
+      /the JSON value takes \d+ bytes, over the 1000-byte cap$/,
+    );
+    assert.deepEqual(runResultFields({ ...input, output: claude('[[1]]') }).result, [[1]]);
+    // JSON nested far past any parser's comfort never throws here.
+    const abyss = `${'['.repeat(20_000)}${']'.repeat(20_000)}`;
+    assert.match(
+      runResultFields({ ...input, output: claude(abyss) }).schemaProblem ?? '',
+      /deeper than 64|not JSON/,
+    );
+  });
+
+  it("a batch run's cost field is not a measurement: batch runs are priced at the batch rate", () => {
+    const lines = JSON.stringify({
+      type: 'result',
+      subtype: 'success',
+      is_error: false,
+      result: 'ok',
+      total_cost_usd: 0,
+      usage: { input_tokens: 1_000_000, output_tokens: 1_000_000 },
+    });
+    const f = runResultFields({ ...input, definition: definition(), output: lines, batch: true });
+    assert.deepEqual(f.costEstimate, { usd: '12', source: 'priceTable', model: 'claude-opus-5-5' });
+  });
+});

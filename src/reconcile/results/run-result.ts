@@ -48,6 +48,25 @@ export interface RunResultFields {
   readonly answerTruncated?: true;
 }
 
+/** How deep a JSON result may nest (the API server, and our own parsers, have limits far above it). */
+export const MAX_RESULT_DEPTH = 64;
+
+/** The nesting depth of a JSON value, counted without recursion (stops counting past `limit`). */
+export function jsonDepth(value: unknown, limit = MAX_RESULT_DEPTH + 1): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > deepest) deepest = depth;
+    if (deepest >= limit) return deepest;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
+const utf8Bytes = (s: string): number => new TextEncoder().encode(s).length;
+
 /** Strips one surrounding Markdown code fence (```json … ```), as models often wrap JSON answers. */
 function unfence(text: string): string {
   const m = /^\s*```[A-Za-z0-9_-]*\s*\n([\s\S]*?)\n?```\s*$/.exec(text);
@@ -68,7 +87,8 @@ export function runResultFields(i: RunResultInput): RunResultFields {
       ? report?.resultTruncated === true
       : fromLog.resultTruncated === true;
   const usage = report?.usage ?? fromLog.usage;
-  const cliCost = report?.costUsd ?? fromLog.costUsd;
+  // A batch run's lines are ours (vendors.md 6.5), not a CLI's: their cost field is no measurement.
+  const cliCost = i.batch ? undefined : (report?.costUsd ?? fromLog.costUsd);
   const model = report?.model ?? fromLog.model ?? i.model;
   const label = metricModel(i.prices, model);
 
@@ -82,9 +102,18 @@ export function runResultFields(i: RunResultInput): RunResultFields {
     } else {
       try {
         const value: unknown = JSON.parse(unfence(text));
-        const problem = validateJson(schema, value);
-        if (problem === undefined) result = value;
-        else schemaProblem = `result does not match output.schema: ${problem}`;
+        // The parsed value goes into the status as it is: bounded in depth and in size, as the text would be.
+        const depth = jsonDepth(value);
+        const size = utf8Bytes(JSON.stringify(value));
+        if (depth > MAX_RESULT_DEPTH) {
+          schemaProblem = `result does not match output.schema: the JSON value nests deeper than ${MAX_RESULT_DEPTH} levels`;
+        } else if (size > i.maxResultBytes) {
+          schemaProblem = `result does not match output.schema: the JSON value takes ${size} bytes, over the ${i.maxResultBytes}-byte cap`;
+        } else {
+          const problem = validateJson(schema, value);
+          if (problem === undefined) result = value;
+          else schemaProblem = `result does not match output.schema: ${problem}`;
+        }
       } catch (error) {
         schemaProblem = `result does not match output.schema: not JSON (${error instanceof Error ? error.message : String(error)})`;
       }
