@@ -367,7 +367,12 @@ describe('CRDs on a real API server', { skip }, () => {
       spec: { stationRef: 'st-cols' },
     });
     await client.patch(path('agents', ns.name, 'cols', 'status'), {
-      status: { phase: 'Running', jobName: 'cols-job' },
+      status: {
+        phase: 'Succeeded',
+        jobName: 'cols-job',
+        tokenUsage: { input: 10, output: 5, cacheRead: 0, cacheWrite: 0, total: 15 },
+        costEstimate: { usd: '0.0012', source: 'priceTable', model: 'claude-opus-5-5' },
+      },
     });
     const res = await getTable(cluster.kubeconfig, path('agents', ns.name));
     assert.equal(res.status, 200, res.body.slice(0, 300));
@@ -387,11 +392,14 @@ describe('CRDs on a real API server', { skip }, () => {
         ['Age', 'date'],
         ['Session', 'string'],
         ['Batch', 'string'],
+        ['Tokens', 'integer'],
+        ['Cost', 'string'],
       ],
     );
     const row = table.rows.find((r) => r.cells[0] === 'cols');
     assert.ok(row, 'row for cols');
-    assert.deepEqual(row.cells.slice(0, 4), ['cols', 'Running', 'st-cols', 'cols-job']);
+    assert.deepEqual(row.cells.slice(0, 4), ['cols', 'Succeeded', 'st-cols', 'cols-job']);
+    assert.deepEqual(row.cells.slice(7), [15, '0.0012'], 'tokens and cost (-o wide)');
   });
 
   it('rejects invalid objects with 422', async () => {
