@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { apiServerRule } from '../jobs/index.ts';
+import { endpointsRule } from '../jobs/index.ts';
 import { apiServerEndpoints } from './api-server.ts';
 
 describe('where the API server listens (EndpointSlice default/kubernetes)', () => {
@@ -20,14 +20,14 @@ describe('where the API server listens (EndpointSlice default/kubernetes)', () =
   });
 
   it('becomes one egress rule: each address alone (IPv4 /32, IPv6 /128) on each port; none when empty', () => {
-    assert.deepEqual(apiServerRule({ addresses: ['10.0.0.1', 'fd00::1'], ports: [6443, 443] }), {
+    assert.deepEqual(endpointsRule({ addresses: ['10.0.0.1', 'fd00::1'], ports: [6443, 443] }), {
       to: [{ ipBlock: { cidr: '10.0.0.1/32' } }, { ipBlock: { cidr: 'fd00::1/128' } }],
       ports: [
         { protocol: 'TCP', port: 6443 },
         { protocol: 'TCP', port: 443 },
       ],
     });
-    assert.equal(apiServerRule({ addresses: [], ports: [443] }), undefined);
-    assert.equal(apiServerRule({ addresses: ['10.0.0.1'], ports: [] }), undefined);
+    assert.equal(endpointsRule({ addresses: [], ports: [443] }), undefined);
+    assert.equal(endpointsRule({ addresses: ['10.0.0.1'], ports: [] }), undefined);
   });
 });

@@ -92,8 +92,8 @@ export interface ApiServerEndpoints {
   readonly ports: readonly number[];
 }
 
-/** One egress rule admitting the API server's endpoints: each address alone, on each of its ports. */
-export function apiServerRule(api: ApiServerEndpoints): NetworkPolicyEgressRule | undefined {
+/** One egress rule admitting endpoints (the API server, a dependency): each address alone, on each of its ports. */
+export function endpointsRule(api: ApiServerEndpoints): NetworkPolicyEgressRule | undefined {
   const to = api.addresses.map((a) => ({ ipBlock: { cidr: a.includes(':') ? `${a}/128` : `${a}/32` } }));
   if (to.length === 0 || api.ports.length === 0) return undefined;
   return { to, ports: api.ports.map((port) => ({ protocol: 'TCP' as const, port })) };
@@ -241,7 +241,7 @@ export function definitionDestinations(definition: AgentDefinition): Destination
  */
 export function buildRunNetworkPolicy(input: RunNetworkPolicyInput): NetworkPolicyManifest {
   const { agent, station, definition, controllerNamespace } = input;
-  const api = input.apiServer !== undefined ? apiServerRule(input.apiServer) : undefined;
+  const api = input.apiServer !== undefined ? endpointsRule(input.apiServer) : undefined;
   const ingress: NetworkPolicyIngressRule[] =
     definition.spec.execution === 'realtime' && controllerNamespace !== undefined
       ? [
@@ -272,7 +272,7 @@ export function buildRunNetworkPolicy(input: RunNetworkPolicyInput): NetworkPoli
         ...egressRules(definitionDestinations(definition)),
         ...(api !== undefined ? [api] : []),
         ...(input.dependencies ?? []).flatMap((d) => {
-          const rule = apiServerRule(d);
+          const rule = endpointsRule(d);
           return rule !== undefined ? [rule] : [];
         }),
       ],

@@ -53,12 +53,7 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   if (s.invalidReference !== undefined) {
     const { kind, name, message } = s.invalidReference;
     const failureReason = failureInvalidReference(kind, name, message);
-    return failBeforeStart(s, now, {
-      kind: 'build_error',
-      reason: REASON.invalidReference,
-      failureReason,
-      message: failureReason,
-    });
+    return buildError(s, now, REASON.invalidReference, failureReason);
   }
   if (station === null || definition === null) {
     const message =
@@ -94,42 +89,22 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
     ? undefined
     : realtimeProblem(agent, definition, s.options.realtime.enabled);
   if (realtime !== undefined) {
-    return failBeforeStart(s, now, {
-      kind: 'build_error',
-      reason: REASON.realtimeRefused,
-      failureReason: realtime,
-      message: realtime,
-    });
+    return buildError(s, now, REASON.realtimeRefused, realtime);
   }
   if (definition.spec.execution === 'batch' || holdsBatchFinalizer(agent)) {
     return decideBatchPending(s, now, station, definition);
   }
   if (s.serviceAccountRefused !== undefined) {
     const failureReason = failureServiceAccount(s.serviceAccountRefused.message);
-    return failBeforeStart(s, now, {
-      kind: 'build_error',
-      reason: REASON.buildFailed,
-      failureReason,
-      message: failureReason,
-    });
+    return buildError(s, now, REASON.buildFailed, failureReason);
   }
   if (s.bindingRefused !== undefined) {
     const failureReason = failureBinding(s.bindingRefused.message);
-    return failBeforeStart(s, now, {
-      kind: 'build_error',
-      reason: REASON.rbacRefused,
-      failureReason,
-      message: failureReason,
-    });
+    return buildError(s, now, REASON.rbacRefused, failureReason);
   }
   if (s.jobRejected !== undefined) {
     const failureReason = failureRejected(s.jobRejected.message);
-    return failBeforeStart(s, now, {
-      kind: 'build_error',
-      reason: REASON.buildFailed,
-      failureReason,
-      message: failureReason,
-    });
+    return buildError(s, now, REASON.buildFailed, failureReason);
   }
   if (s.job.kind === 'present') {
     const job = s.job.job;
@@ -140,12 +115,7 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
         return { actions: [], requeueAfterMs: STALE_JOB_RETRY_MS };
       case 'foreign': {
         const failureReason = failureNotOwned(job.metadata.name);
-        return failBeforeStart(s, now, {
-          kind: 'build_error',
-          reason: REASON.jobNotOwned,
-          failureReason,
-          message: failureReason,
-        });
+        return buildError(s, now, REASON.jobNotOwned, failureReason);
       }
     }
   }
@@ -164,12 +134,7 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   });
   if (!built.ok) {
     const failureReason = failureBuild(built.error);
-    return failBeforeStart(s, now, {
-      kind: 'build_error',
-      reason: REASON.buildFailed,
-      failureReason,
-      message: failureReason,
-    });
+    return buildError(s, now, REASON.buildFailed, failureReason);
   }
   // The Services it depends on have ready endpoints (it waits before admission: no slot is taken meanwhile).
   const gate = dependencyGate(s, definition, now);
@@ -190,12 +155,7 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
         s.memory.kind === 'forbidden'
           ? failureMemory(memorySpec.configMap, s.memory.message)
           : failureNotMemory(memorySpec.configMap);
-      return failBeforeStart(s, now, {
-        kind: 'build_error',
-        reason: REASON.memoryUnreadable,
-        failureReason,
-        message: failureReason,
-      });
+      return buildError(s, now, REASON.memoryUnreadable, failureReason);
     }
   }
   const actions: Action[] = verdict.kind === 'replace' ? preemptActions(agent, station, verdict.victims) : [];
@@ -345,6 +305,11 @@ export interface EarlyFailure {
   readonly reason: string;
   readonly failureReason: string;
   readonly message: string;
+}
+
+/** A Pending Agent fails without a run because it cannot be built or started: `build_error`, one line for both. */
+export function buildError(s: Snapshot, now: Date, reason: string, failureReason: string): Decision {
+  return failBeforeStart(s, now, { kind: 'build_error', reason, failureReason, message: failureReason });
 }
 
 /** A Pending Agent fails without a run: no jobName, no exitCode, not timed. */

@@ -10,6 +10,7 @@ import {
   type Station,
 } from '../../api/index.ts';
 import { AGENT_DEFAULT_RESOURCES, type RunLimits, SIDECAR_DEFAULT_RESOURCES } from '../../jobs/index.ts';
+import { globMatch } from '../../shared/glob.ts';
 import { parseQuantity } from '../../shared/quantity.ts';
 import { type Vendor, vendorForModel } from '../../vendors/cli/index.ts';
 
@@ -78,14 +79,7 @@ const sameProfile = (a: unknown, b: { type: string; localhostProfile?: string | 
 const ENFORCES_ALLOW: ReadonlySet<Vendor> = new Set(['claude', 'gemini']);
 const ENFORCES_DENY: ReadonlySet<Vendor> = new Set(['claude']);
 
-/** `*` matches any run of characters; everything else literally. */
-export function globMatch(glob: string, value: string): boolean {
-  const pattern = glob
-    .split('*')
-    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-    .join('.*');
-  return new RegExp(`^${pattern}$`).test(value);
-}
+export { globMatch };
 
 const list = (xs: readonly string[]): string => (xs.length === 0 ? '(none)' : xs.join(', '));
 

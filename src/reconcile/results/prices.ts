@@ -1,6 +1,7 @@
 // The price table of run cost estimates (issue 10 §2): US dollars per million tokens by model, shipped for the
 // models whose prices vendors.md records (Anthropic's), overridable and extendable by the ConfigMap
 // `agent-prices` (key `prices.json`, parsed at the boundary: src/effects/prices.ts). Pure.
+import { globMatch } from '../../shared/glob.ts';
 import type { TokenUsage } from '../../vendors/cli/run-report.ts';
 
 /** The ConfigMap (controller namespace) and key holding price overrides. */
@@ -36,14 +37,6 @@ export const DEFAULT_PRICES: PriceTable = new Map<string, ModelPrice>([
 export function withOverrides(base: PriceTable, overrides: ReadonlyMap<string, ModelPrice>): PriceTable {
   return new Map([...base, ...overrides]);
 }
-
-const globMatch = (glob: string, value: string): boolean =>
-  new RegExp(
-    `^${glob
-      .split('*')
-      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-      .join('.*')}$`,
-  ).test(value);
 
 /** The entry that prices `model`: its exact name, else the first glob that matches. */
 export function priceFor(
