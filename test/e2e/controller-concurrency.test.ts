@@ -184,10 +184,11 @@ describe(`controller: concurrency and history (${runtime})`, { skip }, () => {
         const remaining = await pollUntil(
           async (observe) => {
             const left = (await s.agents()).map((a) => a.metadata.name ?? '').sort();
-            observe(left);
-            return left.length === 2 ? left : undefined;
+            observe({ left, deletedSeenByWatch: rec.deleted });
+            // The list can be ahead of the watch: wait for the recorder to see the deletions too.
+            return left.length === 2 && rec.deleted.length >= 3 ? left : undefined;
           },
-          { timeoutMs: 30_000, description: 'the history to be pruned to 1 + 1' },
+          { timeoutMs: 30_000, description: 'the history to be pruned to 1 + 1 (and the watch to see it)' },
         );
         const [a, b] = remaining
           .filter((n) => n.startsWith('ok-'))
