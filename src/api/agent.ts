@@ -97,6 +97,11 @@ export const AgentStatusSchema = v.pipe(
       ),
     ),
     sessionId: v.optional(str('Agent CLI session id of the run, usable as resumeSession of a later run.')),
+    traceID: v.optional(
+      str(
+        "OpenTelemetry trace id of the run (32 hex digits) when the controller exports traces: the trace of its spans and its pod's.",
+      ),
+    ),
     result: v.optional(
       anyJson(
         "The run's final answer: the CLI's final result text (capped), or with output.format json and output.schema the parsed JSON value, validated.",

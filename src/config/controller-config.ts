@@ -2,6 +2,7 @@ import * as v from 'valibot';
 import { type LogLevel, parseLogLevel } from '../shared/log.ts';
 import { err, ok, type Result } from '../shared/result.ts';
 import { VERSION } from '../shared/version.ts';
+import { runTracesUrlFromEnv, type TracingConfig, tracingConfigFromEnv } from '../telemetry/config.ts';
 import { type BatchProvider, DEFAULT_BASE_URL } from '../vendors/batch/port.ts';
 
 /** Sentinel namespace value meaning "watch every namespace". */
@@ -46,6 +47,12 @@ export interface ControllerConfig {
    * controller pod (deploy/controller.yaml); re-read on every poll. Unset: the shipped prices only.
    */
   readonly pricesFile: string | undefined;
+  /**
+   * OpenTelemetry tracing (issue 10 §5; `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`,
+   * `OTEL_SERVICE_NAME`), with the traces URL run pods export to (`RUN_OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, default
+   * the controller's). Undefined: no tracing, no exporter.
+   */
+  readonly tracing: (TracingConfig & { readonly runTracesUrl: string }) | undefined;
 }
 
 /** Command-line flags of `controller`, as parsed by node:util parseArgs. */
@@ -218,6 +225,14 @@ export function parseControllerConfig(
       `the prompt API (REALTIME_ENABLED=true) serves plain HTTP only on a loopback address, not ${bindAddress}: pass --tls-cert-file and --tls-private-key-file, or --bind-address 127.0.0.1`,
     );
   }
+  const traced = tracingConfigFromEnv(env, 'agent-controller');
+  if (!traced.ok) return traced;
+  let tracing: ControllerConfig['tracing'];
+  if (traced.value !== undefined) {
+    const runUrl = runTracesUrlFromEnv(env, traced.value);
+    if (!runUrl.ok) return runUrl;
+    tracing = { ...traced.value, runTracesUrl: runUrl.value };
+  }
   const levelName = flags.logLevel ?? e.LOG_LEVEL ?? 'info';
   const logLevel = parseLogLevel(levelName);
   if (!logLevel)
@@ -249,6 +264,7 @@ export function parseControllerConfig(
       apiPort,
       apiTls,
       pricesFile: e.PRICES_FILE || undefined,
+      tracing,
     }),
   );
 }

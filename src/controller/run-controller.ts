@@ -65,6 +65,8 @@ import {
 } from '../runtime/index.ts';
 import type { ReadinessCheck } from '../server/index.ts';
 import type { Logger } from '../shared/log.ts';
+import { createTracing, NO_TRACING } from '../telemetry/otel.ts';
+import { RunSpans } from '../telemetry/run-spans.ts';
 
 /** How long a shutdown waits for reconciles in flight before it releases the Lease anyway. */
 export const SHUTDOWN_DRAIN_MS = 5000;
@@ -453,6 +455,11 @@ export function startController(deps: ControllerDeps): RunningController {
     return policiesChecked;
   };
   const prices = createPriceSource(config.pricesFile, log);
+  // Spans of the runs (issue 10 §5): only with an OTLP endpoint; otherwise no exporter is ever made.
+  const tracing = config.tracing !== undefined ? createTracing(config.tracing) : NO_TRACING;
+  if (config.tracing !== undefined) {
+    log.info('Exporting traces', { url: config.tracing.tracesUrl, runs: config.tracing.runTracesUrl });
+  }
   /** Where the API server listens, as last read (and when); undefined while unknown. */
   let apiServer: ApiServerEndpoints | undefined;
   let apiServerReadAt = Number.NEGATIVE_INFINITY;
@@ -480,6 +487,7 @@ export function startController(deps: ControllerDeps): RunningController {
       return promptTokens;
     },
     prices: () => prices.current(),
+    ...(tracing.enabled ? { spans: new RunSpans(tracing, () => clock.now()) } : {}),
     endpoints: endpointsOf,
     apiServer: async () => {
       // Read only for runs that hold a token, at most once per poll interval (a controller without the run-rbac
@@ -500,6 +508,7 @@ export function startController(deps: ControllerDeps): RunningController {
       batch: { enabled: config.batchEnabled, pollMs: config.batchPollMs },
       realtime: { enabled: config.realtimeEnabled },
       controllerNamespace: config.leaseNamespace,
+      ...(config.tracing !== undefined ? { tracing: { runTracesUrl: config.tracing.runTracesUrl } } : {}),
     },
   };
 
@@ -763,6 +772,7 @@ export function startController(deps: ControllerDeps): RunningController {
         electing,
         ...(policiesRunning !== undefined ? [policiesRunning] : []),
       ]);
+      await tracing.shutdown(2000);
       if (elector) {
         const released = await elector.release();
         if (!released.ok)

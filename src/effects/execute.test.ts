@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   buildJob,
+  buildRunInput,
   buildRunNetworkPolicy,
+  type InputConfigMapManifest,
   type JobManifest,
   type NetworkPolicyManifest,
 } from '../jobs/index.ts';
@@ -24,6 +26,7 @@ import { createTombstones, type ExecuteOutcome, executeActions, FIELD_MANAGER, o
 const GROUP_PATH = '/apis/agents.re-cinq.com/v1alpha1';
 const JOBS_PATH = `/apis/batch/v1/namespaces/${NS}/jobs`;
 const POLICIES_PATH = `/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies`;
+const CONFIG_MAPS_PATH = `/api/v1/namespaces/${NS}/configmaps`;
 const agentPath = (name: string): string => `${GROUP_PATH}/namespaces/${NS}/agents/${name}`;
 
 /** A Status body as the API server sends it with an error. */
@@ -100,7 +103,22 @@ function patchedAgent(name: string): Record<string, unknown> {
   };
 }
 
+/** The input ConfigMap of the run `name` (issue 10 §1). */
+function inputManifest(name = 'a1'): InputConfigMapManifest {
+  return buildRunInput({
+    agent: agent(name),
+    station: station(),
+    definition: definition(),
+    agentImage: 'agent-controller:e2e',
+    now: at(5),
+  });
+}
+
 const createJob = (m: JobManifest = manifest()): Action => ({ kind: 'createJob', job: m });
+const createInput = (c: InputConfigMapManifest = inputManifest()): Action => ({
+  kind: 'createRunInput',
+  configMap: c,
+});
 const createPolicy = (p: NetworkPolicyManifest = policyManifest()): Action => ({
   kind: 'createNetworkPolicy',
   policy: p,
@@ -410,6 +428,120 @@ describe('executeActions', () => {
         assert.equal(await sample(h.metrics, 'controller_run_queue_seconds_count'), 0);
       });
     }
+  });
+
+  describe('createRunInput', () => {
+    const inputReply =
+      (reply: FakeReply) =>
+      (req: FakeRequest): FakeReply =>
+        req.method === 'POST' && req.path === CONFIG_MAPS_PATH ? reply : success(req);
+    const created = (req: FakeRequest): FakeReply => {
+      const c = req.body as InputConfigMapManifest;
+      return {
+        status: 201,
+        body: { ...c, metadata: { ...c.metadata, uid: 'uid-cm', resourceVersion: '98' } },
+      };
+    };
+    const later = [createJob(), patch(), ev('a1', 'Started'), metric({ metric: 'runQueue', seconds: 1 })];
+
+    it('201: POSTs the ConfigMap to configmaps with the field manager, then the Job and the rest run', async () => {
+      const c = inputManifest();
+      const ok = harness((req) =>
+        req.method === 'POST' && req.path === CONFIG_MAPS_PATH ? created(req) : success(req),
+      );
+      const out = await executeActions([createInput(c), ...later], ok.deps);
+      assert.deepEqual(out, { kind: 'done' });
+      assert.deepEqual(ok.timeline, [
+        `POST ${CONFIG_MAPS_PATH}`,
+        `POST ${JOBS_PATH}`,
+        `PATCH ${agentPath('a1')}/status`,
+        'event Started',
+      ]);
+      const post = ok.requests[0];
+      assert.ok(post);
+      assert.equal(post.query.fieldManager, FIELD_MANAGER);
+      assert.deepEqual(post.body, { ...c });
+      assert.ok(ok.logs.some((l) => l.msg === 'Created run input' && l.configMap === 'agent-job-a1-input'));
+      assert.equal(await sample(ok.metrics, 'controller_jobs_created_total'), 1, 'a ConfigMap is not a Job');
+    });
+
+    it('409, this run’s with the same data → continue: the Job is still created', async () => {
+      const c = inputManifest();
+      const h = harness((req) => {
+        if (req.method === 'POST' && req.path === CONFIG_MAPS_PATH)
+          return { status: 409, body: status(409, 'AlreadyExists', 'exists') };
+        if (req.method === 'GET' && req.path === `${CONFIG_MAPS_PATH}/agent-job-a1-input`) {
+          return {
+            status: 200,
+            body: { ...c, metadata: { ...c.metadata, uid: 'uid-cm', resourceVersion: '98' } },
+          };
+        }
+        return success(req);
+      });
+      const out = await executeActions([createInput(c), ...later], h.deps);
+      assert.deepEqual(out, { kind: 'done' });
+      assert.deepEqual(
+        h.requests.map((r) => `${r.method} ${r.path}`),
+        [
+          `POST ${CONFIG_MAPS_PATH}`,
+          `GET ${CONFIG_MAPS_PATH}/agent-job-a1-input`,
+          `POST ${JOBS_PATH}`,
+          `PATCH ${agentPath('a1')}/status`,
+        ],
+      );
+    });
+
+    it('409, an earlier Agent’s → retryLater; the Job and the rest are not run', async () => {
+      const c = inputManifest();
+      const h = harness((req) => {
+        if (req.method === 'POST') return { status: 409, body: status(409, 'AlreadyExists', 'exists') };
+        const owner = { ...c.metadata.ownerReferences[0], uid: 'uid-previous' };
+        return { status: 200, body: { ...c, metadata: { ...c.metadata, ownerReferences: [owner] } } };
+      });
+      const out = await executeActions([createInput(c), ...later], h.deps);
+      assert.equal(out.kind, 'retryLater');
+      assert.match(
+        out.kind === 'retryLater' ? out.reason : '',
+        /of an earlier Agent of this name is still there$/,
+      );
+      assert.equal(h.requests.filter((r) => r.path === JOBS_PATH).length, 0);
+      assert.equal(h.events.calls.length, 0);
+    });
+
+    for (const [code, reason] of [
+      [403, 'Forbidden'],
+      [422, 'Invalid'],
+      [400, 'BadRequest'],
+    ] as const) {
+      it(`${code} ${reason} → inputRefused with the answer; the Job and the rest are not run`, async () => {
+        const h = harness(inputReply({ status: code, body: status(code, reason, 'configmaps is refused') }));
+        const out = await executeActions([createInput(), ...later], h.deps);
+        assert.deepEqual(out, {
+          kind: 'inputRefused',
+          message: `ConfigMap ${NS}/agent-job-a1-input: api ${code} ${reason}: configmaps is refused`,
+        });
+        assert.deepEqual(
+          h.requests.map((r) => r.path),
+          [CONFIG_MAPS_PATH],
+        );
+        assert.equal(h.events.calls.length, 0);
+        assert.equal(await sample(h.metrics, 'controller_jobs_created_total'), 0);
+      });
+    }
+
+    it('500 → error naming the action; the Job and the rest are not run', async () => {
+      const h = harness(
+        inputReply({ status: 500, body: status(500, 'InternalError', 'etcdserver: request timed out') }),
+      );
+      const out = await executeActions([createInput(), ...later], h.deps);
+      assert.equal(out.kind, 'error');
+      assert.equal(out.kind === 'error' && out.action, 'createRunInput');
+      assert.deepEqual(
+        h.requests.map((r) => r.path),
+        [CONFIG_MAPS_PATH],
+      );
+      assert.equal(await sample(h.metrics, 'controller_jobs_created_total'), 0);
+    });
   });
 
   describe('createNetworkPolicy', () => {

@@ -31,6 +31,7 @@ import { saveMemory } from './memory.ts';
 import { type PromptTokens, promptTokenSecret } from './realtime/tokens.ts';
 import { AGENTS } from './resources.ts';
 import { createRunBinding, deleteRunBindings } from './run-bindings.ts';
+import { createRunInput } from './run-input.ts';
 
 /** Field manager of every write the controller makes. */
 export const FIELD_MANAGER = 'agent-controller';
@@ -42,6 +43,8 @@ export const FIELD_MANAGER = 'agent-controller';
 const networkPolicyForbidden = new WeakSet<Transport>();
 
 export interface ExecuteDeps {
+  /** Told of each action once it ran (`error` when it stopped the decision as a failure): the run's spans. */
+  readonly onAction?: (action: Action, startMs: number, endMs: number, error?: string) => void;
   readonly transport: Transport;
   readonly events: EventRecorder;
   readonly metrics: ControllerMetrics;
@@ -113,6 +116,8 @@ export type ExecuteOutcome =
   | { readonly kind: 'bindingRefused'; readonly message: string }
   /** The API server refused the run's ServiceAccount (403): decide again with `serviceAccountRefused`. */
   | { readonly kind: 'serviceAccountRefused'; readonly message: string }
+  /** The API server refused the run's input ConfigMap (or its name is taken): decide again with `inputRefused`. */
+  | { readonly kind: 'inputRefused'; readonly message: string }
   /** The API server refused the Job (422/400): decide again with `jobRejected`. */
   | { readonly kind: 'jobRejected'; readonly message: string }
   /** Any other failure: the reconcile is retried with backoff. */
@@ -136,310 +141,349 @@ const involved = (ref: AgentRef) => ({
 
 /** Performs the actions of one decision in order; the only code that writes on behalf of the reconcile core. */
 export async function executeActions(actions: readonly Action[], deps: ExecuteDeps): Promise<ExecuteOutcome> {
-  const opts = { timeoutMs: deps.timeoutMs, fieldManager: FIELD_MANAGER };
   for (const action of actions) {
-    switch (action.kind) {
-      case 'createServiceAccount': {
-        const { metadata } = action.serviceAccount;
-        const r = await createObject(
-          deps.transport,
-          SERVICE_ACCOUNTS,
-          metadata.namespace,
-          { ...action.serviceAccount },
-          KubeObjectSchema,
-          opts,
-        );
-        if (r.ok) {
-          deps.logger.info('Created run ServiceAccount', {
-            namespace: metadata.namespace,
-            serviceAccount: metadata.name,
-          });
-          break;
-        }
-        if (isAlreadyExists(r.error)) break;
-        if (isForbidden(r.error))
-          return { kind: 'serviceAccountRefused', message: describeKubeError(r.error) };
-        return { kind: 'error', error: r.error, action: action.kind };
-      }
-      case 'createRunBinding': {
-        const { binding } = action;
-        const r = await createRunBinding(deps.transport, binding, opts);
-        const where = {
-          kind: binding.kind,
-          binding: binding.metadata.name,
-          clusterRole: binding.roleRef.name,
-        };
-        if (r.kind === 'created') {
-          deps.logger.info('Created run binding', where);
-          break;
-        }
-        if (r.kind === 'exists') break;
-        if (r.kind === 'refused') return { kind: 'bindingRefused', message: r.message };
-        if (r.kind === 'stale') return { kind: 'retryLater', reason: r.message };
-        return { kind: 'error', error: r.error, action: action.kind };
-      }
-      case 'deleteRunBindings': {
-        const { ref } = action;
-        const r = await deleteRunBindings(deps.transport, ref.namespace, ref.uid, deps.timeoutMs);
-        if (!r.ok) return { kind: 'error', error: r.error, action: action.kind };
-        const where = { namespace: ref.namespace, agent: ref.name };
-        for (const b of r.value.deleted) {
-          deps.logger.info('Deleted run binding', { ...where, kind: b.kind, binding: b.name });
-        }
-        if (r.value.unverified.length > 0) {
-          const message = `Run bindings may be left behind: ${r.value.unverified.join('; ')}; grant the controller deploy/components/run-rbac`;
-          deps.logger.warn('Run bindings not verified', { ...where, detail: message });
-          await Promise.resolve()
-            .then(() =>
-              deps.events.record(involved(ref), {
-                type: 'Warning',
-                reason: 'RunBindingsUnverified',
-                message,
-              }),
-            )
-            .catch((error: unknown) => deps.logger.warn('Event not recorded', { error: String(error) }));
-        }
-        break;
-      }
-      case 'deleteJob': {
-        const r = await deleteObject(
-          deps.transport,
-          JOBS,
-          { namespace: action.namespace, name: action.name },
-          { propagationPolicy: 'Foreground', uid: action.uid, timeoutMs: deps.timeoutMs },
-        );
-        if (!r.ok && !isNotFound(r.error) && !isConflict(r.error))
-          return { kind: 'error', error: r.error, action: action.kind };
-        if (r.ok) deps.logger.info('Deleted Job', { namespace: action.namespace, job: action.name });
-        break;
-      }
-      case 'createNetworkPolicy': {
-        const { metadata } = action.policy;
-        const where = { namespace: metadata.namespace, networkPolicy: metadata.name };
-        const r = await createObject(
-          deps.transport,
-          NETWORK_POLICIES,
-          metadata.namespace,
-          { ...action.policy },
-          KubeObjectSchema,
-          opts,
-        );
-        if (r.ok) {
-          deps.logger.info('Created run NetworkPolicy', where);
-          break;
-        }
-        if (isAlreadyExists(r.error)) break;
-        if (isForbidden(r.error)) {
-          // Without the grant the run still starts, under the static egress policy only.
-          if (networkPolicyForbidden.has(deps.transport)) {
-            deps.logger.debug('Run NetworkPolicy not created: forbidden', where);
-          } else {
-            networkPolicyForbidden.add(deps.transport);
-            deps.logger.warn(
-              'Run NetworkPolicies cannot be created (403 Forbidden): runs start without their own policy, so where a default-deny policy selects run pods (deploy/networkpolicy.yaml) they have no network; grant networking.k8s.io networkpolicies create (deploy/rbac/controller-rbac.yaml)',
-              { ...where, error: describeKubeError(r.error) },
-            );
-          }
-          break;
-        }
-        return { kind: 'error', error: r.error, action: action.kind };
-      }
-      case 'createJob': {
-        const { metadata } = action.job;
-        if (deps.beforeCreateJob !== undefined && !deps.beforeCreateJob())
-          return { kind: 'superseded', what: 'job creation (no longer leading)' };
-        const r = await createObject(
-          deps.transport,
-          JOBS,
-          metadata.namespace,
-          { ...action.job },
-          KubeObjectSchema,
-          opts,
-        );
-        if (r.ok) {
-          deps.metrics.jobsCreated.inc();
-          deps.logger.info('Created Job', { namespace: metadata.namespace, job: metadata.name });
-          break;
-        }
-        if (isAlreadyExists(r.error)) return { kind: 'jobExists' };
-        if (isInvalid(r.error) || (r.error.kind === 'api' && r.error.code === 400)) {
-          return {
-            kind: 'jobRejected',
-            message: r.error.kind === 'api' ? r.error.message : describeKubeError(r.error),
-          };
-        }
-        return { kind: 'error', error: r.error, action: action.kind };
-      }
-      case 'patchStatus': {
-        const { ref } = action;
-        const r = await patchStatus(deps.transport, AGENTS, ref, { ...action.status }, KubeObjectSchema, {
-          ...opts,
-          resourceVersion: action.resourceVersion,
-        });
-        if (r.ok) {
-          deps.metrics.statusPatches.inc();
-          break;
-        }
-        if (isConflict(r.error) || isNotFound(r.error)) {
-          deps.logger.info('Status patch superseded, will reconcile again', {
-            namespace: ref.namespace,
-            agent: ref.name,
-          });
-          return { kind: 'superseded', what: 'status' };
-        }
-        return { kind: 'error', error: r.error, action: action.kind };
-      }
-      case 'deleteAgent': {
-        if (action.purpose === 'prune' && deps.tombstones?.has(action.ref.uid)) break;
-        if (action.purpose === 'prune' && deps.backgroundPrunes === true) {
-          // History pruning never decides anything the rest of the decision depends on: it runs beside it.
-          void deleteAgent(action, deps);
-          break;
-        }
-        const r = await deleteAgent(action, deps);
-        if (r !== undefined) return r;
-        break;
-      }
-      case 'recordEvent':
-        await recordNote(deps, action.ref, {
-          type: action.type,
-          reason: action.reason,
-          message: action.message,
-        });
-        break;
-      case 'saveMemory': {
-        // Best effort, but awaited: the run is recorded as Succeeded already; what happened is told in Events.
-        const notes = await saveMemory(action, {
-          transport: deps.transport,
-          logger: deps.logger,
-          timeoutMs: deps.timeoutMs,
-          fieldManager: FIELD_MANAGER,
-        }).catch((error: unknown): EventNote[] => [
-          {
-            type: 'Warning',
-            reason: REASON.memoryNotSaved,
-            message: `Memory not saved to ConfigMap ${action.configMap}: ${String(error)}`,
-          },
-        ]);
-        for (const note of notes) await recordNote(deps, action.ref, note);
-        break;
-      }
-      case 'addFinalizer':
-      case 'removeFinalizer': {
-        const { ref } = action;
-        const ops =
-          action.kind === 'addFinalizer'
-            ? [
-                { op: 'test' as const, path: '/metadata/resourceVersion', value: action.resourceVersion },
-                action.first
-                  ? { op: 'add' as const, path: '/metadata/finalizers', value: [action.finalizer] }
-                  : { op: 'add' as const, path: '/metadata/finalizers/-', value: action.finalizer },
-              ]
-            : [
-                {
-                  op: 'test' as const,
-                  path: `/metadata/finalizers/${action.index}`,
-                  value: action.finalizer,
-                },
-                { op: 'remove' as const, path: `/metadata/finalizers/${action.index}` },
-              ];
-        const r = await jsonPatch(deps.transport, AGENTS, ref, ops, KubeObjectSchema, opts);
-        if (r.ok) {
-          deps.logger.info(action.kind === 'addFinalizer' ? 'Added finalizer' : 'Removed finalizer', {
-            namespace: ref.namespace,
-            agent: ref.name,
-            finalizer: action.finalizer,
-          });
-          break;
-        }
-        if (isConflict(r.error) || isNotFound(r.error) || isInvalid(r.error))
-          return { kind: 'superseded', what: `finalizer ${action.finalizer}` };
-        return { kind: 'error', error: r.error, action: action.kind };
-      }
-      case 'submitBatch': {
-        const rt = deps.batch;
-        if (rt === undefined) return { kind: 'retryLater', reason: 'batch execution is not configured' };
-        if (deps.beforeCreateJob !== undefined && !deps.beforeCreateJob())
-          return { kind: 'superseded', what: 'batch submission (no longer leading)' };
-        const call = await vendorCall(rt, action.provider, action.ref.namespace, action.secretKey);
-        if (!call.ok) {
-          return call.error.kind === 'missing'
-            ? { kind: 'batchRejected', message: call.error.message }
-            : { kind: 'retryLater', reason: call.error.message };
-        }
-        const uid = action.ref.uid;
-        // While the create is in flight its outcome is unknown: a crash or a lost answer means "search first".
-        rt.nothingOutstanding.delete(uid);
-        const r = await rt.vendors[action.provider].submit(action.request, call.value);
-        const where = { namespace: action.ref.namespace, agent: action.ref.name, provider: action.provider };
-        if (r.ok) {
-          deps.logger.info('Submitted batch', { ...where, batch: r.value.id });
-          return { kind: 'batchSubmitted', id: r.value.id };
-        }
-        const e = r.error;
-        if (e.kind === 'rejected') {
-          rt.nothingOutstanding.add(uid);
-          if (e.status === 401 || e.status === 403) rt.secrets.forget(action.ref.namespace);
-          deps.logger.warn('Batch refused by the vendor', { ...where, error: describeBatchError(e) });
-          return { kind: 'batchRejected', message: describeBatchError(e) };
-        }
-        if (e.kind === 'unavailable' && e.status === 429) rt.nothingOutstanding.add(uid);
-        return {
-          kind: 'retryLater',
-          reason: `submitting to ${action.provider}: ${describeBatchError(e)}`,
-          ...(e.kind === 'unavailable' && e.retryAfterMs !== undefined ? { afterMs: e.retryAfterMs } : {}),
-        };
-      }
-      case 'cleanupBatch': {
-        const rt = deps.batch;
-        if (rt === undefined) return { kind: 'retryLater', reason: 'batch execution is not configured' };
-        const call = await vendorCall(rt, action.provider, action.ref.namespace, action.secretKey);
-        if (!call.ok) {
-          return call.error.kind === 'missing'
-            ? { kind: 'cleanupFailed', message: call.error.message }
-            : { kind: 'retryLater', reason: call.error.message };
-        }
-        const r = await rt.vendors[action.provider].cleanup(action.batchId, call.value);
-        const where = { namespace: action.ref.namespace, agent: action.ref.name, batch: action.batchId };
-        if (!r.ok) {
-          deps.logger.warn('Batch cleanup failed', { ...where, error: describeBatchError(r.error) });
-          return { kind: 'cleanupFailed', message: describeBatchError(r.error) };
-        }
-        if (r.value.kind === 'pending') return { kind: 'cleanupPending', detail: r.value.detail };
-        deps.logger.info('Cleaned up batch', where);
-        break;
-      }
-      case 'notifySinks':
-        deps.sinks?.deliver(action);
-        break;
-      case 'createPromptToken': {
-        if (deps.promptTokens === undefined)
-          return { kind: 'retryLater', reason: 'the realtime key is not loaded yet' };
-        const { ref } = action;
-        const body = promptTokenSecret(
-          { namespace: ref.namespace, name: ref.name, uid: action.uid },
-          action.secretName,
-          deps.promptTokens.tokenFor(action.uid),
-        );
-        const r = await createObject(deps.transport, SECRETS, ref.namespace, body, KubeObjectSchema, opts);
-        if (!r.ok && !isAlreadyExists(r.error)) return { kind: 'error', error: r.error, action: action.kind };
-        break;
-      }
-      case 'observeMetric':
-        try {
-          observe(deps.metrics, action.observation);
-        } catch (error) {
-          deps.logger.warn('Metric not observed', {
-            metric: action.observation.metric,
-            error: String(error),
-          });
-        }
-        break;
-      default:
-        assertNever(action, 'action');
-    }
+    const started = Date.now();
+    const outcome = await executeAction(action, deps);
+    deps.onAction?.(action, started, Date.now(), outcome === undefined ? undefined : outcomeError(outcome));
+    if (outcome !== undefined) return outcome;
   }
   return { kind: 'done' };
+}
+
+/** Why an outcome that stops a decision is a failure of its action, or undefined when it is not one. */
+function outcomeError(outcome: ExecuteOutcome): string | undefined {
+  switch (outcome.kind) {
+    case 'error':
+      return describeKubeError(outcome.error);
+    case 'bindingRefused':
+    case 'serviceAccountRefused':
+    case 'inputRefused':
+    case 'jobRejected':
+    case 'batchRejected':
+    case 'cleanupFailed':
+      return outcome.message;
+    case 'retryLater':
+      return outcome.reason;
+    default:
+      return undefined;
+  }
+}
+
+/** Performs one action: undefined to go on with the next, an outcome to stop the decision there. */
+async function executeAction(action: Action, deps: ExecuteDeps): Promise<ExecuteOutcome | undefined> {
+  const opts = { timeoutMs: deps.timeoutMs, fieldManager: FIELD_MANAGER };
+  switch (action.kind) {
+    case 'createServiceAccount': {
+      const { metadata } = action.serviceAccount;
+      const r = await createObject(
+        deps.transport,
+        SERVICE_ACCOUNTS,
+        metadata.namespace,
+        { ...action.serviceAccount },
+        KubeObjectSchema,
+        opts,
+      );
+      if (r.ok) {
+        deps.logger.info('Created run ServiceAccount', {
+          namespace: metadata.namespace,
+          serviceAccount: metadata.name,
+        });
+        break;
+      }
+      if (isAlreadyExists(r.error)) break;
+      if (isForbidden(r.error)) return { kind: 'serviceAccountRefused', message: describeKubeError(r.error) };
+      return { kind: 'error', error: r.error, action: action.kind };
+    }
+    case 'createRunBinding': {
+      const { binding } = action;
+      const r = await createRunBinding(deps.transport, binding, opts);
+      const where = {
+        kind: binding.kind,
+        binding: binding.metadata.name,
+        clusterRole: binding.roleRef.name,
+      };
+      if (r.kind === 'created') {
+        deps.logger.info('Created run binding', where);
+        break;
+      }
+      if (r.kind === 'exists') break;
+      if (r.kind === 'refused') return { kind: 'bindingRefused', message: r.message };
+      if (r.kind === 'stale') return { kind: 'retryLater', reason: r.message };
+      return { kind: 'error', error: r.error, action: action.kind };
+    }
+    case 'deleteRunBindings': {
+      const { ref } = action;
+      const r = await deleteRunBindings(deps.transport, ref.namespace, ref.uid, deps.timeoutMs);
+      if (!r.ok) return { kind: 'error', error: r.error, action: action.kind };
+      const where = { namespace: ref.namespace, agent: ref.name };
+      for (const b of r.value.deleted) {
+        deps.logger.info('Deleted run binding', { ...where, kind: b.kind, binding: b.name });
+      }
+      if (r.value.unverified.length > 0) {
+        const message = `Run bindings may be left behind: ${r.value.unverified.join('; ')}; grant the controller deploy/components/run-rbac`;
+        deps.logger.warn('Run bindings not verified', { ...where, detail: message });
+        await Promise.resolve()
+          .then(() =>
+            deps.events.record(involved(ref), {
+              type: 'Warning',
+              reason: 'RunBindingsUnverified',
+              message,
+            }),
+          )
+          .catch((error: unknown) => deps.logger.warn('Event not recorded', { error: String(error) }));
+      }
+      break;
+    }
+    case 'deleteJob': {
+      const r = await deleteObject(
+        deps.transport,
+        JOBS,
+        { namespace: action.namespace, name: action.name },
+        { propagationPolicy: 'Foreground', uid: action.uid, timeoutMs: deps.timeoutMs },
+      );
+      if (!r.ok && !isNotFound(r.error) && !isConflict(r.error))
+        return { kind: 'error', error: r.error, action: action.kind };
+      if (r.ok) deps.logger.info('Deleted Job', { namespace: action.namespace, job: action.name });
+      break;
+    }
+    case 'createNetworkPolicy': {
+      const { metadata } = action.policy;
+      const where = { namespace: metadata.namespace, networkPolicy: metadata.name };
+      const r = await createObject(
+        deps.transport,
+        NETWORK_POLICIES,
+        metadata.namespace,
+        { ...action.policy },
+        KubeObjectSchema,
+        opts,
+      );
+      if (r.ok) {
+        deps.logger.info('Created run NetworkPolicy', where);
+        break;
+      }
+      if (isAlreadyExists(r.error)) break;
+      if (isForbidden(r.error)) {
+        // Without the grant the run still starts, under the static egress policy only.
+        if (networkPolicyForbidden.has(deps.transport)) {
+          deps.logger.debug('Run NetworkPolicy not created: forbidden', where);
+        } else {
+          networkPolicyForbidden.add(deps.transport);
+          deps.logger.warn(
+            'Run NetworkPolicies cannot be created (403 Forbidden): runs start without their own policy, so where a default-deny policy selects run pods (deploy/networkpolicy.yaml) they have no network; grant networking.k8s.io networkpolicies create (deploy/rbac/controller-rbac.yaml)',
+            { ...where, error: describeKubeError(r.error) },
+          );
+        }
+        break;
+      }
+      return { kind: 'error', error: r.error, action: action.kind };
+    }
+    case 'createRunInput': {
+      const { metadata } = action.configMap;
+      const r = await createRunInput(deps.transport, action.configMap, opts);
+      if (r.kind === 'created') {
+        deps.logger.debug('Created run input', { namespace: metadata.namespace, configMap: metadata.name });
+        break;
+      }
+      if (r.kind === 'exists') break;
+      if (r.kind === 'refused') return { kind: 'inputRefused', message: r.message };
+      if (r.kind === 'stale') return { kind: 'retryLater', reason: r.message };
+      return { kind: 'error', error: r.error, action: action.kind };
+    }
+    case 'createJob': {
+      const { metadata } = action.job;
+      if (deps.beforeCreateJob !== undefined && !deps.beforeCreateJob())
+        return { kind: 'superseded', what: 'job creation (no longer leading)' };
+      const r = await createObject(
+        deps.transport,
+        JOBS,
+        metadata.namespace,
+        { ...action.job },
+        KubeObjectSchema,
+        opts,
+      );
+      if (r.ok) {
+        deps.metrics.jobsCreated.inc();
+        deps.logger.info('Created Job', { namespace: metadata.namespace, job: metadata.name });
+        break;
+      }
+      if (isAlreadyExists(r.error)) return { kind: 'jobExists' };
+      if (isInvalid(r.error) || (r.error.kind === 'api' && r.error.code === 400)) {
+        return {
+          kind: 'jobRejected',
+          message: r.error.kind === 'api' ? r.error.message : describeKubeError(r.error),
+        };
+      }
+      return { kind: 'error', error: r.error, action: action.kind };
+    }
+    case 'patchStatus': {
+      const { ref } = action;
+      const r = await patchStatus(deps.transport, AGENTS, ref, { ...action.status }, KubeObjectSchema, {
+        ...opts,
+        resourceVersion: action.resourceVersion,
+      });
+      if (r.ok) {
+        deps.metrics.statusPatches.inc();
+        break;
+      }
+      if (isConflict(r.error) || isNotFound(r.error)) {
+        deps.logger.info('Status patch superseded, will reconcile again', {
+          namespace: ref.namespace,
+          agent: ref.name,
+        });
+        return { kind: 'superseded', what: 'status' };
+      }
+      return { kind: 'error', error: r.error, action: action.kind };
+    }
+    case 'deleteAgent': {
+      if (action.purpose === 'prune' && deps.tombstones?.has(action.ref.uid)) break;
+      if (action.purpose === 'prune' && deps.backgroundPrunes === true) {
+        // History pruning never decides anything the rest of the decision depends on: it runs beside it.
+        void deleteAgent(action, deps);
+        break;
+      }
+      const r = await deleteAgent(action, deps);
+      if (r !== undefined) return r;
+      break;
+    }
+    case 'recordEvent':
+      await recordNote(deps, action.ref, {
+        type: action.type,
+        reason: action.reason,
+        message: action.message,
+      });
+      break;
+    case 'saveMemory': {
+      // Best effort, but awaited: the run is recorded as Succeeded already; what happened is told in Events.
+      const notes = await saveMemory(action, {
+        transport: deps.transport,
+        logger: deps.logger,
+        timeoutMs: deps.timeoutMs,
+        fieldManager: FIELD_MANAGER,
+      }).catch((error: unknown): EventNote[] => [
+        {
+          type: 'Warning',
+          reason: REASON.memoryNotSaved,
+          message: `Memory not saved to ConfigMap ${action.configMap}: ${String(error)}`,
+        },
+      ]);
+      for (const note of notes) await recordNote(deps, action.ref, note);
+      break;
+    }
+    case 'addFinalizer':
+    case 'removeFinalizer': {
+      const { ref } = action;
+      const ops =
+        action.kind === 'addFinalizer'
+          ? [
+              { op: 'test' as const, path: '/metadata/resourceVersion', value: action.resourceVersion },
+              action.first
+                ? { op: 'add' as const, path: '/metadata/finalizers', value: [action.finalizer] }
+                : { op: 'add' as const, path: '/metadata/finalizers/-', value: action.finalizer },
+            ]
+          : [
+              {
+                op: 'test' as const,
+                path: `/metadata/finalizers/${action.index}`,
+                value: action.finalizer,
+              },
+              { op: 'remove' as const, path: `/metadata/finalizers/${action.index}` },
+            ];
+      const r = await jsonPatch(deps.transport, AGENTS, ref, ops, KubeObjectSchema, opts);
+      if (r.ok) {
+        deps.logger.info(action.kind === 'addFinalizer' ? 'Added finalizer' : 'Removed finalizer', {
+          namespace: ref.namespace,
+          agent: ref.name,
+          finalizer: action.finalizer,
+        });
+        break;
+      }
+      if (isConflict(r.error) || isNotFound(r.error) || isInvalid(r.error))
+        return { kind: 'superseded', what: `finalizer ${action.finalizer}` };
+      return { kind: 'error', error: r.error, action: action.kind };
+    }
+    case 'submitBatch': {
+      const rt = deps.batch;
+      if (rt === undefined) return { kind: 'retryLater', reason: 'batch execution is not configured' };
+      if (deps.beforeCreateJob !== undefined && !deps.beforeCreateJob())
+        return { kind: 'superseded', what: 'batch submission (no longer leading)' };
+      const call = await vendorCall(rt, action.provider, action.ref.namespace, action.secretKey);
+      if (!call.ok) {
+        return call.error.kind === 'missing'
+          ? { kind: 'batchRejected', message: call.error.message }
+          : { kind: 'retryLater', reason: call.error.message };
+      }
+      const uid = action.ref.uid;
+      // While the create is in flight its outcome is unknown: a crash or a lost answer means "search first".
+      rt.nothingOutstanding.delete(uid);
+      const r = await rt.vendors[action.provider].submit(action.request, call.value);
+      const where = { namespace: action.ref.namespace, agent: action.ref.name, provider: action.provider };
+      if (r.ok) {
+        deps.logger.info('Submitted batch', { ...where, batch: r.value.id });
+        return { kind: 'batchSubmitted', id: r.value.id };
+      }
+      const e = r.error;
+      if (e.kind === 'rejected') {
+        rt.nothingOutstanding.add(uid);
+        if (e.status === 401 || e.status === 403) rt.secrets.forget(action.ref.namespace);
+        deps.logger.warn('Batch refused by the vendor', { ...where, error: describeBatchError(e) });
+        return { kind: 'batchRejected', message: describeBatchError(e) };
+      }
+      if (e.kind === 'unavailable' && e.status === 429) rt.nothingOutstanding.add(uid);
+      return {
+        kind: 'retryLater',
+        reason: `submitting to ${action.provider}: ${describeBatchError(e)}`,
+        ...(e.kind === 'unavailable' && e.retryAfterMs !== undefined ? { afterMs: e.retryAfterMs } : {}),
+      };
+    }
+    case 'cleanupBatch': {
+      const rt = deps.batch;
+      if (rt === undefined) return { kind: 'retryLater', reason: 'batch execution is not configured' };
+      const call = await vendorCall(rt, action.provider, action.ref.namespace, action.secretKey);
+      if (!call.ok) {
+        return call.error.kind === 'missing'
+          ? { kind: 'cleanupFailed', message: call.error.message }
+          : { kind: 'retryLater', reason: call.error.message };
+      }
+      const r = await rt.vendors[action.provider].cleanup(action.batchId, call.value);
+      const where = { namespace: action.ref.namespace, agent: action.ref.name, batch: action.batchId };
+      if (!r.ok) {
+        deps.logger.warn('Batch cleanup failed', { ...where, error: describeBatchError(r.error) });
+        return { kind: 'cleanupFailed', message: describeBatchError(r.error) };
+      }
+      if (r.value.kind === 'pending') return { kind: 'cleanupPending', detail: r.value.detail };
+      deps.logger.info('Cleaned up batch', where);
+      break;
+    }
+    case 'notifySinks':
+      deps.sinks?.deliver(action);
+      break;
+    case 'createPromptToken': {
+      if (deps.promptTokens === undefined)
+        return { kind: 'retryLater', reason: 'the realtime key is not loaded yet' };
+      const { ref } = action;
+      const body = promptTokenSecret(
+        { namespace: ref.namespace, name: ref.name, uid: action.uid },
+        action.secretName,
+        deps.promptTokens.tokenFor(action.uid),
+      );
+      const r = await createObject(deps.transport, SECRETS, ref.namespace, body, KubeObjectSchema, opts);
+      if (!r.ok && !isAlreadyExists(r.error)) return { kind: 'error', error: r.error, action: action.kind };
+      break;
+    }
+    case 'observeMetric':
+      try {
+        observe(deps.metrics, action.observation);
+      } catch (error) {
+        deps.logger.warn('Metric not observed', {
+          metric: action.observation.metric,
+          error: String(error),
+        });
+      }
+      break;
+    default:
+      assertNever(action, 'action');
+  }
+  return undefined;
 }
 
 /** Records one Event on the Agent; best effort (a failure is logged), in the background when so configured. */

@@ -253,6 +253,54 @@ describe('readMemory', () => {
     });
   });
 
+  it('asks the API server whether it may update the memory; when not, the run fails before it starts', async () => {
+    const scripted = (allowed: unknown, found: FakeReply) => {
+      const requests: FakeRequest[] = [];
+      return {
+        requests,
+        io: {
+          transport: createFakeTransport({
+            request: (req) => {
+              requests.push(req);
+              return req.method === 'GET' ? found : { status: 201, body: { status: allowed } };
+            },
+          }),
+          logger: createLogger('error', () => undefined),
+        },
+      };
+    };
+    const existing = { status: 200, body: configMap('41', { 'MEMORY.md': 'm' }) };
+    for (const found of [existing, notFound]) {
+      const denied = scripted({ allowed: false }, found);
+      const r = await readMemory(denied.io, NS, 'notes');
+      assert.deepEqual(r, {
+        ok: true,
+        value: {
+          kind: 'forbidden',
+          message: `configmaps "notes" is forbidden: the controller cannot update ConfigMaps in namespace "${NS}"`,
+        },
+      });
+      assert.deepEqual(
+        denied.requests.map((q) => [q.method, q.path]),
+        [
+          ['GET', PATH],
+          ['POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews'],
+        ],
+      );
+      assert.deepEqual((denied.requests[1]?.body as { spec?: unknown } | undefined)?.spec, {
+        resourceAttributes: { namespace: NS, verb: 'update', resource: 'configmaps', name: 'notes' },
+      });
+    }
+    // Allowed, or no clear answer: the memory is read (a save that fails later says why).
+    for (const allowed of [{ allowed: true }, {}, 'garbage']) {
+      const other = scripted(allowed, existing);
+      assert.deepEqual(await readMemory(other.io, NS, 'notes'), {
+        ok: true,
+        value: { kind: 'read', content: 'm', resourceVersion: '41' },
+      });
+    }
+  });
+
   it('a ConfigMap not labelled as a memory is never read into a run', async () => {
     const plain = configMap('41', { 'MEMORY.md': 'secret notes of another team' });
     const unlabelled = { ...plain, metadata: { ...plain.metadata, labels: { team: 'b' } } };

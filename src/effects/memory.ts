@@ -1,7 +1,9 @@
-// Agent memory (issue 10 §3), the I/O half: reading a starting run's memory ConfigMap into its snapshot, and the
+// Agent memory (issue 10 §3), the I/O half: reading a starting run's memory ConfigMap into its snapshot (with a
+// SelfSubjectAccessReview proving it can be saved), and the
 // `saveMemory` action (see the executor contract in src/reconcile/actions.ts). The pure half is src/jobs/memory.ts
 // and src/reconcile/agent/memory.ts.
 
+import * as v from 'valibot';
 import { ConfigMapSchema } from '../api/index.ts';
 import { LABEL_MEMORY, MEMORY_KEY, utf8Length } from '../jobs/index.ts';
 import {
@@ -52,15 +54,53 @@ export async function readMemory(
   if (got.ok) {
     // Only ConfigMaps marked as memories: a definition must not read or write any ConfigMap of the namespace.
     if (got.value.metadata.labels?.[LABEL_MEMORY] !== 'true') return ok({ kind: 'notMemory' });
+    const writable = await mayWrite(io, namespace, configMap);
+    if (writable !== undefined) return ok({ kind: 'forbidden', message: writable });
     return ok({
       kind: 'read',
       content: got.value.data?.[MEMORY_KEY] ?? '',
       resourceVersion: got.value.metadata.resourceVersion,
     });
   }
-  if (isNotFound(got.error)) return ok({ kind: 'read', content: '' });
+  if (isNotFound(got.error)) {
+    const writable = await mayWrite(io, namespace, configMap);
+    return ok(
+      writable !== undefined ? { kind: 'forbidden', message: writable } : { kind: 'read', content: '' },
+    );
+  }
   if (isForbidden(got.error)) return ok({ kind: 'forbidden', message: describeKubeError(got.error) });
   return err(`reading memory ConfigMap ${configMap}: ${describeKubeError(got.error)}`);
+}
+
+const ReviewSchema = v.looseObject({
+  status: v.optional(v.looseObject({ allowed: v.optional(v.boolean()), reason: v.optional(v.string()) })),
+});
+
+/**
+ * Whether the memory could be written back when the run ends: a SelfSubjectAccessReview of `update` on the memory
+ * ConfigMap (the base Role may create and read ConfigMaps, for run inputs, but only deploy/components/memory lets the
+ * controller update one). The reason when it may not; undefined when it may or the review could not be made (the
+ * save then reports what went wrong).
+ */
+async function mayWrite(io: MemoryIo, namespace: string, configMap: string): Promise<string | undefined> {
+  const r = await io.transport.request('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+    timeoutMs: io.timeoutMs,
+    body: {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SelfSubjectAccessReview',
+      spec: { resourceAttributes: { namespace, verb: 'update', resource: 'configmaps', name: configMap } },
+    },
+  });
+  if (!r.ok) return undefined;
+  let body: unknown;
+  try {
+    body = JSON.parse(r.value.text);
+  } catch {
+    return undefined;
+  }
+  const parsed = v.safeParse(ReviewSchema, body);
+  if (!parsed.success || parsed.output.status?.allowed !== false) return undefined;
+  return `configmaps "${configMap}" is forbidden: the controller cannot update ConfigMaps in namespace "${namespace}"`;
 }
 
 type SaveMemory = Extract<Action, { kind: 'saveMemory' }>;

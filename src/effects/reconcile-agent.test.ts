@@ -13,6 +13,7 @@ import { type ControllerMetrics, createControllerMetrics } from '../metrics/inde
 import {
   FAILURE_JOB_GONE,
   FAILURE_MISSING_REF,
+  failureInput,
   failureNotOwned,
   failureOutputUnavailable,
   failureRejected,
@@ -29,6 +30,8 @@ const STATION_PATH = `${GROUP_PATH}/stations/stn`;
 const DEFINITION_PATH = `${GROUP_PATH}/agentdefinitions/def`;
 const JOBS_PATH = `/apis/batch/v1/namespaces/${NS}/jobs`;
 const JOB_PATH = `${JOBS_PATH}/agent-job-a1`;
+const CONFIG_MAPS_PATH = `/api/v1/namespaces/${NS}/configmaps`;
+const INPUT_PATH = `${CONFIG_MAPS_PATH}/agent-job-a1-input`;
 const PODS_PATH = `/api/v1/namespaces/${NS}/pods`;
 const POD_NAME = 'agent-job-a1-x7k2p';
 const LOG_PATH = `${PODS_PATH}/${POD_NAME}/log`;
@@ -186,6 +189,13 @@ const writesSucceed: Router = (req) => {
     return {
       status: 201,
       body: { ...body, metadata: { ...body.metadata, uid: 'uid-np', resourceVersion: '70' } },
+    };
+  }
+  if (req.method === 'POST' && req.path === CONFIG_MAPS_PATH) {
+    const body = req.body as { metadata: Record<string, unknown> };
+    return {
+      status: 201,
+      body: { ...body, metadata: { ...body.metadata, uid: 'uid-input', resourceVersion: '69' } },
     };
   }
   if (req.method === 'POST' && req.path === JOBS_PATH) {
@@ -364,8 +374,8 @@ describe('reconcileAgent', () => {
       const h = harness({ ...PENDING_WORLD, agents: [rawAgent('a1')] });
       const result = await h.run();
       assert.deepEqual(result, { kind: 'requeueAfter', ms: OPTIONS.requeueMs });
-      assert.deepEqual(h.calls(), [`POST ${JOBS_PATH}`, `PATCH ${STATUS_PATH}`]);
-      const job = h.requests[0]?.body as { metadata: Record<string, unknown>; kind: string };
+      assert.deepEqual(h.calls(), [`POST ${CONFIG_MAPS_PATH}`, `POST ${JOBS_PATH}`, `PATCH ${STATUS_PATH}`]);
+      const job = h.requests[1]?.body as { metadata: Record<string, unknown>; kind: string };
       assert.equal(job.kind, 'Job');
       assert.equal(job.metadata.name, 'agent-job-a1');
       assert.deepEqual(
@@ -381,7 +391,7 @@ describe('reconcileAgent', () => {
       assert.equal(s.phase, 'Running');
       assert.equal(s.jobName, 'agent-job-a1');
       assert.equal(s.startedAt, NOW.toISOString());
-      assert.equal(h.requests[1]?.query.fieldManager, 'agent-controller');
+      assert.equal(h.requests[2]?.query.fieldManager, 'agent-controller');
       assert.deepEqual(
         h.events.map((e) => [e.note.type, e.note.reason, e.obj.metadata.name]),
         [['Normal', REASON.started, 'a1']],
@@ -400,10 +410,11 @@ describe('reconcileAgent', () => {
         [
           [`/api/v1/namespaces/${NS}/serviceaccounts`, 'agent-job-a1'],
           [`/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies`, 'agent-job-a1'],
+          [CONFIG_MAPS_PATH, 'agent-job-a1-input'],
           [JOBS_PATH, 'agent-job-a1'],
         ],
       );
-      const job = writes[2]?.body as { spec: { template: { spec: Record<string, unknown> } } };
+      const job = writes[3]?.body as { spec: { template: { spec: Record<string, unknown> } } };
       assert.equal(
         job.spec.template.spec.serviceAccountName,
         'agent-job-a1',
@@ -430,6 +441,147 @@ describe('reconcileAgent', () => {
       );
     });
 
+    it('the run input ConfigMap is POSTed right before its Job: <run>-input, owned, immutable, prompt and ids', async () => {
+      const h = harness({ ...PENDING_WORLD, agents: [rawAgent('a1')] });
+      await h.run();
+      const post = h.requests.find((r) => r.method === 'POST' && r.path === CONFIG_MAPS_PATH);
+      assert.ok(post);
+      assert.equal(post.query.fieldManager, 'agent-controller');
+      const cm = post.body as {
+        apiVersion: string;
+        kind: string;
+        metadata: {
+          name: string;
+          namespace: string;
+          ownerReferences: { uid: string; controller: boolean }[];
+        };
+        immutable: boolean;
+        data: Record<string, string>;
+      };
+      assert.deepEqual(
+        [cm.apiVersion, cm.kind, cm.metadata.name, cm.metadata.namespace, cm.immutable],
+        ['v1', 'ConfigMap', 'agent-job-a1-input', NS, true],
+      );
+      assert.deepEqual(
+        cm.metadata.ownerReferences.map((r) => [r.uid, r.controller]),
+        [['uid-a1', true]],
+      );
+      assert.equal(cm.data.prompt, 'Do stuff');
+      assert.deepEqual(JSON.parse(cm.data['run.json'] ?? ''), {
+        namespace: NS,
+        agent: 'a1',
+        uid: 'uid-a1',
+        station: 'stn',
+        definition: 'def',
+        job: 'agent-job-a1',
+        model: 'claude-opus-5-5',
+      });
+      const job = h.requests.find((r) => r.method === 'POST' && r.path === JOBS_PATH)?.body as {
+        spec: { template: { spec: { volumes: { name: string; configMap?: { name: string } }[] } } };
+      };
+      assert.equal(
+        job.spec.template.spec.volumes.find((v) => v.name === 'run-input')?.configMap?.name,
+        'agent-job-a1-input',
+        'the Job mounts it',
+      );
+    });
+
+    it('a refused input ConfigMap (403) fails the Agent with failureInput (BuildFailed), and no Job is created', async () => {
+      const h = harness({
+        ...PENDING_WORLD,
+        agents: [rawAgent('a1')],
+        router: (req) =>
+          req.method === 'POST' && req.path === CONFIG_MAPS_PATH
+            ? { status: 403, body: status(403, 'Forbidden', 'configmaps is forbidden') }
+            : undefined,
+      });
+      assert.deepEqual(await h.run(), { kind: 'done' });
+      assert.deepEqual(h.calls(), [`POST ${CONFIG_MAPS_PATH}`, `PATCH ${STATUS_PATH}`]);
+      const st = statusOf(h.patched());
+      assert.equal(st.phase, 'Failed');
+      assert.equal(
+        st.failureReason,
+        failureInput(`ConfigMap ${NS}/agent-job-a1-input: api 403 Forbidden: configmaps is forbidden`),
+      );
+      assert.equal(st.jobName, undefined);
+      assert.deepEqual(
+        (st.conditions as { type: string; reason: string }[]).find((c) => c.type === 'Failed')?.reason,
+        REASON.buildFailed,
+      );
+      assert.deepEqual(
+        h.events.map((e) => [e.note.type, e.note.reason]),
+        [['Warning', REASON.buildFailed]],
+      );
+      assert.equal(await counter(h.metrics, 'controller_run_failures_total', '{kind="build_error"}'), 1);
+      assert.equal(await counter(h.metrics, 'controller_jobs_created_total'), 0);
+    });
+
+    it('input ConfigMap POST 409, ours with the same data (a retried start) → the Job is still created', async () => {
+      const h = harness({
+        ...PENDING_WORLD,
+        agents: [rawAgent('a1')],
+        router: (req) => {
+          if (req.method === 'POST' && req.path === CONFIG_MAPS_PATH) {
+            return {
+              status: 409,
+              body: status(409, 'AlreadyExists', 'configmaps "agent-job-a1-input" exists'),
+            };
+          }
+          if (req.method === 'GET' && req.path === INPUT_PATH) {
+            const posted = h.requests.find((r) => r.method === 'POST' && r.path === CONFIG_MAPS_PATH)
+              ?.body as { metadata: Record<string, unknown> };
+            return {
+              status: 200,
+              body: { ...posted, metadata: { ...posted.metadata, uid: 'uid-input', resourceVersion: '5' } },
+            };
+          }
+          return undefined;
+        },
+      });
+      assert.deepEqual(await h.run(), { kind: 'requeueAfter', ms: OPTIONS.requeueMs });
+      assert.deepEqual(h.calls(), [
+        `POST ${CONFIG_MAPS_PATH}`,
+        `GET ${INPUT_PATH}`,
+        `POST ${JOBS_PATH}`,
+        `PATCH ${STATUS_PATH}`,
+      ]);
+      assert.equal(statusOf(h.patched()).phase, 'Running');
+    });
+
+    it('input ConfigMap POST 409, left by an earlier Agent of the same name → retried, no Job, no status', async () => {
+      const h = harness({
+        ...PENDING_WORLD,
+        agents: [rawAgent('a1')],
+        router: (req) => {
+          if (req.method === 'POST' && req.path === CONFIG_MAPS_PATH) {
+            return {
+              status: 409,
+              body: status(409, 'AlreadyExists', 'configmaps "agent-job-a1-input" exists'),
+            };
+          }
+          if (req.method === 'GET' && req.path === INPUT_PATH) {
+            const posted = h.requests.find((r) => r.method === 'POST' && r.path === CONFIG_MAPS_PATH)
+              ?.body as { metadata: { ownerReferences: Record<string, unknown>[] } };
+            return {
+              status: 200,
+              body: {
+                ...posted,
+                metadata: {
+                  ...posted.metadata,
+                  uid: 'uid-old-input',
+                  ownerReferences: [{ ...posted.metadata.ownerReferences[0], uid: 'uid-previous' }],
+                },
+              },
+            };
+          }
+          return undefined;
+        },
+      });
+      assert.equal((await h.run()).kind, 'retry');
+      assert.deepEqual(h.calls(), [`POST ${CONFIG_MAPS_PATH}`, `GET ${INPUT_PATH}`]);
+      assert.deepEqual(h.events, []);
+    });
+
     it('Station and AgentDefinition not cached → confirmed by live GETs first', async () => {
       const h = harness({
         agents: [rawAgent('a1')],
@@ -444,6 +596,7 @@ describe('reconcileAgent', () => {
       assert.deepEqual(h.calls(), [
         `GET ${STATION_PATH}`,
         `GET ${DEFINITION_PATH}`,
+        `POST ${CONFIG_MAPS_PATH}`,
         `POST ${JOBS_PATH}`,
         `PATCH ${STATUS_PATH}`,
       ]);
@@ -544,7 +697,12 @@ describe('reconcileAgent', () => {
         },
       });
       assert.deepEqual(await h.run(), { kind: 'requeueAfter', ms: OPTIONS.requeueMs });
-      assert.deepEqual(h.calls(), [`POST ${JOBS_PATH}`, `GET ${JOB_PATH}`, `PATCH ${STATUS_PATH}`]);
+      assert.deepEqual(h.calls(), [
+        `POST ${CONFIG_MAPS_PATH}`,
+        `POST ${JOBS_PATH}`,
+        `GET ${JOB_PATH}`,
+        `PATCH ${STATUS_PATH}`,
+      ]);
       const s = statusOf(h.patched());
       assert.equal(s.phase, 'Running');
       assert.equal(s.jobName, 'agent-job-a1');
@@ -576,7 +734,12 @@ describe('reconcileAgent', () => {
           },
         });
         assert.deepEqual(await h.run(), { kind: 'done' });
-        assert.deepEqual(h.calls(), [`POST ${JOBS_PATH}`, `GET ${JOB_PATH}`, `PATCH ${STATUS_PATH}`]);
+        assert.deepEqual(h.calls(), [
+          `POST ${CONFIG_MAPS_PATH}`,
+          `POST ${JOBS_PATH}`,
+          `GET ${JOB_PATH}`,
+          `PATCH ${STATUS_PATH}`,
+        ]);
         const s = statusOf(h.patched());
         assert.equal(s.phase, 'Failed');
         assert.equal(s.failureReason, failureNotOwned('agent-job-a1'));
@@ -601,8 +764,13 @@ describe('reconcileAgent', () => {
       });
       const result = await h.run();
       assert.equal(result.kind, 'retry');
-      const posts = h.requests.filter((r) => r.method === 'POST').length;
+      const posts = h.requests.filter((r) => r.method === 'POST' && r.path === JOBS_PATH).length;
       assert.ok(posts >= 2 && posts <= MAX_ROUNDS, `bounded POSTs, got ${posts}`);
+      assert.equal(
+        h.requests.filter((r) => r.method === 'POST' && r.path === CONFIG_MAPS_PATH).length,
+        posts,
+        'the input ConfigMap right before every Job POST',
+      );
       assert.equal(h.requests.filter((r) => r.method === 'PATCH').length, 0);
     });
 
@@ -621,8 +789,10 @@ describe('reconcileAgent', () => {
       });
       assert.deepEqual(await h.run(), { kind: 'requeueAfter', ms: OPTIONS.requeueMs });
       assert.deepEqual(h.calls(), [
+        `POST ${CONFIG_MAPS_PATH}`,
         `POST ${JOBS_PATH}`,
         `GET ${JOB_PATH}`,
+        `POST ${CONFIG_MAPS_PATH}`,
         `POST ${JOBS_PATH}`,
         `PATCH ${STATUS_PATH}`,
       ]);
@@ -646,7 +816,11 @@ describe('reconcileAgent', () => {
               : undefined,
         });
         assert.deepEqual(await h.run(), { kind: 'done' });
-        assert.deepEqual(h.calls(), [`POST ${JOBS_PATH}`, `PATCH ${STATUS_PATH}`]);
+        assert.deepEqual(h.calls(), [
+          `POST ${CONFIG_MAPS_PATH}`,
+          `POST ${JOBS_PATH}`,
+          `PATCH ${STATUS_PATH}`,
+        ]);
         const s = statusOf(h.patched());
         assert.equal(s.phase, 'Failed');
         assert.equal(s.failureReason, failureRejected(message));
@@ -661,7 +835,7 @@ describe('reconcileAgent', () => {
         router: (req) => (req.method === 'POST' && req.path === JOBS_PATH ? internal : undefined),
       });
       assert.equal((await h.run()).kind, 'retry');
-      assert.deepEqual(h.calls(), [`POST ${JOBS_PATH}`]);
+      assert.deepEqual(h.calls(), [`POST ${CONFIG_MAPS_PATH}`, `POST ${JOBS_PATH}`]);
       assert.deepEqual(h.events, []);
     });
 
@@ -675,7 +849,7 @@ describe('reconcileAgent', () => {
             : undefined,
       });
       assert.deepEqual(await h.run(), { kind: 'done' });
-      assert.deepEqual(h.calls(), [`POST ${JOBS_PATH}`, `PATCH ${STATUS_PATH}`]);
+      assert.deepEqual(h.calls(), [`POST ${CONFIG_MAPS_PATH}`, `POST ${JOBS_PATH}`, `PATCH ${STATUS_PATH}`]);
       assert.deepEqual(h.events, []);
       assert.equal(await counter(h.metrics, 'controller_run_queue_seconds_count'), 0);
     });
@@ -694,7 +868,9 @@ describe('reconcileAgent', () => {
       const h = harness({ ...PENDING_WORLD, agents: [rawAgent('a1')] });
       const result = await reconcileAgent(`${NS}/a1`, { ...h.deps, leading: () => false });
       assert.deepEqual(result, { kind: 'done' });
-      assert.deepEqual(h.calls(), []);
+      // The fence is at the Job: the run's own objects before it (owned by the Agent, like its ServiceAccount and
+      // NetworkPolicy) are still written, and a later leader finds them as this run's.
+      assert.deepEqual(h.calls(), [`POST ${CONFIG_MAPS_PATH}`]);
       assert.equal(h.deps.book.placeOf(`${NS}/a1`), 'queued');
     });
 
@@ -975,14 +1151,24 @@ describe('reconcileAgent: agent memory (issue 10 §3)', () => {
           : undefined,
     });
     assert.deepEqual(await h.run(), { kind: 'requeueAfter', ms: OPTIONS.requeueMs });
-    assert.deepEqual(h.calls(), [`GET ${CONFIG_MAP_PATH}`, `POST ${JOBS_PATH}`, `PATCH ${STATUS_PATH}`]);
-    const job = h.requests[1]?.body as {
+    assert.deepEqual(h.calls(), [
+      `GET ${CONFIG_MAP_PATH}`,
+      // May the controller write the memory back? (A SelfSubjectAccessReview; this fake answers it with nothing.)
+      'POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+      `POST ${CONFIG_MAPS_PATH}`,
+      `POST ${JOBS_PATH}`,
+      `PATCH ${STATUS_PATH}`,
+    ]);
+    const input = h.requests[2]?.body as { metadata: { name: string }; data: Record<string, string> };
+    assert.equal(input.metadata.name, 'agent-job-a1-input');
+    assert.match(input.data.prompt ?? '', /^Do stuff\n\n<memory>\nremember me\n<\/memory>\n/);
+    const job = h.requests[3]?.body as {
       metadata: { annotations: Record<string, string> };
       spec: { template: { spec: { containers: { name: string; command: string[] }[] } } };
     };
     assert.equal(job.metadata.annotations['agents.re-cinq.com/memory-version'], '33');
     const command = job.spec.template.spec.containers.find((c) => c.name === 'agent')?.command ?? [];
-    assert.match(command.at(-1) ?? '', /^Do stuff\n\n<memory>\nremember me\n<\/memory>\n/);
+    assert.ok(!command.some((arg) => arg.includes('remember me')), 'the prompt is not in the argv');
   });
 
   it('Pending: 403 on the ConfigMap fails the run naming the grant; 500 is retried', async () => {

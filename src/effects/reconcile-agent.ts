@@ -16,6 +16,7 @@ import type { PriceTable } from '../reconcile/results/prices.ts';
 import type { EndpointObservation } from '../reconcile/snapshot.ts';
 import type { WorkResult } from '../runtime/index.ts';
 import type { Logger } from '../shared/log.ts';
+import type { RunSpans } from '../telemetry/run-spans.ts';
 import { describeBatchError } from '../vendors/batch/http.ts';
 import { runCustomId } from '../vendors/batch/port.ts';
 import type { BatchPoller } from './batch/poller.ts';
@@ -51,6 +52,8 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
   readonly endpoints?: (namespace: string, services: readonly string[]) => EndpointObservation;
   /** The price table of cost estimates (default: the shipped prices). */
   readonly prices?: () => PriceTable;
+  /** The runs' spans (issue 10 §5), when the controller traces. */
+  readonly spans?: RunSpans;
 }
 
 /**
@@ -66,11 +69,26 @@ export const MAX_ROUNDS = 8;
  * (the change that superseded it wakes the key again).
  */
 export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<WorkResult> {
+  const agent = deps.spans !== undefined ? deps.book.get(key) : undefined;
+  if (deps.spans === undefined || agent === undefined || !needsReconcile(agent))
+    return reconcileOnce(key, deps);
+  const span = deps.spans.reconcile(agent);
+  const result = await reconcileOnce(key, { ...deps, onAction: span.action });
+  span.end(result.kind, result.kind === 'retry' ? result.reason : undefined);
+  return result;
+}
+
+/** False for an Agent whose run is over and that holds none of the finalizers the controller removes. */
+function needsReconcile(agent: Agent): boolean {
+  const finished = isTerminalPhase(agent.status.phase) || agent.metadata.deletionTimestamp !== undefined;
+  return !finished || holdsBatchFinalizer(agent) || holdsCleanupFinalizer(agent);
+}
+
+async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResult> {
   const agent = deps.book.get(key);
   if (agent === undefined) return { kind: 'done' };
   const log = deps.logger.with({ agent: key });
-  const finished = isTerminalPhase(agent.status.phase) || agent.metadata.deletionTimestamp !== undefined;
-  if (finished && !holdsBatchFinalizer(agent) && !holdsCleanupFinalizer(agent)) return { kind: 'done' };
+  if (!needsReconcile(agent)) return { kind: 'done' };
   const uid = agent.metadata.uid;
   const notBefore = deps.batch?.cleanupNotBefore.get(uid);
   let snapshot: Snapshot = {
@@ -188,6 +206,9 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
         continue;
       case 'serviceAccountRefused':
         snapshot = { ...snapshot, serviceAccountRefused: { message: outcome.message } };
+        continue;
+      case 'inputRefused':
+        snapshot = { ...snapshot, inputRefused: { message: outcome.message } };
         continue;
       case 'jobRejected':
         snapshot = { ...snapshot, jobRejected: { message: outcome.message } };

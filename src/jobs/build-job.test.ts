@@ -12,6 +12,7 @@ import type { Result } from '../shared/result.ts';
 import {
   type BuildJobInput,
   buildJob,
+  buildRunInput,
   cappedInitResources,
   type JobManifest,
   runPrompt,
@@ -249,10 +250,14 @@ const expectedJob = {
               '--max-turns',
               '12',
               '--',
-              'Fix JIRA-7 in acme/app; keep {unknown}',
+              // The prompt is not in the Job: the supervisor reads it from the run's input ConfigMap (issue 10 §1).
             ],
-            env: expectedEnv,
-            volumeMounts: [{ name: 'cache', mountPath: '/cache' }, ...runMounts],
+            env: [...expectedEnv, { name: 'AGENT_PROMPT_FILE', value: '/agent/input/prompt' }],
+            volumeMounts: [
+              { name: 'cache', mountPath: '/cache' },
+              ...runMounts,
+              { name: 'run-input', mountPath: '/agent/input', readOnly: true },
+            ],
             securityContext: {
               runAsNonRoot: true,
               runAsUser: 1000,
@@ -271,6 +276,17 @@ const expectedJob = {
           { name: 'cache', emptyDir: { sizeLimit: '1Gi' } },
           { name: 'agent', emptyDir: {} },
           { name: 'workspace', emptyDir: {} },
+          {
+            name: 'run-input',
+            configMap: {
+              name: 'agent-job-bug-fixer-run-6ltzm-input',
+              defaultMode: 0o444,
+              items: [
+                { key: 'prompt', path: 'prompt' },
+                { key: 'run.json', path: 'run.json' },
+              ],
+            },
+          },
         ],
         restartPolicy: 'Never',
         securityContext: { fsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } },
@@ -546,11 +562,14 @@ describe('buildJob template validation', () => {
     assert.ok(job.ok, job.ok ? '' : job.error);
     const agentSpec = agentContainer(job.value);
     assert.equal('args' in agentSpec, false);
-    assert.deepEqual(agentSpec.volumeMounts, runMounts);
-    assert.deepEqual(podSpec(job.value).volumes, [
-      { name: 'agent', emptyDir: {} },
-      { name: 'workspace', emptyDir: {} },
+    assert.deepEqual(agentSpec.volumeMounts, [
+      ...runMounts,
+      { name: 'run-input', mountPath: '/agent/input', readOnly: true },
     ]);
+    assert.deepEqual(
+      (podSpec(job.value).volumes as { name: string }[]).map((v) => v.name),
+      ['agent', 'workspace', 'run-input'],
+    );
   });
 });
 
@@ -660,15 +679,7 @@ describe('buildJob rewrite details', () => {
       }),
     });
     const argv = agentContainer(job).command as string[];
-    assert.deepEqual(argv.slice(-7), [
-      '--resume',
-      'sess-9',
-      '--fork-session',
-      '--session-id',
-      'pin-9',
-      '--',
-      'Fix JIRA-7 in acme/app; keep {unknown}',
-    ]);
+    assert.deepEqual(argv.slice(-6), ['--resume', 'sess-9', '--fork-session', '--session-id', 'pin-9', '--']);
     const env = agentContainer(job).env as { name: string; value?: string }[];
     assert.equal(env.find((e) => e.name === 'AGENT_CONVERSATION_PIN')?.value, 'pin-9');
   });
@@ -685,7 +696,6 @@ describe('buildJob rewrite details', () => {
       '--',
       '/bin/echo',
       'hi',
-      'Fix JIRA-7 in acme/app; keep {unknown}',
     ]);
     assert.deepEqual(buildJob({ ...input, definition: withDefinition({ model: 'exec' }) }), {
       ok: false,
@@ -724,10 +734,13 @@ describe('buildJob rewrite details', () => {
     assert.equal(env.filter((e) => e.name === 'HOME').length, 1);
   });
 
-  it('gives the init and agent containers equal env arrays that are not shared objects', () => {
+  it('gives the init and agent containers equal run env arrays that are not shared objects', () => {
     const job = built();
     const init = (podSpec(job).initContainers as Record<string, unknown>[])[0] as Record<string, unknown>;
-    assert.deepEqual(init.env, agentContainer(job).env);
+    const agentEnv = agentContainer(job).env as { name: string }[];
+    // The agent container alone has the prompt file (its input ConfigMap is mounted there only).
+    assert.deepEqual(init.env, agentEnv.slice(0, -1));
+    assert.deepEqual(agentEnv.at(-1), { name: 'AGENT_PROMPT_FILE', value: '/agent/input/prompt' });
     assert.notEqual(init.env, agentContainer(job).env);
   });
 
@@ -1298,16 +1311,11 @@ describe('buildJob: agent memory (issue 10 §3)', () => {
     const job = must(
       buildJob({ ...input, definition: d, memory: { content: 'login is flaky\n', resourceVersion: '77' } }),
     );
-    const command = podOf(job).spec.containers.find((c) => c.name === 'agent')?.command ?? [];
+    const memoryInput = { content: 'login is flaky\n', resourceVersion: '77' };
+    const prompt = buildRunInput({ ...input, definition: d, memory: memoryInput }).data.prompt;
     const rendered = 'Fix JIRA-7 in acme/app; keep {unknown}';
-    assert.ok(
-      command.includes(`${rendered}\n\n<memory>\nlogin is flaky\n</memory>\n${MEMORY_INSTRUCTION}\n`),
-      JSON.stringify(command),
-    );
-    assert.equal(
-      runPrompt(agent, d, { content: 'login is flaky' }),
-      command.find((a) => a.startsWith(rendered)),
-    );
+    assert.equal(prompt, `${rendered}\n\n<memory>\nlogin is flaky\n</memory>\n${MEMORY_INSTRUCTION}\n`);
+    assert.equal(runPrompt(agent, d, { content: 'login is flaky' }), prompt);
     assert.deepEqual(
       Object.fromEntries(
         Object.entries(job.metadata.annotations).filter(([k]) => k.startsWith('agents.re-cinq.com/memory')),
@@ -1320,8 +1328,10 @@ describe('buildJob: agent memory (issue 10 §3)', () => {
     );
     // An empty or missing memory: the instruction only; a ConfigMap that did not exist is recorded as "".
     const empty = must(buildJob({ ...input, definition: d, memory: { content: '  ' } }));
-    const emptyCommand = podOf(empty).spec.containers.find((c) => c.name === 'agent')?.command ?? [];
-    assert.ok(emptyCommand.includes(`${rendered}\n\n${MEMORY_INSTRUCTION}\n`));
+    assert.equal(
+      buildRunInput({ ...input, definition: d, memory: { content: '  ' } }).data.prompt,
+      `${rendered}\n\n${MEMORY_INSTRUCTION}\n`,
+    );
     assert.equal(empty.metadata.annotations['agents.re-cinq.com/memory-version'], '');
     const unread = must(buildJob({ ...input, definition: d }));
     assert.equal(unread.metadata.annotations['agents.re-cinq.com/memory-version'], undefined);
@@ -1346,26 +1356,156 @@ describe('buildJob: agent memory (issue 10 §3)', () => {
   });
 });
 
-describe('buildJob: a prompt one CLI argument cannot hold', () => {
-  it('fails the build with the size instead of a run that never starts (E2BIG)', () => {
-    const big = must(
-      parseAgentDefinition({
-        ...definitionJson,
-        spec: { ...definitionJson.spec, prompt: 'x'.repeat(140_000) },
-      }),
+describe('buildJob and buildRunInput: the prompt travels in the input ConfigMap (issue 10 §1)', () => {
+  const withPrompt = (prompt: string, spec: Record<string, unknown> = {}) =>
+    withDefinition({ prompt, ...spec });
+  const jobJson = (i: BuildJobInput) => JSON.stringify(built(i));
+
+  it('puts the rendered prompt and the run ids into an owned, immutable ConfigMap, never into the Job', () => {
+    const cm = buildRunInput(input);
+    assert.deepEqual(cm, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'agent-job-bug-fixer-run-6ltzm-input',
+        namespace: 'team-a',
+        labels: {
+          'agents.re-cinq.com/component': 'job',
+          'agents.re-cinq.com/agent': 'bug-fixer-run-6ltzm',
+          'agents.re-cinq.com/station': 'bug-fixer',
+        },
+        annotations: { 'agents.re-cinq.com/agent-uid': 'uid-agent-1' },
+        ownerReferences: [
+          {
+            apiVersion: 'agents.re-cinq.com/v1alpha1',
+            kind: 'Agent',
+            name: 'bug-fixer-run-6ltzm',
+            uid: 'uid-agent-1',
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
+      },
+      immutable: true,
+      data: {
+        prompt: 'Fix JIRA-7 in acme/app; keep {unknown}',
+        'run.json': `${JSON.stringify({
+          namespace: 'team-a',
+          agent: 'bug-fixer-run-6ltzm',
+          uid: 'uid-agent-1',
+          station: 'bug-fixer',
+          definition: 'fixer',
+          job: 'agent-job-bug-fixer-run-6ltzm',
+          model: 'claude-opus-5-5',
+          taskId: 'JIRA-7',
+        })}\n`,
+      },
+    });
+    assert.ok(!jobJson(input).includes('Fix JIRA-7 in acme/app'), 'the Job does not carry the prompt');
+  });
+
+  it('parameters too large for AGENT_PARAMETERS are read from the ConfigMap (AGENT_PARAMETERS_FILE)', () => {
+    const envOf = (job: JobManifest) => agentContainer(job).env as { name: string; value?: string }[];
+    const small = { ticket: 't'.repeat(32 * 1024 - 13) }; // {"ticket":"…"} is exactly 32 KiB
+    const fits = built({ ...input, agent: withAgent({ spec: { parameters: small } }) });
+    assert.ok(envOf(fits).find((e) => e.name === 'AGENT_PARAMETERS')?.value === JSON.stringify(small));
+    assert.ok(envOf(fits).every((e) => e.name !== 'AGENT_PARAMETERS_FILE'));
+    const large = { ticket: 't'.repeat(32 * 1024 - 12) };
+    const agentLarge = withAgent({ spec: { parameters: large } });
+    const job = built({ ...input, agent: agentLarge });
+    assert.ok(envOf(job).every((e) => e.name !== 'AGENT_PARAMETERS'));
+    assert.equal(
+      envOf(job).find((e) => e.name === 'AGENT_PARAMETERS_FILE')?.value,
+      '/agent/input/parameters.json',
     );
-    const r = buildJob({ ...input, definition: big });
+    assert.ok(
+      buildRunInput({ ...input, agent: agentLarge }).data['parameters.json'] === JSON.stringify(large),
+    );
+    const volume = (
+      podSpec(job).volumes as { name: string; configMap?: { items: { key: string }[] } }[]
+    ).find((v) => v.name === 'run-input');
+    assert.deepEqual(
+      volume?.configMap?.items.map((i) => i.key),
+      ['prompt', 'parameters.json', 'run.json'],
+    );
+    // Small parameters: in the env only (as in the reference), not in the ConfigMap.
+    assert.equal(buildRunInput(input).data['parameters.json'], undefined);
+    // Too large to sit beside a prompt that uses them: neither env nor file, the prompt carries them.
+    const huge = { ticket: 'h'.repeat(600_000) };
+    const both = withAgent({ spec: { parameters: huge } });
+    const d = withDefinition({ prompt: 'Fix {ticket}' });
+    const hugeJob = built({ ...input, agent: both, definition: d });
+    assert.ok(envOf(hugeJob).every((e) => !e.name.startsWith('AGENT_PARAMETERS')));
+    const cm = buildRunInput({ ...input, agent: both, definition: d });
+    assert.equal(cm.data['parameters.json'], undefined);
+    assert.equal(cm.data.prompt?.length, 'Fix '.length + 600_000);
+  });
+
+  it('a long name keeps the ConfigMap name a valid object name', () => {
+    const name = `a${'b'.repeat(240)}`;
+    const cm = buildRunInput({ ...input, agent: withAgent({ name }) });
+    assert.ok(cm.metadata.name.length <= 253);
+    assert.match(cm.metadata.name, /^agent-job-ab+-[0-9a-f]{8}-input$/);
+  });
+
+  it('a prompt longer than one argument builds for the CLIs that read stdin, and fails for OpenCode', () => {
+    const long = 'x'.repeat(140_000);
+    for (const model of ['claude-opus-5-5', 'gpt-6-astra', 'gemini-3-pro']) {
+      const r = buildJob({ ...input, definition: withPrompt(long, { model }) });
+      assert.ok(r.ok, `${model}: ${r.ok ? '' : r.error}`);
+      assert.ok(!JSON.stringify(r.value).includes(long.slice(0, 1000)));
+    }
+    const exec = buildJob({
+      ...input,
+      definition: withPrompt(long, { model: 'exec', tool_config: { command: ['/bin/cat'] } }),
+    });
+    assert.ok(exec.ok);
+    const r = buildJob({
+      ...input,
+      definition: withPrompt(long, { model: 'opencode/anthropic/claude-opus-5-5' }),
+    });
+    assert.deepEqual(r, {
+      ok: false,
+      error:
+        'the prompt is 140000 bytes, over the 131071-byte limit of one CLI argument, and the OpenCode CLI takes a prompt only as an argument',
+    });
+  });
+
+  it('a resumed Gemini session takes its prompt only as an argument', () => {
+    const r = buildJob({
+      ...input,
+      agent: withAgent({ spec: { resumeSession: 'sess-1' } }),
+      definition: withPrompt('y'.repeat(140_000), { model: 'gemini-3-pro' }),
+    });
     assert.ok(!r.ok);
-    assert.match(
-      r.error,
-      /^the prompt \(with its memory\) is \d+ bytes: a CLI argument holds at most 131071 bytes$/,
-    );
-    const fits = must(
-      parseAgentDefinition({
-        ...definitionJson,
-        spec: { ...definitionJson.spec, prompt: 'x'.repeat(100_000) },
+    assert.match(r.error, /takes a resumed session's prompt only as an argument$/);
+  });
+
+  it('fails a prompt over 900 KiB with its size; 900 KiB exactly builds', () => {
+    const max = 900 * 1024;
+    assert.ok(buildJob({ ...input, definition: withPrompt('z'.repeat(max)) }).ok);
+    assert.deepEqual(buildJob({ ...input, definition: withPrompt('z'.repeat(max + 1)) }), {
+      ok: false,
+      error: `the prompt is ${max + 1} bytes: a run's prompt holds at most ${max} bytes (900 KiB)`,
+    });
+    // Bytes, not characters: 4-byte characters count four times.
+    const emoji = '\u{1F600}'.repeat(max / 4 + 1);
+    const r = buildJob({ ...input, definition: withPrompt(emoji) });
+    assert.ok(!r.ok);
+    assert.match(r.error, new RegExp(`^the prompt is ${max + 4} bytes`));
+  });
+
+  it('another argument over the limit still fails the build (E2BIG)', () => {
+    const r = buildJob({
+      ...input,
+      definition: withDefinition({
+        model: 'exec',
+        tool_config: { command: ['/bin/echo', 'q'.repeat(140_000)] },
       }),
-    );
-    assert.ok(buildJob({ ...input, definition: fits }).ok);
+    });
+    assert.deepEqual(r, {
+      ok: false,
+      error: 'a CLI argument of 140000 bytes: one argument holds at most 131071 bytes',
+    });
   });
 });

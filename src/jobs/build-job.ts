@@ -11,7 +11,14 @@ import {
 } from '../api/index.ts';
 import { parseQuantity } from '../shared/quantity.ts';
 import { err, ok, type Result } from '../shared/result.ts';
+import { runPodTraceParent, runTrace } from '../shared/trace-context.ts';
 import { vendorCommand } from '../vendors/cli/argv.ts';
+import {
+  argvWithoutPrompt,
+  deliverPrompt,
+  MAX_ARG_BYTES,
+  utf8Bytes,
+} from '../vendors/cli/prompt-delivery.ts';
 import { supervisorCommand } from './bundle.ts';
 import {
   clampDeadlineMinutes,
@@ -34,6 +41,14 @@ import {
 import { INIT_RESOURCES, type JsonObject, MIN_TOKEN_SECONDS, wirePodTemplate } from './pod-template.ts';
 import { renderPrompt } from './prompt.ts';
 import { LABEL_EXECUTION, PROMPT_TOKEN_KEY, promptTokenSecretName, REALTIME_PORT } from './realtime.ts';
+import {
+  buildInputConfigMap,
+  INPUT_PARAMETERS_FILE,
+  INPUT_PROMPT_FILE,
+  type InputConfigMapManifest,
+  inputConfigMapName,
+  parametersPlacement,
+} from './run-input.ts';
 import { buildSidecars, sidecarMcpServers } from './sidecars.ts';
 
 /** What a policy imposes on the parts of a run pod the controller writes: the seccomp profile, resource caps. */
@@ -87,12 +102,6 @@ export function runHoldsToken(definition: AgentDefinition): boolean {
 export function tokenSeconds(deadlineMinutes: number): number {
   return Math.max(MIN_TOKEN_SECONDS, clampDeadlineMinutes(deadlineMinutes) * 60);
 }
-
-/** The largest single argument Linux passes to a program (MAX_ARG_STRLEN, 32 pages, less the terminating NUL). */
-export const MAX_ARG_BYTES = 131071;
-
-const argEncoder = new TextEncoder();
-const utf8Bytes = (s: string): number => argEncoder.encode(s).length;
 
 /** Seconds a finished run Job is kept before the TTL controller deletes it. */
 export const JOB_TTL_SECONDS_AFTER_FINISHED = 3600;
@@ -169,6 +178,11 @@ export interface BuildJobInput {
    * recorded on its Job. Absent: an empty memory, whose version is unknown. Ignored without `spec.memory`.
    */
   readonly memory?: MemoryRead | undefined;
+  /**
+   * Tracing (issue 10 §5): the pod gets the run's trace context (`TRACEPARENT`, its root span as parent) and exports
+   * its spans to `tracesUrl`. Absent: no tracing env.
+   */
+  readonly tracing?: { readonly tracesUrl: string } | undefined;
 }
 
 /** Why a Job cannot be built: one line, shown after `Job build failed: ` in `status.failureReason`. */
@@ -226,6 +240,16 @@ function realtimeEnv(agent: Agent, definition: AgentDefinition): EnvVar[] {
   ];
 }
 
+/** The OTel env of a traced run pod: its trace context, where to export, and the supervisor's service name. */
+function tracingEnv(agent: Agent, tracesUrl: string): EnvVar[] {
+  const trace = runTrace(agent.metadata.uid, agent.metadata.annotations);
+  return [
+    { name: 'TRACEPARENT', value: runPodTraceParent(trace) },
+    { name: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', value: tracesUrl },
+    { name: 'OTEL_SERVICE_NAME', value: 'agent-supervisor' },
+  ];
+}
+
 /**
  * The prompt of a run: the rendered template, followed, for a definition with memory, by the memory it read and
  * the memory instruction.
@@ -272,11 +296,19 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
 
   const command = vendorCommandFor(agent, definition, input.memory);
   if (!command.ok) return command;
+  // The prompt travels in the run's input ConfigMap (issue 10 §1): the Job's argv lacks it, and the supervisor puts
+  // it back as the CLI takes it. Whether it can (its size, the CLI's stdin) is known now, so a run that could not
+  // start fails here with the reason.
+  const cliArgv = argvWithoutPrompt(command.value.argv);
+  const prompt = runPrompt(agent, definition, input.memory);
+  const delivery = deliverPrompt(command.value.vendor, cliArgv, prompt);
+  if (!delivery.ok)
+    return err(definition.spec.memory === undefined ? delivery.error : `${delivery.error} (with its memory)`);
   // Linux refuses a single argument over MAX_ARG_STRLEN: the run would never start (E2BIG), so say so now.
-  const oversized = command.value.argv.find((a) => utf8Bytes(a) > MAX_ARG_BYTES);
+  const oversized = cliArgv.find((a) => utf8Bytes(a) > MAX_ARG_BYTES);
   if (oversized !== undefined) {
     return err(
-      `the prompt (with its memory) is ${utf8Bytes(oversized)} bytes: a CLI argument holds at most ${MAX_ARG_BYTES} bytes`,
+      `a CLI argument of ${utf8Bytes(oversized)} bytes: one argument holds at most ${MAX_ARG_BYTES} bytes`,
     );
   }
   const stationTemplate = station.spec.template as unknown;
@@ -296,7 +328,8 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
 
   const d = definition.spec;
   const memory = d.memory;
-  const env = runEnv({
+  const parameters = parametersPlacement(agent.spec.parameters, prompt);
+  const fullEnv = runEnv({
     agentName: agent.metadata.name,
     stationName: station.metadata.name,
     taskId: agent.spec.taskId,
@@ -309,6 +342,8 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
     resources: d.resources,
     output: d.output,
   });
+  // Parameters too large for one env string are read from the input ConfigMap, or only through the prompt.
+  const env = parameters === 'env' ? fullEnv : fullEnv.filter((e) => e.name !== 'AGENT_PARAMETERS');
   const realtime = d.execution === 'realtime';
   const labels = {
     ...runLabels(agent.metadata.name, station.metadata.name),
@@ -316,7 +351,7 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
   };
   const resume = agent.spec.resumeSession ?? '';
   const template = wirePodTemplate(station.spec.template as unknown, {
-    command: supervisorCommand(command.value.argv),
+    command: supervisorCommand(cliArgv),
     // A realtime resume restores the conversation of that session (the init's conversation restore).
     env:
       realtime && resume !== ''
@@ -335,12 +370,14 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
       ? { agentToken: { expirationSeconds: tokenSeconds(station.spec.deadlineMinutes) } }
       : {}),
     ...(memory !== undefined ? { memory: { configMap: memory.configMap } } : {}),
-    ...(realtime
-      ? {
-          agentEnv: realtimeEnv(agent, definition),
-          agentPorts: [{ name: 'prompt', containerPort: REALTIME_PORT }],
-        }
-      : {}),
+    input: { configMap: inputConfigMapName(agent.metadata.name), withParameters: parameters === 'file' },
+    agentEnv: [
+      { name: 'AGENT_PROMPT_FILE', value: INPUT_PROMPT_FILE },
+      ...(parameters === 'file' ? [{ name: 'AGENT_PARAMETERS_FILE', value: INPUT_PARAMETERS_FILE }] : []),
+      ...(input.tracing !== undefined ? tracingEnv(agent, input.tracing.tracesUrl) : []),
+      ...(realtime ? realtimeEnv(agent, definition) : []),
+    ],
+    ...(realtime ? { agentPorts: [{ name: 'prompt', containerPort: REALTIME_PORT }] } : {}),
   });
   if (!template.ok) return template;
 
@@ -368,4 +405,32 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
       template: template.value,
     },
   });
+}
+
+/**
+ * The input ConfigMap of the run `buildJob(input)` builds (issue 10 §1): the same prompt, and the run's ids. Pure;
+ * never fails (an unusable prompt fails `buildJob`, which is decided first).
+ */
+export function buildRunInput(input: BuildJobInput): InputConfigMapManifest {
+  const { agent, station, definition } = input;
+  const prompt = runPrompt(agent, definition, input.memory);
+  return buildInputConfigMap(
+    {
+      namespace: agent.metadata.namespace,
+      agent: agent.metadata.name,
+      uid: agent.metadata.uid,
+      station: station.metadata.name,
+      definition: definition.metadata.name,
+      job: jobNameFor(agent.metadata.name),
+      model: resolveModel(agent, definition),
+      taskId: agent.spec.taskId,
+    },
+    {
+      prompt,
+      ...(parametersPlacement(agent.spec.parameters, prompt) === 'file'
+        ? { parameters: agent.spec.parameters }
+        : {}),
+    },
+    runObjectMetadata(agent, station.metadata.name),
+  );
 }

@@ -162,7 +162,11 @@ describe('runEnv', () => {
     });
     const names = env.map((e) => e.name);
     for (const name of RESERVED_ENV_NAMES) {
-      const want = REALTIME_ENV_NAMES.has(name) ? 0 : 1;
+      // The realtime names and the prompt file belong to the agent container alone (not the run env).
+      const want =
+        REALTIME_ENV_NAMES.has(name) || name === 'AGENT_PROMPT_FILE' || name === 'AGENT_PARAMETERS_FILE'
+          ? 0
+          : 1;
       assert.equal(names.filter((n) => n === name).length, want, `${name} appears ${want} time(s)`);
     }
     assert.deepEqual(env[0], L('AGENT_SINKS', '[{"type":"http","url":"https://s","headers_secret":""}]'));
@@ -269,8 +273,10 @@ describe('deadlines', () => {
 });
 
 describe('reserved names and header env names', () => {
-  it('reserves the 23 reference names plus AGENT_DEADLINE_AT and the 6 realtime names', () => {
-    assert.equal(RESERVED_ENV_NAMES.size, 30);
+  it('reserves the 23 reference names plus AGENT_DEADLINE_AT, the 2 input files and the 6 realtime names', () => {
+    assert.equal(RESERVED_ENV_NAMES.size, 32);
+    assert.ok(isReservedEnvName('AGENT_PROMPT_FILE'));
+    assert.ok(isReservedEnvName('AGENT_PARAMETERS_FILE'));
     assert.equal(REALTIME_ENV_NAMES.size, 6);
     for (const name of REALTIME_ENV_NAMES) assert.ok(isReservedEnvName(name), name);
     assert.ok(isReservedEnvName('AGENT_DEADLINE_AT'));

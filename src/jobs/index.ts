@@ -5,6 +5,7 @@ export {
   type BuildError,
   type BuildJobInput,
   buildJob,
+  buildRunInput,
   cappedInitResources,
   JOB_BACKOFF_LIMIT,
   JOB_TTL_SECONDS_AFTER_FINISHED,
@@ -109,6 +110,20 @@ export {
   runBindingLabels,
   strayBindings,
 } from './run-bindings.ts';
+export {
+  INPUT_DIR,
+  INPUT_PARAMETERS_FILE,
+  INPUT_PARAMETERS_KEY,
+  INPUT_PROMPT_FILE,
+  INPUT_PROMPT_KEY,
+  INPUT_RUN_KEY,
+  INPUT_VOLUME_NAME,
+  type InputConfigMapManifest,
+  inputConfigMapName,
+  MAX_INPUT_BYTES,
+  MAX_PARAMETERS_ENV_BYTES,
+  parametersPlacement,
+} from './run-input.ts';
 export {
   ANY_IPV4,
   ANY_IPV6,

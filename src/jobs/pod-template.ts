@@ -15,6 +15,7 @@ import {
 import type { EnvVar } from './env.ts';
 import { MEMORY_DIR, MEMORY_KEY, MEMORY_VOLUME_NAME } from './memory.ts';
 import { ANNOTATION_SAFE_TO_EVICT } from './names.ts';
+import { INPUT_DIR, INPUT_VOLUME_NAME, inputVolume } from './run-input.ts';
 
 /** A JSON object (the Station template is free-form JSON). */
 export type JsonObject = Record<string, unknown>;
@@ -188,6 +189,11 @@ export interface PodWiring {
    * `/agent/memory/MEMORY.md`, read-only; optional, so a missing ConfigMap is an empty memory.
    */
   readonly memory?: { readonly configMap: string };
+  /**
+   * The run's input ConfigMap (issue 10 §1): mounted read-only at `/agent/input` into the agent container only,
+   * required (the pod waits for it).
+   */
+  readonly input?: { readonly configMap: string; readonly withParameters: boolean };
 }
 
 /** Name of the run pod's projected token volume (agent container only). */
@@ -388,7 +394,8 @@ const notRunVolume = (entry: JsonObject): boolean =>
   entry.name !== AGENT_VOLUME_NAME &&
   entry.name !== WORKSPACE_VOLUME_NAME &&
   entry.name !== TOKEN_VOLUME_NAME &&
-  entry.name !== MEMORY_VOLUME_NAME;
+  entry.name !== MEMORY_VOLUME_NAME &&
+  entry.name !== INPUT_VOLUME_NAME;
 
 const stringMap = (u: unknown): Record<string, unknown> => (isObject(u) ? u : {});
 
@@ -396,7 +403,8 @@ const stringMap = (u: unknown): Record<string, unknown> => (isObject(u) ? u : {}
  * Validates (see {@link templateProblem}) and rewrites a deep copy of a Station template into the run pod
  * template; the input is never modified. The `agent` container gets the supervisor command, the run env, the
  * `agent`/`workspace` mounts (replacing Station mounts of those names), the memory mount of a definition with
- * memory (`agent-memory` at `/agent/memory`, read-only, agent only), the hardened security context, the
+ * memory (`agent-memory` at `/agent/memory`, read-only, agent only), the run's input (`run-input` at `/agent/input`,
+ * read-only, agent only), the hardened security context, the
  * termination message file of the run report (`File` policy) and default resources when it has no `resources`;
  * init containers are replaced by the injecting `init` container; the `agent`/`workspace` emptyDirs replace Station
  * volumes of those names; restartPolicy Never, the pod security context, no service-account token, merged labels
@@ -441,11 +449,15 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
       (m) =>
         notRunVolume(m) &&
         (wiring.agentToken === undefined || m.mountPath !== SERVICE_ACCOUNT_DIR) &&
-        (wiring.memory === undefined || m.mountPath !== MEMORY_DIR),
+        (wiring.memory === undefined || m.mountPath !== MEMORY_DIR) &&
+        (wiring.input === undefined || m.mountPath !== INPUT_DIR),
     ),
     ...runVolumeMounts(),
     ...(wiring.agentToken !== undefined ? [tokenMount] : []),
     ...(wiring.memory !== undefined ? [memoryMount] : []),
+    ...(wiring.input !== undefined
+      ? [{ name: INPUT_VOLUME_NAME, mountPath: INPUT_DIR, readOnly: true }]
+      : []),
   ];
   agent.securityContext = clone(AGENT_SECURITY_CONTEXT);
   // The supervisor writes the run report there (issue 10 §2); the Station's values are replaced.
@@ -473,6 +485,7 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
     { name: WORKSPACE_VOLUME_NAME, emptyDir: {} },
     ...(wiring.agentToken !== undefined ? [tokenVolume(wiring.agentToken.expirationSeconds)] : []),
     ...(wiring.memory !== undefined ? [memoryVolume(wiring.memory.configMap)] : []),
+    ...(wiring.input !== undefined ? [inputVolume(wiring.input.configMap, wiring.input.withParameters)] : []),
   ];
   spec.restartPolicy = 'Never';
   spec.securityContext = clone(restricted ? POD_SECURITY_CONTEXT_RESTRICTED : POD_SECURITY_CONTEXT);

@@ -84,6 +84,8 @@ export interface RunNetworkPolicyInput {
   readonly apiServer?: ApiServerEndpoints | undefined;
   /** The ready endpoints of the Services the run depends on (issue 10 §4): admitted each alone, on their ports. */
   readonly dependencies?: readonly ApiServerEndpoints[] | undefined;
+  /** The OTLP/HTTP traces URL the run pod exports its spans to (issue 10 §5), when the controller traces. */
+  readonly tracesUrl?: string | undefined;
 }
 
 /** The API server's endpoint addresses and ports (NetworkPolicies match after the Service's translation). */
@@ -237,7 +239,8 @@ export function definitionDestinations(definition: AgentDefinition): Destination
  * do not already cover: an IP literal → that address alone, a hostname → the port on every IPv4 and IPv6 address.
  * A URL without a port uses 80 for http, 443 for https, 22 for ssh. Ingress: none, or for a realtime run the
  * controller's pods (label `agents.re-cinq.com/component: controller` in `controllerNamespace`) on TCP 8090.
- * A run holding a token (`apiServer` given) also reaches the API server's endpoints, each address alone.
+ * A run holding a token (`apiServer` given) also reaches the API server's endpoints, each address alone; a traced
+ * run (`tracesUrl`) its OTLP endpoint, like a sink.
  */
 export function buildRunNetworkPolicy(input: RunNetworkPolicyInput): NetworkPolicyManifest {
   const { agent, station, definition, controllerNamespace } = input;
@@ -269,7 +272,12 @@ export function buildRunNetworkPolicy(input: RunNetworkPolicyInput): NetworkPoli
       egress: [
         DNS_RULE,
         PUBLIC_HTTPS_RULE,
-        ...egressRules(definitionDestinations(definition)),
+        ...egressRules([
+          ...definitionDestinations(definition),
+          ...(input.tracesUrl !== undefined ? [urlDestination(input.tracesUrl)] : []).filter(
+            (d): d is Destination => d !== undefined,
+          ),
+        ]),
         ...(api !== undefined ? [api] : []),
         ...(input.dependencies ?? []).flatMap((d) => {
           const rule = endpointsRule(d);

@@ -1,5 +1,6 @@
 import type { AgentPhase } from '../api/index.ts';
 import type {
+  InputConfigMapManifest,
   JobManifest,
   NetworkPolicyManifest,
   RunBindingManifest,
@@ -33,6 +34,12 @@ import type { StatusCondition } from './conditions.ts';
  *   `Forbidden` → log a warning once per controller and continue (a cluster without that grant still runs agents,
  *   with whatever other policies select their pods). Any other error → stop, the reconcile errors and is retried
  *   with backoff.
+ * - `createRunInput` (the run's input ConfigMap, right before its `createJob`; issue 10 §1): 201 → continue. 409 →
+ *   GET it: controlled by this Agent with the same data → continue; controlled by this Agent with other data (a
+ *   retried start whose memory changed; no pod has mounted it yet) → delete it (uid precondition) and create it
+ *   again; left by an earlier Agent of the same name → the reconcile is retried later (garbage collection removes
+ *   it). 403 / 422 / 400 → stop, call `decide` again with `inputRefused` (the Agent fails). Other errors → stop,
+ *   retried.
  * - `createJob`: 201 → continue. 409 `AlreadyExists` → stop this decision, GET the Job and call `decide` again
  *   with `job: {kind: 'present', job, evidence: {kind: 'notGathered'}}` (a few rounds at most per reconcile: a Job
  *   that vanished in between is then created again); decide
@@ -92,6 +99,8 @@ export interface AgentStatusPatch {
   readonly batchId?: string;
   /** The CLI session of a realtime run (from its output at the end; the prompt API records it earlier). */
   readonly sessionId?: string;
+  /** The run's trace (issue 10 §5), set when it starts and the controller traces. */
+  readonly traceID?: string;
   readonly batchProvider?: BatchProvider;
   readonly batchFallback?: boolean;
   readonly batchCleanupAttempts?: number;
@@ -170,7 +179,13 @@ export interface SinkSource {
 
 /** A Job manifest ready to POST, as built by src/jobs `buildJob`. */
 /** A NetworkPolicy manifest ready to POST, as built by src/jobs `buildRunNetworkPolicy`. */
-export type { JobManifest, NetworkPolicyManifest, RunBindingManifest, ServiceAccountManifest };
+export type {
+  InputConfigMapManifest,
+  JobManifest,
+  NetworkPolicyManifest,
+  RunBindingManifest,
+  ServiceAccountManifest,
+};
 
 /** Everything the reconcile core can ask the executor to do. */
 export type Action =
@@ -183,6 +198,8 @@ export type Action =
   | { readonly kind: 'deleteRunBindings'; readonly ref: AgentRef }
   /** Stops a run: deletes its Job with Foreground propagation (a Running Agent being deleted, issue 9 §6). */
   | { readonly kind: 'deleteJob'; readonly namespace: string; readonly name: string; readonly uid: string }
+  /** The run's input ConfigMap (issue 10 §1): the prompt and ids its Job mounts; emitted right before the Job. */
+  | { readonly kind: 'createRunInput'; readonly configMap: InputConfigMapManifest }
   | { readonly kind: 'createJob'; readonly job: JobManifest }
   /**
    * The Secret `secretName` (owned by the Agent) holding the realtime run's prompt token, derived by the shell from

@@ -137,6 +137,9 @@ export const failureRejected = (detail: string): string => `Job rejected by the 
 /** `status.failureReason` when the run's own ServiceAccount could not be created (the controller lacks the grant). */
 export const failureServiceAccount = (detail: string): string =>
   `the run's ServiceAccount could not be created (${detail}); the controller needs serviceaccounts create in this namespace (deploy/rbac/controller-rbac.yaml)`;
+/** `status.failureReason` when the run's input ConfigMap could not be created (issue 10 §1). */
+export const failureInput = (detail: string): string =>
+  `the run's input ConfigMap could not be created (${detail}); the controller needs configmaps create, get and delete in this namespace (deploy/rbac/controller-rbac.yaml)`;
 /** `status.failureReason` when a binding of the run could not be created. */
 export const failureBinding = (detail: string): string =>
   `the run's Kubernetes access could not be granted: ${detail}; the controller needs create on rolebindings (and clusterrolebindings) and bind on each grantable ClusterRole, by name (deploy/components/run-rbac)`;

@@ -48,6 +48,11 @@ export interface ReconcileOptions {
   readonly realtime: { readonly enabled: boolean };
   /** The controller's own namespace: its pods are admitted to realtime run pods by the run's NetworkPolicy. */
   readonly controllerNamespace?: string | undefined;
+  /**
+   * Tracing (issue 10 §5), when the controller exports spans: runs get `status.traceID`, their pods the trace
+   * context and `runTracesUrl` (the OTLP/HTTP traces URL pods export to), which their NetworkPolicy admits.
+   */
+  readonly tracing?: { readonly runTracesUrl: string } | undefined;
 }
 
 /** How this controller runs `execution: batch` (controller env `BATCH_ENABLED`, `BATCH_POLL_SECONDS`). */
@@ -134,6 +139,8 @@ export interface Snapshot {
   readonly jobRejected?: { readonly message: string } | undefined;
   /** Set by the executor when the API server refused the run's ServiceAccount (403): the Agent fails. */
   readonly serviceAccountRefused?: { readonly message: string } | undefined;
+  /** Set by the executor when the API server refused the run's input ConfigMap (403, 422, 400): the Agent fails. */
+  readonly inputRefused?: { readonly message: string } | undefined;
   /**
    * Set by the executor when a binding of the run could not be created (403, 422, or a name taken by an object
    * that is not this run's): `message` names the binding and the API server's answer. The Agent fails.

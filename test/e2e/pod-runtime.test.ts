@@ -232,8 +232,10 @@ describe(`pod runtime through the controller (${runtime})`, { skip }, () => {
           '--',
           'node',
           mock,
-          'run mock-run',
+          // The prompt is not in the Job: the supervisor adds it from the run's input ConfigMap (issue 10 §1).
         ]);
+        const env = (agent.env ?? []) as { name: string; value?: string }[];
+        assert.equal(env.find((e) => e.name === 'AGENT_PROMPT_FILE')?.value, '/agent/input/prompt');
         const init = templateContainer(job, 'initContainers', 'init');
         assert.equal(init.image, runPodImage(runtime));
         assert.deepEqual([init.command, init.args], [undefined, ['init']]);

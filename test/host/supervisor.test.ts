@@ -2,6 +2,7 @@
 // loopback HTTP sinks. The Node pass runs from source; the Deno pass runs the bundle (built first when stale).
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -641,6 +642,50 @@ function scenarios(runtime: Runtime, only?: ReadonlySet<string>) {
       await srv.close();
     }
   });
+
+  test(
+    'P1',
+    'AGENT_PROMPT_FILE: the prompt read from the file reaches the CLI intact, as argv or stdin',
+    async () => {
+      const dir = await freshDir('prompt');
+      const file = join(dir, 'prompt');
+      const fakeClaude = join(dir, 'claude');
+      await writeFile(fakeClaude, `#!/bin/sh\nexec '${process.execPath}' '${MOCK}' "$@"\n`, { mode: 0o755 });
+      const sha = (t: string) => createHash('sha256').update(t, 'utf8').digest('hex');
+      const digestOf = (r: Finished) =>
+        parsed(r.stdout.filter((l) => l.startsWith('{"prompt"'))).at(0)?.prompt;
+      // Short: the last argument after the `--` fence, exactly as the reference passes it.
+      const short = 'fix the -flaky test\nnow ✓';
+      await writeFile(file, short);
+      const env = { AGENT_PROMPT_FILE: file, MOCK_PROMPT_DIGEST: '1', AGENT_MODEL: 'claude-opus-5-5' };
+      const a = await runToEnd(runtime, env, [fakeClaude, '-p', '--']);
+      assert.equal(a.code, 0, a.stderr);
+      assert.deepEqual(digestOf(a), { bytes: Buffer.byteLength(short), sha256: sha(short), via: 'argv' });
+      // 500 KiB of mixed-width text: on stdin, byte for byte.
+      const big = 'añ😀 line\n'.repeat(40_000).slice(0, 500 * 1024);
+      await writeFile(file, big);
+      const b = await runToEnd(runtime, env, [fakeClaude, '-p', '--']);
+      assert.equal(b.code, 0, b.stderr);
+      assert.deepEqual(digestOf(b), { bytes: Buffer.byteLength(big), sha256: sha(big), via: 'stdin' });
+      // An exec recipe gets it on stdin too (no prompt argument).
+      const c = await runToEnd(runtime, { ...env, AGENT_MODEL: 'exec' });
+      assert.equal(c.code, 0, c.stderr);
+      assert.deepEqual(digestOf(c), { bytes: Buffer.byteLength(big), sha256: sha(big), via: 'stdin' });
+      // OpenCode cannot take it: the run fails before the CLI starts, saying why.
+      const d = await runToEnd(runtime, { ...env, AGENT_MODEL: 'opencode/anthropic/claude-opus-5-5' });
+      assert.equal(d.code, 1);
+      assert.match(
+        d.stderr,
+        /cannot hand the prompt to the agent: the prompt is \d+ bytes, over the 131071-byte limit/,
+      );
+      assert.equal(digestOf(d), undefined, 'the CLI never ran');
+      // A missing file: exit 1, the reason logged, the CLI never started.
+      const e = await runToEnd(runtime, { ...env, AGENT_PROMPT_FILE: join(dir, 'absent') });
+      assert.equal(e.code, 1);
+      assert.match(e.stderr, /cannot read the prompt/);
+      assert.ok(e.stdout.includes('{"kind":"lifecycle","phase":"agent","status":"failed","reason":"input"}'));
+    },
+  );
 }
 
 describe('supervisor host scenarios (Node, from source)', { concurrency: 3 }, () => {
@@ -658,6 +703,6 @@ describe('supervisor host scenarios (Deno, bundle)', { concurrency: 2 }, () => {
   });
   scenarios(
     'deno',
-    new Set(['1', '2', '6', '7', '9', '12', '13', '15', '15b', '17', '18', '19', '20b', '21']),
+    new Set(['1', '2', '6', '7', '9', '12', '13', '15', '15b', '17', '18', '19', '20b', '21', 'P1']),
   );
 });

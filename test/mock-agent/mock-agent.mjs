@@ -33,7 +33,11 @@
 //   MOCK_ECHO_ARGV     =1: print {"argv":[…]} (the arguments after the script, e.g. the prompt) first
 //   MOCK_PRINT         one raw line printed as it is before the payload (e.g. an already-wrapped envelope)
 //   MOCK_LIST_DIR      print {"dir":…,"entries":[…]} for this directory (sorted names), before the payload
-//   MOCK_ECHO_PROMPT   =1: the styled assistant text is `echo: <prompt>` (the last argument, `--prompt=` stripped)
+//   MOCK_ECHO_PROMPT   =1: the styled assistant text is `echo: <prompt>` (the prompt as read below)
+//   MOCK_PROMPT_DIGEST =1: print {"prompt":{"bytes":N,"sha256":hex,"via":"argv"|"stdin"}} before the payload
+//                      The prompt is read as the CLIs take it: from stdin when stdin is a pipe with content
+//                      (Claude `-p` without a prompt argument, Codex `-`, Gemini without `--prompt`, an exec
+//                      command without one), else from the last argument (`--prompt=` stripped)
 //   MOCK_SESSION       session id of a fresh styled run (default a fixed UUID); a resumed run (`--resume <id>`,
 //                      Codex `exec resume <id>`) reports the id it resumes
 //   MOCK_CAN_I         `;`-separated checks like `kubectl auth can-i`: `<verb> <resource>[.<group>][/<subresource>]
@@ -50,7 +54,8 @@
 // {"orphan":pid}, emit, exit; linger = print the terminal event, then hang; wedge = ignore SIGTERM and hang, never
 // printing a terminal event.
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { fstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { dirname, join } from 'node:path';
 
@@ -64,10 +69,22 @@ const style = env.MOCK_STYLE || '';
 const lines = int('MOCK_LINES', 1);
 const exitCode = int('MOCK_EXIT', 0);
 const delayMs = int('MOCK_DELAY_MS', 0);
+/** The prompt and how it came: stdin when it is a pipe holding something, else the last argument. */
+const prompt = (() => {
+  if (env.MOCK_ECHO_PROMPT !== '1' && env.MOCK_PROMPT_DIGEST !== '1') return { text: '', via: 'none' };
+  let piped = '';
+  try {
+    const st = fstatSync(0);
+    // Node hands a child's stdin over as a socket pair, a shell as a FIFO.
+    if (st.isFIFO() || st.isSocket()) piped = readFileSync(0, 'utf8');
+  } catch {
+    piped = '';
+  }
+  if (piped !== '') return { text: piped, via: 'stdin' };
+  return { text: (process.argv.slice(2).at(-1) ?? '').replace(/^--prompt=/, ''), via: 'argv' };
+})();
 const text =
-  env.MOCK_ECHO_PROMPT === '1'
-    ? `echo: ${(process.argv.slice(2).at(-1) ?? '').replace(/^--prompt=/, '')}`
-    : env.MOCK_TEXT || 'hello from the mock agent';
+  env.MOCK_ECHO_PROMPT === '1' ? `echo: ${prompt.text}` : env.MOCK_TEXT || 'hello from the mock agent';
 const tool = env.MOCK_TOOL || '';
 /** A JSON env knob, or `fallback` (with a note on stderr) when it is set but not JSON. */
 const jsonKnob = (name, fallback) => {
@@ -477,6 +494,16 @@ async function main() {
 
   if (env.MOCK_CAN_I) await canI(env.MOCK_CAN_I);
   if (env.MOCK_ECHO_ARGV === '1') out({ argv: process.argv.slice(2) });
+  if (env.MOCK_PROMPT_DIGEST === '1') {
+    const bytes = Buffer.byteLength(prompt.text, 'utf8');
+    out({
+      prompt: {
+        bytes,
+        sha256: createHash('sha256').update(prompt.text, 'utf8').digest('hex'),
+        via: prompt.via,
+      },
+    });
+  }
   if (env.MOCK_PRINT) out(env.MOCK_PRINT);
 
   switch (mode) {

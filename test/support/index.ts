@@ -15,6 +15,13 @@ export {
 } from './kube-client.ts';
 export { type ClusterAccess, e2eKubeconfigPath, loadKubeconfig, parseKubeconfig } from './kubeconfig.ts';
 export { freshNamespace, namespacePrefix, type TestNamespace } from './namespace.ts';
+export {
+  type CollectedSpan,
+  type OtelCollector,
+  otelcolBinary,
+  parseSpansJsonl,
+  startOtelCollector,
+} from './otelcol.ts';
 export { type PollOptions, PollTimeoutError, pollUntil } from './poll.ts';
 export * from './schemas.ts';
 export {

@@ -144,6 +144,7 @@ describe('deploy/rbac/controller-rbac.yaml', () => {
       'agents.re-cinq.com stations: get,list,watch',
       'batch jobs: create,delete,get,list,watch',
       'coordination.k8s.io leases: create,get,patch',
+      'core configmaps: create,delete,get',
       'core events: create,patch',
       'core pods/log: get',
       'core pods: get,list,watch',
@@ -167,9 +168,13 @@ describe('deploy/rbac/controller-rbac.yaml', () => {
     assert.deepEqual(verbsOn(role.rules, 'events.k8s.io', 'events'), []);
   });
 
-  it('has no wildcard, no Secret or ConfigMap access, never creates Agents or Pods, no escalation verbs', () => {
+  it('configmaps: create, get, delete only (the input ConfigMap of each run; never listed, watched or changed)', () => {
+    assert.deepEqual(verbsOn(role.rules, '', 'configmaps'), ['create', 'delete', 'get']);
+  });
+
+  it('has no wildcard, no Secret access, never creates Agents or Pods, no escalation verbs', () => {
     assertNoWildcards(role.rules);
-    for (const resource of ['secrets', 'configmaps', 'serviceaccounts/token']) {
+    for (const resource of ['secrets', 'serviceaccounts/token']) {
       assert.deepEqual(verbsOn(role.rules, '', resource), [], `no access to ${resource}`);
     }
     assert.deepEqual(

@@ -117,6 +117,7 @@ describe('buildCrd', () => {
       'sessionId',
       'startedAt',
       'tokenUsage',
+      'traceID',
     ]);
     // Any JSON value: a text answer or a structured one.
     assert.deepEqual(at(s, 'status.result').type, undefined);

@@ -4,9 +4,10 @@
 //
 // One CLI invocation per turn, continuing the session by id (vendors.md 6.4: all three vendor CLIs resume by id; no
 // input format for a long-lived stdin session is documented, so none is relied on). The first turn is the rendered
-// prompt (the Job's argv) unless the run resumes a session (`AGENT_RESUME_SESSION`: restored by the init container,
-// no initial prompt). Every turn's lines go where a Job run's go (stdout, sinks, `output.select`) and, for a turn
-// asked through the API, back to the caller as NDJSON until the turn ends.
+// prompt (`AGENT_PROMPT_FILE`, from the run's input ConfigMap) unless the run resumes a session
+// (`AGENT_RESUME_SESSION`: restored by the init container, no initial prompt). Every turn's lines go where a Job
+// run's go (stdout, sinks, `output.select`) and, for a turn asked through the API, back to the caller as NDJSON until
+// the turn ends. A prompt too long for one CLI argument goes to the CLI's stdin (see `deliverPrompt`).
 //
 // The session ends, and with it the pod, on `POST /close` (exit code of the last turn, 0 if none failed), when a turn
 // exits non-zero (its code), on SIGTERM (143), or at the run deadline (124). Closing twice is harmless.
@@ -21,6 +22,9 @@ import { constantTimeEqual } from '../../shared/constant-time.ts';
 import { vendorCommand } from '../../vendors/cli/argv.ts';
 import {
   addTurnResult,
+  argvWithoutPrompt,
+  deliverPrompt,
+  type PromptDelivery,
   type ResultAccumulator,
   type RunResult,
   resultAccumulator,
@@ -29,15 +33,18 @@ import { sessionIdOf } from '../../vendors/cli/session.ts';
 import { agentFailedBeforeStart, agentFinished, agentStarted, parseLine } from '../shared/index.ts';
 import { writeRunReport } from './report.ts';
 import {
+  cliAttributes,
   epilogue,
   launch,
   prepare,
+  promptedCommand,
   type RunContext,
   type SupervisorIo,
   signalGroup,
   superviseChild,
   within,
 } from './supervise.ts';
+import { tracedResults } from './tracing.ts';
 
 /** Default port of the prompt server. */
 export const DEFAULT_PROMPT_PORT = 8090;
@@ -193,8 +200,11 @@ class Session {
     ctx.log.info('[supervisor] realtime session: serving prompts', { port: this.#rt.port });
     ctx.emit(agentStarted());
     if (this.#rt.resumeSession === undefined) {
-      const [file, ...args] = ctx.io.argv;
-      void this.#runTurn(file ?? '', args, undefined);
+      void promptedCommand(ctx, ctx.io.argv).then((command) => {
+        if (command !== undefined) return this.#runTurn(command, undefined);
+        this.#endSession({ code: 1, why: 'the initial prompt could not be read' });
+        return undefined;
+      });
     }
     const end = await ended;
     clearTimeout(deadline);
@@ -208,7 +218,7 @@ class Session {
     });
     await epilogue(ctx, this.#sessionId);
     ctx.emit(agentFinished(end.code));
-    await ctx.sinks.close(ctx.budget(ctx.config.flushMs));
+    await Promise.all([ctx.sinks.close(ctx.budget(ctx.config.flushMs)), ctx.tracer.flush(ctx.budget(3000))]);
     for (const remove of removeSignals) remove();
     return end.code;
   }
@@ -236,8 +246,8 @@ class Session {
    * Starts one turn (its lines also go to `respond`, absent for the first turn, which nobody asked for) and marks it
    * in flight until it is over.
    */
-  #runTurn(file: string, args: readonly string[], respond: ServerResponse | undefined): Promise<void> {
-    const turn = this.#turnToEnd(file, args, respond).finally(() => {
+  #runTurn(command: PromptDelivery, respond: ServerResponse | undefined): Promise<void> {
+    const turn = this.#turnToEnd(command, respond).finally(() => {
       this.#turn = undefined;
     });
     this.#turn = turn;
@@ -245,13 +255,10 @@ class Session {
   }
 
   /** Runs one turn to its end; a non-zero exit ends the session with that code. */
-  async #turnToEnd(
-    file: string,
-    args: readonly string[],
-    respond: ServerResponse | undefined,
-  ): Promise<void> {
+  async #turnToEnd(command: PromptDelivery, respond: ServerResponse | undefined): Promise<void> {
     const ctx = this.#ctx;
-    const started = await launch(ctx, file, args);
+    const [file, ...args] = command.argv;
+    const started = await launch(ctx, file ?? '', args, command.stdin);
     if (!started.ok) {
       respond?.end(`${JSON.stringify({ type: 'error', message: 'the agent CLI could not be started' })}\n`);
       this.#endSession({ code: 1, why: `the agent CLI could not be started (${started.reason})` });
@@ -261,7 +268,8 @@ class Session {
     this.#child = { kill: (signal) => signalGroup(child, signal) };
     const results = resultAccumulator(ctx.config.vendor);
     this.#inFlight = results;
-    const code = await superviseChild(ctx, child, exited, results, (line) => {
+    const cli = ctx.tracer.cli(ctx.config.vendor, cliAttributes(ctx));
+    const code = await superviseChild(ctx, child, exited, tracedResults(results, cli), (line) => {
       const parsed = parseLine(line);
       if (parsed.json) {
         const id = sessionIdOf(ctx.config.vendor, parsed.value);
@@ -270,6 +278,7 @@ class Session {
       if (respond !== undefined && !respond.destroyed) respond.write(`${line}\n`);
     });
     this.#child = undefined;
+    cli.end(code);
     this.#served = addTurnResult(this.#served, results.result());
     this.#inFlight = undefined;
     this.#writeReport();
@@ -352,14 +361,17 @@ class Session {
       prompt: prompt.output.prompt,
       resumeSession: this.#sessionId,
     });
-    if (!command.ok) {
-      reply(res, 400, { message: command.error });
+    // A prompt too long for one argument goes to the CLI's stdin where it reads one (issue 10 §1).
+    const delivery = command.ok
+      ? deliverPrompt(command.value.vendor, argvWithoutPrompt(command.value.argv), prompt.output.prompt)
+      : command;
+    if (!delivery.ok) {
+      reply(res, 400, { message: delivery.error });
       return;
     }
     res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
     res.flushHeaders();
-    const [file, ...args] = command.value.argv;
-    await this.#runTurn(file ?? '', args, res);
+    await this.#runTurn(delivery.value, res);
   }
 
   #closing = false;

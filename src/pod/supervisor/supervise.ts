@@ -1,9 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:fs';
-import { access, stat } from 'node:fs/promises';
+import { access, readFile, stat } from 'node:fs/promises';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { createLogger, type Logger } from '../../shared/log.ts';
-import { type ResultAccumulator, resultAccumulator } from '../../vendors/cli/index.ts';
+import {
+  deliverPrompt,
+  type PromptDelivery,
+  type ResultAccumulator,
+  resultAccumulator,
+} from '../../vendors/cli/index.ts';
 import {
   agentFailedBeforeStart,
   agentFinished,
@@ -27,6 +32,7 @@ import { BareOutput, type WritableLike } from './output.ts';
 import { writeRunReport } from './report.ts';
 import { selected } from './select.ts';
 import { terminalOf } from './terminal.ts';
+import { type SupervisorTracer, supervisorTracer, tracedResults } from './tracing.ts';
 import { collectFileEvents } from './watch.ts';
 
 /** Signals the supervisor handles itself. */
@@ -70,6 +76,8 @@ export interface RunContext {
   readonly budget: (want: number) => number;
   /** Writes a pod event (lifecycle, file) bare to stdout and queues it, essential, for the sinks. */
   readonly emit: (event: object) => void;
+  /** The run's spans (issue 10 §5); quiet without `TRACEPARENT` and an OTLP endpoint. */
+  readonly tracer: SupervisorTracer;
 }
 
 /**
@@ -84,8 +92,12 @@ export async function runSupervisor(io: SupervisorIo): Promise<number> {
   const ctx = prepare(io);
   const signals = installSignalForwarding(io);
   try {
-    const [file, ...args] = ctx.io.argv;
-    const started = await launch(ctx, file ?? '', args);
+    const command = await promptedCommand(ctx, ctx.io.argv);
+    const [file, ...args] = command?.argv ?? [];
+    const started =
+      command === undefined
+        ? ({ ok: false, reason: 'input' } as const)
+        : await launch(ctx, file ?? '', args, command.stdin);
     if (!started.ok) {
       writeRunReport(ctx.config.terminationMessagePath, {}, ctx.log);
       ctx.emit(agentFailedBeforeStart(started.reason));
@@ -96,12 +108,14 @@ export async function runSupervisor(io: SupervisorIo): Promise<number> {
     ctx.emit(agentStarted());
     signals.attach(child, exited);
     const results = resultAccumulator(ctx.config.vendor);
-    const code = await superviseChild(ctx, child, exited, results);
+    const cli = ctx.tracer.cli(ctx.config.vendor, cliAttributes(ctx));
+    const code = await superviseChild(ctx, child, exited, tracedResults(results, cli));
     // First thing after the agent is gone (the uploads below may be cut short by the pod's end).
     writeRunReport(ctx.config.terminationMessagePath, results.result(), ctx.log);
+    cli.end(code);
     await epilogue(ctx);
     ctx.emit(agentFinished(code));
-    await ctx.sinks.close(ctx.budget(ctx.config.flushMs));
+    await Promise.all([ctx.sinks.close(ctx.budget(ctx.config.flushMs)), ctx.tracer.flush(ctx.budget(3000))]);
     return code;
   } finally {
     signals.remove();
@@ -144,7 +158,21 @@ export function prepare(io: SupervisorIo): RunContext {
       out.line(JSON.stringify(event));
       sinks.deliverEvent(event);
     },
+    tracer: supervisorTracer(io.env, log),
   };
+}
+
+/** The attributes of a CLI span: the run it belongs to. */
+export function cliAttributes(ctx: RunContext): Record<string, string> {
+  const { source, model } = ctx.config;
+  const attributes: Record<string, string> = { 'agent.model': model };
+  const ids: [string, string | undefined][] = [
+    ['agent.name', source.agent],
+    ['agent.station', source.station],
+    ['agent.namespace', source.namespace],
+  ];
+  for (const [k, val] of ids) if (val !== undefined && val !== '') attributes[k] = val;
+  return attributes;
 }
 
 /**
@@ -180,15 +208,50 @@ function installSignalForwarding(io: SupervisorIo) {
 
 export type Launch =
   | { readonly ok: true; readonly child: ChildProcess; readonly exited: Promise<ExitInfo> }
-  | { readonly ok: false; readonly reason: 'not-found' | 'spawn' };
+  | { readonly ok: false; readonly reason: 'not-found' | 'spawn' | 'input' };
 
-/** Finds and spawns the agent (reference §7.1 steps 4–5), logging the reference messages on failure. */
-export async function launch(ctx: RunContext, file: string, args: readonly string[]): Promise<Launch> {
+/**
+ * The CLI's argv and stdin (issue 10 §1): without `AGENT_PROMPT_FILE`, `argv` as it is (the prompt is its last
+ * element, as in the reference); with it, `argv` lacks the prompt, which is read from that file (the run's input
+ * ConfigMap) and put back as the CLI takes it (see `deliverPrompt`). Undefined, with the reason logged, when the file
+ * cannot be read or the prompt cannot be delivered.
+ */
+export async function promptedCommand(
+  ctx: RunContext,
+  argv: readonly string[],
+): Promise<PromptDelivery | undefined> {
+  const file = ctx.io.env.AGENT_PROMPT_FILE ?? '';
+  if (file === '') return { argv };
+  let prompt: string;
+  try {
+    prompt = await readFile(file, 'utf8');
+  } catch (error) {
+    ctx.log.error('[supervisor] cannot read the prompt', { file, error: describe(error) });
+    return undefined;
+  }
+  const delivery = deliverPrompt(ctx.config.vendor, argv, prompt);
+  if (!delivery.ok) {
+    ctx.log.error(`[supervisor] cannot hand the prompt to the agent: ${delivery.error}`, { file });
+    return undefined;
+  }
+  return delivery.value;
+}
+
+/**
+ * Finds and spawns the agent (reference §7.1 steps 4–5) with `stdin` written to its standard input (closed when
+ * undefined), logging the reference messages on failure.
+ */
+export async function launch(
+  ctx: RunContext,
+  file: string,
+  args: readonly string[],
+  stdin?: string,
+): Promise<Launch> {
   if (!(await locate(file, ctx.io.env))) {
     ctx.log.error(`[supervisor] agent not found: ${file}`);
     return { ok: false, reason: 'not-found' };
   }
-  const spawned = await spawnAgent(file, args, ctx.io.env);
+  const spawned = await spawnAgent(file, args, ctx.io.env, stdin);
   if (!spawned.ok) {
     ctx.log.error(`[supervisor] failed to start the agent: ${spawned.error}`, { agent: file });
     return { ok: false, reason: 'spawn' };
@@ -398,13 +461,16 @@ export interface ExitInfo {
 
 type Spawned = { ok: true; child: ChildProcess; exited: Promise<ExitInfo> } | { ok: false; error: string };
 
-/** Spawns the agent in its own process group with stdin closed and both output pipes captured. */
-function spawnAgent(file: string, args: readonly string[], env: Env): Promise<Spawned> {
+/**
+ * Spawns the agent in its own process group with both output pipes captured and stdin closed, or, with `stdin`,
+ * fed that text and then closed (an agent that exits without reading it is not an error).
+ */
+function spawnAgent(file: string, args: readonly string[], env: Env, stdin?: string): Promise<Spawned> {
   return new Promise((resolve) => {
     let child: ChildProcess;
     try {
       child = spawn(file, args, {
-        stdio: ['ignore', 'pipe', 'pipe'],
+        stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
         detached: true,
         env: env as NodeJS.ProcessEnv,
       });
@@ -420,6 +486,10 @@ function spawnAgent(file: string, args: readonly string[], env: Env): Promise<Sp
     child.once('error', onError);
     child.once('spawn', () => {
       child.off('error', onError);
+      if (stdin !== undefined && child.stdin !== null) {
+        child.stdin.on('error', () => undefined);
+        child.stdin.end(stdin);
+      }
       resolve({ ok: true, child, exited });
     });
   });

@@ -20,6 +20,7 @@ import {
   FAILURE_BATCH_DISABLED,
   FAILURE_BATCH_TIMEOUT,
   failureBatchRejected,
+  failureInput,
   preemptedMessage,
   REASON,
 } from '../reasons.ts';
@@ -246,6 +247,20 @@ function checkInvariants(s: Snapshot, d: Decision): void {
     if (a.kind === 'notifySinks') assert.equal(d.actions[i - 1]?.kind, 'patchStatus', 'sinks right after');
   });
   if (d.needs !== undefined) assert.equal(d.actions.length, 0, 'an incomplete decision has no actions');
+  // A fallback Job comes with its input ConfigMap right before it (issue 10 §1), and never one without the other.
+  const k = kinds(d);
+  assert.equal(
+    k.filter((x) => x === 'createRunInput').length,
+    k.filter((x) => x === 'createJob').length,
+    'one input ConfigMap per Job',
+  );
+  d.actions.forEach((a, i) => {
+    if (a.kind !== 'createJob') return;
+    const input = d.actions[i - 1];
+    assert.ok(input?.kind === 'createRunInput', `the input ConfigMap right before its Job: ${k.join(',')}`);
+    assert.equal(input.configMap.metadata.name, `${a.job.metadata.name}-input`);
+    assert.deepEqual(input.configMap.metadata.ownerReferences, a.job.metadata.ownerReferences);
+  });
   for (const a of d.actions) {
     if (a.kind === 'addFinalizer') assert.equal(a.resourceVersion, s.agent.metadata.resourceVersion);
     if (a.kind === 'addFinalizer' || a.kind === 'removeFinalizer') {
@@ -1213,11 +1228,12 @@ describe('batch fallback to a Job (Running, batchFallback)', () => {
     assert.deepEqual(kinds(d), [
       'createServiceAccount',
       'createNetworkPolicy',
+      'createRunInput',
       'createJob',
       'patchStatus',
       'recordEvent',
     ]);
-    const create = d.actions[2] as Of<'createJob'>;
+    const create = d.actions[3] as Of<'createJob'>;
     assert.equal(create.job.metadata.name, name);
     assert.equal(create.job.metadata.ownerReferences[0]?.uid, 'uid-a');
     assert.equal(build.calls.length, 1);
@@ -1253,7 +1269,12 @@ describe('batch fallback to a Job (Running, batchFallback)', () => {
       NOW,
       build,
     );
-    assert.deepEqual(kinds(d).slice(0, 3), ['createServiceAccount', 'createNetworkPolicy', 'createJob']);
+    assert.deepEqual(kinds(d).slice(0, 4), [
+      'createServiceAccount',
+      'createNetworkPolicy',
+      'createRunInput',
+      'createJob',
+    ]);
     assert.equal(build.calls[0]?.definition.spec.rbac, undefined, 'built from the RBAC-free copy');
     assert.equal(build.calls[0]?.definition.spec.execution, 'job');
   });
@@ -1311,6 +1332,60 @@ describe('batch fallback to a Job (Running, batchFallback)', () => {
     assert.match(st.failureReason ?? '', /^the run's ServiceAccount could not be created \(api 403\)/);
   });
 
+  it('the fallback Job gets its input ConfigMap right before it: named like it, owned, immutable, the prompt and ids', () => {
+    const d = run(snap(fallen({ taskId: 'T-9' }), { definition: fallbackDef(), job: { kind: 'absent' } }));
+    const input = d.actions[2];
+    assert.ok(input?.kind === 'createRunInput', kinds(d).join(','));
+    assert.equal(d.actions[3]?.kind, 'createJob');
+    const cm = input.configMap;
+    assert.equal(cm.metadata.name, 'agent-job-a-input');
+    assert.equal(cm.metadata.namespace, NS);
+    assert.deepEqual(cm.metadata.ownerReferences, [
+      {
+        apiVersion: 'agents.re-cinq.com/v1alpha1',
+        kind: 'Agent',
+        name: 'a',
+        uid: 'uid-a',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+    assert.equal(cm.immutable, true);
+    assert.equal(cm.data.prompt, 'Do the thing');
+    assert.deepEqual(JSON.parse(cm.data['run.json'] ?? ''), {
+      namespace: NS,
+      agent: 'a',
+      uid: 'uid-a',
+      station: 'stn',
+      definition: 'def',
+      job: jobNameFor('a'),
+      model: 'claude-opus-5-5',
+      taskId: 'T-9',
+    });
+  });
+
+  it('a refused input ConfigMap fails the fallback run (BuildFailed, build_error) instead of retrying forever', () => {
+    const message = 'ConfigMap team/agent-job-a-input: api 403 Forbidden: configmaps is forbidden';
+    const build = recordingBuilder();
+    const d = run(
+      snap(fallen(), {
+        definition: fallbackDef(),
+        job: { kind: 'absent' },
+        inputRefused: { message },
+      }),
+      NOW,
+      build,
+    );
+    const st = onlyPatch(d);
+    assert.equal(st.phase, 'Failed');
+    assert.equal(st.failureReason, failureInput(message));
+    assert.equal(cond(st, 'Failed')?.reason, REASON.buildFailed);
+    assert.ok(events(d).some((e) => e.type === 'Warning' && e.reason === REASON.buildFailed));
+    assert.deepEqual(failureKinds(d), ['build_error']);
+    assert.ok(!kinds(d).includes('createRunInput') && !kinds(d).includes('createJob'), kinds(d).join(','));
+    assert.equal(build.calls.length, 0, 'no Job is even built');
+  });
+
   it('Job absent and admitted with http sinks → the run NetworkPolicy (admitting them) right before the Job', () => {
     const d = run(
       snap(fallen(), {
@@ -1321,6 +1396,7 @@ describe('batch fallback to a Job (Running, batchFallback)', () => {
     assert.deepEqual(kinds(d), [
       'createServiceAccount',
       'createNetworkPolicy',
+      'createRunInput',
       'createJob',
       'patchStatus',
       'recordEvent',

@@ -19,6 +19,7 @@
 // A terminal status patch carries the resourceVersion precondition, so no Agent ever records two results.
 
 import type { Agent, AgentDefinition, Station } from '../../api/index.ts';
+import { buildRunInput } from '../../jobs/index.ts';
 import { capOutput } from '../../jobs/output-cap.ts';
 import type { BatchProvider, BatchState } from '../../vendors/batch/port.ts';
 import type { Action, Decision, SinkEvent, SinkSource, SinkTarget } from '../actions.ts';
@@ -41,17 +42,21 @@ import {
   FAILURE_BATCH_DISABLED,
   FAILURE_BATCH_TIMEOUT,
   failureBatchRejected,
+  failureInput,
   failureServiceAccount,
   REASON,
 } from '../reasons.ts';
 import type { Snapshot } from '../snapshot.ts';
 import { decideAdmission } from '../station/admission.ts';
 import {
+  type BuildRequest,
   failBeforeStart,
   type JobBuilder,
   preemptActions,
   queuedDecision,
+  runTracing,
   stationConcurrency,
+  traceIdOf,
 } from './pending.ts';
 import { runObjectActions } from './run-objects.ts';
 import { decideRunning, finish } from './running.ts';
@@ -137,7 +142,7 @@ export function decideBatchPending(
   actions.push(
     statusPatch(
       agent,
-      { phase: 'Running', batchProvider: provider, startedAt: formatStatusTime(now) },
+      { phase: 'Running', batchProvider: provider, startedAt: formatStatusTime(now), ...traceIdOf(s) },
       batchConditions(REASON.submitting, `Submitting the prompt to the ${provider} batch API`),
       now,
     ),
@@ -390,30 +395,35 @@ export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decis
   // recipe says now: the Job, its objects and the policy check all use this RBAC-free copy.
   const { rbac: _rbac, ...spec } = definition.spec;
   const asJob = { ...definition, spec: { ...spec, execution: 'job' as const } };
-  const refusal =
+  const objectRefusal =
     s.serviceAccountRefused !== undefined
       ? failureServiceAccount(s.serviceAccountRefused.message)
-      : policyRefusal(policy, asJob, () => runIntent(agent, station, asJob));
+      : s.inputRefused !== undefined
+        ? failureInput(s.inputRefused.message)
+        : undefined;
+  const refusal = objectRefusal ?? policyRefusal(policy, asJob, () => runIntent(agent, station, asJob));
   if (refusal !== undefined) {
     return finish(s, now, {
       phase: 'Failed',
       exitCode: 1,
       output: '',
       failureReason: refusal,
-      reason: s.serviceAccountRefused !== undefined ? REASON.buildFailed : REASON.policyViolation,
+      reason: objectRefusal !== undefined ? REASON.buildFailed : REASON.policyViolation,
       message: refusal,
-      failureKinds: [s.serviceAccountRefused !== undefined ? 'build_error' : 'policy'],
+      failureKinds: [objectRefusal !== undefined ? 'build_error' : 'policy'],
       extraEvents: [],
     });
   }
-  const built = build({
+  const request: BuildRequest = {
     agent,
     station,
     definition: withPolicyTools(asJob, policy.kind === 'found' ? policy.policy : undefined),
     agentImage: s.options.agentImage,
     now,
     limits: runLimits(policy.kind === 'found' ? policy.policy : undefined),
-  });
+    ...runTracing(s),
+  };
+  const built = build(request);
   if (!built.ok) {
     const failureReason = `Job build failed: ${built.error}`;
     return finish(s, now, {
@@ -434,7 +444,10 @@ export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decis
   }
   const actions: Action[] = verdict.kind === 'replace' ? preemptActions(agent, station, verdict.victims) : [];
   actions.push(...runObjectActions(s, station, asJob));
-  actions.push({ kind: 'createJob', job: built.value });
+  actions.push(
+    { kind: 'createRunInput', configMap: buildRunInput(request) },
+    { kind: 'createJob', job: built.value },
+  );
   const started = fallbackStarted(s, now, built.value.metadata.name, 'Created Job');
   return { ...started, actions: [...actions, ...started.actions], admits: true };
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Agent, parseAgentPolicy } from '../../api/index.ts';
+import { type Agent, parseAgent, parseAgentPolicy } from '../../api/index.ts';
 import { DNS_RULE, jobNameFor, PUBLIC_HTTPS_RULE, RUN_CLEANUP_FINALIZER } from '../../jobs/index.ts';
 import type { Action, AgentStatusPatch, Decision, MetricObservation } from '../actions.ts';
 import { findCondition } from '../conditions.ts';
@@ -10,6 +10,7 @@ import {
   FAILURE_POD_GONE,
   failureBuild,
   failureInit,
+  failureInput,
   failureInvalidReference,
   failureNotOwned,
   failureOutputUnavailable,
@@ -139,13 +140,15 @@ function checkInvariants(s: Snapshot, d: Decision): void {
   for (const del of deletes(d)) assert.ok(del.resourceVersion !== '', 'deletes carry a resourceVersion');
   // Order: the Job exists before the Agent says Running; victims are gone before the new Job.
   const k = kinds(d);
-  // Every Job comes with the run's NetworkPolicy, right before it, named like it and owned by the Agent.
+  // Every Job comes with the run's NetworkPolicy, right before it (only the run's input ConfigMap in between),
+  // named like it and owned by the Agent.
   if (k.includes('createJob')) assert.ok(k.includes('createNetworkPolicy'), 'a Job never without its policy');
   const policyAt = k.indexOf('createNetworkPolicy');
   if (policyAt >= 0) {
     assert.equal(k.lastIndexOf('createNetworkPolicy'), policyAt, 'at most one NetworkPolicy per decision');
     const policy = d.actions[policyAt];
-    const create = d.actions[policyAt + 1];
+    assert.equal(k[policyAt + 1], 'createRunInput', 'the run input right after the policy');
+    const create = d.actions[policyAt + 2];
     // The ServiceAccount, then the run's bindings (if any), then the policy.
     let accountAt = policyAt - 1;
     while (d.actions[accountAt]?.kind === 'createRunBinding') accountAt--;
@@ -167,6 +170,21 @@ function checkInvariants(s: Snapshot, d: Decision): void {
     assert.equal(policy.policy.metadata.namespace, s.agent.metadata.namespace);
     assert.equal(policy.policy.metadata.ownerReferences[0].uid, s.agent.metadata.uid);
   }
+  // Every Job comes with its input ConfigMap right before it (issue 10 §1): `<job>-input`, owned like the Job.
+  assert.equal(
+    k.filter((x) => x === 'createRunInput').length,
+    k.filter((x) => x === 'createJob').length,
+    'one input ConfigMap per Job',
+  );
+  d.actions.forEach((a, i) => {
+    if (a.kind !== 'createJob') return;
+    const input = d.actions[i - 1];
+    assert.ok(input?.kind === 'createRunInput', `the input ConfigMap right before its Job: ${k.join(',')}`);
+    assert.equal(input.configMap.metadata.name, `${a.job.metadata.name}-input`);
+    assert.equal(input.configMap.metadata.namespace, a.job.metadata.namespace);
+    assert.deepEqual(input.configMap.metadata.ownerReferences, a.job.metadata.ownerReferences);
+    assert.equal(input.configMap.immutable, true);
+  });
   if (k.includes('createJob')) {
     assert.ok(k.indexOf('createJob') < k.indexOf('patchStatus'), 'createJob before the Running patch');
     const lastPreempt = d.actions.findLastIndex((a) => a.kind === 'deleteAgent' && a.purpose === 'preempt');
@@ -290,12 +308,13 @@ describe('decide: Pending start', () => {
     assert.deepEqual(kinds(d), [
       'createServiceAccount',
       'createNetworkPolicy',
+      'createRunInput',
       'createJob',
       'patchStatus',
       'recordEvent',
       'observeMetric',
     ]);
-    const create = d.actions[2];
+    const create = d.actions[3];
     assert.equal(create?.kind === 'createJob' && create.job.metadata.name, jobNameFor('a'));
     const st = onlyPatch(d);
     assert.deepEqual(
@@ -332,6 +351,7 @@ describe('decide: Pending start', () => {
     assert.deepEqual(kinds(d), [
       'createServiceAccount',
       'createNetworkPolicy',
+      'createRunInput',
       'createJob',
       'patchStatus',
       'recordEvent',
@@ -388,6 +408,7 @@ describe('decide: Pending start', () => {
       assert.deepEqual(kinds(d), [
         'createServiceAccount',
         'createNetworkPolicy',
+        'createRunInput',
         'createJob',
         'patchStatus',
         'recordEvent',
@@ -445,6 +466,7 @@ describe('decide: Pending start', () => {
       'recordEvent',
       'createServiceAccount',
       'createNetworkPolicy',
+      'createRunInput',
       'createJob',
       'patchStatus',
       'recordEvent',
@@ -633,7 +655,12 @@ describe('decide: Pending admission', () => {
     const ready = findCondition(onlyPatch(d).conditions, 'Ready');
     assert.equal(ready?.reason, 'Running');
     assert.equal(ready?.lastTransitionTime, '2025-03-01T12:00:20Z', 'Ready stayed False: time unchanged');
-    assert.deepEqual(kinds(d).slice(0, 3), ['createServiceAccount', 'createNetworkPolicy', 'createJob']);
+    assert.deepEqual(kinds(d).slice(0, 4), [
+      'createServiceAccount',
+      'createNetworkPolicy',
+      'createRunInput',
+      'createJob',
+    ]);
   });
 
   it('preempts the oldest Running run under Replace, with its resourceVersion, before creating the Job', () => {
@@ -1164,11 +1191,12 @@ describe('decide: runs that hold Kubernetes access (issue 9 §2, §6)', () => {
     const d = run(
       snap(a, { definition: rbacDef, policy: grantRoles(['pod-reader'], ['node-reader']), apiServer: API }),
     );
-    assert.deepEqual(kinds(d).slice(0, 5), [
+    assert.deepEqual(kinds(d).slice(0, 6), [
       'createServiceAccount',
       'createRunBinding',
       'createRunBinding',
       'createNetworkPolicy',
+      'createRunInput',
       'createJob',
     ]);
     const bindings = d.actions.flatMap((x) => (x.kind === 'createRunBinding' ? [x.binding] : []));
@@ -1504,6 +1532,12 @@ describe('decide: agent memory (issue 10 §3)', () => {
     ).spec;
     return spec.containers.find((c) => c.name === 'agent')?.command ?? [];
   };
+  /** The prompt the run's input ConfigMap hands its Job (issue 10 §1). */
+  const promptOf = (d: Decision): string => {
+    const c = d.actions.find((a) => a.kind === 'createRunInput');
+    assert.ok(c?.kind === 'createRunInput', kinds(d).join(','));
+    return c.configMap.data.prompt ?? '';
+  };
 
   it('Pending: reads the memory once admitted, then starts with it in the prompt and on the Job', () => {
     const a = agent('a');
@@ -1512,16 +1546,19 @@ describe('decide: agent memory (issue 10 §3)', () => {
     const d = run(snap(a, { definition: withMemory(), memory: read('- flaky login\n', '41') }));
     assert.equal(onlyPatch(d).phase, 'Running');
     assert.ok(
-      commandOf(d).some((arg) => arg.startsWith('Do {thing}\n\n<memory>\n- flaky login\n</memory>\n')),
-      JSON.stringify(commandOf(d)),
+      promptOf(d).startsWith('Do {thing}\n\n<memory>\n- flaky login\n</memory>\n'),
+      JSON.stringify(promptOf(d)),
     );
+    // The prompt, memory and all, is in the input ConfigMap only: never in the Job's argv.
+    assert.ok(!commandOf(d).some((arg) => arg.includes('flaky login')), JSON.stringify(commandOf(d)));
     const annotations = createJobOf(d).metadata.annotations;
     assert.equal(annotations['agents.re-cinq.com/memory-configmap'], 'notes');
     assert.equal(annotations['agents.re-cinq.com/memory-max-size-kb'], '64');
     assert.equal(annotations['agents.re-cinq.com/memory-version'], '41');
     // A missing ConfigMap is an empty memory: the instruction only, recorded as not existing.
     const empty = run(snap(a, { definition: withMemory(), memory: read('') }));
-    assert.ok(!commandOf(empty).some((arg) => arg.includes('<memory>\n')));
+    assert.ok(!promptOf(empty).includes('<memory>\n'), JSON.stringify(promptOf(empty)));
+    assert.ok(promptOf(empty).startsWith('Do {thing}'), JSON.stringify(promptOf(empty)));
     assert.equal(createJobOf(empty).metadata.annotations['agents.re-cinq.com/memory-version'], '');
   });
 
@@ -1665,5 +1702,131 @@ describe('decide: agent memory (issue 10 §3)', () => {
       saves(d).map((s) => s.content),
       ['new'],
     );
+  });
+});
+
+// ------------------------------------------------------------------------------------------------ run input
+
+describe('decide: the run input ConfigMap (issue 10 §1)', () => {
+  /** Agent `a` of Station stn with parameters (the prompt `Do {thing}` renders to `Do the dishes`) and a taskId. */
+  const withParameters = (): Agent => {
+    const base = agent('a', { created: 20 });
+    const r = parseAgent({
+      apiVersion: 'agents.re-cinq.com/v1alpha1',
+      kind: 'Agent',
+      metadata: base.metadata,
+      spec: { stationRef: 'stn', taskId: 'task-7', parameters: { thing: 'the dishes' } },
+    });
+    assert.ok(r.ok);
+    return r.value;
+  };
+  const inputOf = (d: Decision) => {
+    const c = d.actions.find((a) => a.kind === 'createRunInput');
+    assert.ok(c?.kind === 'createRunInput', kinds(d).join(','));
+    return c.configMap;
+  };
+  const jobOf = (d: Decision) => {
+    const c = d.actions.find((a) => a.kind === 'createJob');
+    assert.ok(c?.kind === 'createJob', kinds(d).join(','));
+    return c.job;
+  };
+
+  it('right before the Job: agent-job-<agent>-input, owned by the Agent, immutable, the rendered prompt and the ids', () => {
+    const d = run(snap(withParameters()));
+    assert.deepEqual(kinds(d).slice(2, 4), ['createRunInput', 'createJob']);
+    const cm = inputOf(d);
+    assert.equal(cm.apiVersion, 'v1');
+    assert.equal(cm.kind, 'ConfigMap');
+    assert.equal(cm.metadata.name, 'agent-job-a-input');
+    assert.equal(cm.metadata.name, `${jobNameFor('a')}-input`);
+    assert.equal(cm.metadata.namespace, NS);
+    assert.deepEqual(cm.metadata.ownerReferences, [
+      {
+        apiVersion: 'agents.re-cinq.com/v1alpha1',
+        kind: 'Agent',
+        name: 'a',
+        uid: 'uid-a',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+    assert.deepEqual(cm.metadata.labels, jobOf(d).metadata.labels, 'labelled like its Job');
+    assert.equal(cm.immutable, true);
+    // Small parameters travel in the env (AGENT_PARAMETERS): the ConfigMap holds the prompt and the ids only.
+    assert.deepEqual(Object.keys(cm.data).sort(), ['prompt', 'run.json']);
+    assert.equal(cm.data.prompt, 'Do the dishes');
+    assert.deepEqual(JSON.parse(cm.data['run.json'] ?? ''), {
+      namespace: NS,
+      agent: 'a',
+      uid: 'uid-a',
+      station: 'stn',
+      definition: 'def',
+      job: jobNameFor('a'),
+      model: 'claude-opus-5-5',
+      taskId: 'task-7',
+    });
+  });
+
+  it('the Job mounts that ConfigMap and reads the prompt from it; its argv never holds the prompt', () => {
+    const d = run(snap(withParameters()));
+    const cm = inputOf(d);
+    const spec = jobOf(d).spec.template.spec as {
+      containers: { name: string; command: string[]; env: { name: string; value?: string }[] }[];
+      volumes: { name: string; configMap?: { name: string } }[];
+    };
+    const container = spec.containers.find((c) => c.name === 'agent');
+    assert.ok(container);
+    assert.ok(
+      !container.command.some((arg) => arg.includes('the dishes')),
+      JSON.stringify(container.command),
+    );
+    assert.equal(container.env.find((e) => e.name === 'AGENT_PROMPT_FILE')?.value, '/agent/input/prompt');
+    assert.equal(spec.volumes.find((v) => v.name === 'run-input')?.configMap?.name, cm.metadata.name);
+  });
+
+  it('a run without a taskId has none in run.json', () => {
+    const ids = JSON.parse(inputOf(run(snap(agent('a')))).data['run.json'] ?? '') as Record<string, unknown>;
+    assert.equal('taskId' in ids, false);
+    assert.equal(ids.agent, 'a');
+  });
+
+  it('no input ConfigMap when adopting an existing Job, queueing, or failing to build', () => {
+    const a = agent('a', { created: 9 });
+    const cases: [string, Snapshot, JobBuilder?][] = [
+      ['adopt', snap(a, { job: present(job('a')) })],
+      [
+        'queued',
+        snap(a, { siblings: [running('r'), a], station: station('stn', { concurrencyPolicy: 'Forbid' }) }),
+      ],
+      ['build error', snap(a), failingBuilder('broken')],
+    ];
+    for (const [name, s, build] of cases) {
+      const d = run(s, build ?? recordingBuilder());
+      assert.ok(!kinds(d).includes('createRunInput'), `${name}: ${kinds(d).join(',')}`);
+    }
+  });
+
+  it('a refused input ConfigMap fails the Pending Agent with failureInput (BuildFailed), creating nothing', () => {
+    const message = 'ConfigMap team/agent-job-a-input: api 403 Forbidden: configmaps is forbidden';
+    const build = recordingBuilder();
+    const d = run(snap(agent('a'), { inputRefused: { message } }), build);
+    const st = onlyPatch(d);
+    assert.equal(st.phase, 'Failed');
+    assert.equal(st.failureReason, failureInput(message));
+    assert.equal(
+      st.failureReason,
+      "the run's input ConfigMap could not be created (ConfigMap team/agent-job-a-input: api 403 Forbidden: configmaps is forbidden); the controller needs configmaps create, get and delete in this namespace (deploy/rbac/controller-rbac.yaml)",
+    );
+    assert.equal(st.jobName, undefined);
+    assert.equal(st.exitCode, undefined);
+    assert.equal(findCondition(st.conditions, 'Failed')?.reason, REASON.buildFailed);
+    assert.deepEqual(
+      events(d).map((e) => [e.type, e.reason, e.message]),
+      [['Warning', REASON.buildFailed, failureInput(message)]],
+    );
+    assert.deepEqual(failureKinds(d), ['build_error']);
+    assert.deepEqual(kinds(d), ['patchStatus', 'recordEvent', 'observeMetric', 'observeMetric']);
+    assert.equal(d.requeueAfterMs, undefined, 'no retry');
+    assert.equal(build.calls.length, 0, 'no Job is even built');
   });
 });

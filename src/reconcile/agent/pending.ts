@@ -1,6 +1,7 @@
 import { type Agent, GROUP, type Job, KIND_AGENT, type Station } from '../../api/index.ts';
-import { type BuildJobInput, runHoldsToken } from '../../jobs/index.ts';
+import { type BuildJobInput, buildRunInput, runHoldsToken } from '../../jobs/index.ts';
 import type { Result } from '../../shared/result.ts';
+import { runTrace } from '../../shared/trace-context.ts';
 import type { Action, Decision, JobManifest, RunFailureKind } from '../actions.ts';
 import { conditionsSatisfied } from '../conditions.ts';
 import { policyRefusal, runIntent, runLimits, withPolicyTools } from '../policy/check.ts';
@@ -9,6 +10,7 @@ import {
   FAILURE_MISSING_REF,
   failureBinding,
   failureBuild,
+  failureInput,
   failureInvalidReference,
   failureMemory,
   failureNotMemory,
@@ -98,6 +100,9 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
     const failureReason = failureServiceAccount(s.serviceAccountRefused.message);
     return buildError(s, now, REASON.buildFailed, failureReason);
   }
+  if (s.inputRefused !== undefined) {
+    return buildError(s, now, REASON.buildFailed, failureInput(s.inputRefused.message));
+  }
   if (s.bindingRefused !== undefined) {
     const failureReason = failureBinding(s.bindingRefused.message);
     return buildError(s, now, REASON.rbacRefused, failureReason);
@@ -121,7 +126,7 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   }
   // The memory is read only for a run about to start (below); until then the Job is built, and checked, without it.
   const memory = s.memory?.kind === 'read' ? s.memory : undefined;
-  const built = build({
+  const request: BuildRequest = {
     agent,
     station,
     definition: withPolicyTools(definition, policy.kind === 'found' ? policy.policy : undefined),
@@ -131,7 +136,9 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
     ...(memory !== undefined
       ? { memory: { content: memory.content, resourceVersion: memory.resourceVersion } }
       : {}),
-  });
+    ...runTracing(s),
+  };
+  const built = build(request);
   if (!built.ok) {
     const failureReason = failureBuild(built.error);
     return buildError(s, now, REASON.buildFailed, failureReason);
@@ -171,11 +178,24 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
     });
   }
   actions.push(
+    { kind: 'createRunInput', configMap: buildRunInput(request) },
     { kind: 'createJob', job: built.value },
-    ...startActions(agent, jobName, formatStatusTime(now), `Created Job ${jobName}`, now, now),
+    ...startActions(s, jobName, formatStatusTime(now), `Created Job ${jobName}`, now, now),
     ...runObjectWarnings(s, definition),
   );
   return { actions, requeueAfterMs: s.options.requeueMs };
+}
+
+/** What a run's Job is built with when the controller traces (issue 10 §5). */
+export function runTracing(s: Snapshot): { tracing?: { tracesUrl: string } } {
+  const t = s.options.tracing;
+  return t !== undefined ? { tracing: { tracesUrl: t.runTracesUrl } } : {};
+}
+
+/** `status.traceID` of a starting run when the controller traces (issue 10 §5); nothing otherwise. */
+export function traceIdOf(s: Snapshot): { traceID?: string } {
+  if (s.options.tracing === undefined) return {};
+  return { traceID: runTrace(s.agent.metadata.uid, s.agent.metadata.annotations).traceId };
 }
 
 /** The concurrency settings admission reads from a Station. */
@@ -241,18 +261,19 @@ export function preemptActions(agent: Agent, station: Station, victims: readonly
 
 /** Running + jobName + startedAt, the Started event and the queue-time metric. */
 function startActions(
-  agent: Agent,
+  s: Snapshot,
   jobName: string,
   startedAt: string,
   message: string,
   jobCreated: Date,
   now: Date,
 ): Action[] {
+  const { agent } = s;
   const queued = secondsBetween(agent.metadata.creationTimestamp, jobCreated);
   return [
     statusPatch(
       agent,
-      { phase: 'Running', jobName, startedAt },
+      { phase: 'Running', jobName, startedAt, ...traceIdOf(s) },
       runningConditions(`Job ${jobName} is running`),
       now,
     ),
@@ -269,7 +290,7 @@ function adopt(s: Snapshot, job: Job, now: Date): Decision {
   const startedAt = s.agent.status.startedAt ?? formatStatusTime(jobCreated);
   return {
     actions: startActions(
-      s.agent,
+      s,
       job.metadata.name,
       startedAt,
       `Adopted existing Job ${job.metadata.name}`,

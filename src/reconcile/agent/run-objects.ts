@@ -33,6 +33,7 @@ export function runObjectActions(s: Snapshot, station: Station, definition: Agen
         controllerNamespace: s.options.controllerNamespace,
         ...(token ? { apiServer: s.apiServer } : {}),
         dependencies: dependencyEndpoints(s, definition),
+        tracesUrl: s.options.tracing?.runTracesUrl,
       }),
     },
   ];

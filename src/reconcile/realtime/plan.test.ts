@@ -143,11 +143,11 @@ describe('decide: a realtime Agent at Pending', () => {
     assert.ok(!d.actions.some((x) => x.kind === 'createJob' || x.kind === 'createPromptToken'));
   });
 
-  it('creates the prompt-token Secret right before the Job, which reads it by secretKeyRef', () => {
+  it('creates the prompt-token Secret right before the run input and the Job, which reads it by secretKeyRef', () => {
     const d = decide(snap(agent('a'), realtimeDef()), at(10), buildJob);
     const kinds = d.actions.map((x) => x.kind);
     const token = kinds.indexOf('createPromptToken');
-    assert.ok(token >= 0 && kinds[token + 1] === 'createJob', kinds.join(','));
+    assert.deepEqual(kinds.slice(token, token + 3), ['createPromptToken', 'createRunInput', 'createJob']);
     const action = d.actions[token];
     assert.deepEqual(
       action?.kind === 'createPromptToken' && [action.uid, action.secretName, action.ref.name],
@@ -208,9 +208,12 @@ describe('buildJob: a realtime run', () => {
     assert.equal(initEnv.find((e) => e.name === 'AGENT_CONVERSATION_ID')?.value, 'sess-9');
   });
 
-  it('a job run has none of it', () => {
+  it('a job run has none of it (only the prompt file of its input ConfigMap, as every run)', () => {
     const { job, env } = built(agent('a'), definition());
     assert.equal(job.metadata.labels[LABEL_EXECUTION], undefined);
-    assert.ok(!env.some((e) => e.name.startsWith('AGENT_PROMPT') || e.name === 'AGENT_EXECUTION'));
+    assert.deepEqual(
+      env.filter((e) => e.name.startsWith('AGENT_PROMPT') || e.name === 'AGENT_EXECUTION'),
+      [{ name: 'AGENT_PROMPT_FILE', value: '/agent/input/prompt' }],
+    );
   });
 });

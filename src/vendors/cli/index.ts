@@ -18,6 +18,14 @@ export { type McpServerSpec, type PermissionMode, permissionModeOf, type VendorR
 export { mcpHeaderEnvName } from './mcp.ts';
 export { opencodeArgv, opencodeModel } from './opencode.ts';
 export {
+  argvWithoutPrompt,
+  deliverPrompt,
+  MAX_ARG_BYTES,
+  MAX_PROMPT_BYTES,
+  type PromptDelivery,
+  utf8Bytes,
+} from './prompt-delivery.ts';
+export {
   addTurnResult,
   extractRunResult,
   extractRunResultFromText,

@@ -1,0 +1,105 @@
+// The I/O of a run's input ConfigMap (issue 10 §1): create it, and resolve a name collision (see the executor
+// contract of `createRunInput` in src/reconcile/actions.ts). What goes into it is pure (src/jobs/run-input.ts).
+import * as v from 'valibot';
+import type { InputConfigMapManifest } from '../jobs/index.ts';
+import {
+  CONFIG_MAPS,
+  createObject,
+  deleteObject,
+  describeKubeError,
+  getObject,
+  isAlreadyExists,
+  isForbidden,
+  isInvalid,
+  isNotFound,
+  type KubeError,
+  KubeObjectSchema,
+  ObjectMetaSchema,
+  type Transport,
+} from '../kube/index.ts';
+
+/** How an input ConfigMap create ended. */
+export type InputCreate =
+  | { readonly kind: 'created' }
+  /** It exists, is this run's and holds this input (a retried start). */
+  | { readonly kind: 'exists' }
+  /** One of an earlier Agent of the same name is in the way (garbage collection removes it), or it just went. */
+  | { readonly kind: 'stale'; readonly message: string }
+  /** The API server refused it, or the name is taken by something that is not this run's: the run fails. */
+  | { readonly kind: 'refused'; readonly message: string }
+  | { readonly kind: 'error'; readonly error: KubeError };
+
+const FoundSchema = v.looseObject({
+  metadata: ObjectMetaSchema,
+  data: v.optional(v.nullable(v.record(v.string(), v.string()))),
+});
+
+const refusedByServer = (e: KubeError): boolean =>
+  isForbidden(e) || isInvalid(e) || (e.kind === 'api' && e.code === 400);
+
+function sameData(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
+}
+
+/**
+ * POSTs the run's input ConfigMap. On a name collision: this run's with the same data → exists; this run's with
+ * other data (a retried start whose memory changed; its Job, which alone mounts it, does not exist yet) → deleted
+ * (uid precondition) and created again, once; an earlier Agent's → stale; anything else → refused.
+ */
+export async function createRunInput(
+  t: Transport,
+  input: InputConfigMapManifest,
+  opts: { readonly timeoutMs?: number | undefined; readonly fieldManager: string },
+): Promise<InputCreate> {
+  const { namespace, name } = input.metadata;
+  const what = `ConfigMap ${namespace}/${name}`;
+  const ownerUid = input.metadata.ownerReferences[0].uid;
+  for (let attempt = 0; ; attempt++) {
+    const r = await createObject(t, CONFIG_MAPS, namespace, { ...input }, KubeObjectSchema, opts);
+    if (r.ok) return { kind: 'created' };
+    if (refusedByServer(r.error))
+      return { kind: 'refused', message: `${what}: ${describeKubeError(r.error)}` };
+    if (!isAlreadyExists(r.error)) return { kind: 'error', error: r.error };
+    const found = await getObject(t, CONFIG_MAPS, { namespace, name }, FoundSchema, opts);
+    if (!found.ok) {
+      if (isNotFound(found.error))
+        return { kind: 'stale', message: `${what} vanished after a name collision` };
+      if (isForbidden(found.error)) {
+        return {
+          kind: 'refused',
+          message: `${what} exists and cannot be read: ${describeKubeError(found.error)}`,
+        };
+      }
+      return { kind: 'error', error: found.error };
+    }
+    const meta = found.value.metadata;
+    const owner = (meta.ownerReferences ?? []).find((o) => o.controller === true);
+    if (owner?.uid === ownerUid && meta.deletionTimestamp == null) {
+      if (sameData(found.value.data ?? {}, input.data)) return { kind: 'exists' };
+      if (attempt > 0) return { kind: 'stale', message: `${what} keeps changing` };
+      const deleted = await deleteObject(
+        t,
+        CONFIG_MAPS,
+        { namespace, name },
+        { uid: meta.uid, timeoutMs: opts.timeoutMs },
+      );
+      if (!deleted.ok && !isNotFound(deleted.error)) {
+        if (isForbidden(deleted.error)) {
+          return {
+            kind: 'refused',
+            message: `${what} is outdated and cannot be deleted: ${describeKubeError(deleted.error)}`,
+          };
+        }
+        return { kind: 'error', error: deleted.error };
+      }
+      continue;
+    }
+    const labels = meta.labels ?? {};
+    const sameRun = Object.entries(input.metadata.labels).every(([k, val]) => labels[k] === val);
+    if (sameRun || meta.deletionTimestamp != null) {
+      return { kind: 'stale', message: `${what} of an earlier Agent of this name is still there` };
+    }
+    return { kind: 'refused', message: `${what} already exists and is not this run's` };
+  }
+}

@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { vendorCommand } from './argv.ts';
+import {
+  argvWithoutPrompt,
+  deliverPrompt,
+  MAX_ARG_BYTES,
+  MAX_PROMPT_BYTES,
+  utf8Bytes,
+} from './prompt-delivery.ts';
+import type { Vendor } from './route.ts';
+
+const MODELS: Readonly<Record<Vendor, string>> = {
+  claude: 'claude-opus-5-5',
+  codex: 'gpt-6-astra',
+  gemini: 'gemini-3-pro',
+  opencode: 'opencode/anthropic/claude-opus-5-5',
+  exec: 'exec',
+};
+
+/** The vendor argv of `vendor` for `prompt` (optionally resuming a session). */
+function argvOf(vendor: Vendor, prompt: string, resumeSession?: string): readonly string[] {
+  const r = vendorCommand({
+    model: MODELS[vendor],
+    prompt,
+    toolConfig: { command: ['/bin/cat'] },
+    ...(resumeSession !== undefined ? { resumeSession } : {}),
+  });
+  assert.ok(r.ok);
+  assert.equal(r.value.vendor, vendor);
+  return r.value.argv;
+}
+
+describe('deliverPrompt', () => {
+  it('a prompt that fits in one argument: the vendor argv exactly as built with it, stdin closed', () => {
+    for (const vendor of Object.keys(MODELS) as Vendor[]) {
+      for (const prompt of ['fix it', '', '-starts-with-a-dash', 'multi\nline ünïcödé 😀']) {
+        for (const resume of [undefined, 'sess-1']) {
+          const full = argvOf(vendor, prompt, resume);
+          const r = deliverPrompt(vendor, argvWithoutPrompt(full), prompt);
+          assert.deepEqual(r, { ok: true, value: { argv: full } }, `${vendor} ${JSON.stringify(prompt)}`);
+        }
+      }
+    }
+  });
+
+  it('the argument limit counts UTF-8 bytes, and Gemini counts its --prompt= prefix', () => {
+    const exactly = 'a'.repeat(MAX_ARG_BYTES);
+    assert.equal(deliverPrompt('claude', ['claude', '--'], exactly).ok, true);
+    const r = deliverPrompt('claude', ['claude', '--'], exactly);
+    assert.ok(r.ok && r.value.stdin === undefined);
+    const wide = 'é'.repeat(MAX_ARG_BYTES / 2 + 1); // 2 bytes each: over the limit in bytes, not in characters
+    const w = deliverPrompt('claude', ['claude', '--'], wide);
+    assert.ok(w.ok && w.value.stdin === wide);
+    const g = deliverPrompt('gemini', ['gemini'], exactly);
+    assert.ok(g.ok && g.value.stdin === exactly, 'the --prompt= prefix makes it one argument too many bytes');
+  });
+
+  it('a longer prompt goes to stdin in each CLI form: Claude without the fence, Codex "-", Gemini and exec bare', () => {
+    const long = `${'p'.repeat(MAX_ARG_BYTES)}\nend`;
+    const cases: ReadonlyArray<readonly [Vendor, string | undefined, (full: readonly string[]) => string[]]> =
+      [
+        ['claude', undefined, (full) => full.slice(0, -2)],
+        ['claude', 'sess-1', (full) => full.slice(0, -2)],
+        ['codex', undefined, (full) => [...full.slice(0, -1), '-']],
+        ['codex', 'sess-1', (full) => [...full.slice(0, -1), '-']],
+        ['gemini', undefined, (full) => full.slice(0, -1)],
+        ['exec', undefined, (full) => full.slice(0, -1)],
+      ];
+    for (const [vendor, resume, expected] of cases) {
+      const full = argvOf(vendor, long, resume);
+      const r = deliverPrompt(vendor, argvWithoutPrompt(full), long);
+      assert.deepEqual(r, { ok: true, value: { argv: expected(full), stdin: long } }, `${vendor} ${resume}`);
+      assert.ok(r.ok && !r.value.argv.includes(long));
+    }
+    assert.equal(argvOf('codex', long, 'sess-1').at(-2), 'sess-1', 'the session id stays before the prompt');
+  });
+
+  it('refuses what a CLI cannot take: OpenCode past the argument limit, a resumed Gemini session', () => {
+    const long = 'q'.repeat(MAX_ARG_BYTES + 1);
+    assert.deepEqual(deliverPrompt('opencode', argvWithoutPrompt(argvOf('opencode', long)), long), {
+      ok: false,
+      error: `the prompt is ${MAX_ARG_BYTES + 1} bytes, over the ${MAX_ARG_BYTES}-byte limit of one CLI argument, and the OpenCode CLI takes a prompt only as an argument`,
+    });
+    const g = deliverPrompt('gemini', argvWithoutPrompt(argvOf('gemini', long, 'sess-1')), long);
+    assert.ok(!g.ok);
+    assert.match(g.error, /Gemini CLI takes a resumed session's prompt only as an argument$/);
+  });
+
+  it('refuses a prompt over 900 KiB, for every vendor, with its size', () => {
+    const over = 'o'.repeat(MAX_PROMPT_BYTES + 1);
+    for (const vendor of Object.keys(MODELS) as Vendor[]) {
+      assert.deepEqual(deliverPrompt(vendor, ['x'], over), {
+        ok: false,
+        error: `the prompt is ${MAX_PROMPT_BYTES + 1} bytes: a run's prompt holds at most ${MAX_PROMPT_BYTES} bytes (900 KiB)`,
+      });
+    }
+    assert.equal(deliverPrompt('claude', ['claude', '--'], 'o'.repeat(MAX_PROMPT_BYTES)).ok, true);
+  });
+
+  it('utf8Bytes counts encoded bytes', () => {
+    assert.equal(utf8Bytes(''), 0);
+    assert.equal(utf8Bytes('abc'), 3);
+    assert.equal(utf8Bytes('é'), 2);
+    assert.equal(utf8Bytes('😀'), 4);
+  });
+});
