@@ -1,8 +1,9 @@
 // The project's test command: `npm test` (all tiers), `npm test -- unit`, `npm test -- e2e`.
 // unit: every *.test.ts under src/, test/{unit,host,node-agent,support}/ and bench/ on Node (tsx loader); host tests run real processes.
-// e2e:  builds the bundle, brings up the local control plane (scripts/testbed up), then runs test/e2e/*.test.ts
+// e2e:  builds the bundle, brings up the local control plane (scripts/testbed up) and builds the test OpenTelemetry
+//       Collector (scripts/build-otelcol), then runs test/e2e/*.test.ts
 //       once per runtime (Node, then Deno) with AGENT_E2E_RUNTIME set, one file at a time.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,6 +55,17 @@ if (wanted.includes('unit')) {
 if (wanted.includes('e2e') && !failed) {
   const [buildCmd, ...buildArgs] = runScript('scripts/build.mjs');
   if (run(buildCmd, buildArgs) !== 0) process.exit(1);
+  // The test OpenTelemetry Collector (test/e2e/tracing) is built from Go modules while the control plane comes up
+  // (both cached after the first time); the tests start once both are there.
+  console.log('\n$ scripts/build-otelcol (in the background)');
+  const otelcol = spawn('bash', ['scripts/build-otelcol'], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const otelcolBuilt = new Promise((resolve) => {
+    otelcol.on('error', () => resolve(1));
+    otelcol.on('exit', (code) => resolve(code ?? 1));
+  });
   const up = spawnSync('bash', ['scripts/testbed', 'up'], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -65,6 +77,8 @@ if (wanted.includes('e2e') && !failed) {
     process.exit(1);
   }
   const kubeconfig = lines.at(-1);
+  if ((await otelcolBuilt) !== 0)
+    console.error('test: scripts/build-otelcol failed (the tracing tests will say why)');
   const files = findTests('test/e2e');
   const runtimes = (process.env.AGENT_E2E_RUNTIMES ?? 'node,deno').split(',');
   for (const runtime of runtimes) {

@@ -2,7 +2,7 @@ import { type Agent, AgentSchema, isTerminalPhase, type Job } from '../api/index
 import type { ControllerConfig } from '../config/index.ts';
 import { ALL_NAMESPACES } from '../config/index.ts';
 import { endpointView, LABEL_SERVICE_NAME, readApiServerEndpoints } from '../effects/api-server.ts';
-import { createBatchPoller } from '../effects/batch/poller.ts';
+import { createBatchPoller, type TrackedBatch } from '../effects/batch/poller.ts';
 import { createBatchRuntime } from '../effects/batch/runtime.ts';
 import { createSecretReader } from '../effects/batch/secrets.ts';
 import { createSinkDispatcher } from '../effects/batch/sinks.ts';
@@ -380,6 +380,12 @@ export function startController(deps: ControllerDeps): RunningController {
   });
   const secrets = createSecretReader({ transport, now: () => clock.now() });
   const batchRuntime = createBatchRuntime({ baseUrls: config.vendorBaseUrls, secrets });
+  // Spans of the runs (issue 10 §5): only with an OTLP endpoint; otherwise no exporter is ever made.
+  const tracing = config.tracing !== undefined ? createTracing(config.tracing) : NO_TRACING;
+  const runSpans = tracing.enabled ? new RunSpans(tracing, () => clock.now()) : undefined;
+  if (config.tracing !== undefined) {
+    log.info('Exporting traces', { url: config.tracing.tracesUrl, runs: config.tracing.runTracesUrl });
+  }
   const poller = createBatchPoller({
     runtime: batchRuntime,
     clock,
@@ -388,6 +394,14 @@ export function startController(deps: ControllerDeps): RunningController {
     logger: log,
     onEnded: (key) => enqueue(key, true),
     onPoll: (provider, result) => metrics.batchPolls.inc({ provider, result }),
+    ...(runSpans !== undefined
+      ? {
+          onPolled: (batch: TrackedBatch, startMs: number, endMs: number, result: string, error?: string) => {
+            const agent = book.get(batch.key);
+            if (agent !== undefined) runSpans.batchPoll(agent, batch, startMs, endMs, result, error);
+          },
+        }
+      : {}),
     onListPage: (provider, result) => metrics.batchListPages.inc({ provider, result }),
     listing: config.batchPollList,
   });
@@ -455,11 +469,7 @@ export function startController(deps: ControllerDeps): RunningController {
     return policiesChecked;
   };
   const prices = createPriceSource(config.pricesFile, log);
-  // Spans of the runs (issue 10 §5): only with an OTLP endpoint; otherwise no exporter is ever made.
-  const tracing = config.tracing !== undefined ? createTracing(config.tracing) : NO_TRACING;
-  if (config.tracing !== undefined) {
-    log.info('Exporting traces', { url: config.tracing.tracesUrl, runs: config.tracing.runTracesUrl });
-  }
+
   /** Where the API server listens, as last read (and when); undefined while unknown. */
   let apiServer: ApiServerEndpoints | undefined;
   let apiServerReadAt = Number.NEGATIVE_INFINITY;
@@ -487,7 +497,7 @@ export function startController(deps: ControllerDeps): RunningController {
       return promptTokens;
     },
     prices: () => prices.current(),
-    ...(tracing.enabled ? { spans: new RunSpans(tracing, () => clock.now()) } : {}),
+    ...(runSpans !== undefined ? { spans: runSpans } : {}),
     endpoints: endpointsOf,
     apiServer: async () => {
       // Read only for runs that hold a token, at most once per poll interval (a controller without the run-rbac

@@ -9,6 +9,7 @@ import {
   type Station,
 } from '../api/index.ts';
 import type { Result } from '../shared/result.ts';
+import { rootSpanIdFromUid, traceIdFromUid } from '../shared/trace-context.ts';
 import {
   type BuildJobInput,
   buildJob,
@@ -1507,5 +1508,41 @@ describe('buildJob and buildRunInput: the prompt travels in the input ConfigMap 
       ok: false,
       error: 'a CLI argument of 140000 bytes: one argument holds at most 131071 bytes',
     });
+  });
+});
+
+describe('buildJob: tracing (issue 10 §5)', () => {
+  it('a traced run: the agent container alone gets its trace context and where to export', () => {
+    const job = built({ ...input, tracing: { tracesUrl: 'http://10.0.0.7:4318/v1/traces' } });
+    const env = agentContainer(job).env as { name: string; value?: string }[];
+    const traceparent = env.find((e) => e.name === 'TRACEPARENT')?.value ?? '';
+    assert.equal(traceparent, `00-${traceIdFromUid('uid-agent-1')}-${rootSpanIdFromUid('uid-agent-1')}-01`);
+    assert.equal(
+      env.find((e) => e.name === 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')?.value,
+      'http://10.0.0.7:4318/v1/traces',
+    );
+    assert.equal(env.find((e) => e.name === 'OTEL_SERVICE_NAME')?.value, 'agent-supervisor');
+    const init = (podSpec(job).initContainers as { env: { name: string }[] }[])[0];
+    assert.ok(init?.env.every((e) => e.name !== 'TRACEPARENT'));
+  });
+
+  it('an Agent annotated traceparent: the pod continues that trace; without tracing: no OTel env at all', () => {
+    const annotated = must(
+      parseAgent({
+        ...agentJson,
+        metadata: {
+          ...agentJson.metadata,
+          annotations: { traceparent: `00-${'ab'.repeat(16)}-${'cd'.repeat(8)}-00` },
+        },
+      }),
+    );
+    const job = built({ ...input, agent: annotated, tracing: { tracesUrl: 'http://c:4318/v1/traces' } });
+    const env = agentContainer(job).env as { name: string; value?: string }[];
+    assert.equal(
+      env.find((e) => e.name === 'TRACEPARENT')?.value,
+      `00-${'ab'.repeat(16)}-${rootSpanIdFromUid('uid-agent-1')}-00`,
+    );
+    const plain = agentContainer(built()).env as { name: string }[];
+    assert.ok(plain.every((e) => !['TRACEPARENT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'].includes(e.name)));
   });
 });

@@ -373,3 +373,31 @@ describe('buildRunNetworkPolicy: the other endpoints a definition names', () => 
     });
   });
 });
+
+describe('buildRunNetworkPolicy: the OTLP endpoint of a traced run (issue 10 §5)', () => {
+  const egressWith = (tracesUrl: string | undefined, sinks: readonly Record<string, unknown>[] = []) =>
+    buildRunNetworkPolicy({
+      agent: agent(),
+      station: station(),
+      definition: definition(sinks),
+      tracesUrl,
+    }).spec.egress.slice(2);
+
+  it('admits the traces URL like a sink: an address alone, a hostname anywhere, on its port', () => {
+    assert.deepEqual(egressWith('http://10.0.0.7:4318/v1/traces'), [exact('10.0.0.7/32', 4318)]);
+    assert.deepEqual(egressWith('http://otel-collector.observability:4318/v1/traces'), [anywhere(4318)]);
+    // A hostname may resolve to a private address, which the public 443 rule leaves out.
+    assert.deepEqual(egressWith('https://otlp.example.com/v1/traces'), [anywhere(443)]);
+    assert.deepEqual(egressWith(undefined), []);
+  });
+
+  it('after the definition endpoints, without repeating one', () => {
+    assert.deepEqual(egressWith('http://10.0.0.7:4318/v1/traces', [http('http://10.0.0.7:4318/hook')]), [
+      exact('10.0.0.7/32', 4318),
+    ]);
+    assert.deepEqual(egressWith('http://10.0.0.8:4318/v1/traces', [http('http://10.0.0.7:8080/hook')]), [
+      exact('10.0.0.7/32', 8080),
+      exact('10.0.0.8/32', 4318),
+    ]);
+  });
+});

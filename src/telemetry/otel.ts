@@ -20,6 +20,7 @@ import {
   BatchSpanProcessor,
   type IdGenerator,
   RandomIdGenerator,
+  type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
 import { VERSION } from '../shared/version.ts';
 import type { TracingConfig } from './config.ts';
@@ -95,10 +96,13 @@ async function within(p: Promise<unknown>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
-/** A tracer exporting to `config` (batched: at most every 1 s, or when 256 spans are waiting). */
-export function createTracing(config: TracingConfig): Tracing {
+/**
+ * A tracer exporting to `config` (batched: at most every 1 s, or when 256 spans are waiting) with the OTLP/HTTP
+ * exporter, or with `exporter` (tests).
+ */
+export function createTracing(config: TracingConfig, exporter?: SpanExporter): Tracing {
   const ids = new PresetIds();
-  const exporter = new OTLPTraceExporter({ url: config.tracesUrl, timeoutMillis: 10_000 });
+  const spanExporter = exporter ?? new OTLPTraceExporter({ url: config.tracesUrl, timeoutMillis: 10_000 });
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({
       'service.name': config.serviceName,
@@ -106,7 +110,7 @@ export function createTracing(config: TracingConfig): Tracing {
     }),
     idGenerator: ids,
     spanProcessors: [
-      new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1000, maxExportBatchSize: 256 }),
+      new BatchSpanProcessor(spanExporter, { scheduledDelayMillis: 1000, maxExportBatchSize: 256 }),
     ],
   });
   const tracer = provider.getTracer('agent-controller', VERSION);

@@ -66,6 +66,32 @@ export class RunSpans {
     };
   }
 
+  /** One poll of a batch run's vendor batch (`agent.batch.poll`), under the run's root span. */
+  batchPoll(
+    agent: Agent,
+    poll: { readonly provider: string; readonly batchId: string },
+    startMs: number,
+    endMs: number,
+    result: string,
+    error?: string,
+  ): void {
+    if (!this.#tracing.enabled) return;
+    const trace = runTrace(agent.metadata.uid, agent.metadata.annotations);
+    const span = this.#tracing.startSpan('agent.batch.poll', {
+      parent: { kind: 'remote', traceId: trace.traceId, spanId: trace.rootSpanId, sampled: trace.sampled },
+      attributes: {
+        ...agentAttributes(agent),
+        'agent.batch.provider': poll.provider,
+        'agent.batch.id': poll.batchId,
+        'agent.batch.poll_result': result,
+      },
+      startTime: startMs,
+      kind: 'client',
+    });
+    setOutcome(span, error !== undefined, error);
+    span.end(endMs);
+  }
+
   /** The root span `agent.run` of a run that just ended: from the Agent's creation to now. */
   #root(
     agent: Agent,

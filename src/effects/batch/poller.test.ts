@@ -89,6 +89,14 @@ function setup(
     vendors,
   });
   const woken: string[] = [];
+  const polled: {
+    key: string;
+    batchId: string;
+    startMs: number;
+    endMs: number;
+    result: string;
+    error?: string | undefined;
+  }[] = [];
   let seed = 0;
   const poller = createBatchPoller({
     runtime,
@@ -97,6 +105,8 @@ function setup(
     periodMs: PERIOD,
     logger: quiet,
     onEnded: (key) => woken.push(key),
+    onPolled: (batch, startMs, endMs, result, error) =>
+      polled.push({ key: batch.key, batchId: batch.batchId, startMs, endMs, result, error }),
     listing: opts.listing ?? false,
   });
   const track = (i: number) => {
@@ -110,7 +120,7 @@ function setup(
       render: () => ({ sessionId: `uid-${i}`, model: 'm', prompt: 'p', structured: false, durationMs: 0 }),
     });
   };
-  return { clock, poller, woken, track, ...v };
+  return { clock, poller, woken, polled, track, ...v };
 }
 
 describe('batch poller', () => {
@@ -248,5 +258,27 @@ describe('batch poller', () => {
       assert.equal(off.checks.size, 50);
       off.poller.stop();
     });
+  });
+});
+
+describe('batch poller: each poll reported for the run spans (issue 10 §5)', () => {
+  it('reports every poll of a batch on its own with its timing and result', async () => {
+    const t = setup({ ended: new Set(['b1']), slowMs: 40 });
+    t.poller.setActive(true);
+    t.track(0);
+    t.track(1);
+    await t.clock.advance(PERIOD);
+    t.poller.stop();
+    const byBatch = (id: string) => t.polled.filter((p) => p.batchId === id);
+    assert.ok(byBatch('b0').length >= 1);
+    assert.ok(
+      byBatch('b0').every((p) => p.result === 'pending' && p.key === 'ns/a0' && p.error === undefined),
+    );
+    assert.deepEqual(
+      byBatch('b1').map((p) => p.result),
+      ['ended'],
+    );
+    for (const p of t.polled)
+      assert.equal(p.endMs - p.startMs, 40, 'from the start of the call to its answer');
   });
 });

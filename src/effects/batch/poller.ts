@@ -78,6 +78,14 @@ export function createBatchPoller(options: {
   readonly onEnded: (key: string) => void;
   readonly concurrency?: number;
   readonly onPoll?: (provider: BatchProvider, result: 'pending' | 'ended' | 'error') => void;
+  /** Called after each poll of one batch on its own, with when it ran (the run's `agent.batch.poll` span). */
+  readonly onPolled?: (
+    batch: TrackedBatch,
+    startMs: number,
+    endMs: number,
+    result: 'pending' | 'ended' | 'error',
+    error?: string,
+  ) => void;
   /** Called for each list page requested by a sweep. */
   readonly onListPage?: (provider: BatchProvider, result: 'ok' | 'error') => void;
   /** Sweep groups with the vendors' list endpoints (default true; `BATCH_POLL_LIST=false` turns it off). */
@@ -201,6 +209,8 @@ export function createBatchPoller(options: {
     e.polling = true;
     inFlight++;
     const batch = e.batch;
+    const startedAt = clock.now();
+    let polled: { result: 'pending' | 'ended' | 'error'; error?: string } | undefined;
     try {
       const render = batch.render();
       if (render === undefined) return;
@@ -212,6 +222,7 @@ export function createBatchPoller(options: {
           error: call.error.message,
         });
         options.onPoll?.(batch.provider, 'error');
+        polled = { result: 'error', error: call.error.message };
         return;
       }
       const r = await options.runtime.vendors[batch.provider].check(batch.batchId, render, call.value);
@@ -223,16 +234,20 @@ export function createBatchPoller(options: {
           error: describeBatchError(r.error),
         });
         options.onPoll?.(batch.provider, 'error');
+        polled = { result: 'error', error: describeBatchError(r.error) };
         if (r.error.kind === 'unavailable' && r.error.retryAfterMs !== undefined)
           e.dueAt = Math.max(e.dueAt, clock.now() + r.error.retryAfterMs);
         return;
       }
       e.state = r.value;
       options.onPoll?.(batch.provider, r.value.kind === 'ended' ? 'ended' : 'pending');
+      polled = { result: r.value.kind === 'ended' ? 'ended' : 'pending' };
       if (r.value.kind === 'ended') options.onEnded(batch.key);
     } catch (error) {
       options.logger.error('Batch poll crashed', { agent: batch.key, error: String(error) });
     } finally {
+      if (polled !== undefined)
+        options.onPolled?.(batch, startedAt, clock.now(), polled.result, polled.error);
       inFlight--;
       e.polling = false;
       e.dueAt = Math.max(e.dueAt, clock.now() + periodMs);

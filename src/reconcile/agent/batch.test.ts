@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type Agent, type AgentDefinition, parseAgent, parseAgentPolicy } from '../../api/index.ts';
 import { jobNameFor } from '../../jobs/index.ts';
+import { traceIdFromUid } from '../../shared/trace-context.ts';
 import type { BatchProvider } from '../../vendors/batch/port.ts';
 import type {
   Action,
@@ -1868,5 +1869,17 @@ describe('batch decisions: invariants over every row', () => {
       for (const p of patches(d)) assert.equal(p.resourceVersion, '314');
       assert.ok(patches(d).length <= 1);
     }
+  });
+});
+
+describe('batch runs and tracing (issue 10 §5)', () => {
+  it('the submission record carries status.traceID when the controller traces; not otherwise', () => {
+    const a = bagent('a', { finalizers: [BATCH_FINALIZER] });
+    const traced = run({
+      ...snap(a),
+      options: { ...OPTIONS, tracing: { runTracesUrl: 'http://c:4318/v1/traces' } },
+    });
+    assert.equal(onlyPatch(traced).traceID, traceIdFromUid(a.metadata.uid));
+    assert.equal(onlyPatch(run(snap(a))).traceID, undefined);
   });
 });

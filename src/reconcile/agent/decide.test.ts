@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type Agent, parseAgent, parseAgentPolicy } from '../../api/index.ts';
 import { DNS_RULE, jobNameFor, PUBLIC_HTTPS_RULE, RUN_CLEANUP_FINALIZER } from '../../jobs/index.ts';
+import { traceIdFromUid } from '../../shared/trace-context.ts';
 import type { Action, AgentStatusPatch, Decision, MetricObservation } from '../actions.ts';
 import { findCondition } from '../conditions.ts';
 import {
@@ -1828,5 +1829,36 @@ describe('decide: the run input ConfigMap (issue 10 §1)', () => {
     assert.deepEqual(kinds(d), ['patchStatus', 'recordEvent', 'observeMetric', 'observeMetric']);
     assert.equal(d.requeueAfterMs, undefined, 'no retry');
     assert.equal(build.calls.length, 0, 'no Job is even built');
+  });
+});
+
+describe('decide: tracing (issue 10 §5)', () => {
+  const traced = { ...OPTIONS, tracing: { runTracesUrl: 'http://10.0.0.7:4318/v1/traces' } };
+  const runningPatch = (d: Decision) => {
+    const p = d.actions.find((a) => a.kind === 'patchStatus');
+    assert.ok(p?.kind === 'patchStatus', kinds(d).join(','));
+    return p.status;
+  };
+
+  it('a traced run starts with status.traceID, and its Job and NetworkPolicy carry the trace context and endpoint', () => {
+    const d = run(snap(agent('a', { created: 20 }), { options: traced }));
+    assert.equal(runningPatch(d).phase, 'Running');
+    assert.equal(runningPatch(d).traceID, traceIdFromUid('uid-a'));
+    const jobAction = d.actions.find((a) => a.kind === 'createJob');
+    assert.ok(jobAction?.kind === 'createJob');
+    const text = JSON.stringify(jobAction.job);
+    assert.ok(
+      text.includes(`"TRACEPARENT","value":"00-${traceIdFromUid('uid-a')}-`),
+      'the pod continues the trace',
+    );
+    const np = d.actions.find((a) => a.kind === 'createNetworkPolicy');
+    assert.ok(np?.kind === 'createNetworkPolicy');
+    assert.ok(JSON.stringify(np.policy.spec.egress).includes('10.0.0.7/32'));
+  });
+
+  it('untraced: no traceID and no trace context', () => {
+    const d = run(snap(agent('a', { created: 20 })));
+    assert.equal(runningPatch(d).traceID, undefined);
+    assert.ok(!JSON.stringify(d.actions).includes('TRACEPARENT'));
   });
 });
