@@ -74,6 +74,7 @@ if (wanted.includes('e2e') && !failed) {
   process.stdout.write(`${lines.slice(0, -1).join('\n')}\n`);
   if (up.status !== 0) {
     console.error('test: scripts/testbed up failed');
+    otelcol.kill();
     process.exit(1);
   }
   const kubeconfig = lines.at(-1);

@@ -191,11 +191,15 @@ export const DependencySchema = v.object({
 });
 export type Dependency = v.InferOutput<typeof DependencySchema>;
 
+/** The longest `systemPrompt` (64 KiB; checked in UTF-8 bytes when a run is built): Claude takes it as one argument. */
+export const MAX_SYSTEM_PROMPT_BYTES = 65536;
+
 /** Default of `memory.maxSizeKB`. */
 export const DEFAULT_MEMORY_MAX_SIZE_KB = 64;
 /**
- * Largest `memory.maxSizeKB`. The memory goes into the prompt, and the prompt is one argument of the vendor CLI:
- * Linux refuses a single argument over 128 KiB (E2BIG), so the memory keeps room for the prompt itself.
+ * Largest `memory.maxSizeKB` (96 KiB). The memory goes into the prompt, which most CLIs take as one argument: kept
+ * under the 128 KiB Linux allows one (a longer prompt goes on stdin where the CLI reads it, issue 10 §1), so a run
+ * with memory works with every CLI.
  */
 export const MAX_MEMORY_MAX_SIZE_KB = 96;
 
@@ -349,6 +353,15 @@ export const AgentDefinitionSpecSchema = v.pipe(
     description: v.optional(str('Human-readable description (not used at runtime).')),
     model: v.optional(str('Model the runs use unless the Agent sets one; default claude-opus-5-5.')),
     prompt: str('Prompt template; {placeholder}s are filled from Agent parameters.'),
+    systemPrompt: v.optional(
+      v.pipe(
+        v.string(),
+        v.maxLength(MAX_SYSTEM_PROMPT_BYTES, `systemPrompt is at most ${MAX_SYSTEM_PROMPT_BYTES} characters`),
+        v.description(
+          'System prompt template ({placeholder}s filled like the prompt), at most 64 KiB: Claude gets it with --append-system-prompt, the other CLIs and batch runs before the prompt. In the run input ConfigMap as system-prompt.',
+        ),
+      ),
+    ),
     allowed_tools: parseDefault(
       v.pipe(v.array(v.string()), v.description('Tools the agent may use without asking (auto mode).')),
       [],

@@ -1067,3 +1067,67 @@ describe('executeActions', () => {
     });
   });
 });
+
+describe('executeActions: what became of each action, for the run spans (issue 10 §5)', () => {
+  const conflict = { status: 409, body: status(409, 'Conflict', 'the object has been modified') };
+  const onActions = (
+    reply: (req: FakeRequest) => FakeReply,
+    deps: { beforeCreateJob?: () => boolean } = {},
+  ) => {
+    const h = harness(reply);
+    const seen: [string, string][] = [];
+    return {
+      seen,
+      run: (actions: readonly Action[]) =>
+        executeActions(actions, {
+          ...h.deps,
+          ...deps,
+          onAction: (action, startMs, endMs, result) => {
+            assert.ok(endMs >= startMs);
+            seen.push([action.kind, result.kind === 'failed' ? `failed: ${result.error}` : result.kind]);
+          },
+        }),
+    };
+  };
+
+  it('applied, not applied (a 409 precondition, a Job that exists, no longer leading) or failed', async () => {
+    const ok = onActions(success);
+    await ok.run([createPolicy(), createJob(), patch()]);
+    assert.deepEqual(ok.seen, [
+      ['createNetworkPolicy', 'applied'],
+      ['createJob', 'applied'],
+      ['patchStatus', 'applied'],
+    ]);
+    const superseded = onActions((req) => (req.method === 'PATCH' ? conflict : success(req)));
+    await superseded.run([patch(), ev('a1', 'After')]);
+    assert.deepEqual(superseded.seen, [['patchStatus', 'notApplied']]);
+    const exists = onActions(() => ({
+      status: 409,
+      body: status(409, 'AlreadyExists', 'jobs "x" already exists'),
+    }));
+    await exists.run([createJob()]);
+    assert.deepEqual(exists.seen, [['createJob', 'notApplied']]);
+    const fenced = onActions(success, { beforeCreateJob: () => false });
+    await fenced.run([createJob()]);
+    assert.deepEqual(fenced.seen, [['createJob', 'notApplied']]);
+    const broken = onActions(() => ({ status: 500, body: status(500, 'InternalError', 'etcd is down') }));
+    await broken.run([createJob()]);
+    assert.equal(broken.seen.length, 1);
+    assert.match(broken.seen[0]?.[1] ?? '', /^failed: .*etcd is down/);
+  });
+
+  it('a throwing span hook never stops the decision', async () => {
+    const h = harness();
+    const outcome = await executeActions([createJob(), patch()], {
+      ...h.deps,
+      onAction: () => {
+        throw new Error('exporter bug');
+      },
+    });
+    assert.deepEqual(outcome, { kind: 'done' });
+    assert.deepEqual(
+      h.timeline.filter((l) => !l.startsWith('event')),
+      [`POST ${JOBS_PATH}`, `PATCH ${agentPath('a1')}/status`],
+    );
+  });
+});

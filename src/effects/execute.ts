@@ -43,8 +43,8 @@ export const FIELD_MANAGER = 'agent-controller';
 const networkPolicyForbidden = new WeakSet<Transport>();
 
 export interface ExecuteDeps {
-  /** Told of each action once it ran (`error` when it stopped the decision as a failure): the run's spans. */
-  readonly onAction?: (action: Action, startMs: number, endMs: number, error?: string) => void;
+  /** Told of each action once it ran, and whether it was applied (the run's spans); must not throw. */
+  readonly onAction?: (action: Action, startMs: number, endMs: number, result: ActionResult) => void;
   readonly transport: Transport;
   readonly events: EventRecorder;
   readonly metrics: ControllerMetrics;
@@ -139,12 +139,34 @@ const involved = (ref: AgentRef) => ({
   metadata: { name: ref.name, namespace: ref.namespace, uid: ref.uid },
 });
 
+/**
+ * What became of one action: `applied`, `notApplied` (it stopped the decision without a failure: a precondition
+ * failed, the Job already existed, this replica no longer leads), or `failed` with why.
+ */
+export type ActionResult =
+  | { readonly kind: 'applied' }
+  | { readonly kind: 'notApplied' }
+  | { readonly kind: 'failed'; readonly error: string };
+
 /** Performs the actions of one decision in order; the only code that writes on behalf of the reconcile core. */
 export async function executeActions(actions: readonly Action[], deps: ExecuteDeps): Promise<ExecuteOutcome> {
   for (const action of actions) {
     const started = Date.now();
     const outcome = await executeAction(action, deps);
-    deps.onAction?.(action, started, Date.now(), outcome === undefined ? undefined : outcomeError(outcome));
+    if (deps.onAction !== undefined) {
+      const error = outcome === undefined ? undefined : outcomeError(outcome);
+      const result: ActionResult =
+        outcome === undefined
+          ? { kind: 'applied' }
+          : error !== undefined
+            ? { kind: 'failed', error }
+            : { kind: 'notApplied' };
+      try {
+        deps.onAction(action, started, Date.now(), result);
+      } catch (e) {
+        deps.logger.warn('Recording a span failed', { error: String(e) });
+      }
+    }
     if (outcome !== undefined) return outcome;
   }
   return { kind: 'done' };

@@ -73,9 +73,13 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
   if (deps.spans === undefined || agent === undefined || !needsReconcile(agent))
     return reconcileOnce(key, deps);
   const span = deps.spans.reconcile(agent);
-  const result = await reconcileOnce(key, { ...deps, onAction: span.action });
-  span.end(result.kind, result.kind === 'retry' ? result.reason : undefined);
-  return result;
+  let result: WorkResult = { kind: 'retry', reason: 'the reconcile threw' };
+  try {
+    result = await reconcileOnce(key, { ...deps, onAction: span.action });
+    return result;
+  } finally {
+    span.end(result.kind, result.kind === 'retry' ? result.reason : undefined);
+  }
 }
 
 /** False for an Agent whose run is over and that holds none of the finalizers the controller removes. */

@@ -41,6 +41,7 @@ const found = (
   o: {
     ownerUid?: string | null;
     labels?: Record<string, string>;
+    annotations?: Record<string, string>;
     data?: Record<string, string>;
     deleting?: boolean;
   } = {},
@@ -56,6 +57,7 @@ const found = (
       resourceVersion: '12',
       creationTimestamp: '2025-03-01T12:00:00Z',
       labels: o.labels ?? input.metadata.labels,
+      ...(o.annotations !== undefined ? { annotations: o.annotations } : {}),
       ...(o.deleting === true ? { deletionTimestamp: '2025-03-01T12:00:30Z' } : {}),
       ...(o.ownerUid === null
         ? {}
@@ -149,10 +151,7 @@ describe('createRunInput (the run input ConfigMap, issue 10 §1)', () => {
   });
 
   it('409, an unrelated ConfigMap of that name → refused, never deleted', async () => {
-    for (const reply of [
-      found({ ownerUid: null, labels: { team: 'x' } }),
-      found({ ownerUid: 'uid-other', labels: { team: 'x' } }),
-    ]) {
+    for (const reply of [found({ ownerUid: null, labels: { team: 'x' } }), found({ ownerUid: null })]) {
       const { out, calls } = await create((req) => (req.method === 'POST' ? exists : reply));
       assert.deepEqual(out, {
         kind: 'refused',
@@ -160,6 +159,31 @@ describe('createRunInput (the run input ConfigMap, issue 10 §1)', () => {
       });
       assert.deepEqual(calls, [`POST ${COLLECTION}`, `GET ${PATH}`]);
     }
+  });
+
+  it('409, owned by another Agent (an earlier one of this name, whatever its Station) → stale, never deleted', async () => {
+    const { out, calls } = await create((req) =>
+      req.method === 'POST' ? exists : found({ ownerUid: 'uid-other', labels: { team: 'x' } }),
+    );
+    assert.deepEqual(out, {
+      kind: 'stale',
+      message: `ConfigMap ${NS}/agent-job-a-input of an earlier Agent of this name is still there`,
+    });
+    assert.deepEqual(calls, [`POST ${COLLECTION}`, `GET ${PATH}`]);
+  });
+
+  it('409, an orphaned run input (no owner, our Agent-uid annotation) → deleted (uid precondition), created again', async () => {
+    let posts = 0;
+    const { out, calls, requests } = await create((req) => {
+      if (req.method === 'POST') return posts++ === 0 ? exists : { status: 201, body: req.body };
+      if (req.method === 'DELETE') return { status: 200, body: status(200, 'Success', '') };
+      return found({ ownerUid: null, annotations: { 'agents.re-cinq.com/agent-uid': 'uid-gone' } });
+    });
+    assert.deepEqual(out, { kind: 'created' });
+    assert.deepEqual(calls, [`POST ${COLLECTION}`, `GET ${PATH}`, `DELETE ${PATH}`, `POST ${COLLECTION}`]);
+    assert.deepEqual((requests[2]?.body as { preconditions?: unknown } | undefined)?.preconditions, {
+      uid: 'uid-cm',
+    });
   });
 
   it('409, then the ConfigMap is gone when read → stale; it cannot be read (403) → refused', async () => {

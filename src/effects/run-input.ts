@@ -1,7 +1,8 @@
 // The I/O of a run's input ConfigMap (issue 10 §1): create it, and resolve a name collision (see the executor
 // contract of `createRunInput` in src/reconcile/actions.ts). What goes into it is pure (src/jobs/run-input.ts).
 import * as v from 'valibot';
-import type { InputConfigMapManifest } from '../jobs/index.ts';
+import { API_VERSION } from '../api/index.ts';
+import { ANNOTATION_AGENT_UID, type InputConfigMapManifest } from '../jobs/index.ts';
 import {
   CONFIG_MAPS,
   createObject,
@@ -43,9 +44,10 @@ function sameData(a: Readonly<Record<string, string>>, b: Readonly<Record<string
 }
 
 /**
- * POSTs the run's input ConfigMap. On a name collision: this run's with the same data → exists; this run's with
- * other data (a retried start whose memory changed; its Job, which alone mounts it, does not exist yet) → deleted
- * (uid precondition) and created again, once; an earlier Agent's → stale; anything else → refused.
+ * POSTs the run's input ConfigMap. On a name collision: this run's with the same data → exists; another Agent's
+ * (an earlier Agent of the same name), or one being deleted → stale (retried later); this run's with other data (a
+ * retried start whose memory changed; its Job, which alone mounts it, does not exist yet) or an orphaned run input
+ * (no owner, our Agent-uid annotation) → deleted (uid precondition) and created again, once; anything else → refused.
  */
 export async function createRunInput(
   t: Transport,
@@ -74,9 +76,18 @@ export async function createRunInput(
       return { kind: 'error', error: found.error };
     }
     const meta = found.value.metadata;
+    if (meta.deletionTimestamp != null) return { kind: 'stale', message: `${what} is being deleted` };
     const owner = (meta.ownerReferences ?? []).find((o) => o.controller === true);
-    if (owner?.uid === ownerUid && meta.deletionTimestamp == null) {
-      if (sameData(found.value.data ?? {}, input.data)) return { kind: 'exists' };
+    const ours = owner?.uid === ownerUid;
+    if (ours && sameData(found.value.data ?? {}, input.data)) return { kind: 'exists' };
+    // Another Agent of this name owns it: the garbage collector removes it with that Agent.
+    if (owner !== undefined && !ours && owner.kind === 'Agent' && owner.apiVersion === API_VERSION) {
+      return { kind: 'stale', message: `${what} of an earlier Agent of this name is still there` };
+    }
+    // This run's with other data (a retried start whose memory changed; no pod has mounted it, its Job does not
+    // exist yet), or a run input left without owner (orphaned by a `--cascade=orphan` delete): replaced, once.
+    const orphaned = owner === undefined && meta.annotations?.[ANNOTATION_AGENT_UID] !== undefined;
+    if (ours || orphaned) {
       if (attempt > 0) return { kind: 'stale', message: `${what} keeps changing` };
       const deleted = await deleteObject(
         t,
@@ -94,11 +105,6 @@ export async function createRunInput(
         return { kind: 'error', error: deleted.error };
       }
       continue;
-    }
-    const labels = meta.labels ?? {};
-    const sameRun = Object.entries(input.metadata.labels).every(([k, val]) => labels[k] === val);
-    if (sameRun || meta.deletionTimestamp != null) {
-      return { kind: 'stale', message: `${what} of an earlier Agent of this name is still there` };
     }
     return { kind: 'refused', message: `${what} already exists and is not this run's` };
   }

@@ -1518,10 +1518,11 @@ describe('buildJob: tracing (issue 10 §5)', () => {
     const traceparent = env.find((e) => e.name === 'TRACEPARENT')?.value ?? '';
     assert.equal(traceparent, `00-${traceIdFromUid('uid-agent-1')}-${rootSpanIdFromUid('uid-agent-1')}-01`);
     assert.equal(
-      env.find((e) => e.name === 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')?.value,
+      env.find((e) => e.name === 'AGENT_OTLP_TRACES_ENDPOINT')?.value,
       'http://10.0.0.7:4318/v1/traces',
     );
-    assert.equal(env.find((e) => e.name === 'OTEL_SERVICE_NAME')?.value, 'agent-supervisor');
+    // The OTel variables stay the recipe's (for its CLI's own telemetry).
+    assert.ok(env.every((e) => !e.name.startsWith('OTEL_')));
     const init = (podSpec(job).initContainers as { env: { name: string }[] }[])[0];
     assert.ok(init?.env.every((e) => e.name !== 'TRACEPARENT'));
   });
@@ -1543,6 +1544,41 @@ describe('buildJob: tracing (issue 10 §5)', () => {
       `00-${'ab'.repeat(16)}-${rootSpanIdFromUid('uid-agent-1')}-00`,
     );
     const plain = agentContainer(built()).env as { name: string }[];
-    assert.ok(plain.every((e) => !['TRACEPARENT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'].includes(e.name)));
+    assert.ok(plain.every((e) => !['TRACEPARENT', 'AGENT_OTLP_TRACES_ENDPOINT'].includes(e.name)));
+  });
+});
+
+describe('buildJob and buildRunInput: the system prompt (issue 10 §1)', () => {
+  const withSystem = withDefinition({ systemPrompt: 'You fix {ticket} with care.' });
+
+  it('rendered into the input ConfigMap as system-prompt, mounted, named by AGENT_SYSTEM_PROMPT_FILE', () => {
+    const cm = buildRunInput({ ...input, definition: withSystem });
+    assert.equal(cm.data['system-prompt'], 'You fix JIRA-7 with care.');
+    const job = built({ ...input, definition: withSystem });
+    const env = agentContainer(job).env as { name: string; value?: string }[];
+    assert.equal(env.find((e) => e.name === 'AGENT_SYSTEM_PROMPT_FILE')?.value, '/agent/input/system-prompt');
+    const volume = (
+      podSpec(job).volumes as { name: string; configMap?: { items: { key: string }[] } }[]
+    ).find((v) => v.name === 'run-input');
+    assert.deepEqual(
+      volume?.configMap?.items.map((i) => i.key),
+      ['prompt', 'system-prompt', 'run.json'],
+    );
+    assert.ok(!JSON.stringify(job).includes('with care'), 'not in the Job');
+  });
+
+  it('none, or a blank one: no key, no env; one over 64 KiB fails the build', () => {
+    for (const d of [definition, withDefinition({ systemPrompt: '   ' })]) {
+      assert.equal(buildRunInput({ ...input, definition: d }).data['system-prompt'], undefined);
+      const env = agentContainer(built({ ...input, definition: d })).env as { name: string }[];
+      assert.ok(env.every((e) => e.name !== 'AGENT_SYSTEM_PROMPT_FILE'));
+    }
+    // Bytes, not characters: 32,769 two-byte characters are 65,538 bytes.
+    assert.ok(buildJob({ ...input, definition: withDefinition({ systemPrompt: 'é'.repeat(32768) }) }).ok);
+    const big = withDefinition({ systemPrompt: 'é'.repeat(32769) });
+    assert.deepEqual(buildJob({ ...input, definition: big }), {
+      ok: false,
+      error: 'the system prompt is 65538 bytes: at most 65536 bytes (64 KiB)',
+    });
   });
 });

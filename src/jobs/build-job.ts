@@ -45,6 +45,7 @@ import {
   buildInputConfigMap,
   INPUT_PARAMETERS_FILE,
   INPUT_PROMPT_FILE,
+  INPUT_SYSTEM_PROMPT_FILE,
   type InputConfigMapManifest,
   inputConfigMapName,
   parametersPlacement,
@@ -240,13 +241,16 @@ function realtimeEnv(agent: Agent, definition: AgentDefinition): EnvVar[] {
   ];
 }
 
-/** The OTel env of a traced run pod: its trace context, where to export, and the supervisor's service name. */
+/**
+ * The tracing env of a traced run pod: its trace context (`TRACEPARENT`, the W3C name, so a CLI that reads it joins
+ * the run's trace) and where the supervisor exports (`AGENT_OTLP_TRACES_ENDPOINT`, a name of ours: the OTel
+ * variables a recipe may set for its CLI's own telemetry stay the recipe's).
+ */
 function tracingEnv(agent: Agent, tracesUrl: string): EnvVar[] {
   const trace = runTrace(agent.metadata.uid, agent.metadata.annotations);
   return [
     { name: 'TRACEPARENT', value: runPodTraceParent(trace) },
-    { name: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', value: tracesUrl },
-    { name: 'OTEL_SERVICE_NAME', value: 'agent-supervisor' },
+    { name: 'AGENT_OTLP_TRACES_ENDPOINT', value: tracesUrl },
   ];
 }
 
@@ -258,6 +262,13 @@ export function runPrompt(agent: Agent, definition: AgentDefinition, memory: Mem
   const rendered = renderPrompt(definition.spec.prompt, agent.spec.parameters);
   const m = definition.spec.memory;
   return m === undefined ? rendered : promptWithMemory(rendered, memory?.content ?? '', m.maxSizeKB);
+}
+
+/** The rendered system prompt of a run (issue 10 §1), or undefined when the definition has none (or a blank one). */
+export function runSystemPrompt(agent: Agent, definition: AgentDefinition): string | undefined {
+  const template = definition.spec.systemPrompt;
+  if (template === undefined || template.trim() === '') return undefined;
+  return renderPrompt(template, agent.spec.parameters);
 }
 
 /** The vendor command of a run: resolved model, its prompt, recipe options. */
@@ -301,7 +312,8 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
   // start fails here with the reason.
   const cliArgv = argvWithoutPrompt(command.value.argv);
   const prompt = runPrompt(agent, definition, input.memory);
-  const delivery = deliverPrompt(command.value.vendor, cliArgv, prompt);
+  const systemPrompt = runSystemPrompt(agent, definition);
+  const delivery = deliverPrompt(command.value.vendor, cliArgv, prompt, systemPrompt);
   if (!delivery.ok)
     return err(definition.spec.memory === undefined ? delivery.error : `${delivery.error} (with its memory)`);
   // Linux refuses a single argument over MAX_ARG_STRLEN: the run would never start (E2BIG), so say so now.
@@ -370,9 +382,15 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
       ? { agentToken: { expirationSeconds: tokenSeconds(station.spec.deadlineMinutes) } }
       : {}),
     ...(memory !== undefined ? { memory: { configMap: memory.configMap } } : {}),
-    input: { configMap: inputConfigMapName(agent.metadata.name), withParameters: parameters === 'file' },
+    input: {
+      configMap: inputConfigMapName(agent.metadata.name),
+      keys: { parameters: parameters === 'file', systemPrompt: systemPrompt !== undefined },
+    },
     agentEnv: [
       { name: 'AGENT_PROMPT_FILE', value: INPUT_PROMPT_FILE },
+      ...(systemPrompt !== undefined
+        ? [{ name: 'AGENT_SYSTEM_PROMPT_FILE', value: INPUT_SYSTEM_PROMPT_FILE }]
+        : []),
       ...(parameters === 'file' ? [{ name: 'AGENT_PARAMETERS_FILE', value: INPUT_PARAMETERS_FILE }] : []),
       ...(input.tracing !== undefined ? tracingEnv(agent, input.tracing.tracesUrl) : []),
       ...(realtime ? realtimeEnv(agent, definition) : []),
@@ -427,6 +445,7 @@ export function buildRunInput(input: BuildJobInput): InputConfigMapManifest {
     },
     {
       prompt,
+      systemPrompt: runSystemPrompt(agent, definition),
       ...(parametersPlacement(agent.spec.parameters, prompt) === 'file'
         ? { parameters: agent.spec.parameters }
         : {}),

@@ -162,11 +162,15 @@ describe('runEnv', () => {
     });
     const names = env.map((e) => e.name);
     for (const name of RESERVED_ENV_NAMES) {
-      // The realtime names and the prompt file belong to the agent container alone (not the run env).
-      const want =
-        REALTIME_ENV_NAMES.has(name) || name === 'AGENT_PROMPT_FILE' || name === 'AGENT_PARAMETERS_FILE'
-          ? 0
-          : 1;
+      // The realtime names, the input files and the trace context belong to the agent container alone.
+      const agentOnly = [
+        'AGENT_PROMPT_FILE',
+        'AGENT_SYSTEM_PROMPT_FILE',
+        'AGENT_PARAMETERS_FILE',
+        'AGENT_OTLP_TRACES_ENDPOINT',
+        'TRACEPARENT',
+      ];
+      const want = REALTIME_ENV_NAMES.has(name) || agentOnly.includes(name) ? 0 : 1;
       assert.equal(names.filter((n) => n === name).length, want, `${name} appears ${want} time(s)`);
     }
     assert.deepEqual(env[0], L('AGENT_SINKS', '[{"type":"http","url":"https://s","headers_secret":""}]'));
@@ -273,8 +277,11 @@ describe('deadlines', () => {
 });
 
 describe('reserved names and header env names', () => {
-  it('reserves the 23 reference names plus AGENT_DEADLINE_AT, the 2 input files and the 6 realtime names', () => {
-    assert.equal(RESERVED_ENV_NAMES.size, 32);
+  it('reserves the 23 reference names plus AGENT_DEADLINE_AT, the input files, the trace context and the 6 realtime names', () => {
+    assert.equal(RESERVED_ENV_NAMES.size, 35);
+    assert.ok(isReservedEnvName('AGENT_SYSTEM_PROMPT_FILE'));
+    assert.ok(isReservedEnvName('TRACEPARENT'));
+    assert.ok(isReservedEnvName('AGENT_OTLP_TRACES_ENDPOINT'));
     assert.ok(isReservedEnvName('AGENT_PROMPT_FILE'));
     assert.ok(isReservedEnvName('AGENT_PARAMETERS_FILE'));
     assert.equal(REALTIME_ENV_NAMES.size, 6);

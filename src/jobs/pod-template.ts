@@ -15,7 +15,7 @@ import {
 import type { EnvVar } from './env.ts';
 import { MEMORY_DIR, MEMORY_KEY, MEMORY_VOLUME_NAME } from './memory.ts';
 import { ANNOTATION_SAFE_TO_EVICT } from './names.ts';
-import { INPUT_DIR, INPUT_VOLUME_NAME, inputVolume } from './run-input.ts';
+import { INPUT_DIR, INPUT_VOLUME_NAME, type InputKeys, inputVolume } from './run-input.ts';
 
 /** A JSON object (the Station template is free-form JSON). */
 export type JsonObject = Record<string, unknown>;
@@ -193,7 +193,7 @@ export interface PodWiring {
    * The run's input ConfigMap (issue 10 §1): mounted read-only at `/agent/input` into the agent container only,
    * required (the pod waits for it).
    */
-  readonly input?: { readonly configMap: string; readonly withParameters: boolean };
+  readonly input?: { readonly configMap: string; readonly keys: InputKeys };
 }
 
 /** Name of the run pod's projected token volume (agent container only). */
@@ -485,7 +485,7 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
     { name: WORKSPACE_VOLUME_NAME, emptyDir: {} },
     ...(wiring.agentToken !== undefined ? [tokenVolume(wiring.agentToken.expirationSeconds)] : []),
     ...(wiring.memory !== undefined ? [memoryVolume(wiring.memory.configMap)] : []),
-    ...(wiring.input !== undefined ? [inputVolume(wiring.input.configMap, wiring.input.withParameters)] : []),
+    ...(wiring.input !== undefined ? [inputVolume(wiring.input.configMap, wiring.input.keys)] : []),
   ];
   spec.restartPolicy = 'Never';
   spec.securityContext = clone(restricted ? POD_SECURITY_CONTEXT_RESTRICTED : POD_SECURITY_CONTEXT);

@@ -14,6 +14,10 @@ export const INPUT_VOLUME_NAME = 'run-input';
 export const INPUT_DIR = '/agent/input';
 /** Key (and file) of the rendered prompt. */
 export const INPUT_PROMPT_KEY = 'prompt';
+/** Key (and file) of the rendered system prompt, when the definition has one. */
+export const INPUT_SYSTEM_PROMPT_KEY = 'system-prompt';
+/** The file the supervisor reads the system prompt from (`AGENT_SYSTEM_PROMPT_FILE`). */
+export const INPUT_SYSTEM_PROMPT_FILE = `${INPUT_DIR}/${INPUT_SYSTEM_PROMPT_KEY}`;
 /** Key (and file) of the run's ids, JSON. */
 export const INPUT_RUN_KEY = 'run.json';
 /** Key (and file) of the Agent's `spec.parameters`, JSON (`{}` when it has none). */
@@ -49,9 +53,10 @@ export interface RunIds {
   readonly taskId?: string | undefined;
 }
 
-/** What a run is given: its rendered prompt and, when they go there, the Agent's parameters. */
+/** What a run is given: its rendered prompt and system prompt and, when they go there, the Agent's parameters. */
 export interface RunInputContent {
   readonly prompt: string;
+  readonly systemPrompt?: string | undefined;
   /** Written as `parameters.json` (see {@link parametersPlacement}: only when placed in the file). */
   readonly parameters?: Readonly<Record<string, string>> | undefined;
 }
@@ -101,6 +106,7 @@ export function buildInputConfigMap(
     immutable: true,
     data: {
       [INPUT_PROMPT_KEY]: content.prompt,
+      ...(content.systemPrompt !== undefined ? { [INPUT_SYSTEM_PROMPT_KEY]: content.systemPrompt } : {}),
       ...(content.parameters !== undefined
         ? { [INPUT_PARAMETERS_KEY]: JSON.stringify(content.parameters) }
         : {}),
@@ -109,9 +115,20 @@ export function buildInputConfigMap(
   };
 }
 
-/** The run pod volume of the input ConfigMap (required: the pod waits for it), with `parameters.json` if it has one. */
-export function inputVolume(configMap: string, withParameters: boolean): JsonObject {
-  const keys = [INPUT_PROMPT_KEY, ...(withParameters ? [INPUT_PARAMETERS_KEY] : []), INPUT_RUN_KEY];
+/** Which optional keys an input ConfigMap has. */
+export interface InputKeys {
+  readonly parameters: boolean;
+  readonly systemPrompt: boolean;
+}
+
+/** The run pod volume of the input ConfigMap (required: the pod waits for it), with the optional keys it has. */
+export function inputVolume(configMap: string, has: InputKeys): JsonObject {
+  const keys = [
+    INPUT_PROMPT_KEY,
+    ...(has.systemPrompt ? [INPUT_SYSTEM_PROMPT_KEY] : []),
+    ...(has.parameters ? [INPUT_PARAMETERS_KEY] : []),
+    INPUT_RUN_KEY,
+  ];
   return {
     name: INPUT_VOLUME_NAME,
     configMap: { name: configMap, defaultMode: 0o444, items: keys.map((key) => ({ key, path: key })) },

@@ -12,7 +12,8 @@ export const REALTIME_ENV_NAMES: ReadonlySet<string> = new Set(REALTIME_ENV_NAME
 /**
  * Env names the controller owns. A recipe-supplied name (env, secret, sink/conversation `headers_secret`, repo
  * `token_secret`, MCP header env name) equal to one of these is dropped or blanked, so the controller's value wins.
- * The reference's 23 names plus `AGENT_DEADLINE_AT`, `AGENT_PROMPT_FILE` and `AGENT_PARAMETERS_FILE` (the input ConfigMap's) and the realtime run's own (`AGENT_EXECUTION`, `AGENT_PROMPT_*`,
+ * The reference's 23 names plus `AGENT_DEADLINE_AT`, `AGENT_PROMPT_FILE` and `AGENT_PARAMETERS_FILE` (the input ConfigMap's), the run's trace context
+ * (`TRACEPARENT`, `AGENT_OTLP_TRACES_ENDPOINT`) and the realtime run's own (`AGENT_EXECUTION`, `AGENT_PROMPT_*`,
  * `AGENT_RUN_RECIPE`, `AGENT_RESUME_SESSION`).
  */
 export const RESERVED_ENV_NAMES: ReadonlySet<string> = new Set([
@@ -39,7 +40,10 @@ export const RESERVED_ENV_NAMES: ReadonlySet<string> = new Set([
   'AGENT_DEADLINE_MS',
   'AGENT_DEADLINE_AT',
   'AGENT_PROMPT_FILE',
+  'AGENT_SYSTEM_PROMPT_FILE',
   'AGENT_PARAMETERS_FILE',
+  'AGENT_OTLP_TRACES_ENDPOINT',
+  'TRACEPARENT',
   'HOME',
   'PATH',
   ...REALTIME_ENV_NAMES_LIST,

@@ -29,6 +29,9 @@ export function tracingConfigFromEnv(
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     return err(`${name} must be an http or https URL (OTLP/HTTP), got ${url.protocol}`);
   }
+  // The URL is logged and handed to run pods: credentials belong in OTEL_EXPORTER_OTLP_HEADERS, never in it.
+  if (url.username !== '' || url.password !== '')
+    return err(`${name} must not hold credentials (user:password@)`);
   const serviceName = env.OTEL_SERVICE_NAME?.trim() || defaultServiceName;
   return ok({ tracesUrl: url.toString(), serviceName });
 }
@@ -51,6 +54,9 @@ export function runTracesUrlFromEnv(
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     return err(`RUN_OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http or https URL, got ${url.protocol}`);
+  }
+  if (url.username !== '' || url.password !== '') {
+    return err('RUN_OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must not hold credentials (user:password@)');
   }
   return ok(url.toString());
 }

@@ -97,8 +97,8 @@ async function within(p: Promise<unknown>, ms: number): Promise<void> {
 }
 
 /**
- * A tracer exporting to `config` (batched: at most every 1 s, or when 256 spans are waiting) with the OTLP/HTTP
- * exporter, or with `exporter` (tests).
+ * A tracer exporting to `config` (batched: every second, 512 spans a request, up to 16,384 waiting, so a burst of
+ * thousands of runs loses none) with the OTLP/HTTP exporter, or with `exporter` (tests).
  */
 export function createTracing(config: TracingConfig, exporter?: SpanExporter): Tracing {
   const ids = new PresetIds();
@@ -110,7 +110,11 @@ export function createTracing(config: TracingConfig, exporter?: SpanExporter): T
     }),
     idGenerator: ids,
     spanProcessors: [
-      new BatchSpanProcessor(spanExporter, { scheduledDelayMillis: 1000, maxExportBatchSize: 256 }),
+      new BatchSpanProcessor(spanExporter, {
+        scheduledDelayMillis: 1000,
+        maxExportBatchSize: 512,
+        maxQueueSize: 16_384,
+      }),
     ],
   });
   const tracer = provider.getTracer('agent-controller', VERSION);

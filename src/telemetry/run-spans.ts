@@ -1,23 +1,35 @@
-// The controller's spans of a run (issue 10 §5): one `agent.reconcile` span per reconcile of an Agent, with a child
-// span for each transition it carried out (src/telemetry/transitions.ts), all in the run's trace under its root
-// span `agent.run` (src/shared/trace-context.ts). The root span itself is recorded when the run ends, from the
-// Agent's creation to its completion, with the id every replica and the run pod already use as parent.
+// The controller's spans of a run (issue 10 §5): one `agent.reconcile` span per reconcile of an Agent that did
+// something, with a child span for each transition it carried out (src/telemetry/transitions.ts), all in the run's
+// trace under its root span `agent.run` (src/shared/trace-context.ts). The root span itself is recorded once, when
+// the status patch that ends the run is written, from the Agent's creation to then, with the id every replica and
+// the run pod already use as parent.
 
 import type { Agent } from '../api/index.ts';
 import type { Action } from '../reconcile/actions.ts';
-import { runTrace } from '../shared/trace-context.ts';
+import { type RunTrace, runTrace } from '../shared/trace-context.ts';
 import { type Span, setOutcome, type Tracing } from './otel.ts';
 import { transitionSpan } from './transitions.ts';
 
-/** One reconcile's span: actions are reported as they are executed, then the reconcile ends. */
+/** What became of an executed action (the executor's `ActionResult`). */
+export type ActionOutcome =
+  | { readonly kind: 'applied' }
+  | { readonly kind: 'notApplied' }
+  | { readonly kind: 'failed'; readonly error: string };
+
+/**
+ * One reconcile's span: actions are reported as they are executed, then the reconcile ends. The span is made at
+ * the first action (starting when the reconcile did): a reconcile that decided to do nothing records nothing.
+ */
 export interface ReconcileSpan {
-  /** An action ran from `startMs` to `endMs` (epoch ms); `error` when it failed. */
-  action(action: Action, startMs: number, endMs: number, error?: string): void;
+  /** An action ran from `startMs` to `endMs` (epoch ms) with `outcome`. */
+  action(action: Action, startMs: number, endMs: number, outcome: ActionOutcome): void;
   /** The reconcile ended with `result` (`done`, `retry`, `requeueAfter`). */
   end(result: string, error?: string): void;
 }
 
 const NOTHING: ReconcileSpan = { action: () => undefined, end: () => undefined };
+
+type Attributes = Readonly<Record<string, string | number | boolean>>;
 
 const agentAttributes = (agent: Agent) => ({
   'agent.name': agent.metadata.name,
@@ -25,6 +37,20 @@ const agentAttributes = (agent: Agent) => ({
   'agent.uid': agent.metadata.uid,
   'agent.station': agent.spec.stationRef,
 });
+
+/**
+ * The trace of an Agent's run: as its start recorded it (`status.traceID`, which its pod's `TRACEPARENT` names too)
+ * once it has one, so editing the `traceparent` annotation mid-run never splits a run's spans.
+ */
+export function traceOf(agent: Agent): RunTrace {
+  const trace = runTrace(agent.metadata.uid, agent.metadata.annotations);
+  const recorded = agent.status.traceID;
+  if (recorded === undefined || !/^[0-9a-f]{32}$/.test(recorded) || recorded === trace.traceId) return trace;
+  return { traceId: recorded, rootSpanId: trace.rootSpanId, sampled: true };
+}
+
+const rootParent = (trace: RunTrace) =>
+  ({ kind: 'remote', traceId: trace.traceId, spanId: trace.rootSpanId, sampled: trace.sampled }) as const;
 
 /** The controller's run spans on `tracing` (a no-op when it is disabled). */
 export class RunSpans {
@@ -36,29 +62,40 @@ export class RunSpans {
     this.#now = now;
   }
 
-  /** Starts the span of one reconcile of `agent`. */
+  /** Starts the span of one reconcile of `agent` (see {@link ReconcileSpan}). */
   reconcile(agent: Agent): ReconcileSpan {
     if (!this.#tracing.enabled) return NOTHING;
-    const trace = runTrace(agent.metadata.uid, agent.metadata.annotations);
-    const span = this.#tracing.startSpan('agent.reconcile', {
-      parent: { kind: 'remote', traceId: trace.traceId, spanId: trace.rootSpanId, sampled: trace.sampled },
-      attributes: { ...agentAttributes(agent), 'agent.phase': agent.status.phase },
-    });
+    const trace = traceOf(agent);
+    const startedAt = this.#now();
+    let span: Span | undefined;
+    const reconcileSpan = (): Span => {
+      span ??= this.#tracing.startSpan('agent.reconcile', {
+        parent: rootParent(trace),
+        attributes: { ...agentAttributes(agent), 'agent.phase': agent.status.phase },
+        startTime: startedAt,
+      });
+      return span;
+    };
     return {
-      action: (action, startMs, endMs, error) => {
+      action: (action, startMs, endMs, outcome) => {
+        const parent = reconcileSpan();
         const t = transitionSpan(action);
-        if (t === undefined) return;
+        // A transition that did not happen (a precondition failed, the Job was there already) has no span.
+        if (t === undefined || outcome.kind === 'notApplied') return;
+        const error = outcome.kind === 'failed' ? outcome.error : undefined;
         const child = this.#tracing.startSpan(t.name, {
-          parent: { kind: 'local', span },
+          parent: { kind: 'local', span: parent },
           attributes: { ...agentAttributes(agent), ...t.attributes },
           startTime: startMs,
         });
         setOutcome(child, error !== undefined || t.failed, error ?? t.message);
         child.end(endMs);
-        if (t.name === 'agent.complete' && error === undefined)
-          this.#root(agent, t.attributes, t.failed, t.message);
+        if (t.name === 'agent.complete' && outcome.kind === 'applied') {
+          this.#root(agent, trace, t.attributes, t.failed, t.message);
+        }
       },
       end: (result, error) => {
+        if (span === undefined) return;
         span.setAttribute('agent.reconcile.result', result);
         setOutcome(span, error !== undefined, error);
         span.end(this.#now());
@@ -76,9 +113,8 @@ export class RunSpans {
     error?: string,
   ): void {
     if (!this.#tracing.enabled) return;
-    const trace = runTrace(agent.metadata.uid, agent.metadata.annotations);
     const span = this.#tracing.startSpan('agent.batch.poll', {
-      parent: { kind: 'remote', traceId: trace.traceId, spanId: trace.rootSpanId, sampled: trace.sampled },
+      parent: rootParent(traceOf(agent)),
       attributes: {
         ...agentAttributes(agent),
         'agent.batch.provider': poll.provider,
@@ -93,13 +129,7 @@ export class RunSpans {
   }
 
   /** The root span `agent.run` of a run that just ended: from the Agent's creation to now. */
-  #root(
-    agent: Agent,
-    attributes: Readonly<Record<string, string | number | boolean>>,
-    failed: boolean,
-    message?: string,
-  ) {
-    const trace = runTrace(agent.metadata.uid, agent.metadata.annotations);
+  #root(agent: Agent, trace: RunTrace, attributes: Attributes, failed: boolean, message?: string) {
     const created = Date.parse(agent.metadata.creationTimestamp);
     const span: Span = this.#tracing.startSpan('agent.run', {
       ...(trace.parentSpanId !== undefined

@@ -6,7 +6,7 @@ import { agent, NS, T0 } from '../reconcile/test-fixtures.ts';
 import { rootSpanIdFromUid, traceIdFromUid } from '../shared/trace-context.ts';
 import { runTracesUrlFromEnv, tracingConfigFromEnv } from './config.ts';
 import { createTracing, NO_TRACING } from './otel.ts';
-import { RunSpans } from './run-spans.ts';
+import { RunSpans, traceOf } from './run-spans.ts';
 import { transitionSpan } from './transitions.ts';
 
 const CONFIG = { tracesUrl: 'http://127.0.0.1:1/v1/traces', serviceName: 'test' };
@@ -25,6 +25,7 @@ function inMemory() {
 }
 
 const parentId = (s: ReadableSpan) => s.parentSpanContext?.spanId;
+const APPLIED = { kind: 'applied' } as const;
 
 const patch = (status: Partial<AgentStatusPatch>): Action => ({
   kind: 'patchStatus',
@@ -71,6 +72,18 @@ describe('tracingConfigFromEnv', () => {
       ok: false,
       error: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http or https URL (OTLP/HTTP), got grpc:',
     });
+  });
+
+  it('refuses credentials in the URL (it is logged and given to run pods)', () => {
+    assert.deepEqual(tracingConfigFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://u:p@c:4318' }, 's'), {
+      ok: false,
+      error: 'OTEL_EXPORTER_OTLP_ENDPOINT must not hold credentials (user:password@)',
+    });
+    assert.equal(
+      runTracesUrlFromEnv({ RUN_OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://tok@c:4318/v1/traces' }, CONFIG)
+        .ok,
+      false,
+    );
   });
 
   it('run pods export where RUN_OTEL_EXPORTER_OTLP_TRACES_ENDPOINT says, else where the controller does', () => {
@@ -168,11 +181,13 @@ describe('RunSpans', () => {
     const t = inMemory();
     const spans = new RunSpans(t.tracing, () => T0 + 60_000);
     const r = spans.reconcile(a);
-    r.action(patch({ phase: 'Running', jobName: 'agent-job-a' }), T0 + 10_000, T0 + 10_050);
-    r.action(patch({ output: 'x' }), T0 + 10_050, T0 + 10_060); // not a transition
+    r.action(patch({ phase: 'Running', jobName: 'agent-job-a' }), T0 + 10_000, T0 + 10_050, APPLIED);
+    r.action(patch({ output: 'x' }), T0 + 10_050, T0 + 10_060, APPLIED); // not a transition
     r.end('requeueAfter');
+    // A reconcile that did nothing records nothing.
+    spans.reconcile(a).end('done');
     const done = spans.reconcile(a);
-    done.action(patch({ phase: 'Succeeded', exitCode: 0 }), T0 + 50_000, T0 + 50_010);
+    done.action(patch({ phase: 'Succeeded', exitCode: 0 }), T0 + 50_000, T0 + 50_010, APPLIED);
     done.end('done');
     const got = await t.spans();
     const by = (name: string) => got.filter((s) => s.name === name);
@@ -200,18 +215,41 @@ describe('RunSpans', () => {
     assert.equal(by('agent.reconcile')[0]?.attributes['agent.reconcile.result'], 'requeueAfter');
   });
 
-  it('a failed action marks its span failed, and no root span is made for a completion that was not written', async () => {
+  it('a failed action marks its span failed; a completion not written (409) has no span and no root', async () => {
     const t = inMemory();
     const r = new RunSpans(t.tracing).reconcile(a);
-    r.action(patch({ phase: 'Failed', exitCode: 1 }), T0, T0 + 1, 'Conflict');
-    r.end('done');
+    r.action(patch({ phase: 'Failed', exitCode: 1 }), T0, T0 + 1, { kind: 'failed', error: 'HTTP 500' });
+    r.end('retry', 'HTTP 500');
+    const superseded = new RunSpans(t.tracing).reconcile(a);
+    superseded.action(patch({ phase: 'Failed', exitCode: 1 }), T0, T0 + 1, { kind: 'notApplied' });
+    superseded.end('done');
     const got = await t.spans();
-    const complete = got.find((s) => s.name === 'agent.complete');
-    assert.deepEqual(complete?.status, { code: 2, message: 'Conflict' });
-    assert.equal(
-      got.find((s) => s.name === 'agent.run'),
-      undefined,
+    assert.deepEqual(
+      got.map((s) => [s.name, s.status.code, s.status.message]),
+      [
+        ['agent.complete', 2, 'HTTP 500'],
+        ['agent.reconcile', 2, 'HTTP 500'],
+        ['agent.reconcile', 1, undefined],
+      ],
     );
+  });
+
+  it('spans follow status.traceID once the run has one (an annotation edited later changes nothing)', async () => {
+    const t = inMemory();
+    const started = agent('a', { uid, status: { phase: 'Running', traceID: 'ef'.repeat(16) } });
+    const edited = {
+      ...started,
+      metadata: {
+        ...started.metadata,
+        annotations: { traceparent: `00-${'12'.repeat(16)}-${'34'.repeat(8)}-01` },
+      },
+    };
+    assert.equal(traceOf(edited).traceId, 'ef'.repeat(16));
+    assert.equal(traceOf(agent('a', { uid })).traceId, traceIdFromUid(uid));
+    const r = new RunSpans(t.tracing).reconcile(edited);
+    r.action(patch({ phase: 'Succeeded', exitCode: 0 }), T0, T0 + 1, APPLIED);
+    r.end('done');
+    for (const s of await t.spans()) assert.equal(s.spanContext().traceId, 'ef'.repeat(16), s.name);
   });
 
   it('an Agent annotated traceparent: its root span is a child of that span, in that trace', async () => {
@@ -221,7 +259,7 @@ describe('RunSpans', () => {
       metadata: { ...a.metadata, annotations: { traceparent: `00-${'ab'.repeat(16)}-${'cd'.repeat(8)}-01` } },
     };
     const r = new RunSpans(t.tracing).reconcile(joined);
-    r.action(patch({ phase: 'Succeeded', exitCode: 0 }), T0, T0 + 1);
+    r.action(patch({ phase: 'Succeeded', exitCode: 0 }), T0, T0 + 1, APPLIED);
     r.end('done');
     const got = await t.spans();
     const root = got.find((s) => s.name === 'agent.run');
@@ -266,7 +304,7 @@ describe('RunSpans', () => {
 
   it('without tracing nothing is recorded', async () => {
     const r = new RunSpans(NO_TRACING).reconcile(a);
-    r.action(patch({ phase: 'Succeeded', exitCode: 0 }), T0, T0 + 1);
+    r.action(patch({ phase: 'Succeeded', exitCode: 0 }), T0, T0 + 1, APPLIED);
     r.end('done');
     new RunSpans(NO_TRACING).batchPoll(a, { provider: 'openai', batchId: 'b' }, T0, T0, 'pending');
     assert.equal(NO_TRACING.enabled, false);

@@ -1,7 +1,8 @@
 // The run's input (issue 10 §1), on the local control plane, Node and Deno: the prompt travels in an owned, immutable
 // ConfigMap `<run>-input` mounted into the agent container, never in the Job. The fake Claude and Codex CLIs print
 // the size, SHA-256 and channel of the prompt they received: a short one arrives as the last argument, a 500 KiB one
-// on stdin, byte for byte. A prompt over 900 KiB fails the Agent with its size, and no Job or ConfigMap is made.
+// on stdin, byte for byte; the definition's system prompt reaches Claude as --append-system-prompt and Codex before
+// the prompt. A prompt over 900 KiB fails the Agent with its size, and no Job or ConfigMap is made.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -25,6 +26,12 @@ const cluster = e2eCluster();
 const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 
+/** The system prompt of each definition: Claude gets it as an option, Codex before the prompt. */
+const SYSTEM: Readonly<Record<string, string>> = {
+  claude: 'You review carefully.',
+  codex: 'Codex house rules.',
+};
+
 const definition = (name: string, model: string): Manifest => ({
   apiVersion: GROUP_VERSION,
   kind: 'AgentDefinition',
@@ -32,7 +39,13 @@ const definition = (name: string, model: string): Manifest => ({
   spec: {
     model,
     prompt: '{text}',
-    resources: { env: [{ name: 'MOCK_PROMPT_DIGEST', value: '1' }] },
+    systemPrompt: SYSTEM[name],
+    resources: {
+      env: [
+        { name: 'MOCK_PROMPT_DIGEST', value: '1' },
+        { name: 'MOCK_ECHO_ARGV', value: '1' },
+      ],
+    },
   },
 });
 
@@ -89,21 +102,32 @@ describe(`run input: the prompt in an input ConfigMap (${runtime})`, { skip }, (
         await s.create(agentManifest('too-big', 'claude', { parameters: { text: huge } }));
         await s.startReplica({ env: { AGENT_IMAGE: images.init } });
 
-        for (const [name, , text, via] of runs) {
+        for (const [name, station, text, via] of runs) {
           const agent = await s.waitTerminal(name);
           assert.equal(agent.status.phase, 'Succeeded', `${name}: ${JSON.stringify(agent.status)}`);
-          const line = (agent.status.output ?? '').split('\n').find((l) => l.startsWith('{"prompt"'));
+          const output = (agent.status.output ?? '').split('\n');
+          const line = output.find((l) => l.startsWith('{"prompt"'));
+          // Claude gets the system prompt as --append-system-prompt; Codex reads it before the prompt.
+          const seen = station === 'codex' ? `${SYSTEM.codex}\n\n${text}` : text;
           assert.deepEqual(
             JSON.parse(line ?? 'null'),
-            { prompt: { bytes: Buffer.byteLength(text), sha256: sha256(text), via } },
+            { prompt: { bytes: Buffer.byteLength(seen), sha256: sha256(seen), via } },
             `${name}: the CLI got the prompt intact`,
           );
+          const argv = (
+            JSON.parse(output.find((l) => l.startsWith('{"argv"')) ?? '{"argv":[]}') as { argv: string[] }
+          ).argv;
+          const at = argv.indexOf('--append-system-prompt');
+          if (station === 'claude')
+            assert.equal(argv[at + 1], SYSTEM.claude, `${name}: ${JSON.stringify(argv)}`);
+          else assert.equal(at, -1);
           const input = await s.client.get(
             `${collectionPath('ConfigMap', s.ns)}/agent-job-${name}-input`,
             InputSchema,
           );
           assert.equal(input.immutable, true);
           assert.equal(input.data.prompt, text);
+          assert.equal(input.data['system-prompt'], SYSTEM[station]);
           assert.deepEqual(
             input.metadata.ownerReferences.map((o) => [o.kind, o.name, o.uid]),
             [['Agent', name, agent.metadata.uid]],

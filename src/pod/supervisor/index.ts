@@ -23,7 +23,7 @@ export {
 export { BareOutput, type WritableLike, waitForFlush } from './output.ts';
 export {
   DEFAULT_PROMPT_PORT,
-  MAX_PROMPT_BYTES,
+  MAX_PROMPT_BODY_BYTES,
   parseRealtimeConfig,
   runRealtimeSupervisor,
 } from './realtime.ts';

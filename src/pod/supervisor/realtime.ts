@@ -16,6 +16,7 @@
 // the turns. It is rewritten after every turn and once more when the session ends (after the turn in flight, if any,
 // is over or a grace period has passed).
 
+import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import * as v from 'valibot';
 import { constantTimeEqual } from '../../shared/constant-time.ts';
@@ -51,7 +52,7 @@ export const DEFAULT_PROMPT_PORT = 8090;
 /** How long an idle connection to the prompt server is kept (longer than the clients' own idle timeouts). */
 const KEEP_ALIVE_MS = 120_000;
 /** Largest prompt request body accepted (413 beyond). */
-export const MAX_PROMPT_BYTES = 1024 * 1024;
+export const MAX_PROMPT_BODY_BYTES = 1024 * 1024;
 
 /** The recipe each turn's argv is built from (the Job's `AGENT_RUN_RECIPE`): vendor options, no prompt. */
 const RecipeSchema = v.object({
@@ -146,6 +147,8 @@ class Session {
   #sessionId: string | undefined;
   /** The turn in flight, settled when it is over. */
   #turn: Promise<void> | undefined;
+  /** The definition's system prompt (`AGENT_SYSTEM_PROMPT_FILE`), given to every turn. */
+  #systemPrompt: string | undefined;
   #child: { kill(signal: NodeJS.Signals): void } | undefined;
   #lastCode = 0;
   #ended: End | undefined;
@@ -183,6 +186,32 @@ class Session {
             () => this.#stop(124, 'the run deadline passed'),
             Math.max(0, ctx.deadlineAt - ctx.io.now()),
           );
+    /** The session ends before it served anything: report, tell the sinks, undo the timers and handlers. */
+    const failBeforeStart = async (reason: string): Promise<number> => {
+      this.#writeReport();
+      ctx.emit(agentFailedBeforeStart(reason));
+      await ctx.sinks.close(ctx.budget(ctx.config.flushMs));
+      clearTimeout(deadline);
+      for (const remove of removeSignals) remove();
+      return 1;
+    };
+    // The system prompt goes with every turn (the first one reads it with its prompt, below).
+    const systemFile = ctx.io.env.AGENT_SYSTEM_PROMPT_FILE ?? '';
+    if (systemFile !== '') {
+      try {
+        this.#systemPrompt = await readFile(systemFile, 'utf8');
+      } catch (error) {
+        ctx.log.error('[supervisor] cannot read the system prompt', {
+          file: systemFile,
+          error: error instanceof Error ? error.message : String(error),
+        });
+        return failBeforeStart('input');
+      }
+    }
+    // The first turn's prompt is read before prompts are served, so no prompt or close can come in between.
+    const initial =
+      this.#rt.resumeSession === undefined ? await promptedCommand(ctx, ctx.io.argv) : undefined;
+    if (this.#rt.resumeSession === undefined && initial === undefined) return failBeforeStart('input');
     try {
       this.#server = await this.#listen();
     } catch (error) {
@@ -190,22 +219,12 @@ class Session {
         port: this.#rt.port,
         error: error instanceof Error ? error.message : String(error),
       });
-      this.#writeReport();
-      ctx.emit(agentFailedBeforeStart('spawn'));
-      await ctx.sinks.close(ctx.budget(ctx.config.flushMs));
-      clearTimeout(deadline);
-      for (const remove of removeSignals) remove();
-      return 1;
+      return failBeforeStart('spawn');
     }
     ctx.log.info('[supervisor] realtime session: serving prompts', { port: this.#rt.port });
     ctx.emit(agentStarted());
-    if (this.#rt.resumeSession === undefined) {
-      void promptedCommand(ctx, ctx.io.argv).then((command) => {
-        if (command !== undefined) return this.#runTurn(command, undefined);
-        this.#endSession({ code: 1, why: 'the initial prompt could not be read' });
-        return undefined;
-      });
-    }
+    // Synchronously after listening: the first turn is in flight before any request is handled.
+    if (initial !== undefined) void this.#runTurn(initial, undefined);
     const end = await ended;
     clearTimeout(deadline);
     ctx.log.info('[supervisor] realtime session ended', { code: end.code, why: end.why });
@@ -331,9 +350,9 @@ class Session {
       this.#closeAfterTurn();
       return;
     }
-    const body = await readBody(req, MAX_PROMPT_BYTES);
+    const body = await readBody(req, MAX_PROMPT_BODY_BYTES);
     if (body === 'tooLarge') {
-      reply(res, 413, { message: `the prompt request is larger than ${MAX_PROMPT_BYTES} bytes` });
+      reply(res, 413, { message: `the prompt request is larger than ${MAX_PROMPT_BODY_BYTES} bytes` });
       return;
     }
     let raw: unknown;
@@ -363,7 +382,12 @@ class Session {
     });
     // A prompt too long for one argument goes to the CLI's stdin where it reads one (issue 10 §1).
     const delivery = command.ok
-      ? deliverPrompt(command.value.vendor, argvWithoutPrompt(command.value.argv), prompt.output.prompt)
+      ? deliverPrompt(
+          command.value.vendor,
+          argvWithoutPrompt(command.value.argv),
+          prompt.output.prompt,
+          this.#systemPrompt,
+        )
       : command;
     if (!delivery.ok) {
       reply(res, 400, { message: delivery.error });

@@ -222,14 +222,17 @@ export async function promptedCommand(
 ): Promise<PromptDelivery | undefined> {
   const file = ctx.io.env.AGENT_PROMPT_FILE ?? '';
   if (file === '') return { argv };
+  const systemFile = ctx.io.env.AGENT_SYSTEM_PROMPT_FILE ?? '';
   let prompt: string;
+  let system: string | undefined;
   try {
     prompt = await readFile(file, 'utf8');
+    system = systemFile === '' ? undefined : await readFile(systemFile, 'utf8');
   } catch (error) {
     ctx.log.error('[supervisor] cannot read the prompt', { file, error: describe(error) });
     return undefined;
   }
-  const delivery = deliverPrompt(ctx.config.vendor, argv, prompt);
+  const delivery = deliverPrompt(ctx.config.vendor, argv, prompt, system);
   if (!delivery.ok) {
     ctx.log.error(`[supervisor] cannot hand the prompt to the agent: ${delivery.error}`, { file });
     return undefined;

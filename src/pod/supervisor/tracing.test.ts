@@ -88,23 +88,22 @@ describe('supervisor tracing', () => {
     const lines: string[] = [];
     const log = createLogger('info', (l) => lines.push(l));
     const valid = `00-${PARENT.traceId}-${PARENT.spanId}-01`;
-    assert.equal(supervisorTracer({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' }, log).enabled, false);
+    assert.equal(supervisorTracer({ AGENT_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:1' }, log).enabled, false);
     assert.equal(supervisorTracer({ TRACEPARENT: valid }, log).enabled, false);
     assert.equal(
-      supervisorTracer({ TRACEPARENT: 'bad', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x:1' }, log).enabled,
+      supervisorTracer({ TRACEPARENT: 'bad', AGENT_OTLP_TRACES_ENDPOINT: 'http://x:1' }, log).enabled,
       false,
     );
     assert.equal(
-      supervisorTracer({ TRACEPARENT: valid, OTEL_EXPORTER_OTLP_ENDPOINT: 'nope' }, log).enabled,
+      supervisorTracer({ TRACEPARENT: valid, AGENT_OTLP_TRACES_ENDPOINT: 'nope' }, log).enabled,
       false,
     );
-    assert.match(lines.join('\n'), /no traces: OTEL_EXPORTER_OTLP_ENDPOINT is not a URL/);
+    assert.match(lines.join('\n'), /no traces: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is not a URL/);
     const quiet = supervisorTracer({}, log).cli('claude', {});
     quiet.line(toolUse('t', 'Bash'));
     quiet.end(0);
     assert.equal(
-      supervisorTracer({ TRACEPARENT: valid, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' }, log)
-        .enabled,
+      supervisorTracer({ TRACEPARENT: valid, AGENT_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:1' }, log).enabled,
       true,
     );
   });

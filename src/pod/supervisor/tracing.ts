@@ -1,5 +1,5 @@
-// The supervisor's spans (issue 10 §5): with `TRACEPARENT` (the run's root span, set by the controller) and an OTLP
-// endpoint in its environment, one `agent.cli` span per CLI run (a Job run, or each realtime turn) and, under it,
+// The supervisor's spans (issue 10 §5): with `TRACEPARENT` (the run's root span) and `AGENT_OTLP_TRACES_ENDPOINT`
+// (both set by the controller) in its environment, one `agent.cli` span per CLI run (a Job run, or each realtime turn) and, under it,
 // one `agent.tool` span per tool call the CLI reports on its stream (src/vendors/cli/tool-calls.ts). Without
 // either, nothing is set up and nothing is recorded.
 
@@ -37,7 +37,11 @@ const QUIET_SPAN: CliSpan = { line: () => undefined, end: () => undefined };
 /** A tracer from the run environment (see the module comment); a quiet one when tracing is off or misconfigured. */
 export function supervisorTracer(env: Env, log: Logger): SupervisorTracer {
   const parent = parseTraceParent(env.TRACEPARENT ?? '');
-  const config = tracingConfigFromEnv(env, 'agent-supervisor');
+  // Only the controller's own variable: a recipe's OTEL_* settings are for its CLI, not for the run's spans.
+  const config = tracingConfigFromEnv(
+    { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: env.AGENT_OTLP_TRACES_ENDPOINT },
+    'agent-supervisor',
+  );
   if (!config.ok) log.warn(`[supervisor] no traces: ${config.error}`);
   if (parent === undefined || !config.ok || config.value === undefined) return quietTracer();
   return tracerOn(createTracing(config.value), parent);

@@ -376,6 +376,19 @@ describe('batchRequestFor', () => {
     assert.equal('schema' in req, false, 'no schema field without output.schema');
   });
 
+  it('a system prompt is rendered and sent before the prompt, a blank line between (issue 10 §1)', () => {
+    const a = agentOf('a', { parameters: { thing: 'X' } });
+    assert.equal(
+      batchRequestFor(a, recipe({ prompt: 'Do {thing}', systemPrompt: 'You care about {thing}.' }), 'gpt-5')
+        .prompt,
+      'You care about X.\n\nDo X',
+    );
+    assert.equal(
+      batchRequestFor(a, recipe({ prompt: 'Do {thing}', systemPrompt: ' ' }), 'gpt-5').prompt,
+      'Do X',
+    );
+  });
+
   it('renders every {param}, leaves unknown tokens verbatim, and sends the model it is given', () => {
     const a = agentOf('a', { parameters: { thing: 'X', place: 'Y' } });
     const d = recipe({ prompt: 'Do {thing} in {place}; keep {unknown} and {} as is. {thing}!' });

@@ -80,6 +80,14 @@ export function batchModel(agent: Agent, definition: AgentDefinition | null): st
   return resolveModel(agent, definition ?? undefined);
 }
 
+/** A batch run's prompt: the rendered prompt, after the rendered system prompt and a blank line when there is one. */
+function batchPrompt(agent: Agent, definition: AgentDefinition): string {
+  const prompt = renderPrompt(definition.spec.prompt, agent.spec.parameters);
+  const system = definition.spec.systemPrompt;
+  if (system === undefined || system.trim() === '') return prompt;
+  return `${renderPrompt(system, agent.spec.parameters)}\n\n${prompt}`;
+}
+
 /** The one request a batch run sends. */
 export function batchRequestFor(agent: Agent, definition: AgentDefinition, model: string): BatchRequest {
   const schema = definition.spec.output.schema;
@@ -87,7 +95,7 @@ export function batchRequestFor(agent: Agent, definition: AgentDefinition, model
     customId: runCustomId(agent.metadata.uid),
     label: `${agent.metadata.namespace ?? ''}/${agent.metadata.name}`,
     model,
-    prompt: renderPrompt(definition.spec.prompt, agent.spec.parameters),
+    prompt: batchPrompt(agent, definition),
     maxTokens: definition.spec.batch.maxTokens,
     ...(schema !== undefined ? { schema } : {}),
   };

@@ -105,3 +105,45 @@ describe('deliverPrompt', () => {
     assert.equal(utf8Bytes('😀'), 4);
   });
 });
+
+describe('deliverPrompt with a system prompt', () => {
+  it('Claude: --append-system-prompt before the fence; the prompt unchanged', () => {
+    const full = argvOf('claude', 'fix it');
+    const r = deliverPrompt('claude', argvWithoutPrompt(full), 'fix it', 'You review code.');
+    assert.deepEqual(r, {
+      ok: true,
+      value: { argv: [...full.slice(0, -2), '--append-system-prompt', 'You review code.', '--', 'fix it'] },
+    });
+    // With a long prompt on stdin, the option stays.
+    const long = 'l'.repeat(MAX_ARG_BYTES + 1);
+    const s = deliverPrompt('claude', argvWithoutPrompt(argvOf('claude', long)), long, 'sys');
+    assert.ok(s.ok && s.value.stdin === long && s.value.argv.at(-1) === 'sys');
+  });
+
+  it('the other CLIs read it before the prompt, after a blank line; a blank one is none', () => {
+    for (const vendor of ['codex', 'gemini', 'exec', 'opencode'] as const) {
+      const combined = 'You review code.\n\nfix it';
+      const r = deliverPrompt(
+        vendor,
+        argvWithoutPrompt(argvOf(vendor, 'fix it')),
+        'fix it',
+        'You review code.',
+      );
+      assert.deepEqual(r, { ok: true, value: { argv: argvOf(vendor, combined) } }, vendor);
+    }
+    assert.deepEqual(deliverPrompt('codex', ['codex', 'exec', '--json', '--'], 'p', '  \n'), {
+      ok: true,
+      value: { argv: ['codex', 'exec', '--json', '--', 'p'] },
+    });
+  });
+
+  it('refuses a system prompt over 64 KiB, and counts it in the 900 KiB of the others', () => {
+    assert.deepEqual(deliverPrompt('claude', ['claude', '--'], 'p', 's'.repeat(65537)), {
+      ok: false,
+      error: 'the system prompt is 65537 bytes: at most 65536 bytes (64 KiB)',
+    });
+    const r = deliverPrompt('codex', ['codex', '--'], 'p'.repeat(MAX_PROMPT_BYTES - 10), 's'.repeat(20));
+    assert.ok(!r.ok);
+    assert.match(r.error, /^the prompt is 921612 bytes/);
+  });
+});

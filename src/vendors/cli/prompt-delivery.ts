@@ -26,6 +26,16 @@ export interface PromptDelivery {
 
 const encoder = new TextEncoder();
 
+/** The longest system prompt (one argument of Claude's, with room to spare). */
+export const MAX_SYSTEM_PROMPT_ARG_BYTES = 65536;
+
+/** Claude's argv (without its prompt) with `--append-system-prompt <text>` before the `--` fence. */
+function withClaudeSystemPrompt(argv: readonly string[], system: string): string[] {
+  const fence = argv.lastIndexOf('--');
+  const at = fence === -1 ? argv.length : fence;
+  return [...argv.slice(0, at), '--append-system-prompt', system, ...argv.slice(at)];
+}
+
 /** The UTF-8 size of `s` in bytes. */
 export function utf8Bytes(s: string): number {
   return encoder.encode(s).length;
@@ -40,15 +50,28 @@ export function argvWithoutPrompt(argv: readonly string[]): string[] {
 }
 
 /**
- * Puts `prompt` back into `argv` (a vendor argv without its prompt, see {@link argvWithoutPrompt}): as the last
- * argument when it fits in one, else on stdin in the vendor's form. Errors (one line, for a run's failure reason):
- * a prompt over {@link MAX_PROMPT_BYTES}, or one too long for an argument for a CLI that cannot read it from stdin.
+ * Puts `userPrompt` back into `argv` (a vendor argv without its prompt, see {@link argvWithoutPrompt}): as the last
+ * argument when it fits in one, else on stdin in the vendor's form. A `systemPrompt` goes to Claude as
+ * `--append-system-prompt` and before the prompt (a blank line between) for the others. Errors (one line, for a
+ * run's failure reason): a prompt over {@link MAX_PROMPT_BYTES}, a system prompt over 64 KiB, or a prompt too long
+ * for an argument for a CLI that cannot read it from stdin.
  */
 export function deliverPrompt(
   vendor: Vendor,
   argv: readonly string[],
-  prompt: string,
+  userPrompt: string,
+  systemPrompt?: string,
 ): Result<PromptDelivery, string> {
+  const system = systemPrompt === undefined || systemPrompt.trim() === '' ? undefined : systemPrompt;
+  if (system !== undefined && utf8Bytes(system) > MAX_SYSTEM_PROMPT_ARG_BYTES) {
+    return err(
+      `the system prompt is ${utf8Bytes(system)} bytes: at most ${MAX_SYSTEM_PROMPT_ARG_BYTES} bytes (64 KiB)`,
+    );
+  }
+  // Claude takes the system prompt as an option; every other CLI reads it before the prompt.
+  const claudeSystem = vendor === 'claude' && system !== undefined;
+  if (claudeSystem) argv = withClaudeSystemPrompt(argv, system);
+  const prompt = system === undefined || claudeSystem ? userPrompt : `${system}\n\n${userPrompt}`;
   const bytes = utf8Bytes(prompt);
   if (bytes > MAX_PROMPT_BYTES) {
     return err(

@@ -43,7 +43,20 @@ describe('toolCallEvents', () => {
       type: 'item.started',
       item: { id: 'item_0', type: 'command_execution', command: 'npm test', status: 'in_progress' },
     };
-    assert.deepEqual(toolCallEvents('codex', started), [{ kind: 'start', id: 'item_0', name: 'npm test' }]);
+    assert.deepEqual(toolCallEvents('codex', started), [{ kind: 'start', id: 'item_0', name: 'npm' }]);
+    // Only the program: arguments can hold credentials.
+    for (const [command, program] of [
+      ['git clone https://user:s3cret@git.example/x.git', 'git'],
+      ["/usr/bin/curl -H 'Authorization: Bearer t0ken' https://x", 'curl'],
+      ["'bash' -lc 'echo hi'", 'bash'],
+      ['   ', 'command'],
+    ] as const) {
+      const e = toolCallEvents('codex', {
+        type: 'item.started',
+        item: { id: 'i', type: 'command_execution', command },
+      });
+      assert.deepEqual(e, [{ kind: 'start', id: 'i', name: program }], command);
+    }
     const done = (extra: Record<string, unknown>) => ({
       type: 'item.completed',
       item: { id: 'item_0', type: 'command_execution', command: 'npm test', ...extra },

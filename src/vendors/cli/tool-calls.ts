@@ -3,7 +3,7 @@
 // - Claude: an `assistant` message's `tool_use` block {id, name} starts a call; a `user` message's `tool_result`
 //   block {tool_use_id, is_error} ends it.
 // - Codex: `item.started` of a tool item (command_execution, mcp_tool_call, file_change, web_search,
-//   collab_tool_call) starts a call (the command, or the MCP tool's name); `item.completed` of it ends it (failed
+//   collab_tool_call) starts a call (the program a command runs, never its arguments; or the MCP tool's name); `item.completed` of it ends it (failed
 //   when its status is `failed` or its exit code is not 0).
 // - Gemini: `tool_use` {tool_id, tool_name} starts one; `tool_result` {tool_id, status} ends it.
 // OpenCode and exec recipes report nothing this reads.
@@ -64,6 +64,21 @@ const id = (u: unknown): string | undefined =>
 const name = (u: unknown, fallback: string): string =>
   typeof u === 'string' && u.trim() !== '' ? u.trim().slice(0, MAX_TOOL_NAME) : fallback;
 
+/**
+ * The program a command line runs (its first word, without its folder): never the arguments, which can hold
+ * credentials (`curl -H 'Authorization: …'`, `git clone https://user:token@…`).
+ */
+function programName(command: unknown): string {
+  if (typeof command !== 'string') return 'command';
+  const first = command.trim().split(/\s+/)[0] ?? '';
+  const base =
+    first
+      .replace(/^['"]+|['"]+$/g, '')
+      .split('/')
+      .pop() ?? '';
+  return name(base, 'command');
+}
+
 function claude(line: unknown): ToolCallEvent[] {
   const parsed = v.safeParse(ClaudeLine, line);
   if (!parsed.success) return [];
@@ -95,7 +110,7 @@ function codex(line: unknown): ToolCallEvent[] {
   if (type === 'item.started') {
     const what =
       item.type === 'command_execution'
-        ? name(item.command, 'command')
+        ? programName(item.command)
         : item.type === 'mcp_tool_call'
           ? name(item.tool, 'mcp_tool_call')
           : item.type;
