@@ -1,14 +1,7 @@
 // The test OpenTelemetry Collector's output, parsed (the collector itself runs in the e2e tier: test/e2e/tracing).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { type OtelCollector, parseSpansJsonl, startOtelCollector } from './otelcol.ts';
-import { pollUntil } from './poll.ts';
-
-const hasGo = spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0;
+import { describe, it } from 'node:test';
+import { parseSpansJsonl } from './otelcol.ts';
 
 describe('parseSpansJsonl', () => {
   it('flattens resourceSpans/scopeSpans/spans with resource attributes and scope name', () => {
