@@ -54,6 +54,12 @@ export async function loadInClusterConfig(opts: InClusterOptions): Promise<Resul
   const dir = opts.serviceAccountDir ?? SERVICE_ACCOUNT_DIR;
   const host = env.output.KUBERNETES_SERVICE_HOST;
   const server = `https://${host.includes(':') ? `[${host}]` : host}:${env.output.KUBERNETES_SERVICE_PORT}`;
+  if (!v.safeParse(ServerSchema, server).success) {
+    return err({
+      kind: 'config',
+      message: `not in a cluster: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT make no valid URL (${JSON.stringify(server)})`,
+    });
+  }
   const cacheMs = opts.tokenCacheMs ?? 10_000;
   const now = opts.now ?? Date.now;
   const readText = async (name: string): Promise<string | undefined> => {
@@ -140,7 +146,14 @@ export async function loadKubeconfig(opts: KubeconfigOptions): Promise<Result<Cl
       message: `kubeconfig ${opts.path}: current context has no cluster with a valid server URL`,
     });
   }
-  const namespace = kc.getContextObject(kc.getCurrentContext())?.namespace || undefined;
+  const contextNamespace: unknown = kc.getContextObject(kc.getCurrentContext())?.namespace;
+  if (contextNamespace !== undefined && typeof contextNamespace !== 'string') {
+    return err({
+      kind: 'config',
+      message: `kubeconfig ${opts.path}: the current context's namespace is not a string`,
+    });
+  }
+  const namespace = contextNamespace || undefined;
   const cacheMs = opts.cacheMs ?? 10_000;
   const now = opts.now ?? Date.now;
   let cached: { creds: Credentials; at: number } | undefined;

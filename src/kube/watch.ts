@@ -129,7 +129,7 @@ export function parseWatchLine(line: string): WatchLine {
       return { kind: 'error', status, gone };
     }
     default:
-      return { kind: 'garbage', message: `unknown event type ${type}` };
+      return { kind: 'garbage', message: `unknown event type ${type.slice(0, 80)}` };
   }
 }
 

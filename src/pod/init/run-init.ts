@@ -238,8 +238,9 @@ async function runStep(step: Step, ports: InitPorts): Promise<void> {
     case 'exec': {
       const resolved: Record<string, string> = {};
       for (const [child, source] of Object.entries(step.envFrom ?? {})) {
-        const value = ports.env[source];
-        if (value !== undefined && value !== '') resolved[child] = value;
+        // Strings only: a recipe-chosen name like `constructor` reads what the env object inherits, a function.
+        const value: unknown = ports.env[source];
+        if (typeof value === 'string' && value !== '') resolved[child] = value;
       }
       const env = childEnv(ports.env, { ...step.env, ...resolved });
       const code = await ports.runner(step.argv, { env, cwd: step.cwd });

@@ -33,5 +33,7 @@ export function parseHeaderLines(text: string): HeaderLines {
 /** Header lines from the env var named `secretName`; an unset or empty variable gives no headers (never fatal). */
 export function headersFromSecretEnv(env: Env, secretName: string | undefined): HeaderLines {
   if (!secretName) return { headers: [], dropped: 0 };
-  return parseHeaderLines(env[secretName] ?? '');
+  // Strings only: a name like `constructor` or `toString` reads what the env object inherits, a function.
+  const value: unknown = env[secretName];
+  return parseHeaderLines(typeof value === 'string' ? value : '');
 }
