@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import * as v from 'valibot';
 import {
   agentManifest,
   apiPath,
@@ -20,6 +21,7 @@ import {
   KubeClient,
   KubeError,
   kubeconfigWithToken,
+  pollUntil,
   runScenario,
   stationManifest,
 } from '../support/index.ts';
@@ -28,6 +30,9 @@ const _ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cluster = e2eCluster();
 const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
+
+/** A SubjectAccessReview's answer. */
+const SarSchema = v.looseObject({ status: v.optional(v.looseObject({ allowed: v.optional(v.boolean()) })) });
 
 /** Resolves to the HTTP status of a request that must fail (any status < 400 is returned as is). */
 async function statusOf(attempt: Promise<unknown>): Promise<number> {
@@ -170,6 +175,101 @@ describe(`controller: ServiceAccount authentication with the deploy/ RBAC (${run
           'launcher: Jobs',
         );
         assert.equal(await statusOf(asLauncher.list(secrets)), 403, 'launcher: Secrets');
+      }),
+  );
+});
+
+describe(`controller RBAC proven with SubjectAccessReviews against deploy/ (issue 13 §5) (${runtime})`, {
+  skip,
+}, () => {
+  if (typeof cluster === 'string') return;
+  before(() => applyCrds(cluster.client));
+
+  it(
+    'no Secrets (but agent-secrets by name with the batch component), no pods, no escalation, no tokens',
+    {
+      timeout: 120_000,
+    },
+    () =>
+      runScenario(cluster, 'ctl-sar', async (s) => {
+        await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
+        const user = `system:serviceaccount:${s.ns}:agent-controller`;
+        const groups = ['system:serviceaccounts', `system:serviceaccounts:${s.ns}`, 'system:authenticated'];
+        const can = async (
+          verb: string,
+          resource: string,
+          o: { group?: string; name?: string; subresource?: string; namespace?: string | null } = {},
+        ): Promise<boolean> => {
+          const review = await s.client.json(
+            'POST',
+            '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+            SarSchema,
+            {
+              body: {
+                apiVersion: 'authorization.k8s.io/v1',
+                kind: 'SubjectAccessReview',
+                spec: {
+                  user,
+                  groups,
+                  resourceAttributes: {
+                    verb,
+                    resource,
+                    group: o.group ?? '',
+                    ...(o.namespace === null ? {} : { namespace: o.namespace ?? s.ns }),
+                    ...(o.name !== undefined ? { name: o.name } : {}),
+                    ...(o.subresource !== undefined ? { subresource: o.subresource } : {}),
+                  },
+                },
+              },
+            },
+          );
+          return review.status?.allowed === true;
+        };
+        // Positive controls: the reviews answer for this user.
+        assert.equal(await can('create', 'jobs', { group: 'batch' }), true, 'creates Jobs');
+        assert.equal(
+          await can('patch', 'agents', { group: 'agents.re-cinq.com', subresource: 'status' }),
+          true,
+        );
+        const denied: [string, string, Parameters<typeof can>[2]][] = [
+          ['get', 'secrets', { name: 'agent-secrets' }],
+          ['list', 'secrets', {}],
+          ['watch', 'secrets', {}],
+          ['create', 'pods', {}],
+          ['create', 'pods', { subresource: 'exec', name: 'x' }],
+          ['create', 'serviceaccounts', { subresource: 'token', name: 'agent-controller' }],
+          ['escalate', 'roles', { group: 'rbac.authorization.k8s.io' }],
+          ['escalate', 'clusterroles', { group: 'rbac.authorization.k8s.io', namespace: null }],
+          [
+            'bind',
+            'clusterroles',
+            { group: 'rbac.authorization.k8s.io', name: 'cluster-admin', namespace: null },
+          ],
+          ['create', 'rolebindings', { group: 'rbac.authorization.k8s.io' }],
+          ['impersonate', 'users', { namespace: null }],
+          ['create', 'deployments', { group: 'apps' }],
+          ['update', 'configmaps', { name: 'anything' }],
+          ['list', 'configmaps', {}],
+        ];
+        for (const [verb, resource, o] of denied) {
+          assert.equal(
+            await can(verb, resource, o),
+            false,
+            `may not ${verb} ${resource} ${JSON.stringify(o)}`,
+          );
+        }
+        // The batch component: agent-secrets by name, get only.
+        await applyRbacManifests(s, 'deploy/components/batch/batch-rbac.yaml');
+        await pollUntil(
+          async () => ((await can('get', 'secrets', { name: 'agent-secrets' })) ? true : undefined),
+          {
+            timeoutMs: 10_000,
+            description: 'the batch grant to apply',
+          },
+        );
+        assert.equal(await can('get', 'secrets', { name: 'other-secret' }), false);
+        assert.equal(await can('list', 'secrets', {}), false);
+        assert.equal(await can('update', 'secrets', { name: 'agent-secrets' }), false);
       }),
   );
 });
