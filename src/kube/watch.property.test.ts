@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { chunkBytes, concatBytes } from '../shared/bytes.ts';
 import { createFakeTransport } from './fake-transport.ts';
 import { CONFIG_MAPS } from './resources.ts';
 import { createLineDecoder, parseWatchLine, type WatchEvent, type WatchLine, watchOnce } from './watch.ts';
@@ -12,28 +13,8 @@ import { createLineDecoder, parseWatchLine, type WatchEvent, type WatchLine, wat
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
-/** `bytes` cut at the given positions (taken modulo its length; duplicates give empty chunks). */
-function chunk(bytes: Uint8Array, cuts: readonly number[]): Uint8Array[] {
-  const points = cuts.map((c) => (bytes.length === 0 ? 0 : c % (bytes.length + 1))).sort((a, b) => a - b);
-  const out: Uint8Array[] = [];
-  let start = 0;
-  for (const p of points) {
-    out.push(bytes.subarray(start, p));
-    start = p;
-  }
-  out.push(bytes.subarray(start));
-  return out;
-}
+const concat = concatBytes;
+const chunk = chunkBytes;
 
 /** What the decoder documents, computed on the whole stream at once. */
 function expectedLines(

@@ -1,5 +1,6 @@
 // SPDY/3.1 framing, the part of the protocol Kubernetes port-forwarding uses (kubelet, API server, kubectl all speak
 // it for `pods/portforward`): pure encoders and an incremental decoder. No I/O here.
+import { concatBytes } from '../../shared/bytes.ts';
 
 /**
  * The header compression dictionary of SPDY/3 (draft-mbelshe-httpbis-spdy-00, section 2.6.10.1): 65 HTTP words,
@@ -192,23 +193,13 @@ function u32s(...values: number[]): Uint8Array {
   return out;
 }
 
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
 /** SYN_STREAM body: stream id, no associated stream, priority 0, then the compressed header block. */
 export function synStreamBody(streamId: number, headerBlock: Uint8Array): Uint8Array {
-  return concat(u32s(streamId & 0x7fffffff, 0), new Uint8Array(2), headerBlock);
+  return concatBytes([u32s(streamId & 0x7fffffff, 0), new Uint8Array(2), headerBlock]);
 }
 
 export function synReplyBody(streamId: number, headerBlock: Uint8Array): Uint8Array {
-  return concat(u32s(streamId & 0x7fffffff), headerBlock);
+  return concatBytes([u32s(streamId & 0x7fffffff), headerBlock]);
 }
 
 export function rstStreamBody(streamId: number, status: number): Uint8Array {
@@ -244,7 +235,7 @@ export function encodeHeaders(headers: Readonly<Record<string, string>>): Uint8A
     const v = enc.encode(value);
     parts.push(u32s(n.length), n, u32s(v.length), v);
   }
-  return concat(...parts);
+  return concatBytes(parts);
 }
 
 /** Parses an uncompressed name/value block; a name with several values keeps them NUL-joined. */

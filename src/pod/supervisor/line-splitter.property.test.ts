@@ -4,33 +4,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { chunkBytes, concatBytes } from '../../shared/bytes.ts';
 import { LineSplitter } from './line-splitter.ts';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
-/** `bytes` cut at the given positions (modulo its length). */
-function chunk(bytes: Uint8Array, cuts: readonly number[]): Uint8Array[] {
-  const points = cuts.map((c) => c % (bytes.length + 1)).sort((a, b) => a - b);
-  const out: Uint8Array[] = [];
-  let start = 0;
-  for (const p of points) {
-    out.push(bytes.subarray(start, p));
-    start = p;
-  }
-  out.push(bytes.subarray(start));
-  return out;
-}
+const concat = concatBytes;
+const chunk = chunkBytes;
 
 /** The documented result on the whole stream: complete lines, then the unterminated tail (if not empty). */
 function expected(bytes: Uint8Array, max: number): { lines: string[]; oversized: number } {
