@@ -225,8 +225,11 @@ describe(`controller RBAC proven with SubjectAccessReviews against deploy/ (issu
           );
           return review.status?.allowed === true;
         };
-        // Positive controls: the reviews answer for this user.
-        assert.equal(await can('create', 'jobs', { group: 'batch' }), true, 'creates Jobs');
+        // Positive controls: the reviews answer for this user (once the authorizer has seen the new binding).
+        await pollUntil(async () => ((await can('create', 'jobs', { group: 'batch' })) ? true : undefined), {
+          timeoutMs: 10_000,
+          description: 'the controller Role to apply (it creates Jobs)',
+        });
         assert.equal(
           await can('patch', 'agents', { group: 'agents.re-cinq.com', subresource: 'status' }),
           true,
