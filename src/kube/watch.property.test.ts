@@ -13,9 +13,6 @@ import { createLineDecoder, parseWatchLine, type WatchEvent, type WatchLine, wat
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-const concat = concatBytes;
-const chunk = chunkBytes;
-
 /** What the decoder documents, computed on the whole stream at once. */
 function expectedLines(
   bytes: Uint8Array,
@@ -55,7 +52,7 @@ const piece: fc.Arbitrary<Uint8Array> = fc.oneof(
     ),
   },
 );
-const stream = fc.array(piece, { maxLength: 40 }).map(concat);
+const stream = fc.array(piece, { maxLength: 40 }).map((parts) => concatBytes(parts));
 const cuts = fc.array(fc.nat(), { maxLength: 12 });
 
 function decodeAll(
@@ -80,7 +77,7 @@ describe('createLineDecoder (properties)', () => {
     fc.assert(
       fc.property(stream, cuts, fc.constantFrom(1, 4, 16, 64, 4 * 1024 * 1024), (bytes, at, max) => {
         const want = expectedLines(bytes, max);
-        const got = decodeAll(chunk(bytes, at), max);
+        const got = decodeAll(chunkBytes(bytes, at), max);
         assert.deepEqual(got, want);
         for (const line of got.lines) {
           assert.ok(!line.includes('\n'), 'a line never holds a newline');
@@ -269,7 +266,7 @@ describe('watchOnce (properties)', () => {
     await fc.assert(
       fc.asyncProperty(body, cuts, async (bytes, at) => {
         const whole = await watchBody([bytes]);
-        const cut = await watchBody(chunk(bytes, at));
+        const cut = await watchBody(chunkBytes(bytes, at));
         assert.deepEqual(cut, whole);
         // Every event and garbage line of the body is accounted for, in order, until an in-stream ERROR ends it.
         const lines = dec

@@ -10,9 +10,6 @@ import { LineSplitter } from './line-splitter.ts';
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-const concat = concatBytes;
-const chunk = chunkBytes;
-
 /** The documented result on the whole stream: complete lines, then the unterminated tail (if not empty). */
 function expected(bytes: Uint8Array, max: number): { lines: string[]; oversized: number } {
   const segments: Uint8Array[] = [];
@@ -66,7 +63,7 @@ const piece: fc.Arbitrary<Uint8Array> = fc.oneof(
     ),
   },
 );
-const stream = fc.array(piece, { maxLength: 40 }).map(concat);
+const stream = fc.array(piece, { maxLength: 40 }).map((parts) => concatBytes(parts));
 const cuts = fc.array(fc.nat(), { maxLength: 12 });
 const max = fc.constantFrom(1, 3, 8, 32, 1024);
 
@@ -74,7 +71,7 @@ describe('LineSplitter (properties)', () => {
   it('any chunking gives the documented lines and oversized count, with bounded buffering', () => {
     fc.assert(
       fc.property(stream, cuts, max, (bytes, at, m) => {
-        assert.deepEqual(split(chunk(bytes, at), m), expected(bytes, m));
+        assert.deepEqual(split(chunkBytes(bytes, at), m), expected(bytes, m));
       }),
       { numRuns: 1500 },
     );
@@ -104,7 +101,7 @@ describe('LineSplitter (properties)', () => {
         cuts,
         (lines, eol, at) => {
           const bytes = enc.encode(lines.map((l) => l + eol).join(''));
-          assert.deepEqual(split(chunk(bytes, at), 1 << 20), { lines, oversized: 0 });
+          assert.deepEqual(split(chunkBytes(bytes, at), 1 << 20), { lines, oversized: 0 });
         },
       ),
       { numRuns: 300 },
