@@ -14,7 +14,7 @@ import { NODE_CAPACITY } from './env.ts';
 import { type ImageTable, loadImageTables } from './images.ts';
 import { IpPool } from './ip-pool.ts';
 import { startKubeletServer } from './kubelet-server.ts';
-import { selectorMatches } from './plan.ts';
+import { selectorMatches, unschedulableCondition } from './plan.ts';
 import { DataObjectSchema, type NodePod, NodePodSchema } from './pod-spec.ts';
 import { PodWorker } from './pod-worker.ts';
 import { findHostTools, type HostTools } from './process.ts';
@@ -382,7 +382,10 @@ export class NodeAgent {
     if (pod.spec.nodeName === '') {
       if (pod.metadata.deletionTimestamp || terminal) return;
       if (pod.spec.schedulerName !== 'default-scheduler') return;
-      if (!selectorMatches(pod.spec.nodeSelector, this.#labels)) return;
+      if (!selectorMatches(pod.spec.nodeSelector, this.#labels)) {
+        await this.#markUnschedulable(pod);
+        return;
+      }
       try {
         await this.#o.client.create(apiPath('v1', 'pods', { namespace, name, subresource: 'binding' }), {
           apiVersion: 'v1',
@@ -451,6 +454,28 @@ export class NodeAgent {
     );
     this.#workers.set(uid, created);
     created.start();
+  }
+
+  /**
+   * Like kube-scheduler with a pod that fits no node (the test node being the only one): PodScheduled False,
+   * reason Unschedulable, in the pod's status. Nothing is sent when the pod already says so.
+   */
+  async #markUnschedulable(pod: NodePod): Promise<void> {
+    const { uid, namespace, name } = pod.metadata;
+    const condition = unschedulableCondition(pod.status.conditions, 1, Date.now());
+    if (!condition) return;
+    try {
+      await this.#o.client.patch(
+        apiPath('v1', 'pods', { namespace, name, subresource: 'status' }),
+        { metadata: { uid }, status: { conditions: [condition] } },
+        'strategic',
+      );
+      this.#log.info('Pod unschedulable', { pod: `${namespace}/${name}`, message: condition.message });
+    } catch (error) {
+      // Gone, or replaced by a pod of the same name: nothing to report.
+      if (error instanceof KubeError && (error.status === 404 || error.status === 409)) return;
+      throw error;
+    }
   }
 
   #onDeleted(uid: string): void {

@@ -55,6 +55,54 @@ describe('image tables', () => {
     }
   });
 
+  it('reads pullError entries: with or without an entrypoint, the other fields defaulted', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'images-'));
+    try {
+      const file = join(dir, 'a.json');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          'gone:1': { pullError: 'manifest unknown' },
+          'private:1': { entrypoint: ['/bin/p'], pullError: 'pull access denied' },
+          'fine:1': { entrypoint: ['/bin/f'] },
+        }),
+      );
+      const table = loadImageTables([file]);
+      assert.deepEqual(table['gone:1'], {
+        entrypoint: [],
+        cmd: [],
+        env: {},
+        workingDir: undefined,
+        user: undefined,
+        files: {},
+        pullError: 'manifest unknown',
+      });
+      assert.equal(table['private:1']?.pullError, 'pull access denied');
+      assert.deepEqual(table['private:1']?.entrypoint, ['/bin/p']);
+      assert.equal('pullError' in (table['fine:1'] ?? {}), false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses entries with neither entrypoint nor pullError, and empty or non-string pullErrors', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'images-'));
+    try {
+      const bad = join(dir, 'bad.json');
+      for (const [entry, why] of [
+        [{ cmd: ['x'] }, /entrypoint is required \(unless the entry has a pullError\)/],
+        [{ pullError: '' }, /pullError must not be empty/],
+        // A wrong type is reported as the union's (like any other malformed entry).
+        [{ entrypoint: [], pullError: 404 }, /Expected \(Array \| Object\)/],
+      ] as const) {
+        writeFileSync(bad, JSON.stringify({ 'z:1': entry }));
+        assert.throws(() => loadImageTables([bad]), why, JSON.stringify(entry));
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('names the file of a malformed table', () => {
     const dir = mkdtempSync(join(tmpdir(), 'images-'));
     try {

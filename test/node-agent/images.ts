@@ -15,35 +15,56 @@ interface ImageConfig {
    * temp dir) is not, but its bind mount is.
    */
   files: Record<string, string>;
+  /**
+   * The image cannot be pulled: the node reports this (a registry's answer, e.g. `manifest unknown`) in an
+   * ErrImagePull / ImagePullBackOff waiting state and never starts a container of the image, whatever its command.
+   */
+  pullError?: string;
 }
 
-/** One image the test node can "run": a bare entrypoint array or an image config object. */
-const ImageEntrySchema = v.union([
-  v.pipe(
+/**
+ * One image the test node can "run": a bare entrypoint array or an image config object. (The check and the
+ * conversion come after the union so that a failed check is reported as such, not as "Array | Object expected".)
+ */
+const ImageEntrySchema = v.pipe(
+  v.union([
     v.array(v.string()),
-    v.transform(
-      (entrypoint): ImageConfig => ({
-        entrypoint,
-        cmd: [],
-        env: {},
-        workingDir: undefined,
-        user: undefined,
-        files: {},
-      }),
-    ),
+    v.object({
+      entrypoint: v.optional(v.array(v.string())),
+      cmd: v.optional(v.array(v.string()), []),
+      env: v.optional(v.record(v.string(), v.string()), {}),
+      workingDir: v.optional(v.string()),
+      user: v.optional(v.number()),
+      files: v.optional(v.record(v.string(), v.string()), {}),
+      pullError: v.optional(v.pipe(v.string(), v.minLength(1, 'pullError must not be empty'))),
+    }),
+  ]),
+  // An image that cannot be pulled has nothing to run; any other entry names its entrypoint.
+  v.check(
+    (e) => Array.isArray(e) || e.entrypoint !== undefined || e.pullError !== undefined,
+    'entrypoint is required (unless the entry has a pullError)',
   ),
-  v.object({
-    entrypoint: v.array(v.string()),
-    cmd: v.optional(v.array(v.string()), []),
-    env: v.optional(v.record(v.string(), v.string()), {}),
-    workingDir: v.optional(v.string()),
-    user: v.optional(v.number()),
-    files: v.optional(v.record(v.string(), v.string()), {}),
-  }),
-]);
+  v.transform(
+    (e): ImageConfig =>
+      Array.isArray(e)
+        ? { entrypoint: e, cmd: [], env: {}, workingDir: undefined, user: undefined, files: {} }
+        : {
+            entrypoint: e.entrypoint ?? [],
+            cmd: e.cmd,
+            env: e.env,
+            workingDir: e.workingDir,
+            user: e.user,
+            files: e.files,
+            ...(e.pullError !== undefined ? { pullError: e.pullError } : {}),
+          },
+  ),
+);
 export type ImageEntry = v.InferOutput<typeof ImageEntrySchema>;
 
-/** `{ "<image>": ["entrypoint", ...] | {entrypoint, cmd?, env?, workingDir?, user?} }`. */
+/**
+ * `{ "<image>": ["entrypoint", ...] | {entrypoint, cmd?, env?, workingDir?, user?, files?, pullError?} }`; an
+ * entry with a pullError may leave out its entrypoint: `{ "<image>": { "pullError": "manifest unknown" } }`.
+ */
 export const ImageTableSchema = v.record(v.string(), ImageEntrySchema);
 export type ImageTable = v.InferOutput<typeof ImageTableSchema>;
 

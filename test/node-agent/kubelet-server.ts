@@ -12,7 +12,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { PORT_FORWARD_PROTOCOL, SPDY_UPGRADE } from '../../src/kube/port-forward.ts';
 import { SpdySession, type SpdyStream } from '../../src/kube/spdy/session.ts';
 import type { Logger } from '../../src/shared/log.ts';
-import { type LogEntry, type LogQuery, parseCriLog, renderLog } from './logs.ts';
+import { type LogEntry, type LogQuery, parseCriLog, renderLog, waitingToStartMessage } from './logs.ts';
 import type { ContainerLogInfo } from './pod-worker.ts';
 
 /** Finds a running or finished pod by namespace and name. */
@@ -96,10 +96,7 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Se
       if (!file) {
         return previous
           ? fail(400, `previous terminated container "${container}" in pod "${podName}" not found`)
-          : fail(
-              400,
-              `container "${container}" in pod "${podName}" is waiting to start: ${info.waitingReason ?? 'ContainerCreating'}`,
-            );
+          : fail(400, waitingToStartMessage(container ?? '', podName ?? '', info.waitingReason));
       }
       const query: LogQuery = {
         ...(tailLines !== undefined ? { tailLines } : {}),

@@ -10,6 +10,7 @@ import {
   parseCriLog,
   renderLog,
   terminationMessageFromLog,
+  waitingToStartMessage,
 } from './logs.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'node-agent-logs-'));
@@ -96,5 +97,21 @@ describe('renderLog', () => {
   });
   it('nanoTime pads milliseconds to nanoseconds', () => {
     assert.equal(nanoTime(Date.parse('2026-01-02T03:04:05.120Z')), '2026-01-02T03:04:05.120000000Z');
+  });
+});
+
+describe('waitingToStartMessage (log request for a container not started yet)', () => {
+  it('spells out image pull failures as the kubelet does and gives other reasons as is', () => {
+    const msg = (reason: string | undefined) => waitingToStartMessage('app', 'p1', reason);
+    assert.equal(
+      msg('ErrImagePull'),
+      'container "app" in pod "p1" is waiting to start: image can\'t be pulled',
+    );
+    assert.equal(
+      msg('ImagePullBackOff'),
+      'container "app" in pod "p1" is waiting to start: trying and failing to pull image',
+    );
+    assert.equal(msg('PodInitializing'), 'container "app" in pod "p1" is waiting to start: PodInitializing');
+    assert.equal(msg(undefined), 'container "app" in pod "p1" is waiting to start: ContainerCreating');
   });
 });

@@ -151,3 +151,17 @@ export function terminationMessageFromLog(
   const bytes = Buffer.from(text, 'utf8');
   return bytes.length > maxBytes ? bytes.subarray(bytes.length - maxBytes).toString('utf8') : text;
 }
+
+/**
+ * The kubelet's answer to a log request for a container that has not started yet (validateContainerLogStatus):
+ * the two image pull failures are spelled out, any other waiting reason is given as is.
+ */
+export function waitingToStartMessage(container: string, pod: string, reason: string | undefined): string {
+  const detail =
+    reason === 'ErrImagePull'
+      ? "image can't be pulled"
+      : reason === 'ImagePullBackOff'
+        ? 'trying and failing to pull image'
+        : (reason ?? 'ContainerCreating');
+  return `container "${container}" in pod "${pod}" is waiting to start: ${detail}`;
+}

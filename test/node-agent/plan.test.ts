@@ -8,6 +8,7 @@ import {
   expandVars,
   findExecutable,
   hostPathFor,
+  imagePullFailure,
   isApiDataVolume,
   isSidecar,
   NEW_TALLY,
@@ -23,9 +24,11 @@ import {
   shouldRestart,
   sidecarStopOrder,
   tallyProbe,
+  unschedulableCondition,
+  unschedulableMessage,
 } from './plan.ts';
 import { type Container, PodSpecSchema, type Probe } from './pod-spec.ts';
-import type { ContainerRun } from './status.ts';
+import type { ContainerRun, ContainerState } from './status.ts';
 
 const spec = (extra: Record<string, unknown> = {}) =>
   v.parse(PodSpecSchema, { containers: [{ name: 'main', image: 'x' }], ...extra });
@@ -349,6 +352,49 @@ describe('resolveArgv (Kubernetes command/args semantics)', () => {
   });
 });
 
+describe('imagePullFailure (an image table entry with a pullError)', () => {
+  const broken: ImageEntry = { ...image([]), pullError: 'manifest unknown' };
+  const pull = {
+    reason: 'ErrImagePull',
+    message: 'failed to pull and unpack image "registry.test/app:v9": manifest unknown',
+  };
+  const backoff = {
+    reason: 'ImagePullBackOff',
+    message:
+      'Back-off pulling image "registry.test/app:v9": ErrImagePull: failed to pull and unpack image "registry.test/app:v9": manifest unknown',
+  };
+  const waiting = (w: { reason: string; message?: string }): ContainerState => ({ kind: 'waiting', ...w });
+  it('images without a pullError, listed or not, are pulled', () => {
+    assert.equal(
+      imagePullFailure('x', image(['/bin/x']), waiting({ reason: 'ContainerCreating' })),
+      undefined,
+    );
+    assert.equal(imagePullFailure('x', undefined, waiting({ reason: 'ContainerCreating' })), undefined);
+  });
+  it('ErrImagePull on the first attempt, whatever the container waited with before', () => {
+    for (const previous of [
+      waiting({ reason: 'ContainerCreating' }),
+      waiting({ reason: 'PodInitializing' }),
+      waiting({ reason: 'CrashLoopBackOff', message: 'back-off 1s' }),
+      waiting({ reason: 'ErrImagePull', message: 'image "x" is not in the test node\'s image table' }),
+      { kind: 'running', startedAt: 0 } as const,
+    ]) {
+      assert.deepEqual(imagePullFailure('registry.test/app:v9', broken, previous), pull);
+    }
+  });
+  it('ImagePullBackOff, wrapping the pull error, on every retry after that', () => {
+    assert.deepEqual(imagePullFailure('registry.test/app:v9', broken, waiting(pull)), backoff);
+    assert.deepEqual(imagePullFailure('registry.test/app:v9', broken, waiting(backoff)), backoff);
+  });
+  it('a changed pull error is a new failed pull', () => {
+    const other: ImageEntry = { ...broken, pullError: 'unauthorized' };
+    assert.deepEqual(imagePullFailure('registry.test/app:v9', other, waiting(backoff)), {
+      reason: 'ErrImagePull',
+      message: 'failed to pull and unpack image "registry.test/app:v9": unauthorized',
+    });
+  });
+});
+
 describe('resolveIdentity', () => {
   const ref = 'p_ns(uid)';
   it('defaults to root with the default capability set', () => {
@@ -482,6 +528,64 @@ describe('scheduling and restarts', () => {
     assert.equal(selectorMatches({ zone: 'a' }, labels), true);
     assert.equal(selectorMatches({ zone: 'b' }, labels), false);
     assert.equal(selectorMatches({ gpu: 'yes' }, labels), false);
+  });
+  it("unschedulableMessage: kube-scheduler's words for a nodeSelector no node matches", () => {
+    assert.equal(
+      unschedulableMessage(1),
+      "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+    );
+    assert.match(unschedulableMessage(3), /^0\/3 nodes are available: 3 node\(s\) didn't match/);
+  });
+  it('unschedulableCondition: PodScheduled False/Unschedulable, once', () => {
+    const now = Date.parse('2026-03-04T05:06:07.890Z');
+    const expected = {
+      type: 'PodScheduled',
+      status: 'False',
+      reason: 'Unschedulable',
+      message: unschedulableMessage(1),
+      lastProbeTime: null,
+      lastTransitionTime: '2026-03-04T05:06:07Z',
+    };
+    assert.deepEqual(unschedulableCondition([], 1, now), expected);
+    // Other conditions do not count; a PodScheduled True (bound once) is a transition.
+    assert.deepEqual(
+      unschedulableCondition(
+        [
+          { type: 'Ready', status: 'False', reason: 'Unschedulable', message: unschedulableMessage(1) },
+          { type: 'PodScheduled', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' },
+        ],
+        1,
+        now,
+      ),
+      expected,
+    );
+    // Already there: no patch, whatever its transition time.
+    assert.equal(
+      unschedulableCondition([{ ...expected, lastTransitionTime: '2026-01-01T00:00:00Z' }], 1, now),
+      undefined,
+    );
+    // Same status, another message (e.g. from a real scheduler): updated, keeping the transition time.
+    assert.deepEqual(
+      unschedulableCondition(
+        [
+          {
+            type: 'PodScheduled',
+            status: 'False',
+            reason: 'Unschedulable',
+            message: '0/2 nodes are available: 2 Insufficient cpu.',
+            lastTransitionTime: '2026-01-01T00:00:00Z',
+          },
+        ],
+        1,
+        now,
+      ),
+      { ...expected, lastTransitionTime: '2026-01-01T00:00:00Z' },
+    );
+    // A SchedulingGated condition without a transition time gets `now`.
+    assert.deepEqual(
+      unschedulableCondition([{ type: 'PodScheduled', status: 'False', reason: 'SchedulingGated' }], 1, now),
+      expected,
+    );
   });
   it('restart policy decides restarts', () => {
     assert.equal(shouldRestart('Never', 1), false);

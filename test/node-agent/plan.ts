@@ -4,7 +4,7 @@ import { posix } from 'node:path';
 import { err, ok, type Result } from '../../src/shared/result.ts';
 import type { ImageEntry } from './images.ts';
 import type { Container, ContainerPort, PodSpec, Probe, Volume, VolumeMount } from './pod-spec.ts';
-import type { ContainerRun } from './status.ts';
+import { type ContainerRun, type ContainerState, kubeTime } from './status.ts';
 
 /** Why the node will not run a pod (it ends Failed with this reason and message). */
 export interface Refusal {
@@ -113,6 +113,89 @@ export function selectorMatches(
   labels: Readonly<Record<string, string>>,
 ) {
   return Object.entries(selector).every(([k, val]) => labels[k] === val);
+}
+
+/**
+ * What kube-scheduler says of a pod no node can take because of its nodeSelector, `nodes` being the number of
+ * nodes in the cluster (none matching, so preemption cannot help either).
+ */
+export function unschedulableMessage(nodes: number): string {
+  return (
+    `0/${nodes} nodes are available: ${nodes} node(s) didn't match Pod's node affinity/selector. ` +
+    `preemption: 0/${nodes} nodes are available: ${nodes} Preemption is not helpful for scheduling.`
+  );
+}
+
+/** A pod condition as read from the API (the fields the node compares). */
+interface ObservedCondition {
+  readonly type: string;
+  readonly status: string;
+  readonly reason?: string | undefined;
+  readonly message?: string | undefined;
+  readonly lastTransitionTime?: string | null | undefined;
+}
+
+/**
+ * The PodScheduled condition kube-scheduler patches into the status of a pod that fits no node (status False,
+ * reason Unschedulable), or undefined when the pod already carries exactly that condition, so a resync sends no
+ * patch. As the scheduler does (UpdatePodCondition), lastTransitionTime is kept when a PodScheduled condition with
+ * the same status is there already (another reason or message), and is `now` otherwise.
+ */
+export function unschedulableCondition(
+  conditions: readonly ObservedCondition[],
+  nodes: number,
+  now: number,
+):
+  | {
+      type: 'PodScheduled';
+      status: 'False';
+      reason: 'Unschedulable';
+      message: string;
+      lastProbeTime: null;
+      lastTransitionTime: string;
+    }
+  | undefined {
+  const message = unschedulableMessage(nodes);
+  const current = conditions.find((c) => c.type === 'PodScheduled');
+  const sameStatus = current?.status === 'False';
+  if (sameStatus && current?.reason === 'Unschedulable' && current.message === message) return undefined;
+  const kept = sameStatus ? current?.lastTransitionTime : undefined;
+  return {
+    type: 'PodScheduled',
+    status: 'False',
+    reason: 'Unschedulable',
+    message,
+    lastProbeTime: null,
+    lastTransitionTime: typeof kept === 'string' && kept !== '' ? kept : kubeTime(now),
+  };
+}
+
+/**
+ * Pulling a container's image: undefined when it can be "pulled" (every image but those with a `pullError` in the
+ * image table), else the waiting state the kubelet reports. The first failed pull is ErrImagePull with the
+ * runtime's message; while the kubelet backs off it reports ImagePullBackOff wrapping that message. The kubelet
+ * pulls again when its back-off (10 s doubling to 5 min) expires, so real pods alternate between the two; the test
+ * node retries every second and stays on ImagePullBackOff after the first failure (no status write per retry).
+ * `previous` is the container's current state: a pull failure of the same image and error is a retry.
+ */
+export function imagePullFailure(
+  image: string,
+  entry: ImageEntry | undefined,
+  previous: ContainerState,
+): Waiting | undefined {
+  if (entry?.pullError === undefined) return undefined;
+  const pull = {
+    reason: 'ErrImagePull',
+    message: `failed to pull and unpack image "${image}": ${entry.pullError}`,
+  };
+  const backoff = {
+    reason: 'ImagePullBackOff',
+    message: `Back-off pulling image "${image}": ${pull.reason}: ${pull.message}`,
+  };
+  const retry =
+    previous.kind === 'waiting' &&
+    [pull, backoff].some((w) => w.reason === previous.reason && w.message === previous.message);
+  return retry ? backoff : pull;
 }
 
 /**

@@ -11,6 +11,7 @@ import * as v from 'valibot';
 import { createLogger } from '../../src/shared/log.ts';
 import type { KubeClient } from '../support/kube-client.ts';
 import { pollUntil } from '../support/poll.ts';
+import type { ImageTable } from './images.ts';
 import { INSTANT_ANNOTATION, INSTANT_DELAY_ANNOTATION } from './instant.ts';
 import { IpPool } from './ip-pool.ts';
 import { parseCriLog } from './logs.ts';
@@ -64,6 +65,7 @@ function startPod(
   annotations: Record<string, string> = {},
   tools?: HostTools,
   sources: VolumeSources = noSources,
+  images: () => ImageTable = () => ({}),
 ) {
   const uid = `uid-${process.pid}-${++seq}`;
   const pod = v.parse(NodePodSchema, {
@@ -85,7 +87,7 @@ function startPod(
       hostIP: '127.0.0.1',
       podsDir: join(dir, 'pods'),
       ips,
-      images: () => ({}),
+      images,
       tools: tools ?? findHostTools(),
       apiserver: { host: '127.0.0.1', port: '6443' },
       sources,
@@ -584,6 +586,167 @@ describe('PodWorker with native sidecars (instant mode)', () => {
     );
     assert.ok(both, 'the sidecar ran beside the agent');
     assert.equal(status(both.initContainerStatuses, 'side').ready, true);
+    worker.cleanup();
+  });
+});
+
+describe('PodWorker with images that cannot be pulled', () => {
+  // No process can start with these tools: a container that got past its image pull would end in StartError.
+  const noTools: HostTools = { unshare: '/x', sh: '/x', mount: '/x', mkdir: '/x', setpriv: '/x' };
+  const GONE = 'registry.test/gone:1';
+  const entry = (pullError?: string): ImageTable[string] => ({
+    entrypoint: ['/bin/app'],
+    cmd: [],
+    env: {},
+    workingDir: undefined,
+    user: undefined,
+    files: {},
+    ...(pullError !== undefined ? { pullError } : {}),
+  });
+  const pulling = {
+    reason: 'ErrImagePull',
+    message: `failed to pull and unpack image "${GONE}": manifest unknown`,
+  };
+  const backingOff = {
+    reason: 'ImagePullBackOff',
+    message: `Back-off pulling image "${GONE}": ErrImagePull: failed to pull and unpack image "${GONE}": manifest unknown`,
+  };
+  /** The waiting states a container went through, consecutive repeats collapsed. */
+  const waits = (
+    statuses: readonly Status[],
+    pick: (s: Status) => readonly ContainerStatus[],
+    name: string,
+  ) =>
+    statuses
+      .map((st) => status(pick(st), name).state)
+      .map((state) =>
+        state.waiting ? `${state.waiting.reason}: ${state.waiting.message ?? ''}` : 'not waiting',
+      )
+      .filter((w, i, all) => i === 0 || w !== all[i - 1]);
+
+  it('an app container never starts, whatever its command: ErrImagePull, then ImagePullBackOff with no status write per retry; the pod stays Pending', {
+    timeout: 20_000,
+  }, async () => {
+    const { worker, statuses, last } = startPod(
+      { restartPolicy: 'Never', containers: [{ name: 'app', image: GONE, command: ['true'] }] },
+      {},
+      noTools,
+      noSources,
+      () => ({ [GONE]: entry('manifest unknown') }),
+    );
+    await pollUntil(
+      () =>
+        status(last().containerStatuses, 'app').state.waiting?.reason === 'ImagePullBackOff'
+          ? true
+          : undefined,
+      {
+        timeoutMs: 10_000,
+        intervalMs: 20,
+        description: 'the app container in ImagePullBackOff',
+      },
+    );
+    const written = statuses.length;
+    // Three more retries (one a second): no status write.
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.equal(statuses.length, written, 'no status write per retry');
+    assert.deepEqual(
+      waits(statuses, (st) => st.containerStatuses, 'app'),
+      [
+        'ContainerCreating: ',
+        `${pulling.reason}: ${pulling.message}`,
+        `${backingOff.reason}: ${backingOff.message}`,
+      ],
+    );
+    assert.ok(
+      statuses.every((st) => st.phase === 'Pending'),
+      'Pending throughout',
+    );
+    const app = status(last().containerStatuses, 'app');
+    assert.deepEqual([app.started, app.ready, app.restartCount], [false, false, 0]);
+    assert.equal(worker.logInfo('app')?.waitingReason, 'ImagePullBackOff');
+    await worker.terminate(0);
+    worker.cleanup();
+  });
+
+  it('an init container likewise: the app containers stay PodInitializing, the pod Pending and not Initialized', {
+    timeout: 20_000,
+  }, async () => {
+    const { worker, statuses, last } = startPod(
+      {
+        restartPolicy: 'Always',
+        initContainers: [{ name: 'setup', image: GONE, command: ['true'] }],
+        containers: [{ name: 'app', image: 'fine:1' }],
+      },
+      {},
+      noTools,
+      noSources,
+      () => ({ [GONE]: entry('manifest unknown'), 'fine:1': entry() }),
+    );
+    await pollUntil(
+      () =>
+        status(last().initContainerStatuses, 'setup').state.waiting?.reason === 'ImagePullBackOff'
+          ? true
+          : undefined,
+      {
+        timeoutMs: 10_000,
+        intervalMs: 20,
+        description: 'the init container in ImagePullBackOff',
+      },
+    );
+    assert.deepEqual(
+      waits(statuses, (st) => st.initContainerStatuses, 'setup'),
+      [
+        'PodInitializing: ',
+        `${pulling.reason}: ${pulling.message}`,
+        `${backingOff.reason}: ${backingOff.message}`,
+      ],
+    );
+    assert.deepEqual(
+      waits(statuses, (st) => st.containerStatuses, 'app'),
+      ['PodInitializing: '],
+    );
+    assert.ok(
+      statuses.every((st) => st.phase === 'Pending'),
+      'Pending throughout',
+    );
+    assert.equal(last().conditions.find((c) => c.type === 'Initialized')?.status, 'False');
+    await worker.terminate(0);
+    worker.cleanup();
+  });
+
+  it('instant pods too; once the image can be pulled the container starts', { timeout: 20_000 }, async () => {
+    let table: ImageTable = { [GONE]: entry('manifest unknown') };
+    const { worker, statuses, last } = startPod(
+      { restartPolicy: 'Never', containers: [{ name: 'agent', image: GONE }] },
+      { [INSTANT_ANNOTATION]: 'true' },
+      noTools,
+      noSources,
+      () => table,
+    );
+    await pollUntil(
+      () =>
+        status(last().containerStatuses, 'agent').state.waiting?.reason === 'ImagePullBackOff'
+          ? true
+          : undefined,
+      {
+        timeoutMs: 10_000,
+        intervalMs: 20,
+        description: 'the instant container in ImagePullBackOff',
+      },
+    );
+    assert.ok(
+      statuses.every((st) => st.phase === 'Pending'),
+      'Pending while the image cannot be pulled',
+    );
+    table = { [GONE]: entry() };
+    await worker.done;
+    const final = last();
+    assert.equal(final.phase, 'Succeeded', JSON.stringify(final));
+    assert.deepEqual(waits(statuses, (st) => st.containerStatuses, 'agent').slice(0, 3), [
+      'ContainerCreating: ',
+      `${pulling.reason}: ${pulling.message}`,
+      `${backingOff.reason}: ${backingOff.message}`,
+    ]);
     worker.cleanup();
   });
 });

@@ -19,6 +19,7 @@ import {
   appContainersDone,
   DEFAULT_PATH,
   findExecutable,
+  imagePullFailure,
   isApiDataVolume,
   isSidecar,
   nextInitStep,
@@ -36,6 +37,7 @@ import { type HostTools, isExecutableFile, type ProcessSpec, spawnContainer } fr
 import {
   buildPodStatus,
   type ContainerRun,
+  type ContainerState,
   isStarted,
   type PodRun,
   type Terminated,
@@ -551,15 +553,40 @@ export class PodWorker {
     };
   }
 
-  /** Everything to start a container, or why it cannot start yet. */
-  async #prepare(c: Container, volumes: ReadonlyMap<string, string>): Promise<Result<ProcessSpec, Waiting>> {
-    let images: ImageTable;
+  /** The image table, or the ErrImagePull the container waits with while it cannot be read. */
+  #imageTable(): Result<ImageTable, Waiting> {
     try {
-      images = this.#deps.images();
+      return ok(this.#deps.images());
     } catch (error) {
       return err({ reason: 'ErrImagePull', message: error instanceof Error ? error.message : String(error) });
     }
-    const image = images[c.image];
+  }
+
+  /**
+   * An instant container's image pull: only an image the table says cannot be pulled holds it back (instant pods
+   * need no image entry, so an unreadable table does not either).
+   */
+  #pullInstant(c: Container, previous: ContainerState): Result<true, Waiting> {
+    const images = this.#imageTable();
+    const failure = images.ok ? imagePullFailure(c.image, images.value[c.image], previous) : undefined;
+    return failure ? err(failure) : ok(true);
+  }
+
+  /**
+   * Everything to start a container, or why it cannot start yet. Like the kubelet, the image is pulled first
+   * (`previous`, the container's current state, tells a first pull failure from a retry), then the container's
+   * config (identity, env, argv, mounts) is made.
+   */
+  async #prepare(
+    c: Container,
+    volumes: ReadonlyMap<string, string>,
+    previous: ContainerState,
+  ): Promise<Result<ProcessSpec, Waiting>> {
+    const images = this.#imageTable();
+    if (!images.ok) return images;
+    const image = images.value[c.image];
+    const pullFailure = imagePullFailure(c.image, image, previous);
+    if (pullFailure) return err(pullFailure);
     const identity = resolveIdentity(this.#pod.spec, c, image, `${this.name}_${this.namespace}(${this.uid})`);
     if (!identity.ok) return identity;
     const serviceEnv = kubernetesServiceEnv(this.#deps.apiserver.host, this.#deps.apiserver.port);
@@ -592,8 +619,9 @@ export class PodWorker {
   }
 
   /**
-   * Runs a container once. Waits (reporting `waiting`) while it cannot be prepared; resolves with the
-   * exit code, or undefined when the pod was stopped before the container started.
+   * Runs a container once. Waits (reporting `waiting`) while its image cannot be pulled (instant containers
+   * included) or it cannot be prepared; resolves with the exit code, or undefined when the pod was stopped
+   * before the container started.
    */
   async #runOnce(
     kind: Kind,
@@ -604,27 +632,17 @@ export class PodWorker {
     const sidecar = kind === 'init' && isSidecar(c);
     if (this.#halted(sidecar)) return undefined;
     const instant = instantRun(this.#pod.metadata.annotations, sidecar ? 'sidecar' : kind, c.name);
-    if (instant !== undefined) return this.#runInstant(kind, index, c, instant);
-    let spec: ProcessSpec | undefined;
-    while (!spec) {
-      if (this.#halted(sidecar)) return undefined;
-      const prepared = await this.#prepare(c, volumes);
-      if (prepared.ok) {
-        spec = prepared.value;
-        break;
-      }
-      const run = this.#getRun(kind, index);
-      const w = prepared.error;
-      if (run.state.kind !== 'waiting' || run.state.reason !== w.reason || run.state.message !== w.message) {
-        this.#log.info('Container cannot start yet', { container: c.name, ...w });
-        this.#setRun(kind, index, {
-          ...run,
-          state: { kind: 'waiting', reason: w.reason, message: w.message },
-        });
-      }
-      await this.#sleep(1000, sidecar);
+    if (instant !== undefined) {
+      const pulled = await this.#whenReady(kind, index, c, sidecar, async (previous) =>
+        this.#pullInstant(c, previous),
+      );
+      if (pulled === undefined || this.#halted(sidecar)) return undefined;
+      return this.#runInstant(kind, index, c, instant);
     }
-    if (this.#halted(sidecar)) return undefined;
+    const spec = await this.#whenReady(kind, index, c, sidecar, (previous) =>
+      this.#prepare(c, volumes, previous),
+    );
+    if (spec === undefined || this.#halted(sidecar)) return undefined;
     const run = this.#getRun(kind, index);
     const containerID = `testbed://${this.uid}/${c.name}/${run.restartCount}`;
     const startedAt = this.#deps.now();
@@ -741,6 +759,35 @@ export class PodWorker {
     } finally {
       if (this.#running.get(c.name) === handle) this.#running.delete(c.name);
       markEnded();
+    }
+  }
+
+  /**
+   * Tries `attempt` every second until it succeeds, reporting why the container cannot start yet as its `waiting`
+   * state (written only when it changes). `attempt` gets the container's current state. Undefined when the pod
+   * (or, for a sidecar, the sidecars) stopped meanwhile.
+   */
+  async #whenReady<T>(
+    kind: Kind,
+    index: number,
+    c: Container,
+    sidecar: boolean,
+    attempt: (previous: ContainerState) => Promise<Result<T, Waiting>>,
+  ): Promise<T | undefined> {
+    for (;;) {
+      if (this.#halted(sidecar)) return undefined;
+      const result = await attempt(this.#getRun(kind, index).state);
+      if (result.ok) return result.value;
+      const run = this.#getRun(kind, index);
+      const w = result.error;
+      if (run.state.kind !== 'waiting' || run.state.reason !== w.reason || run.state.message !== w.message) {
+        this.#log.info('Container cannot start yet', { container: c.name, ...w });
+        this.#setRun(kind, index, {
+          ...run,
+          state: { kind: 'waiting', reason: w.reason, message: w.message },
+        });
+      }
+      await this.#sleep(1000, sidecar);
     }
   }
 
