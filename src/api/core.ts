@@ -121,6 +121,8 @@ export const PodSchema = v.object({
       startTime: optString,
       containerStatuses: ContainerStatusesSchema,
       initContainerStatuses: ContainerStatusesSchema,
+      /** PodScheduled (False/Unschedulable from the scheduler), Initialized, ContainersReady, Ready… */
+      conditions: parseDefault(v.nullable(v.array(JobConditionSchema), []), []),
     }),
     {},
   ),
@@ -132,6 +134,30 @@ export type PodStatus = Pod['status'];
 export function parsePod(u: unknown): Result<Pod, string> {
   return parseWith(PodSchema, u, 'Pod');
 }
+
+/**
+ * The subset of a core/v1 Event the controller reads about its Jobs (the Job controller's `FailedCreate`: the pod
+ * could not be created, e.g. refused by Pod Security admission or a quota).
+ */
+export const ObjectEventSchema = v.object({
+  apiVersion: v.optional(v.string()),
+  kind: v.optional(v.string()),
+  metadata: ObjectMetaSchema,
+  involvedObject: v.object({
+    kind: optString,
+    namespace: optString,
+    name: optString,
+    uid: optString,
+  }),
+  reason: optString,
+  message: optString,
+  type: optString,
+  count: optInt,
+  /** Last occurrence (core/v1); events.k8s.io writers set `eventTime` / `series` instead. */
+  lastTimestamp: optString,
+  eventTime: optString,
+});
+export type ObjectEvent = v.InferOutput<typeof ObjectEventSchema>;
 
 /**
  * A v1 ConfigMap as far as the controller reads one (an agent's memory, issue 10 §3): its resourceVersion, labels

@@ -15,6 +15,7 @@ describe('parseStation', () => {
     assert.deepEqual(r.value.spec, {
       agentDefRef: 'def1',
       deadlineMinutes: 30,
+      startTimeoutMinutes: 5,
       successfulRunsHistoryLimit: 3,
       failedRunsHistoryLimit: 3,
       maxConcurrentRuns: 0,

@@ -17,6 +17,8 @@ export type PodSecurityProfile = (typeof POD_SECURITY_PROFILES)[number];
 
 /** Default `deadlineMinutes` of a Station (CRD default and parse default). */
 export const DEFAULT_DEADLINE_MINUTES = 30;
+/** Default `startTimeoutMinutes` of a Station (CRD default and parse default; issue 13 §4). */
+export const DEFAULT_START_TIMEOUT_MINUTES = 5;
 /** Default successful/failed history limits of a Station (CRD default and parse default). */
 export const DEFAULT_HISTORY_LIMIT = 3;
 
@@ -32,6 +34,18 @@ export const StationSpecSchema = v.pipe(
         v.description('Run deadline in minutes; becomes the Job activeDeadlineSeconds.'),
       ),
       DEFAULT_DEADLINE_MINUTES,
+    ),
+    startTimeoutMinutes: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(1),
+        v.description(
+          "How long a run's pod may be kept from starting (unschedulable, image not pulled, container config " +
+            'error, pod refused by admission) before the run fails with that cause.',
+        ),
+      ),
+      DEFAULT_START_TIMEOUT_MINUTES,
     ),
     successfulRunsHistoryLimit: v.optional(
       v.pipe(

@@ -1,4 +1,13 @@
-import { type Agent, AgentSchema, isTerminalPhase, type Job } from '../api/index.ts';
+import {
+  type Agent,
+  AgentSchema,
+  isTerminalPhase,
+  type Job,
+  type ObjectEvent,
+  ObjectEventSchema,
+  type Pod,
+  PodSchema,
+} from '../api/index.ts';
 import type { ControllerConfig } from '../config/index.ts';
 import { ALL_NAMESPACES } from '../config/index.ts';
 import { endpointView, LABEL_SERVICE_NAME, readApiServerEndpoints } from '../effects/api-server.ts';
@@ -13,6 +22,7 @@ import { loadRealtimeKey, type PromptTokens, promptTokens as tokensFor } from '.
 import { type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { AGENT_DEFINITIONS, AGENT_POLICIES, AGENTS, STATIONS } from '../effects/resources.ts';
 import { deleteBinding, listRunClusterBindings } from '../effects/run-bindings.ts';
+import { RunStartIndex } from '../effects/run-starts.ts';
 import {
   type ApiServerEndpoints,
   JOB_LABEL_SELECTOR,
@@ -24,12 +34,14 @@ import {
   createEventRecorder,
   describeKubeError,
   ENDPOINT_SLICES,
+  EVENTS,
   type EventRecorder,
   isForbidden,
   isNotFound,
   JOBS,
   type KubeObject,
   objectKey,
+  PODS,
   resourcePath,
   type Transport,
 } from '../kube/index.ts';
@@ -195,6 +207,48 @@ export function startController(deps: ControllerDeps): RunningController {
       if (view !== undefined) byService.set(service, [...(byService.get(service) ?? []), view]);
     }
     return { kind: 'observed', byService };
+  }
+  // Runs that cannot start (issue 13 §4): the run pods and the Job controller's FailedCreate Events, indexed by
+  // Job. A change wakes the Job's Agent only when what keeps its pod from starting changed.
+  const starts = new RunStartIndex();
+  const runPods = createInformer<Pod>({
+    ...informerOptions,
+    resource: PODS,
+    labelSelector: JOB_LABEL_SELECTOR,
+    // Parsed and trimmed to what the start decision reads (a pod spec is large; thousands may run).
+    schema: PodSchema,
+    hooks: reconnectHook('pods'),
+    onChange: (c) => wakeJobOwner(starts.podChanged(c)),
+  });
+  let eventsForbiddenLogged = false;
+  const jobEvents = createInformer<ObjectEvent>({
+    ...informerOptions,
+    resource: EVENTS,
+    fieldSelector: 'involvedObject.kind=Job,reason=FailedCreate',
+    schema: ObjectEventSchema,
+    hooks: {
+      ...reconnectHook('events'),
+      onListError: (error) => {
+        if (!isForbidden(error) || eventsForbiddenLogged) return;
+        eventsForbiddenLogged = true;
+        log.warn(
+          'The controller may not watch Events: a run whose pod cannot be created shows it only at its deadline',
+          {
+            error: describeKubeError(error),
+          },
+        );
+      },
+    },
+    onChange: (c) => wakeJobOwner(starts.eventChanged(c)),
+  });
+  /** Wakes the Agent that owns the Job `namespace/name` (from the Job cache), if any. */
+  function wakeJobOwner(jobKey: string | undefined): void {
+    if (jobKey === undefined) return;
+    const raw = jobs.store.get(jobKey);
+    const owner = (raw?.metadata.ownerReferences ?? []).find(
+      (o) => o.controller === true && o.kind === 'Agent',
+    );
+    if (owner !== undefined) enqueue(`${raw?.metadata.namespace}/${owner.name}`);
   }
   const jobs = createInformer({
     ...informerOptions,
@@ -499,6 +553,7 @@ export function startController(deps: ControllerDeps): RunningController {
     prices: () => prices.current(),
     ...(runSpans !== undefined ? { spans: runSpans } : {}),
     endpoints: endpointsOf,
+    starts: (ns, jobName) => starts.observe(ns, jobName),
     apiServer: async () => {
       // Read only for runs that hold a token, at most once per poll interval (a controller without the run-rbac
       // component never asks, so it is never refused).
@@ -742,7 +797,9 @@ export function startController(deps: ControllerDeps): RunningController {
       })
     : undefined;
 
-  const runs = [agents, stations, definitions, jobs, slices].map((i) => i.run(abort.signal));
+  const runs = [agents, stations, definitions, jobs, slices, runPods, jobEvents].map((i) =>
+    i.run(abort.signal),
+  );
   const electing = (elector ? elector.run(abort.signal) : startLeading()).catch((error: unknown) => {
     log.error('Leader election crashed', { error: String(error) });
   });

@@ -13,7 +13,7 @@ import {
   type StationBook,
 } from '../reconcile/index.ts';
 import type { PriceTable } from '../reconcile/results/prices.ts';
-import type { EndpointObservation } from '../reconcile/snapshot.ts';
+import type { EndpointObservation, StartObservation } from '../reconcile/snapshot.ts';
 import type { WorkResult } from '../runtime/index.ts';
 import type { Logger } from '../shared/log.ts';
 import type { RunSpans } from '../telemetry/run-spans.ts';
@@ -30,6 +30,7 @@ import {
   lookupPolicy,
   lookupStation,
   observeJob,
+  runJobName,
 } from './gather.ts';
 import { readMemory } from './memory.ts';
 
@@ -54,6 +55,11 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
   readonly prices?: () => PriceTable;
   /** The runs' spans (issue 10 §5), when the controller traces. */
   readonly spans?: RunSpans;
+  /**
+   * The pods and pod-creation failures of a Job (`namespace`, `jobName`), from the shell's watches (issue 13 §4):
+   * what keeps a Running run from starting. Absent: runs wait for their Job's verdict alone.
+   */
+  readonly starts?: (namespace: string, jobName: string) => StartObservation;
 }
 
 /**
@@ -80,6 +86,11 @@ export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<
   } finally {
     span.end(result.kind, result.kind === 'retry' ? result.reason : undefined);
   }
+}
+
+/** Whether the Agent's run is (now) a Job: not a vendor batch, unless it fell back to a Job. */
+function runsAJob(agent: Agent): boolean {
+  return !isBatchRun(agent) || agent.status.batchFallback === true;
 }
 
 /** False for an Agent whose run is over and that holds none of the finalizers the controller removes. */
@@ -132,6 +143,11 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
     runHoldsToken(snapshot.definition)
   ) {
     snapshot = { ...snapshot, apiServer: await deps.apiServer() };
+  }
+
+  // A Job run in progress sees its pods and pod-creation failures (cached from watches): a pod kept from starting.
+  if (agent.status.phase === 'Running' && deps.starts !== undefined && runsAJob(agent)) {
+    snapshot = { ...snapshot, start: deps.starts(agent.metadata.namespace, runJobName(agent)) };
   }
 
   for (let round = 0; round < MAX_ROUNDS; round++) {

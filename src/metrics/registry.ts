@@ -15,6 +15,7 @@ export const FAILURE_KINDS = [
   'policy',
   'result_invalid',
   'dependency',
+  'start_failed',
 ] as const;
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 

@@ -127,6 +127,7 @@ export const RUN_FAILURE_KINDS = [
   'policy',
   'result_invalid',
   'dependency',
+  'start_failed',
 ] as const;
 export type RunFailureKind = (typeof RUN_FAILURE_KINDS)[number];
 

@@ -103,6 +103,18 @@ export const REASON = {
   memoryTooLarge: 'MemoryTooLarge',
   /** Warning Event: the memory could not be saved (no grant, the ConfigMap kept changing, an API error…). */
   memoryNotSaved: 'MemoryNotSaved',
+  /**
+   * Runs that cannot start (issue 13 §4): Ready=False and a Warning Event while it lasts, the run's failure reason
+   * after the Station's startTimeoutMinutes (at once when permanent). The Job controller could not create the pod
+   * (admission: Pod Security, quota, LimitRange, a webhook).
+   */
+  podRefused: 'PodRefused',
+  /** A container image of the run's pod cannot be pulled (ErrImagePull, ImagePullBackOff, InvalidImageName). */
+  imagePullFailed: 'ImagePullFailed',
+  /** A container of the run's pod cannot be created (CreateContainerConfigError: a missing Secret key, …). */
+  containerConfigError: 'ContainerConfigError',
+  /** The run's pod cannot be scheduled (PodScheduled=False/Unschedulable). */
+  unschedulable: 'Unschedulable',
 } as const;
 
 export type Reason = (typeof REASON)[keyof typeof REASON];
@@ -121,6 +133,14 @@ export function failureInit(exitCode: number, message: string | undefined): stri
   return text === ''
     ? `init container failed with exit code ${exitCode}`
     : `init container failed (exit code ${exitCode}): ${text.slice(0, 1024)}`;
+}
+/**
+ * `status.failureReason` of a run whose pod did not start (issue 13 §4): the cause's reason and message, and the
+ * start timeout when that is what ended it.
+ */
+export function failureStart(reason: string, detail: string, timeoutMinutes: number | undefined): string {
+  const text = `${reason}: ${detail.trim().replace(/\s+/g, ' ').slice(0, 1024)}`;
+  return timeoutMinutes === undefined ? text : `${text} (the pod did not start within ${timeoutMinutes}m)`;
 }
 /** `status.failureReason` when the run's pod is gone and the Job gave no reason (exact reference string). */
 export const FAILURE_POD_GONE = 'run output unavailable: pod garbage-collected';

@@ -106,6 +106,24 @@ export type RunEvidence =
   | { readonly kind: 'unavailable'; readonly detail: string }
   | { readonly kind: 'pod'; readonly pod: Pod; readonly log: LogRead };
 
+/** One `FailedCreate` Event of the Job controller: the run's pod could not be created. */
+export interface PodCreateFailure {
+  /** The Job the Event is about (an Event of an earlier Job of the same name is ignored). */
+  readonly jobUid: string;
+  readonly message: string;
+  /** When it last happened (RFC 3339), if the Event says. */
+  readonly lastSeen?: string | undefined;
+}
+
+/**
+ * What the shell's caches say about a Running run whose Job has not finished (issue 13 §4): the pods of the Job
+ * (label `job-name`) and the Job controller's `FailedCreate` Events about it. From watches, never a live read.
+ */
+export interface StartObservation {
+  readonly pods: readonly Pod[];
+  readonly createFailures: readonly PodCreateFailure[];
+}
+
 /** What is known about the run's Job (named `status.jobName`, else `jobNameFor(agent name)`). */
 export type JobObservation =
   /** Not read. Fine for a Pending Agent (the create tells); for a Running one decide answers `needs: 'job'`. */
@@ -180,6 +198,11 @@ export interface Snapshot {
    * `needs: 'memory'` before it builds the Job).
    */
   readonly memory?: MemoryObservation | undefined;
+  /**
+   * Running runs whose Job has not finished: its pods and pod-creation failures, from the shell's watches
+   * (undefined: not watched; the run then waits for its Job's verdict as before).
+   */
+  readonly start?: StartObservation | undefined;
   /** The AgentPolicy of the Agent's Station (Pending only; undefined reads as none). */
   readonly policy?: PolicyObservation | undefined;
   readonly options: ReconcileOptions;

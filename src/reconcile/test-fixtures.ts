@@ -116,6 +116,8 @@ export interface JobOpts {
   readonly conditions?: readonly Record<string, unknown>[];
   readonly succeeded?: number;
   readonly failed?: number;
+  /** `status.active`: pods the Job controller created and counts as running. */
+  readonly active?: number;
   readonly deleting?: boolean;
 }
 
@@ -152,6 +154,7 @@ export function job(agentName: string, o: JobOpts = {}): Job {
         ...(o.conditions !== undefined ? { conditions: o.conditions } : {}),
         ...(o.succeeded !== undefined ? { succeeded: o.succeeded } : {}),
         ...(o.failed !== undefined ? { failed: o.failed } : {}),
+        ...(o.active !== undefined ? { active: o.active } : {}),
       },
     }),
   );

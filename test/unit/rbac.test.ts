@@ -145,7 +145,7 @@ describe('deploy/rbac/controller-rbac.yaml', () => {
       'batch jobs: create,delete,get,list,watch',
       'coordination.k8s.io leases: create,get,patch',
       'core configmaps: create,delete,get',
-      'core events: create,patch',
+      'core events: create,list,patch,watch',
       'core pods/log: get',
       'core pods: get,list,watch',
       'core serviceaccounts: create',
@@ -163,8 +163,8 @@ describe('deploy/rbac/controller-rbac.yaml', () => {
     assert.deepEqual(verbsOn(role.rules, 'coordination.k8s.io', 'leases'), ['create', 'get', 'patch']);
   });
 
-  it('events: create and patch only (Events are recorded and aggregated, never read)', () => {
-    assert.deepEqual(verbsOn(role.rules, '', 'events'), ['create', 'patch']);
+  it("events: create and patch (recorded and aggregated), list and watch (the Job controller's FailedCreate)", () => {
+    assert.deepEqual(verbsOn(role.rules, '', 'events'), ['create', 'list', 'patch', 'watch']);
     assert.deepEqual(verbsOn(role.rules, 'events.k8s.io', 'events'), []);
   });
 

@@ -40,7 +40,10 @@ const NOTHING: Decision = { actions: [] };
  *     'memory'`; the controller may not read it → Failed `MemoryUnreadable` naming the grant, `build_error`; else
  *     the Job carries the memory (prompt, mount, annotations). A batch recipe with memory fails `BatchUnsupported`.
  * - Running:
- *   - Job not read → `needs: 'job'`; still running → nothing, requeue.
+ *   - Job not read → `needs: 'job'`; still running → nothing, requeue, unless its pod cannot start (issue 13 §4,
+ *     ./starting.ts): the cause (PodRefused, ImagePullFailed, ContainerConfigError, Unschedulable) as Ready=False
+ *     with one Warning Event; past the Station's startTimeoutMinutes, or at once when permanent, Failed with it
+ *     (`start_failed`) and the Job deleted after the patch; Ready back to Running once the cause is gone.
  *   - finished (`Complete`/`SuccessCriteriaMet` → Succeeded, exitCode 0; `Failed`/`FailureTarget` → Failed,
  *     exitCode = the agent container's non-zero code else 1, failureReason `<reason>: <message>`); pod and log
  *     not gathered → `needs: 'runEvidence'`; an early verdict while the agent container is still stopping →

@@ -23,6 +23,7 @@ import {
   parseJobOutcome,
 } from './outcome.ts';
 import { jobOwnership } from './pending.ts';
+import { decideStarting } from './starting.ts';
 import {
   agentRef,
   event,
@@ -55,7 +56,7 @@ export function decideRunning(s: Snapshot, now: Date): Decision {
     });
   }
   const outcome = parseJobOutcome(s.job.job);
-  if (outcome.kind === 'running') return { actions: [], requeueAfterMs: s.options.requeueMs };
+  if (outcome.kind === 'running') return decideStarting(s, now, s.job.job, (c) => finish(s, now, c));
   const evidence = s.job.evidence;
   if (evidence.kind === 'notGathered') return { actions: [], needs: 'runEvidence' };
   if (outcome.early && evidence.kind === 'pod' && agentExitCode(evidence.pod) === undefined) {
