@@ -47,6 +47,7 @@ import {
 } from '../kube/index.ts';
 import type { ControllerMetrics } from '../metrics/index.ts';
 import { PHASES } from '../metrics/index.ts';
+import { START_PROBLEM_REASONS } from '../reconcile/agent/starting.ts';
 import {
   apiKeySecretKey,
   BATCH_FINALIZER,
@@ -218,7 +219,10 @@ export function startController(deps: ControllerDeps): RunningController {
     // Parsed and trimmed to what the start decision reads (a pod spec is large; thousands may run).
     schema: PodSchema,
     hooks: reconnectHook('pods'),
-    onChange: (c) => wakeJobOwner(starts.podChanged(c)),
+    onChange: (c) => {
+      const changed = starts.podChanged(c);
+      if (changed !== undefined) wakeJobOwner(changed.job, changed.blocked);
+    },
   });
   let eventsForbiddenLogged = false;
   const jobEvents = createInformer<ObjectEvent>({
@@ -239,16 +243,23 @@ export function startController(deps: ControllerDeps): RunningController {
         );
       },
     },
-    onChange: (c) => wakeJobOwner(starts.eventChanged(c)),
+    onChange: (c) => {
+      const job = starts.eventChanged(c);
+      if (job !== undefined) wakeJobOwner(job, true);
+    },
   });
-  /** Wakes the Agent that owns the Job `namespace/name` (from the Job cache), if any. */
-  function wakeJobOwner(jobKey: string | undefined): void {
-    if (jobKey === undefined) return;
+  /**
+   * Wakes the Agent that owns the Job `namespace/name` (from the Job cache) when its pod is kept from starting, or
+   * when it shows such a cause that may have gone. A pod created or started normally costs no reconcile.
+   */
+  function wakeJobOwner(jobKey: string, blocked: boolean): void {
     const raw = jobs.store.get(jobKey);
     const owner = (raw?.metadata.ownerReferences ?? []).find(
       (o) => o.controller === true && o.kind === 'Agent',
     );
-    if (owner !== undefined) enqueue(`${raw?.metadata.namespace}/${owner.name}`);
+    if (raw === undefined || owner === undefined) return;
+    const key = `${raw.metadata.namespace}/${owner.name}`;
+    if (blocked || showsStartProblem(book.get(key))) enqueue(key);
   }
   const jobs = createInformer({
     ...informerOptions,
@@ -406,6 +417,12 @@ export function startController(deps: ControllerDeps): RunningController {
     }
     // Without a (valid) Station every queued Agent is woken: each fails with the reason.
     return book.heads(lane, n);
+  }
+
+  /** True when the Agent shows a cause that keeps its pod from starting (Ready=False with one of its reasons). */
+  function showsStartProblem(a: Agent | undefined): boolean {
+    const ready = (a?.status.conditions ?? []).find((c) => c.type === CONDITION_READY);
+    return ready !== undefined && START_PROBLEM_REASONS.has(ready.reason);
   }
 
   /** True when the Agent already carries Ready=False/Queued. */

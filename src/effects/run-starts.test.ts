@@ -62,22 +62,32 @@ describe('RunStartIndex', () => {
   it('indexes pods by Job and wakes only when the start signal changes', () => {
     const idx = new RunStartIndex();
     const p = pod('p');
-    assert.equal(idx.podChanged({ type: 'added', object: p }), 'ns/job-a');
+    assert.equal(idx.podChanged({ type: 'added', object: p })?.job, 'ns/job-a');
     assert.deepEqual(idx.observe('ns', 'job-a').pods, [p]);
     const pulling = pod('p', { waiting: 'ContainerCreating' });
-    assert.equal(idx.podChanged({ type: 'modified', old: p, object: pulling }), undefined, 'still pending');
+    assert.equal(
+      idx.podChanged({ type: 'modified', old: p, object: pulling })?.job,
+      undefined,
+      'still pending',
+    );
     assert.deepEqual(idx.observe('ns', 'job-a').pods, [pulling], 'the newest version is kept anyway');
     const failing = pod('p', { waiting: 'ErrImagePull' });
-    assert.equal(idx.podChanged({ type: 'modified', old: pulling, object: failing }), 'ns/job-a');
+    assert.deepEqual(idx.podChanged({ type: 'modified', old: pulling, object: failing }), {
+      job: 'ns/job-a',
+      blocked: true,
+    });
     const backoff = pod('p', { waiting: 'ImagePullBackOff' });
     assert.equal(
-      idx.podChanged({ type: 'modified', old: failing, object: backoff }),
+      idx.podChanged({ type: 'modified', old: failing, object: backoff })?.job,
       undefined,
       'same cause',
     );
     const started = pod('p', { phase: 'Running' });
-    assert.equal(idx.podChanged({ type: 'modified', old: backoff, object: started }), 'ns/job-a');
-    assert.equal(idx.podChanged({ type: 'deleted', object: started }), 'ns/job-a');
+    assert.deepEqual(idx.podChanged({ type: 'modified', old: backoff, object: started }), {
+      job: 'ns/job-a',
+      blocked: false,
+    });
+    assert.equal(idx.podChanged({ type: 'deleted', object: started })?.job, 'ns/job-a');
     assert.deepEqual(idx.observe('ns', 'job-a'), { pods: [], createFailures: [] });
     assert.equal(idx.size, 0, 'nothing kept for a Job without pods');
   });
@@ -87,11 +97,11 @@ describe('RunStartIndex', () => {
     const p = pod('p');
     idx.podChanged({ type: 'added', object: p });
     const moved = pod('p', { job: 'job-b' });
-    assert.equal(idx.podChanged({ type: 'modified', old: p, object: moved }), 'ns/job-b');
+    assert.equal(idx.podChanged({ type: 'modified', old: p, object: moved })?.job, 'ns/job-b');
     assert.deepEqual(idx.observe('ns', 'job-a').pods, []);
     assert.deepEqual(idx.observe('ns', 'job-b').pods, [moved]);
     const unlabelled = pod('p', { labels: {} });
-    assert.equal(idx.podChanged({ type: 'modified', old: moved, object: unlabelled }), 'ns/job-b');
+    assert.equal(idx.podChanged({ type: 'modified', old: moved, object: unlabelled })?.job, 'ns/job-b');
     assert.equal(idx.size, 0);
   });
 

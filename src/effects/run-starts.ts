@@ -5,7 +5,7 @@
  */
 import type { ObjectEvent, Pod } from '../api/index.ts';
 import { objectKey } from '../kube/index.ts';
-import { podStartSignal } from '../reconcile/agent/starting.ts';
+import { podStartSignal, START_PROBLEM_REASONS } from '../reconcile/agent/starting.ts';
 import type { PodCreateFailure, StartObservation } from '../reconcile/snapshot.ts';
 import type { Change } from '../runtime/index.ts';
 
@@ -29,8 +29,18 @@ export class RunStartIndex {
   readonly #pods = new Map<string, Map<string, Pod>>();
   readonly #failures = new Map<string, Map<string, PodCreateFailure>>();
 
-  /** Records a pod change; returns its Job's key when the run's start may read differently now. */
-  podChanged(c: Change<Pod>): string | undefined {
+  /**
+   * Records a pod change; returns its Job's key when the run's start may read differently now, and whether the pod
+   * is now kept from starting (a pod that is merely created or started matters only to a run that shows a cause).
+   */
+  podChanged(c: Change<Pod>): { readonly job: string; readonly blocked: boolean } | undefined {
+    const changed = this.#podChanged(c);
+    if (changed === undefined) return undefined;
+    const blocked = c.type !== 'deleted' && START_PROBLEM_REASONS.has(podStartSignal(c.object));
+    return { job: changed, blocked };
+  }
+
+  #podChanged(c: Change<Pod>): string | undefined {
     const job = podJobKey(c.object);
     const old = c.type === 'modified' ? c.old : undefined;
     const oldJob = old === undefined ? undefined : podJobKey(old);
