@@ -1582,3 +1582,38 @@ describe('buildJob and buildRunInput: the system prompt (issue 10 §1)', () => {
     });
   });
 });
+
+describe('buildJob: NUL characters (issue 13 §3)', () => {
+  it('a NUL in a field that becomes an environment variable fails the build naming the variable', () => {
+    const r = buildJob({ ...input, agent: withAgent({ spec: { taskId: 'task\u0000id' } }) });
+    assert.ok(!r.ok);
+    assert.match(
+      r.error,
+      /^the run pod's spec\.(initContainers|containers)\[[a-z]+\]\.env\[TASK_ID\]\.value contains a NUL character \(U\+0000\)/,
+    );
+  });
+
+  it('a NUL in the Station template (an env value, an annotation) fails the build naming where', () => {
+    const template = {
+      metadata: { annotations: { note: 'a\u0000b' } },
+      spec: { containers: [{ name: 'agent', image: 'busybox' }] },
+    };
+    const r = buildJob({ ...input, station: withTemplate(template) });
+    assert.ok(!r.ok);
+    assert.match(r.error, /^the run pod's metadata\.annotations\.note contains a NUL character/);
+  });
+
+  it('a NUL in the prompt (from a parameter) fails the build with the prompt named', () => {
+    const r = buildJob({ ...input, agent: withAgent({ spec: { parameters: { repo: 'x\u0000y' } } }) });
+    assert.ok(!r.ok);
+    assert.match(r.error, /NUL character/);
+  });
+
+  it('control characters other than NUL build fine', () => {
+    const text = Array.from({ length: 31 }, (_, i) => String.fromCharCode(i + 1)).join('');
+    assert.equal(
+      buildJob({ ...input, agent: withAgent({ spec: { taskId: text, parameters: { repo: text } } }) }).ok,
+      true,
+    );
+  });
+});

@@ -38,6 +38,7 @@ import {
   LABEL_STATION,
   safeName,
 } from './names.ts';
+import { findNul, nulInPod } from './nul.ts';
 import { INIT_RESOURCES, type JsonObject, MIN_TOKEN_SECONDS, wirePodTemplate } from './pod-template.ts';
 import { renderPrompt } from './prompt.ts';
 import { LABEL_EXECUTION, PROMPT_TOKEN_KEY, promptTokenSecretName, REALTIME_PORT } from './realtime.ts';
@@ -398,6 +399,8 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
     ...(realtime ? { agentPorts: [{ name: 'prompt', containerPort: REALTIME_PORT }] } : {}),
   });
   if (!template.ok) return template;
+  const nul = findNul(template.value);
+  if (nul !== undefined) return err(nulInPod(nul));
 
   const metadata = runObjectMetadata(agent, station.metadata.name);
   return ok({

@@ -32,6 +32,15 @@ function argvOf(vendor: Vendor, prompt: string, resumeSession?: string): readonl
 }
 
 describe('deliverPrompt', () => {
+  it('refuses a prompt or system prompt with a NUL character (no argument or prompt text carries one)', () => {
+    for (const vendor of Object.keys(MODELS) as Vendor[]) {
+      const r = deliverPrompt(vendor, argvWithoutPrompt(argvOf(vendor, 'x')), 'a\u0000b');
+      assert.ok(!r.ok && /NUL character/.test(r.error), vendor);
+      const s = deliverPrompt(vendor, argvWithoutPrompt(argvOf(vendor, 'x')), 'ok', 'sys\u0000tem');
+      assert.ok(!s.ok && /NUL character/.test(s.error), vendor);
+    }
+  });
+
   it('a prompt that fits in one argument: the vendor argv exactly as built with it, stdin closed', () => {
     for (const vendor of Object.keys(MODELS) as Vendor[]) {
       for (const prompt of ['fix it', '', '-starts-with-a-dash', 'multi\nline ünïcödé 😀']) {

@@ -72,6 +72,11 @@ export function deliverPrompt(
   const claudeSystem = vendor === 'claude' && system !== undefined;
   if (claudeSystem) argv = withClaudeSystemPrompt(argv, system);
   const prompt = system === undefined || claudeSystem ? userPrompt : `${system}\n\n${userPrompt}`;
+  if (prompt.includes('\u0000') || (system ?? '').includes('\u0000')) {
+    return err(
+      'the prompt contains a NUL character (U+0000), which no CLI argument or prompt text can carry (check the parameters and the template)',
+    );
+  }
   const bytes = utf8Bytes(prompt);
   if (bytes > MAX_PROMPT_BYTES) {
     return err(
