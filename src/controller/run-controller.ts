@@ -47,7 +47,7 @@ import {
 } from '../kube/index.ts';
 import type { ControllerMetrics } from '../metrics/index.ts';
 import { PHASES } from '../metrics/index.ts';
-import { START_PROBLEM_REASONS } from '../reconcile/agent/starting.ts';
+import { leftoverStartJob, START_PROBLEM_REASONS } from '../reconcile/agent/starting.ts';
 import {
   apiKeySecretKey,
   BATCH_FINALIZER,
@@ -216,7 +216,9 @@ export function startController(deps: ControllerDeps): RunningController {
     ...informerOptions,
     resource: PODS,
     labelSelector: JOB_LABEL_SELECTOR,
-    // Parsed and trimmed to what the start decision reads (a pod spec is large; thousands may run).
+    // Only pods that have not started (one that leaves Pending arrives as deleted), parsed and trimmed to what the
+    // start decision reads: thousands of runs may be in progress.
+    fieldSelector: 'status.phase=Pending',
     schema: PodSchema,
     hooks: reconnectHook('pods'),
     onChange: (c) => {
@@ -570,7 +572,9 @@ export function startController(deps: ControllerDeps): RunningController {
     prices: () => prices.current(),
     ...(runSpans !== undefined ? { spans: runSpans } : {}),
     endpoints: endpointsOf,
-    starts: (ns, jobName) => starts.observe(ns, jobName),
+    // Nothing is concluded from the pod cache before it has listed (a restart would flap every blocked run).
+    starts: (ns, jobName) =>
+      runPods.store.hasSynced() ? starts.observe(ns, jobName, jobEvents.store.hasSynced()) : undefined,
     apiServer: async () => {
       // Read only for runs that hold a token, at most once per poll interval (a controller without the run-rbac
       // component never asks, so it is never refused).
@@ -617,6 +621,7 @@ export function startController(deps: ControllerDeps): RunningController {
     metrics.batchesInFlight.set(poller.size);
     metrics.realtimeSessions.set(openSessions());
     await sweepHistory();
+    await sweepLeftoverJobs();
     await sweepBindings();
     prices.refresh();
     // Changed Agents were re-queued by the re-list itself; Running ones re-check on their own timer. Only the
@@ -639,6 +644,28 @@ export function startController(deps: ControllerDeps): RunningController {
           error: describeKubeError(outcome.error),
         });
       }
+    }
+  }
+
+  /** Deletes the Jobs of runs that failed because their pod could not start, should the delete then have failed. */
+  async function sweepLeftoverJobs(): Promise<void> {
+    for (const raw of jobs.store.list()) {
+      if (!queue) return;
+      const owner = (raw.metadata.ownerReferences ?? []).find(
+        (o) => o.controller === true && o.kind === 'Agent',
+      );
+      if (owner === undefined) continue;
+      const agent = book.get(`${raw.metadata.namespace}/${owner.name}`);
+      const job = parseCachedJob(raw);
+      if (agent === undefined || !job.ok) continue;
+      const action = leftoverStartJob(agent, job.value);
+      if (action === undefined) continue;
+      const outcome = await executeActions([action], reconcileDeps);
+      if (outcome.kind === 'error')
+        log.warn('Deleting the Job of a run that could not start failed', {
+          job: objectKey(raw),
+          error: describeKubeError(outcome.error),
+        });
     }
   }
 

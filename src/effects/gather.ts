@@ -228,25 +228,31 @@ export async function observeJob(deps: GatherDeps, agent: Agent): Promise<Result
  */
 export async function gatherEvidence(deps: GatherDeps, job: Job): Promise<RunEvidence> {
   const namespace = job.metadata.namespace ?? '';
-  const jobName = job.metadata.name ?? '';
-  const listed = await listAll(deps.transport, PODS, KubeObjectSchema, {
-    namespace,
-    labelSelector: `job-name=${jobName}`,
-    signal: undefined,
-  });
+  const listed = await listJobPods(deps, job);
   if (!listed.ok)
     return {
       kind: 'unavailable',
       detail: `listing the run's pods failed: ${describeKubeError(listed.error)}`,
     };
+  const pod = pickRunPod(listed.value);
+  if (!pod) return { kind: 'podGone' };
+  return { kind: 'pod', pod, log: await readAgentLog(deps, namespace, pod.metadata.name ?? '') };
+}
+
+/** The Job's pods (`job-name=<job>`) as the API server has them now; pods that do not parse are left out. */
+export async function listJobPods(deps: GatherDeps, job: Job): Promise<Result<Pod[], KubeError>> {
+  const listed = await listAll(deps.transport, PODS, KubeObjectSchema, {
+    namespace: job.metadata.namespace ?? '',
+    labelSelector: `job-name=${job.metadata.name ?? ''}`,
+    signal: undefined,
+  });
+  if (!listed.ok) return listed;
   const pods: Pod[] = [];
   for (const item of listed.value.items) {
     const pod = parsePod(item);
     if (pod.ok) pods.push(pod.value);
   }
-  const pod = pickRunPod(pods);
-  if (!pod) return { kind: 'podGone' };
-  return { kind: 'pod', pod, log: await readAgentLog(deps, namespace, pod.metadata.name ?? '') };
+  return ok(pods);
 }
 
 /**

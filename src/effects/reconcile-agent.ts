@@ -26,6 +26,7 @@ import {
   cachedDefinition,
   type GatherDeps,
   gatherEvidence,
+  listJobPods,
   lookupDefinition,
   lookupPolicy,
   lookupStation,
@@ -59,7 +60,7 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
    * The pods and pod-creation failures of a Job (`namespace`, `jobName`), from the shell's watches (issue 13 §4):
    * what keeps a Running run from starting. Absent: runs wait for their Job's verdict alone.
    */
-  readonly starts?: (namespace: string, jobName: string) => StartObservation;
+  readonly starts?: (namespace: string, jobName: string) => StartObservation | undefined;
 }
 
 /**
@@ -147,7 +148,8 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
 
   // A Job run in progress sees its pods and pod-creation failures (cached from watches): a pod kept from starting.
   if (agent.status.phase === 'Running' && deps.starts !== undefined && runsAJob(agent)) {
-    snapshot = { ...snapshot, start: deps.starts(agent.metadata.namespace, runJobName(agent)) };
+    const start = deps.starts(agent.metadata.namespace, runJobName(agent));
+    if (start !== undefined) snapshot = { ...snapshot, start };
   }
 
   for (let round = 0; round < MAX_ROUNDS; round++) {
@@ -185,6 +187,14 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
       const job = await observeJob(deps, agent);
       if (!job.ok) return retry(log, 'Reading the Job failed', describeKubeError(job.error));
       snapshot = { ...snapshot, job: job.value };
+      continue;
+    }
+    if (decision.needs === 'livePods') {
+      if (snapshot.job.kind !== 'present' || snapshot.start === undefined)
+        return retry(log, 'Live pods needed without a Job', 'internal');
+      const pods = await listJobPods(deps, snapshot.job.job);
+      if (!pods.ok) return retry(log, "Listing the run's pods failed", describeKubeError(pods.error));
+      snapshot = { ...snapshot, start: { ...snapshot.start, pods: pods.value, live: true } };
       continue;
     }
     if (decision.needs === 'runEvidence') {

@@ -115,6 +115,11 @@ describe('RunStartIndex', () => {
     assert.deepEqual(idx.observe('ns', 'job-a').createFailures, [
       { jobUid: 'uid-job-a', message: 'Error creating: later', lastSeen: '2026-01-01T00:01:00Z' },
     ]);
+    assert.deepEqual(
+      idx.observe('ns', 'job-a', false).createFailures,
+      [],
+      'left out until the Events are listed',
+    );
     assert.equal(idx.eventChanged({ type: 'deleted', object: again }), undefined);
     assert.deepEqual(idx.observe('ns', 'job-a').createFailures, []);
   });

@@ -75,11 +75,14 @@ export class RunStartIndex {
     return job;
   }
 
-  /** The pods and pod-creation failures of the Job `namespace/name`. */
-  observe(namespace: string, jobName: string): StartObservation {
+  /**
+   * The pods and pod-creation failures of the Job `namespace/name`; `withFailures` false leaves the failures out (the
+   * Event watch has not listed yet, or may not: a failure seen alone, without the pods, is not one).
+   */
+  observe(namespace: string, jobName: string, withFailures = true): StartObservation {
     const key = `${namespace}/${jobName}`;
     const pods = this.#pods.get(key);
-    const failures = this.#failures.get(key);
+    const failures = withFailures ? this.#failures.get(key) : undefined;
     if (pods === undefined && failures === undefined) return EMPTY;
     return { pods: [...(pods?.values() ?? [])], createFailures: [...(failures?.values() ?? [])] };
   }

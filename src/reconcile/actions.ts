@@ -295,7 +295,7 @@ export interface Decision {
    * calls decide again: `job` → read the Job; `runEvidence` → the Job has finished: list its pods, pick one with
    * `pickRunPod`, read its agent log; `memory` → read the definition's memory ConfigMap (`Snapshot.memory`).
    */
-  readonly needs?: 'job' | 'runEvidence' | 'credentials' | 'batchLookup' | 'memory';
+  readonly needs?: 'job' | 'runEvidence' | 'credentials' | 'batchLookup' | 'memory' | 'livePods';
   /**
    * Set on the decision that writes a batch run's submission record (Running, batchProvider, no batchId): once
    * it is done, the shell knows nothing was submitted for the Agent yet, so the next reconcile submits at once

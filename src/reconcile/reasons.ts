@@ -11,6 +11,9 @@
  * | Succeeded | True, `Succeeded`                | True, `Succeeded`   | absent                    |
  * | Failed    | False, failure reason (below)    | absent              | True, failure reason      |
  *
+ * While a Running run's pod is kept from starting, `Ready` is False with the cause as reason and `StartBlocked` is True
+ * with it (see src/reconcile/agent/starting.ts).
+ *
  * So `kubectl wait --for=condition=Complete agent/x` waits for success, `--for=condition=Failed` for failure and
  * `--for=condition=Ready` for a usable result; like a Job's conditions, `Complete` and `Failed` appear only at the
  * end and never together.
@@ -22,6 +25,11 @@ export const CONDITION_READY = 'Ready';
 export const CONDITION_COMPLETE = 'Complete';
 /** Condition type: the run failed (present only on Failed). */
 export const CONDITION_FAILED = 'Failed';
+/**
+ * Condition type: the run's pod is kept from starting (issue 13 §4). True, with the cause as reason, only while it
+ * lasts (its lastTransitionTime: since when); removed once the pod starts; left on a run that failed of it.
+ */
+export const CONDITION_START_BLOCKED = 'StartBlocked';
 
 /** Condition and Event reasons (stable CamelCase; safe to match on). */
 export const REASON = {

@@ -116,12 +116,17 @@ export interface PodCreateFailure {
 }
 
 /**
- * What the shell's caches say about a Running run whose Job has not finished (issue 13 §4): the pods of the Job
- * (label `job-name`) and the Job controller's `FailedCreate` Events about it. From watches, never a live read.
+ * What the shell knows about a Running run whose Job has not finished (issue 13 §4): the Job's Pending pods (label
+ * `job-name`) and the Job controller's `FailedCreate` Events about it, from watches (or the pods listed live).
  */
 export interface StartObservation {
   readonly pods: readonly Pod[];
   readonly createFailures: readonly PodCreateFailure[];
+  /**
+   * The pods were just listed from the API server, not read from the cache: a run fails of a start problem only on
+   * such a reading (decide asks for it with `needs: 'livePods'`), so a pod that started a moment ago is never missed.
+   */
+  readonly live?: boolean | undefined;
 }
 
 /** What is known about the run's Job (named `status.jobName`, else `jobNameFor(agent name)`). */

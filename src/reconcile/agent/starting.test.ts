@@ -4,11 +4,17 @@ import { type Agent, type Pod, parsePod } from '../../api/index.ts';
 import { jobNameFor } from '../../jobs/index.ts';
 import type { Action, AgentStatusPatch, Decision } from '../actions.ts';
 import { findCondition } from '../conditions.ts';
-import { CONDITION_READY, failureStart, REASON } from '../reasons.ts';
+import { CONDITION_READY, CONDITION_START_BLOCKED, failureStart, REASON } from '../reasons.ts';
 import type { PodCreateFailure, Snapshot, StartObservation } from '../snapshot.ts';
 import { agent, at, definition, iso, job, NS, queueOf, running, station } from '../test-fixtures.ts';
 import { decide } from './decide.ts';
-import { podStartSignal, START_PROBLEM_REASONS, startState } from './starting.ts';
+import {
+  leftoverStartJob,
+  podStartSignal,
+  START_GRACE_MS,
+  START_PROBLEM_REASONS,
+  startState,
+} from './starting.ts';
 
 const OPTIONS = {
   agentImage: 'agent-controller:e2e',
@@ -117,11 +123,11 @@ describe('startState', () => {
       'Error creating: pods "x" is forbidden: maximum cpu usage per Container is 1, but limit is 2',
       true,
     ],
-    ['a webhook', 'Error creating: admission webhook "deny.example.com" denied the request: no', true],
+    ['a webhook', 'Error creating: admission webhook "deny.example.com" denied the request: no', false],
     [
       'a ValidatingAdmissionPolicy',
       "Error creating: pods \"x\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no",
-      true,
+      false,
     ],
     [
       'a missing ServiceAccount',
@@ -223,6 +229,19 @@ describe('startState', () => {
     assert.deepEqual(startState(JOB, obs([runs])), { kind: 'started' });
   });
 
+  it('a Running pod whose agent container cannot pull its image (a template container runs) is blocked', () => {
+    const p = pod({
+      phase: 'Running',
+      containers: [
+        { name: 'side', state: { running: {} } },
+        waiting('agent', 'ImagePullBackOff', 'Back-off'),
+      ],
+    });
+    const s = startState(JOB, obs([p]));
+    assert.ok(s.kind === 'blocked');
+    assert.equal(s.reason, REASON.imagePullFailed);
+  });
+
   it('a pod being deleted is no cause; pods of another Job of the same name are ignored', () => {
     const gone = pod({ deleting: true, containers: [waiting('agent', 'ErrImagePull')] });
     assert.deepEqual(startState(JOB, obs([gone])), { kind: 'unknown' });
@@ -255,12 +274,13 @@ function snap(
   a: Agent,
   start: StartObservation | undefined,
   stationSpec: Record<string, unknown> = {},
+  j = JOB,
 ): Snapshot {
   return {
     agent: a,
     station: station('stn', stationSpec),
     definition: definition(),
-    job: { kind: 'present', job: JOB, evidence: { kind: 'notGathered' } },
+    job: { kind: 'present', job: j, evidence: { kind: 'notGathered' } },
     queue: queueOf(a, [a]),
     options: OPTIONS,
     ...(start !== undefined ? { start } : {}),
@@ -269,7 +289,7 @@ function snap(
 
 function patchOf(d: Decision): AgentStatusPatch {
   const p = d.actions.find((a) => a.kind === 'patchStatus');
-  assert.ok(p?.kind === 'patchStatus', 'a status patch');
+  assert.ok(p?.kind === 'patchStatus', `a status patch in ${JSON.stringify(d)}`);
   return p.status;
 }
 const eventsOf = (d: Decision) =>
@@ -278,16 +298,17 @@ const eventsOf = (d: Decision) =>
 /** The Agent after `d`'s status patch landed (conditions and fields merged as the API server would). */
 function applied(a: Agent, d: Decision): Agent {
   const status = patchOf(d);
-  return agent('a', {
-    rv: 'rv-2',
-    status: { ...a.status, ...status, conditions: status.conditions },
-  });
+  return agent('a', { rv: 'rv-2', status: { ...a.status, ...status, conditions: status.conditions } });
 }
+const live = (o: StartObservation): StartObservation => ({ ...o, live: true });
 
 const AGENT = running('a', { started: 1 });
 const PULL = obs([
   pod({ containers: [waiting('agent', 'ImagePullBackOff', 'Back-off pulling image "ghcr.io/x:1"')] }),
 ]);
+/** AGENT once the pull failure was shown at `t` seconds. */
+const shownAt = (t: number, o = PULL, stationSpec: Record<string, unknown> = {}) =>
+  applied(AGENT, decide(snap(AGENT, o, stationSpec), at(t)));
 
 describe('decide: a Running run whose pod cannot start', () => {
   it('without an observation waits for the Job as before', () => {
@@ -298,17 +319,12 @@ describe('decide: a Running run whose pod cannot start', () => {
   });
 
   it('nothing known, or a pod progressing: nothing written', () => {
-    assert.deepEqual(decide(snap(AGENT, obs([])), at(20)), {
-      actions: [],
-      requeueAfterMs: OPTIONS.requeueMs,
-    });
-    assert.deepEqual(decide(snap(AGENT, obs([pod()])), at(20)), {
-      actions: [],
-      requeueAfterMs: OPTIONS.requeueMs,
-    });
+    const idle = { actions: [], requeueAfterMs: OPTIONS.requeueMs };
+    assert.deepEqual(decide(snap(AGENT, obs([])), at(20)), idle);
+    assert.deepEqual(decide(snap(AGENT, obs([pod()])), at(20)), idle);
   });
 
-  it('a cause shows at once: Ready=False with it, one Warning Event, re-checked by the start timeout', () => {
+  it('a cause shows at once: Ready=False and StartBlocked=True with it, one Warning Event', () => {
     const d = decide(snap(AGENT, PULL), at(20));
     const status = patchOf(d);
     assert.equal(status.phase, undefined, 'still Running');
@@ -317,45 +333,51 @@ describe('decide: a Running run whose pod cannot start', () => {
     assert.equal(ready?.reason, REASON.imagePullFailed);
     assert.match(
       ready?.message ?? '',
-      /ImagePullBackOff: Back-off pulling image "ghcr.io\/x:1" \(the run fails if its pod has not started 5m after its Job was created\)/,
+      /ImagePullBackOff: Back-off pulling image "ghcr.io\/x:1" \(the run fails if it is still blocked 5m after its Job was created\)$/,
     );
+    const blocked = findCondition(status.conditions, CONDITION_START_BLOCKED);
+    assert.equal(blocked?.status, 'True');
+    assert.equal(blocked?.reason, REASON.imagePullFailed);
+    assert.equal(blocked?.lastTransitionTime, '2025-03-01T12:00:20Z');
     const events = eventsOf(d);
-    assert.equal(events.length, 1);
-    assert.equal(events[0]?.type, 'Warning');
-    assert.equal(events[0]?.reason, REASON.imagePullFailed);
+    assert.deepEqual(
+      events.map((e) => [e.type, e.reason]),
+      [['Warning', REASON.imagePullFailed]],
+    );
     assert.equal(d.requeueAfterMs, OPTIONS.requeueMs);
     assert.ok(!d.actions.some((a) => a.kind === 'deleteJob'));
   });
 
   it('is idempotent: the kubelet retrying (ErrImagePull ↔ ImagePullBackOff) patches nothing more', () => {
-    const after = applied(AGENT, decide(snap(AGENT, PULL), at(20)));
     const again = decide(
-      snap(after, obs([pod({ containers: [waiting('agent', 'ErrImagePull', 'manifest unknown')] })])),
+      snap(shownAt(20), obs([pod({ containers: [waiting('agent', 'ErrImagePull', 'manifest unknown')] })])),
       at(40),
     );
     assert.deepEqual(again.actions, []);
     assert.equal(again.requeueAfterMs, OPTIONS.requeueMs);
   });
 
-  it('re-checks exactly when the start timeout falls due', () => {
-    const after = applied(AGENT, decide(snap(AGENT, PULL), at(20)));
-    // startedAt = 1 s; 5 minutes later is 301 s.
+  it('re-checks exactly when the failure falls due', () => {
+    const after = shownAt(20);
+    // The Job was created at 1 s; 5 minutes later is 301 s.
     assert.equal(decide(snap(after, PULL), at(280)).requeueAfterMs, 21_000);
     assert.equal(decide(snap(after, PULL), at(300.5)).requeueAfterMs, 1000, 'never less than a second');
   });
 
-  it('another cause replaces the first: one more patch and Event', () => {
-    const after = applied(AGENT, decide(snap(AGENT, PULL), at(20)));
-    const d = decide(snap(after, obs([pod({ conditions: [unschedulable] })])), at(30));
+  it('another cause replaces the first: one more patch and Event, StartBlocked keeps its time', () => {
+    const d = decide(snap(shownAt(20), obs([pod({ conditions: [unschedulable] })])), at(30));
     assert.equal(findCondition(patchOf(d).conditions, CONDITION_READY)?.reason, REASON.unschedulable);
+    const blocked = findCondition(patchOf(d).conditions, CONDITION_START_BLOCKED);
+    assert.equal(blocked?.reason, REASON.unschedulable);
+    assert.equal(blocked?.lastTransitionTime, '2025-03-01T12:00:20Z', 'blocked since the first cause');
     assert.deepEqual(
       eventsOf(d).map((e) => e.reason),
       [REASON.unschedulable],
     );
   });
 
-  it('once the pod starts (or a new pod progresses), Ready goes back to Running', () => {
-    const after = applied(AGENT, decide(snap(AGENT, PULL), at(20)));
+  it('once the pod starts (or a new pod progresses), Ready goes back to Running and StartBlocked goes', () => {
+    const after = shownAt(20);
     for (const [p, text] of [
       [pod({ phase: 'Running' }), 'the pod started'],
       [pod({ name: 'a-x9' }), 'the pod is starting'],
@@ -364,15 +386,20 @@ describe('decide: a Running run whose pod cannot start', () => {
       const ready = findCondition(patchOf(d).conditions, CONDITION_READY);
       assert.equal(ready?.reason, REASON.running);
       assert.match(ready?.message ?? '', new RegExp(text));
+      assert.equal(findCondition(patchOf(d).conditions, CONDITION_START_BLOCKED), undefined);
       assert.deepEqual(eventsOf(d), []);
     }
-    // Nothing known any more (the pod vanished): the cause stays shown.
+    // A Job that counts an active pod the cache does not hold (it left Pending): the pod is starting.
+    const gone = decide(snap(after, obs([]), {}, job('a', { active: 1 })), at(30));
+    assert.equal(findCondition(patchOf(gone).conditions, CONDITION_READY)?.reason, REASON.running);
+    // Nothing known any more (no pod, no active count): the cause stays shown.
     assert.deepEqual(decide(snap(after, obs([])), at(30)).actions, []);
   });
 
-  it('after the start timeout the run fails with the cause, and its Job is deleted after the patch', () => {
-    const after = applied(AGENT, decide(snap(AGENT, PULL), at(20)));
-    const d = decide(snap(after, PULL), at(301));
+  it('past the start timeout: the pods are listed live, then the run fails with the cause and its Job goes', () => {
+    const after = shownAt(20);
+    assert.deepEqual(decide(snap(after, PULL), at(301)), { actions: [], needs: 'livePods' });
+    const d = decide(snap(after, live(PULL)), at(301));
     const status = patchOf(d);
     assert.equal(status.phase, 'Failed');
     assert.equal(status.exitCode, 1);
@@ -404,25 +431,45 @@ describe('decide: a Running run whose pod cannot start', () => {
     assert.equal(eventsOf(d).find((e) => e.reason === REASON.imagePullFailed)?.type, 'Warning');
   });
 
-  it("the Station's startTimeoutMinutes sets the timeout", () => {
-    assert.equal(
-      decide(snap(AGENT, PULL, { startTimeoutMinutes: 1 }), at(60)).actions.some(
-        (a) => a.kind === 'deleteJob',
-      ),
-      false,
-    );
-    const d = decide(snap(AGENT, PULL, { startTimeoutMinutes: 1 }), at(61));
-    assert.match(patchOf(d).failureReason ?? '', /within 1m\)$/);
-    assert.equal(
-      decide(snap(AGENT, PULL, { startTimeoutMinutes: 10 }), at(400)).actions.some(
-        (a) => a.kind === 'deleteJob',
-      ),
-      false,
-    );
+  it('the live listing finds the pod started: no failure, Ready back to Running', () => {
+    const d = decide(snap(shownAt(20), live(obs([pod({ phase: 'Running' })]))), at(301));
+    assert.equal(patchOf(d).phase, undefined);
+    assert.equal(findCondition(patchOf(d).conditions, CONDITION_READY)?.reason, REASON.running);
+    assert.ok(!d.actions.some((a) => a.kind === 'deleteJob'));
   });
 
-  it('a permanent cause fails at once, without the timeout in its reason', () => {
-    const d = decide(snap(AGENT, obs([], [refused(PSA)])), at(3));
+  it('a cause first seen past the timeout is shown first and fails only a grace minute later', () => {
+    const d = decide(snap(AGENT, live(PULL)), at(400));
+    assert.equal(patchOf(d).phase, undefined, 'shown, not failed');
+    assert.equal(d.requeueAfterMs, START_GRACE_MS);
+    const after = applied(AGENT, d);
+    assert.equal(decide(snap(after, live(PULL)), at(459)).actions.length, 0);
+    assert.equal(patchOf(decide(snap(after, live(PULL)), at(460))).phase, 'Failed');
+  });
+
+  it("the Station's startTimeoutMinutes sets the timeout", () => {
+    const after = shownAt(1, PULL, { startTimeoutMinutes: 1 });
+    assert.equal(decide(snap(after, live(PULL), { startTimeoutMinutes: 1 }), at(60)).actions.length, 0);
+    const d = decide(snap(after, live(PULL), { startTimeoutMinutes: 1 }), at(61));
+    assert.match(patchOf(d).failureReason ?? '', /within 1m\)$/);
+    const ten = shownAt(1, PULL, { startTimeoutMinutes: 10 });
+    assert.equal(decide(snap(ten, live(PULL), { startTimeoutMinutes: 10 }), at(400)).actions.length, 0);
+  });
+
+  it("counts from the Job's creation: a batch run's fallback Job gets its whole start timeout", () => {
+    const late = job('a', { created: 3600 });
+    const shown = applied(AGENT, decide(snap(AGENT, PULL, {}, late), at(3605)));
+    assert.equal(findCondition(shown.status.conditions, CONDITION_START_BLOCKED)?.status, 'True');
+    const d = decide(snap(shown, live(PULL), {}, late), at(3700));
+    assert.deepEqual(d.actions, []);
+    assert.equal(d.requeueAfterMs, OPTIONS.requeueMs);
+    assert.equal(patchOf(decide(snap(shown, live(PULL), {}, late), at(3900))).phase, 'Failed');
+  });
+
+  it('a permanent cause fails at once (on a live listing), without the timeout in its reason', () => {
+    const refusedNow = obs([], [refused(PSA)]);
+    assert.deepEqual(decide(snap(AGENT, refusedNow), at(3)), { actions: [], needs: 'livePods' });
+    const d = decide(snap(AGENT, live(refusedNow)), at(3));
     const status = patchOf(d);
     assert.equal(status.phase, 'Failed');
     assert.match(
@@ -431,21 +478,22 @@ describe('decide: a Running run whose pod cannot start', () => {
     );
     assert.doesNotMatch(status.failureReason ?? '', /within/);
     assert.ok(d.actions.some((a) => a.kind === 'deleteJob'));
+    // A pod that appeared meanwhile (the namespace label was changed): no failure.
+    const passed = decide(snap(AGENT, live(obs([pod()], [refused(PSA)]))), at(3));
+    assert.deepEqual(passed.actions, []);
   });
 
-  it('a transient refusal (quota) waits for the timeout', () => {
-    const d = decide(snap(AGENT, obs([], [refused(QUOTA)])), at(3));
-    assert.equal(patchOf(d).phase, undefined);
-    assert.equal(findCondition(patchOf(d).conditions, CONDITION_READY)?.reason, REASON.podRefused);
+  it('a transient refusal (quota, a webhook) waits for the timeout', () => {
+    for (const message of [QUOTA, 'Error creating: admission webhook "x" denied the request: busy']) {
+      const d = decide(snap(AGENT, live(obs([], [refused(message)]))), at(3));
+      assert.equal(patchOf(d).phase, undefined);
+      assert.equal(findCondition(patchOf(d).conditions, CONDITION_READY)?.reason, REASON.podRefused);
+    }
   });
 
   it('a finished Job is judged by its verdict, not by its start', () => {
     const done = job('a', { conditions: [{ type: 'Complete', status: 'True' }] });
-    const s: Snapshot = {
-      ...snap(AGENT, PULL),
-      job: { kind: 'present', job: done, evidence: { kind: 'notGathered' } },
-    };
-    assert.deepEqual(decide(s, at(400)), { actions: [], needs: 'runEvidence' });
+    assert.deepEqual(decide(snap(AGENT, PULL, {}, done), at(400)), { actions: [], needs: 'runEvidence' });
   });
 
   it('START_PROBLEM_REASONS lists every reason a start can be blocked by', () => {
@@ -453,5 +501,34 @@ describe('decide: a Running run whose pod cannot start', () => {
       [...START_PROBLEM_REASONS].sort(),
       [REASON.containerConfigError, REASON.imagePullFailed, REASON.podRefused, REASON.unschedulable].sort(),
     );
+  });
+});
+
+describe('leftoverStartJob', () => {
+  const failedOf = (reason: string) =>
+    agent('a', {
+      status: {
+        phase: 'Failed',
+        conditions: [{ type: 'Failed', status: 'True', reason, message: 'm', lastTransitionTime: iso(5) }],
+      },
+    });
+
+  it('deletes the unfinished Job of a run that failed because its pod could not start', () => {
+    assert.deepEqual(leftoverStartJob(failedOf(REASON.imagePullFailed), JOB), {
+      kind: 'deleteJob',
+      namespace: NS,
+      name: jobNameFor('a'),
+      uid: JOB_UID,
+    });
+  });
+
+  it('leaves everything else alone', () => {
+    assert.equal(leftoverStartJob(failedOf(REASON.jobFailed), JOB), undefined, 'another failure');
+    assert.equal(leftoverStartJob(AGENT, JOB), undefined, 'still Running');
+    const done = job('a', { conditions: [{ type: 'Failed', status: 'True' }] });
+    assert.equal(leftoverStartJob(failedOf(REASON.podRefused), done), undefined, 'the Job finished');
+    assert.equal(leftoverStartJob(failedOf(REASON.podRefused), job('a', { deleting: true })), undefined);
+    const other = job('a', { owner: { name: 'a', uid: 'uid-someone-else' } });
+    assert.equal(leftoverStartJob(failedOf(REASON.podRefused), other), undefined, 'not its Job');
   });
 });

@@ -76,13 +76,19 @@ export function statusPatch(
   fields: Omit<AgentStatusPatch, 'conditions' | 'observedGeneration'>,
   updates: readonly ConditionUpdate[],
   now: Date,
+  /** Condition types to remove. */
+  remove: readonly string[] = [],
 ): Action {
   const generation = agent.metadata.generation;
   const stamped = updates.map((u) => ({ ...u, observedGeneration: generation }));
   const status: AgentStatusPatch = {
     ...fields,
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
-    conditions: setConditions(agent.status.conditions, stamped, now),
+    conditions: setConditions(
+      (agent.status.conditions ?? []).filter((c) => !remove.includes(c.type)),
+      stamped,
+      now,
+    ),
   };
   return {
     kind: 'patchStatus',
