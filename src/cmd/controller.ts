@@ -102,6 +102,7 @@ export const controllerCommand: Command = {
     const transport = createTransport({
       server: cluster.value.server,
       credentials: cluster.value.credentials,
+      identity: config.identity,
       observe: (s) => {
         if (!s.stream)
           metrics.apiRequestDuration.observe({ verb: s.verb, code: s.code }, s.durationMs / 1000);

@@ -559,7 +559,10 @@ export function startController(deps: ControllerDeps): RunningController {
     logger: log,
     now: () => new Date(clock.now()),
     book,
-    leading: () => queue !== undefined,
+    // Leading, and the Lease still ours by this replica's clock: a replica paused past its renew deadline writes
+    // nothing when it wakes, before its elector has even noticed (the next holder may already be deciding).
+    leading: () => mayWrite(),
+    mayWrite: () => mayWrite(),
     tombstones,
     backgroundEvents: true,
     backgroundPrunes: true,
@@ -597,6 +600,10 @@ export function startController(deps: ControllerDeps): RunningController {
       ...(config.tracing !== undefined ? { tracing: { runTracesUrl: config.tracing.runTracesUrl } } : {}),
     },
   };
+
+  function mayWrite(): boolean {
+    return queue !== undefined && (elector === undefined || elector.isLeader());
+  }
 
   async function handle(key: string) {
     const started = clock.now();

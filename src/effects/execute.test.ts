@@ -313,6 +313,22 @@ describe('executeActions', () => {
     assert.deepEqual(recorded, ['Started']);
   });
 
+  it('writes nothing once this replica may no longer write (a lost Lease): superseded, metrics still observed', async () => {
+    const h = harness();
+    let allowed = 1;
+    const out = await executeActions(
+      [patch(), metric({ metric: 'runQueue', seconds: 5 }), createJob(), ev('a1', 'Started')],
+      { ...h.deps, mayWrite: () => allowed-- > 0 },
+    );
+    assert.equal(out.kind, 'superseded');
+    assert.deepEqual(
+      h.timeline,
+      [`PATCH ${agentPath('a1')}/status`],
+      'the patch only: then the Lease was gone',
+    );
+    assert.equal(await sample(h.metrics, 'controller_run_queue_seconds_count'), 1);
+  });
+
   it('an empty decision makes no request', async () => {
     const h = harness();
     assert.deepEqual(await executeActions([], h.deps), { kind: 'done' });

@@ -67,6 +67,12 @@ export interface ExecuteDeps {
    */
   readonly beforeCreateJob?: () => boolean;
   /**
+   * Asked before every action but metrics: false once this replica may no longer write (it stopped leading, or its
+   * Lease's renew deadline passed while it was paused). The decision then stops as superseded: the next leader
+   * decides again.
+   */
+  readonly mayWrite?: () => boolean;
+  /**
    * When true, history-pruning deletes run in the background (claimed first, logged on failure, retried by the
    * next sweep) instead of holding up the worker. Default false.
    */
@@ -151,6 +157,8 @@ export type ActionResult =
 /** Performs the actions of one decision in order; the only code that writes on behalf of the reconcile core. */
 export async function executeActions(actions: readonly Action[], deps: ExecuteDeps): Promise<ExecuteOutcome> {
   for (const action of actions) {
+    if (action.kind !== 'observeMetric' && deps.mayWrite !== undefined && !deps.mayWrite())
+      return { kind: 'superseded', what: 'leadership (this replica may no longer write)' };
     const started = Date.now();
     const outcome = await executeAction(action, deps);
     if (deps.onAction !== undefined) {

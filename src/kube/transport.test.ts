@@ -63,6 +63,26 @@ describe('createTransport (against a loopback HTTP server)', () => {
     });
   });
 
+  it('sends a User-Agent naming the version, and the identity when given (without parentheses or controls)', async () => {
+    const agents: (string | undefined)[] = [];
+    handler = (req, res) => {
+      agents.push(req.headers['user-agent']);
+      res.end('{}');
+    };
+    for (const identity of [undefined, 'replica-a', 'pod (x)\n']) {
+      const t = createTransport({
+        server: base,
+        credentials: creds(),
+        ...(identity !== undefined ? { identity } : {}),
+      });
+      await t.request('GET', '/x');
+      t.close();
+    }
+    assert.match(agents[0] ?? '', /^agent-controller\/[^ ]+$/);
+    assert.match(agents[1] ?? '', /^agent-controller\/[^ ]+ \(replica-a\)$/);
+    assert.match(agents[2] ?? '', /^agent-controller\/[^ ]+ \(pod x\)$/);
+  });
+
   it('maps a non-2xx Status to an api error', async () => {
     handler = (_q, res) =>
       res.writeHead(409).end(

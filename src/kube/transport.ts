@@ -52,6 +52,11 @@ export interface TransportOptions {
   readonly observe?: (sample: RequestSample) => void;
   /** Monotonic-enough clock for request durations (default `performance.now`). */
   readonly now?: () => number;
+  /**
+   * Who is asking, added to the User-Agent (`agent-controller/<version> (<identity>)`): the API server's audit log
+   * then tells the writes of one replica from another's (they share one ServiceAccount).
+   */
+  readonly identity?: string;
 }
 
 export interface RequestOptions {
@@ -130,6 +135,12 @@ export function sameTls(a: TlsMaterial, b: TlsMaterial): boolean {
 
 const USER_AGENT = `agent-controller/${VERSION}`;
 
+/** The User-Agent of a transport for `identity`: parentheses and control characters are left out of it. */
+export function userAgentFor(identity: string | undefined): string {
+  const safe = (identity ?? '').replace(/[^\x20-\x7e]|[()]/g, '').trim();
+  return safe === '' ? USER_AGENT : `${USER_AGENT} (${safe})`;
+}
+
 /** Creates the transport. Nothing connects until the first request. */
 export function createTransport(options: TransportOptions): Transport {
   const base = new URL(options.server);
@@ -138,6 +149,7 @@ export function createTransport(options: TransportOptions): Transport {
   const basePath = base.pathname.replace(/\/+$/, '');
   const defaultTimeout = options.timeoutMs ?? 30_000;
   const maxBody = options.maxBodyBytes ?? 64 * 1024 * 1024;
+  const userAgent = userAgentFor(options.identity);
   const now = options.now ?? (() => performance.now());
   const observe = options.observe ?? (() => {});
   let current: AgentEntry | undefined;
@@ -222,7 +234,7 @@ export function createTransport(options: TransportOptions): Transport {
       };
       const headers: Record<string, string> = {
         Accept: 'application/json, */*',
-        'User-Agent': USER_AGENT,
+        'User-Agent': userAgent,
         ...creds.headers,
       };
       if (ex.body !== undefined) {
