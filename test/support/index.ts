@@ -1,4 +1,5 @@
 export * from './controller.ts';
+export * from './fault-proxy.ts';
 export * from './http-sink.ts';
 export {
   apiPath,
