@@ -57,6 +57,33 @@ const UNCACHED_CUSTOM_RESOURCES = ['agents', 'stations', 'agentdefinitions'].map
 );
 /** The exact command line `up` started kube-apiserver with; `restart kube-apiserver` starts it again from it. */
 const APISERVER_LAUNCH = join(STATE, 'kube-apiserver.launch.json');
+/** kube-apiserver's audit policy (written by `up`) and its JSON-lines audit log (recorded as `auditLog`). */
+const AUDIT_POLICY = join(STATE, 'audit-policy.yaml');
+const AUDIT_LOG = join(LOGS, 'audit.log');
+/**
+ * The audit policy: writes (create, update, patch, delete, whatever their outcome) to what the chaos suite checks
+ * (Agents and their status, Jobs, Leases, NetworkPolicies), with request and response bodies; nothing else is
+ * logged. One event per request (stage ResponseComplete; RequestReceived is omitted). `resources` names match the
+ * resource alone, `agents/status` the status subresource.
+ */
+const AUDIT_POLICY_YAML = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages:
+  - RequestReceived
+rules:
+  - level: RequestResponse
+    verbs: [create, update, patch, delete]
+    resources:
+      - group: agents.re-cinq.com
+        resources: [agents, agents/status]
+      - group: batch
+        resources: [jobs]
+      - group: coordination.k8s.io
+        resources: [leases]
+      - group: networking.k8s.io
+        resources: [networkpolicies]
+  - level: None
+`;
 const START_TIMEOUT_MS = Number(process.env.AGENT_TESTBED_START_TIMEOUT_MS ?? 90_000);
 
 /** Milliseconds as seconds with one decimal. */
@@ -375,7 +402,20 @@ function apiserverArgs(etcdUrl: string, apiPort: number): string[] {
     // On SIGTERM, end open watches at once (clients reconnect) instead of holding the shutdown until the
     // request timeout (60 s): `restart kube-apiserver` then stops it in about a second.
     '--shutdown-watch-termination-grace-period=5s',
+    // Audit log of the writes the chaos suite checks (AUDIT_POLICY_YAML), one JSON event a line; the default
+    // (blocking) mode writes each event before the response is sent, so lines are in completion order. Rotated at
+    // 100 MB into audit-<timestamp>.log beside it, 5 backups kept.
+    `--audit-policy-file=${AUDIT_POLICY}`,
+    `--audit-log-path=${AUDIT_LOG}`,
+    '--audit-log-format=json',
+    '--audit-log-maxsize=100',
+    '--audit-log-maxbackup=5',
   ];
+}
+
+/** Writes the audit policy kube-apiserver's flags name (before it starts; the same text every time). */
+function writeAuditPolicy(): void {
+  writeFileSync(AUDIT_POLICY, AUDIT_POLICY_YAML);
 }
 
 /** Says so when the running kube-apiserver's flags are not the ones this code would start it with. */
@@ -576,6 +616,7 @@ async function up(attempt = 1): Promise<void> {
       return res.ok && (await res.text()).includes('"true"') ? true : undefined;
     });
     const c = (name: string): string => join(CERTS, name);
+    writeAuditPolicy();
     const launch: Launch = { command: join(bin, 'kube-apiserver'), args: apiserverArgs(etcdUrl, apiPort) };
     writeFileSync(APISERVER_LAUNCH, `${JSON.stringify(launch, null, 2)}\n`);
     record(startDaemon('kube-apiserver', launch.command, launch.args, env));
@@ -655,6 +696,7 @@ async function up(attempt = 1): Promise<void> {
     imageTable: join(STATE, 'images.json'),
     imageDir: IMAGE_DIR,
     nodeAgentHash: nodeAgentSourceHash(),
+    auditLog: AUDIT_LOG,
   };
   writeFileSync(join(STATE, 'testbed.json'), `${JSON.stringify(info, null, 2)}\n`);
   say(
@@ -768,6 +810,9 @@ async function restartApiserver(): Promise<void> {
     return;
   }
   mkdirSync(LOGS, { recursive: true });
+  // The recorded command line names the audit policy: put it back if it was removed (a missing file stops the start).
+  if (launch.args.includes(`--audit-policy-file=${AUDIT_POLICY}`) && !existsSync(AUDIT_POLICY))
+    writeAuditPolicy();
   const env = { ...process.env };
   delete env.KUBECONFIG;
   const client = KubeClient.fromKubeconfig(KUBECONFIG);
@@ -833,6 +878,10 @@ const USAGE = `Usage: scripts/testbed up|down|status|env|kubectl|restart kube-ap
 
 Watches on podtemplates and on the custom resources (agents, stations, agentdefinitions of
 agents.re-cinq.com) bypass the API server's watch cache: a watch from a compacted resourceVersion gets 410.
+
+Audit log (JSON lines, recorded as auditLog in testbed.json): every create, update, patch and delete of agents,
+agents/status, jobs, leases and networkpolicies, with request and response bodies, in <logs>/audit.log
+(rotated at 100 MB into audit-<timestamp>.log, 5 kept); policy in <state>/audit-policy.yaml.
 
 State, certificates and logs live in \${AGENT_TESTBED_DIR:-<repo>/.testbed}.
 Images: agent-controller:e2e runs the built bundle on Node, agent-controller:e2e-deno on Deno; any other

@@ -19,6 +19,11 @@ export const TestbedInfoSchema = v.object({
   imageDir: v.optional(v.string()),
   /** Hash of the node agent's code when it was started (`up` restarts a stale agent). */
   nodeAgentHash: v.optional(v.string()),
+  /**
+   * kube-apiserver's JSON-lines audit log of writes to agents, agents/status, jobs, leases and networkpolicies
+   * (rotated backups `audit-<timestamp>.log` beside it); absent on a testbed started before it existed.
+   */
+  auditLog: v.optional(v.string()),
 });
 export type TestbedInfo = v.InferOutput<typeof TestbedInfoSchema>;
 
