@@ -1,8 +1,12 @@
-// The project's test command: `npm test` (all tiers), `npm test -- unit`, `npm test -- e2e`.
-// unit: every *.test.ts under src/, test/{unit,host,node-agent,support}/ and bench/ on Node (tsx loader); host tests run real processes.
-// e2e:  builds the bundle, brings up the local control plane (scripts/testbed up) and builds the test OpenTelemetry
-//       Collector (scripts/build-otelcol), then runs test/e2e/*.test.ts
-//       once per runtime (Node, then Deno) with AGENT_E2E_RUNTIME set, one file at a time.
+// The project's test command: `npm test` (all tiers), `npm test -- unit`, `npm test -- e2e`, `npm test -- chaos`.
+// unit:  every *.test.ts under src/, test/{unit,host,node-agent,support,chaos}/ (but test/chaos/profile) and bench/
+//        on Node (tsx loader); host tests run real processes.
+// e2e:   builds the bundle, brings up the local control plane (scripts/testbed up) and builds the test OpenTelemetry
+//        Collector (scripts/build-otelcol), then runs test/e2e/*.test.ts
+//        once per runtime (Node, then Deno) with AGENT_E2E_RUNTIME set, one file at a time.
+// chaos: the short chaos profile (test/chaos/profile), alone on the control plane after the e2e tiers: it restarts
+//        the API server and compacts etcd.
+// `npm run chaos -- [--minutes N] [--seed N] …` (tier `chaos-run`): one long chaos run, its report on stdout.
 import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -10,8 +14,9 @@ import { fileURLToPath } from 'node:url';
 import { NODE, runScript } from './runtime.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const tiers = process.argv.slice(2).filter((a) => !a.startsWith('-'));
-const wanted = tiers.length > 0 ? tiers : ['unit', 'e2e'];
+const chaosRun = process.argv[2] === 'chaos-run';
+const tiers = chaosRun ? ['chaos-run'] : process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const wanted = tiers.length > 0 ? tiers : ['unit', 'e2e', 'chaos'];
 
 function findTests(dir) {
   const out = [];
@@ -48,11 +53,15 @@ if (wanted.includes('unit')) {
     ...findTests('test/host'),
     ...findTests('test/node-agent'),
     ...findTests('test/support'),
+    ...findTests('test/chaos').filter((f) => !f.startsWith(join('test', 'chaos', 'profile'))),
     ...findTests('bench'),
   ];
   if (nodeTest(files, {}) !== 0) failed = true;
 }
-if (wanted.includes('e2e') && !failed) {
+/** Builds the bundle and brings up the control plane (and the test collector) once; returns the kubeconfig. */
+let prepared;
+async function prepareCluster() {
+  if (prepared !== undefined) return prepared;
   const [buildCmd, ...buildArgs] = runScript('scripts/build.mjs');
   if (run(buildCmd, buildArgs) !== 0) process.exit(1);
   // The test OpenTelemetry Collector (test/e2e/tracing) is built from Go modules while the control plane comes up
@@ -77,14 +86,28 @@ if (wanted.includes('e2e') && !failed) {
     otelcol.kill();
     process.exit(1);
   }
-  const kubeconfig = lines.at(-1);
   if ((await otelcolBuilt) !== 0)
     console.error('test: scripts/build-otelcol failed (the tracing tests will say why)');
+  prepared = lines.at(-1);
+  return prepared;
+}
+
+if (wanted.includes('e2e') && !failed) {
+  const kubeconfig = await prepareCluster();
   const files = findTests('test/e2e');
   const runtimes = (process.env.AGENT_E2E_RUNTIMES ?? 'node,deno').split(',');
   for (const runtime of runtimes) {
     const env = { KUBECONFIG: kubeconfig, AGENT_E2E_RUNTIME: runtime };
     if (nodeTest(files, env, ['--test-concurrency=1']) !== 0) failed = true;
   }
+}
+if (wanted.includes('chaos') && !failed) {
+  const kubeconfig = await prepareCluster();
+  if (nodeTest(findTests(join('test', 'chaos', 'profile')), { KUBECONFIG: kubeconfig }) !== 0) failed = true;
+}
+if (wanted.includes('chaos-run')) {
+  const kubeconfig = await prepareCluster();
+  const args = ['--import', 'tsx', join(root, 'test', 'chaos', 'run.ts'), ...process.argv.slice(3)];
+  if (run(NODE, args, { KUBECONFIG: kubeconfig }) !== 0) failed = true;
 }
 process.exit(failed ? 1 : 0);

@@ -16,6 +16,7 @@ import {
   describeKubeError,
   getObject,
   isNotFound,
+  isTransient,
   JOBS,
   type KubeError,
   type KubeObject,
@@ -233,6 +234,7 @@ export async function gatherEvidence(deps: GatherDeps, job: Job): Promise<RunEvi
     return {
       kind: 'unavailable',
       detail: `listing the run's pods failed: ${describeKubeError(listed.error)}`,
+      transient: isTransient(listed.error),
     };
   const pod = pickRunPod(listed.value);
   if (!pod) return { kind: 'podGone' };
@@ -265,6 +267,6 @@ async function readAgentLog(deps: GatherDeps, namespace: string, pod: string): P
     query: { container: AGENT_CONTAINER, tailLines: String(LOG_TAIL_LINES) },
     timeoutMs: deps.timeoutMs,
   });
-  if (!r.ok) return { kind: 'unavailable', detail: describeKubeError(r.error) };
+  if (!r.ok) return { kind: 'unavailable', detail: describeKubeError(r.error), transient: isTransient(r.error) };
   return { kind: 'read', text: r.value.text };
 }

@@ -127,6 +127,12 @@ export const isForbidden = (e: KubeError): boolean =>
 /** 401 Unauthorized: credentials missing, expired or rejected. */
 export const isUnauthorized = (e: KubeError): boolean => isApi(e) && e.code === 401;
 /**
+ * Whether asking again may well succeed: the connection failed or timed out, or the API server (or the kubelet
+ * behind it) answered 429 or 5xx. A 4xx otherwise is an answer.
+ */
+export const isTransient = (e: KubeError): boolean =>
+  e.kind === 'network' || e.kind === 'timeout' || (isApi(e) && (e.code === 429 || e.code >= 500));
+/**
  * 504 with cause `ResourceVersionTooLarge`: the requested RV is newer than the server's cache; the client
  * should re-list (kubernetes.md 1.2).
  */

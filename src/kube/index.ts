@@ -15,6 +15,7 @@ export {
   isInvalid,
   isNotFound,
   isResourceVersionTooLarge,
+  isTransient,
   isUnauthorized,
 } from './errors.ts';
 export type { EventNote, EventRecorder, EventRecorderOptions, InvolvedObject } from './events.ts';

@@ -90,8 +90,11 @@ export type CleanupObservation =
 /** The pod log read for a finished run (`container=agent`, tail). */
 export type LogRead =
   | { readonly kind: 'read'; readonly text: string | Uint8Array }
-  /** The log could not be read (400 from the kubelet, pod deleted between reads, timeout…); `detail` says why. */
-  | { readonly kind: 'unavailable'; readonly detail: string };
+  /**
+   * The log could not be read (400 from the kubelet, pod deleted between reads, timeout…); `detail` says why.
+   * `transient`: asking again may well succeed (network, timeout, 429, 5xx).
+   */
+  | { readonly kind: 'unavailable'; readonly detail: string; readonly transient?: boolean };
 
 /**
  * What the shell found about a finished run's pod. The shell gathers it only once the Job has a verdict
@@ -102,8 +105,11 @@ export type RunEvidence =
   | { readonly kind: 'notGathered' }
   /** No pod matches `job-name=<job>`: it was garbage-collected. */
   | { readonly kind: 'podGone' }
-  /** The pod lookup itself failed for good; `detail` says why. The run still ends, with no output. */
-  | { readonly kind: 'unavailable'; readonly detail: string }
+  /**
+   * The pod lookup itself failed; `detail` says why. `transient`: asking again may well succeed. The run still ends,
+   * with no output, once asking again is no use.
+   */
+  | { readonly kind: 'unavailable'; readonly detail: string; readonly transient?: boolean }
   | { readonly kind: 'pod'; readonly pod: Pod; readonly log: LogRead };
 
 /** One `FailedCreate` Event of the Job controller: the run's pod could not be created. */

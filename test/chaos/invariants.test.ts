@@ -105,7 +105,7 @@ function createJob(o: Opts, agent: string, job = `${agent}-job`): AuditRecord {
 }
 
 function setPhase(
-  o: Opts & { readonly version?: number; readonly plain?: boolean },
+  o: Opts & { readonly version?: number; readonly plain?: boolean; readonly failureReason?: string },
   agent: string,
   phase: string,
   output?: string,
@@ -120,7 +120,11 @@ function setPhase(
     responseObject: agentObject(
       agent,
       station,
-      { phase, ...(output === undefined ? {} : { output }) },
+      {
+        phase,
+        ...(output === undefined ? {} : { output }),
+        ...(o.failureReason === undefined ? {} : { failureReason: o.failureReason }),
+      },
       o.version,
     ),
   });
@@ -444,6 +448,27 @@ describe('invariant 4: results not lost or crossed', () => {
       [/Agent d-1/, /without its marker "MARKER<d-1>"/],
       [/Agent d-1/, /marker of Agent a-1/],
       [/Agent d-2/, /without its marker/, /no output/],
+    ]);
+  });
+
+  it('excuses a missing marker only for a run whose pod was deleted by hand and that says its output is gone', () => {
+    const log = [
+      ...cleanLog(),
+      createAgent({ at: 80 }, 'h-1', 'none'),
+      setPhase(
+        { at: 81, failureReason: 'run output unavailable: pod garbage-collected' },
+        'h-1',
+        'Succeeded',
+        '',
+      ),
+      createAgent({ at: 90 }, 'h-2', 'none'),
+      setPhase({ at: 91 }, 'h-2', 'Succeeded', ''),
+      createAgent({ at: 92 }, 'h-3', 'none'),
+      setPhase({ at: 93, failureReason: 'run output unavailable' }, 'h-3', 'Succeeded', ''),
+    ];
+    expectViolations(check(log, { podDeletedByHand: new Set(['h-1', 'h-2']) }), 4, [
+      [/Agent h-2/, /without its marker/],
+      [/Agent h-3/, /without its marker/],
     ]);
   });
 

@@ -40,6 +40,7 @@ import {
   successCriteriaMet,
 } from '../test-fixtures.ts';
 import { decide, EARLY_VERDICT_RETRY_MS, type JobBuilder, STALE_JOB_RETRY_MS } from './decide.ts';
+import { EVIDENCE_RETRY_MS, EVIDENCE_RETRY_WINDOW_MS } from './running.ts';
 
 const OPTIONS = {
   agentImage: 'agent-controller:e2e',
@@ -1860,5 +1861,46 @@ describe('decide: tracing (issue 10 §5)', () => {
     const d = run(snap(agent('a', { created: 20 })));
     assert.equal(runningPatch(d).traceID, undefined);
     assert.ok(!JSON.stringify(d.actions).includes('TRACEPARENT'));
+  });
+});
+
+describe('decide: Running, evidence that failed transiently (found by the chaos run)', () => {
+  const a = running('a', { started: 1 });
+  const completeAt = (s: number) => [
+    { type: 'Complete', status: 'True', reason: 'CompletionsReached', lastTransitionTime: iso(s) },
+  ];
+  const outage: RunEvidence = { kind: 'unavailable', detail: 'HTTP 503', transient: true };
+  const logOutage: RunEvidence = {
+    kind: 'pod',
+    pod: pod('a', 0),
+    log: { kind: 'unavailable', detail: 'timeout', transient: true },
+  };
+
+  it('asks again soon while the verdict is younger than the retry window, instead of losing the result', () => {
+    for (const evidence of [outage, logOutage]) {
+      const d = decide(snap(a, { job: present(job('a', { conditions: completeAt(50) }), evidence) }), at(60));
+      assert.deepEqual(d, { actions: [], requeueAfterMs: EVIDENCE_RETRY_MS });
+    }
+  });
+
+  it('gives up after the window: Succeeded without output, saying why', () => {
+    const late = at(50 + EVIDENCE_RETRY_WINDOW_MS / 1000);
+    const d = decide(snap(a, { job: present(job('a', { conditions: completeAt(50) }), outage) }), late);
+    const p = d.actions.find((x) => x.kind === 'patchStatus');
+    assert.ok(p?.kind === 'patchStatus');
+    assert.equal(p.status.phase, 'Succeeded');
+    assert.equal(p.status.output, '');
+    assert.match(p.status.failureReason ?? '', /HTTP 503/);
+  });
+
+  it('a permanent failure (404, 400) or a verdict without a time ends the run at once', () => {
+    const permanent: RunEvidence = { kind: 'unavailable', detail: 'HTTP 404', transient: false };
+    for (const [conditions, evidence] of [
+      [completeAt(50), permanent],
+      [complete, outage],
+    ] as const) {
+      const d = decide(snap(a, { job: present(job('a', { conditions }), evidence) }), at(60));
+      assert.ok(d.actions.some((x) => x.kind === 'patchStatus'));
+    }
   });
 });

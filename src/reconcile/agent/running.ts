@@ -1,4 +1,4 @@
-import { resolveModel } from '../../api/index.ts';
+import { type Job, resolveModel } from '../../api/index.ts';
 import { capOutput, jobNameFor } from '../../jobs/index.ts';
 import { sessionIdInOutput, vendorForModel } from '../../vendors/cli/index.ts';
 import { parseRunReport, type RunResult } from '../../vendors/cli/run-report.ts';
@@ -34,6 +34,34 @@ import {
 } from './status.ts';
 import { pruneAfter, secondsBetween } from './transition.ts';
 
+/** Re-read period of a finished run's pod and log after a transient failure (issue 13 §1: found by the chaos run). */
+export const EVIDENCE_RETRY_MS = 3000;
+/** How long after its Job finished a run's evidence is read again after transient failures before it is given up. */
+export const EVIDENCE_RETRY_WINDOW_MS = 5 * 60_000;
+
+/** Whether the evidence failed in a way that asking again may mend. */
+function transientlyUnavailable(evidence: RunEvidence): boolean {
+  if (evidence.kind === 'unavailable') return evidence.transient === true;
+  return evidence.kind === 'pod' && evidence.log.kind === 'unavailable' && evidence.log.transient === true;
+}
+
+/** Whether the Job's verdict (its latest terminal condition) is younger than EVIDENCE_RETRY_WINDOW_MS. */
+function withinEvidenceRetry(job: Job, now: Date): boolean {
+  const times = (job.status.conditions ?? [])
+    .filter((c) => c.status === 'True' && TERMINAL_JOB_CONDITIONS.has(c.type))
+    .map((c) => Date.parse(c.lastTransitionTime ?? ''))
+    .filter((t) => !Number.isNaN(t));
+  if (times.length === 0) return false;
+  return now.getTime() - Math.max(...times) < EVIDENCE_RETRY_WINDOW_MS;
+}
+
+const TERMINAL_JOB_CONDITIONS: ReadonlySet<string> = new Set([
+  'Complete',
+  'Failed',
+  'SuccessCriteriaMet',
+  'FailureTarget',
+]);
+
 /** Re-check period after an early Job verdict while the agent container is still stopping. */
 export const EARLY_VERDICT_RETRY_MS = 2000;
 
@@ -59,6 +87,10 @@ export function decideRunning(s: Snapshot, now: Date): Decision {
   if (outcome.kind === 'running') return decideStarting(s, now, s.job.job, (c) => finish(s, now, c));
   const evidence = s.job.evidence;
   if (evidence.kind === 'notGathered') return { actions: [], needs: 'runEvidence' };
+  // A result is never given up for an outage: the pod list or the log read failed in a way asking again may mend
+  // (the API server restarting, a timeout, 5xx), so it is asked again for a while before the run ends without it.
+  if (transientlyUnavailable(evidence) && withinEvidenceRetry(s.job.job, now))
+    return { actions: [], requeueAfterMs: Math.min(EVIDENCE_RETRY_MS, s.options.requeueMs) };
   if (outcome.early && evidence.kind === 'pod' && agentExitCode(evidence.pod) === undefined) {
     // FailureTarget / SuccessCriteriaMet while the agent container is still being stopped: its exit code and the
     // end of its log are not final yet. The final Complete / Failed condition follows once the pod is gone or

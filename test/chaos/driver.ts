@@ -1,0 +1,572 @@
+// The chaos run (issue 13 §1): controller replicas (Node and Deno mixed) reach the local control plane through a
+// fault-injecting proxy while a steady stream of Agents runs over several Stations; faults are injected on a seeded
+// schedule; afterwards the invariants are checked from the API server's audit log (what was really written), not from
+// the controller's own account, and the report gives each invariant's violations and the longest recovery per fault.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import * as v from 'valibot';
+import { startFaultProxy } from '../support/fault-proxy.ts';
+import {
+  agentManifest,
+  apiPath,
+  applyCrds,
+  applyRbacManifests,
+  type ControllerProcess,
+  collectionPath,
+  type E2eCluster,
+  type E2eRuntime,
+  GROUP_VERSION,
+  type Manifest,
+  restartTestbedApiServer,
+  runScenario,
+  type Scenario,
+  startController,
+  stationManifest,
+} from '../support/index.ts';
+import { type AuditRecord, readAuditLog } from './audit.ts';
+import { checkInvariants, type InvariantResult, identityOf } from './invariants.ts';
+import { between, type FaultKind, type PlannedFault, planFaults, seededRandom } from './schedule.ts';
+
+export interface ChaosProfile {
+  readonly name: string;
+  readonly seed: number;
+  /** How long Agents arrive and faults are injected. */
+  readonly minutes: number;
+  /** Controller replicas, runtimes alternating Node, Deno, Node. */
+  readonly replicas: number;
+  /** Gap between two Agents created, [min, max] ms. */
+  readonly arrivalMs: readonly [number, number];
+  /** Quiet time between faults, [min, max] ms. */
+  readonly gapMs: readonly [number, number];
+  /** A running pod or Job is deleted by hand about this often (ms). */
+  readonly handDeleteMs: number;
+  /** The controllers' poll interval (AGENT_POLL_INTERVAL_MS). */
+  readonly pollMs: number;
+}
+
+export const PROFILES: Readonly<Record<'short' | 'long', Omit<ChaosProfile, 'seed'>>> = {
+  short: {
+    name: 'short',
+    minutes: 3,
+    replicas: 2,
+    arrivalMs: [1500, 3000],
+    gapMs: [4000, 8000],
+    handDeleteMs: 30_000,
+    pollMs: 5000,
+  },
+  long: {
+    name: 'long',
+    minutes: 30,
+    replicas: 3,
+    arrivalMs: [1000, 3000],
+    gapMs: [15_000, 40_000],
+    handDeleteMs: 20_000,
+    pollMs: 5000,
+  },
+};
+
+/** The text a run prints and its Succeeded status must carry: its own name, delimited so no name is in another. */
+export const markerOf = (name: string): string => `<<${name}>>`;
+
+interface StationPlan {
+  readonly name: string;
+  readonly definition: string;
+  readonly policy: 'Allow' | 'Forbid' | 'Replace';
+  readonly limit: number;
+  readonly deadlineMinutes: number;
+  /** Share of arrivals. */
+  readonly weight: number;
+}
+
+/** The recipes: a quick success, a quick failure (exit 3), a longer run, and one that outlives its deadline. */
+const DEFINITIONS: Readonly<Record<string, string>> = {
+  ok: 'sleep $(( $(date +%s) % 3 + 1 )); echo "<<$TASK_ID>>"',
+  fail: 'sleep 1; echo "<<$TASK_ID>>"; exit 3',
+  long: 'sleep 8; echo "<<$TASK_ID>>"',
+  slow: 'echo "<<$TASK_ID>>"; sleep 600',
+};
+
+const STATIONS: readonly StationPlan[] = [
+  { name: 'allow', definition: 'ok', policy: 'Allow', limit: 2, deadlineMinutes: 5, weight: 35 },
+  { name: 'failing', definition: 'fail', policy: 'Allow', limit: 2, deadlineMinutes: 5, weight: 15 },
+  { name: 'forbid', definition: 'long', policy: 'Forbid', limit: 1, deadlineMinutes: 5, weight: 20 },
+  { name: 'replace', definition: 'long', policy: 'Replace', limit: 1, deadlineMinutes: 5, weight: 20 },
+  { name: 'deadline', definition: 'slow', policy: 'Allow', limit: 1, deadlineMinutes: 1, weight: 3 },
+];
+
+const LeaseSchema = v.looseObject({
+  spec: v.optional(v.looseObject({ holderIdentity: v.optional(v.nullable(v.string())) }), {}),
+});
+const AgentItemSchema = v.looseObject({
+  metadata: v.looseObject({ name: v.string(), uid: v.string() }),
+  spec: v.looseObject({ stationRef: v.string() }),
+  status: v.optional(v.looseObject({ phase: v.optional(v.string()), jobName: v.optional(v.string()) }), {}),
+});
+const NamedSchema = v.looseObject({ metadata: v.looseObject({ name: v.string() }) });
+
+interface Replica {
+  readonly identity: string;
+  readonly runtime: E2eRuntime;
+  readonly proc: ControllerProcess;
+}
+
+/** A fault as it happened. */
+export interface InjectedFault {
+  readonly kind: FaultKind;
+  readonly start: number;
+  readonly end: number;
+  readonly detail: string;
+}
+
+export interface ChaosReport {
+  readonly profile: ChaosProfile;
+  readonly created: number;
+  readonly phases: Readonly<Record<string, number>>;
+  readonly faults: readonly InjectedFault[];
+  readonly invariants: readonly InvariantResult[];
+  /** Longest time from a fault's end to the next successful Agent transition, per kind (ms). */
+  readonly recovery: Readonly<Partial<Record<FaultKind, number>>>;
+  readonly violations: number;
+  readonly auditRecords: number;
+}
+
+/** Writes a kubeconfig for a bearer `token` that reaches the API server at `server` (trusting the testbed CA). */
+function tokenKubeconfig(from: string, server: string, token: string, path: string): string {
+  const doc = JSON.parse(readFileSync(from, 'utf8')) as {
+    clusters: { cluster: Record<string, unknown> }[];
+  };
+  const ca = doc.clusters[0]?.cluster['certificate-authority-data'];
+  const config = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'chaos', cluster: { server, 'certificate-authority-data': ca } }],
+    users: [{ name: 'agent-controller', user: { token } }],
+    contexts: [{ name: 'chaos', context: { cluster: 'chaos', user: 'agent-controller' } }],
+    'current-context': 'chaos',
+  };
+  writeFileSync(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  return path;
+}
+
+function definition(name: string, script: string): Manifest {
+  return {
+    apiVersion: GROUP_VERSION,
+    kind: 'AgentDefinition',
+    metadata: { name },
+    spec: { model: 'exec', prompt: 'run {name}', tool_config: { command: ['sh', '-c', script] } },
+  };
+}
+
+/** Runs the chaos profile on `cluster` (the local testbed, with its audit log) and returns the report. */
+export async function runChaos(
+  cluster: E2eCluster,
+  profile: ChaosProfile,
+  say: (line: string) => void,
+): Promise<ChaosReport> {
+  const testbed = cluster.testbed;
+  if (testbed === undefined) throw new Error('the chaos run needs the local testbed (scripts/testbed up)');
+  const auditLog = testbed.auditLog;
+  if (auditLog === undefined)
+    throw new Error(
+      'the testbed has no audit log: restart it with `scripts/testbed down && scripts/testbed up`',
+    );
+  let report: ChaosReport | undefined;
+  await runScenario(cluster, `chaos-${profile.name}`, async (s) => {
+    report = await chaosScenario(s, profile, auditLog, say);
+  });
+  if (report === undefined) throw new Error('the chaos scenario ended without a report');
+  return report;
+}
+
+async function chaosScenario(
+  s: Scenario,
+  profile: ChaosProfile,
+  auditLog: string,
+  say: (line: string) => void,
+): Promise<ChaosReport> {
+  const random = seededRandom(profile.seed);
+  const testbed = s.cluster.testbed;
+  if (testbed === undefined) throw new Error('no testbed');
+  const certs = join(testbed.logDir, '..', 'certs');
+  await applyCrds(s.client);
+  await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
+  const proxy = await startFaultProxy({
+    upstream: testbed.apiserver,
+    caCertPath: join(certs, 'ca.crt'),
+    caKeyPath: join(certs, 'ca.key'),
+    workDir: s.tempDir(),
+    random: seededRandom(profile.seed ^ 0x5eed),
+  });
+  s.defer(() => proxy.close());
+  const kubeconfig = tokenKubeconfig(
+    s.cluster.kubeconfig,
+    proxy.url,
+    await s.serviceAccountToken('agent-controller', 24 * 3600),
+    join(s.tempDir(), 'chaos.kubeconfig'),
+  );
+
+  const history = { successfulRunsHistoryLimit: 100_000, failedRunsHistoryLimit: 100_000 };
+  await s.create(
+    ...Object.entries(DEFINITIONS).map(([name, script]) => definition(name, script)),
+    ...STATIONS.map((st) =>
+      stationManifest(st.name, st.definition, {
+        concurrencyPolicy: st.policy,
+        maxConcurrentRuns: st.limit,
+        deadlineMinutes: st.deadlineMinutes,
+        ...history,
+      }),
+    ),
+  );
+
+  // Replicas: Node, Deno, Node…; a killed one is replaced by a new process with a new identity (a new pod).
+  const started = Date.now();
+  const replicas: Replica[] = [];
+  const killed = new Set<ControllerProcess>();
+  const unexpected: string[] = [];
+  let generation = 0;
+  const startReplica = async (runtime: E2eRuntime): Promise<Replica> => {
+    const identity = `chaos-${String.fromCharCode(97 + (generation % 26))}${Math.floor(generation / 26) || ''}`;
+    generation++;
+    const proc = startController({
+      kubeconfig,
+      namespace: s.ns,
+      identity,
+      runtime,
+      pollIntervalMs: profile.pollMs,
+    });
+    s.replicas.push(proc);
+    void proc.exited.then((exit) => {
+      if (!killed.has(proc)) unexpected.push(`${identity} (${runtime}) exited: ${JSON.stringify(exit)}`);
+    });
+    const replica = { identity, runtime, proc };
+    replicas.push(replica);
+    await proc.waitReady(90_000);
+    return replica;
+  };
+  for (let i = 0; i < profile.replicas; i++) await startReplica(i % 2 === 0 ? 'node' : 'deno');
+  say(`replicas: ${replicas.map((r) => `${r.identity} (${r.runtime})`).join(', ')}`);
+
+  const leasePath = apiPath('coordination.k8s.io/v1', 'leases', {
+    namespace: s.ns,
+    name: 'agent-controller',
+  });
+  const leader = async (): Promise<Replica | undefined> => {
+    try {
+      const lease = await s.client.get(leasePath, LeaseSchema);
+      const holder = lease.spec.holderIdentity ?? '';
+      return replicas.find((r) => r.identity === holder && r.proc.running);
+    } catch {
+      return undefined;
+    }
+  };
+
+  // The workload: Agents arrive until the end of the fault window.
+  const windowMs = profile.minutes * 60_000;
+  const end = started + windowMs;
+  const agents = collectionPath('Agent', s.ns);
+  let created = 0;
+  let deadlineRuns = 0;
+  const totalWeight = STATIONS.reduce((n, st) => n + st.weight, 0);
+  const arrivals = (async () => {
+    while (Date.now() < end) {
+      let pick = random() * totalWeight;
+      let station = STATIONS[0] as StationPlan;
+      for (const st of STATIONS) {
+        pick -= st.weight;
+        if (pick < 0) {
+          station = st;
+          break;
+        }
+      }
+      // Runs past their deadline take a minute each: a few are enough.
+      if (station.name === 'deadline' && deadlineRuns >= Math.max(1, profile.minutes / 5))
+        station = STATIONS[0] as StationPlan;
+      if (station.name === 'deadline') deadlineRuns++;
+      const name = `r-${++created}`;
+      try {
+        await s.client.create(agents, agentManifest(name, station.name, { taskId: name }));
+      } catch (error) {
+        // The API server may be restarting, or the request refused under load: try the next one later.
+        created--;
+        say(`create failed (${String(error).slice(0, 120)})`);
+      }
+      await delay(between(random, profile.arrivalMs[0], profile.arrivalMs[1]));
+    }
+  })();
+
+  // By hand: a running run's pod or Job deleted.
+  const podDeletedByHand = new Set<string>();
+  const handDeletions = (async () => {
+    let n = 0;
+    while (Date.now() < end - 20_000) {
+      await delay(profile.handDeleteMs);
+      try {
+        const list = await s.client.list(agents, {}, AgentItemSchema);
+        const running = list.items.filter(
+          (a) =>
+            a.status.phase === 'Running' &&
+            (a.spec.stationRef === 'forbid' || a.spec.stationRef === 'replace'),
+        );
+        const victim = running[between(random, 0, Math.max(0, running.length - 1))];
+        const jobName = victim?.status.jobName;
+        if (victim === undefined || jobName === undefined) continue;
+        if (n++ % 2 === 0) {
+          podDeletedByHand.add(victim.metadata.name);
+          const pods = await s.client.list(
+            apiPath('v1', 'pods', { namespace: s.ns }),
+            { labelSelector: `job-name=${jobName}` },
+            NamedSchema,
+          );
+          for (const p of pods.items)
+            await s.client.delete(apiPath('v1', 'pods', { namespace: s.ns, name: p.metadata.name }));
+          say(`by hand: deleted the pod of ${victim.metadata.name}`);
+        } else {
+          await s.client.delete(apiPath('batch/v1', 'jobs', { namespace: s.ns, name: jobName }), {
+            propagationPolicy: 'Background',
+          });
+          say(`by hand: deleted the Job of ${victim.metadata.name}`);
+        }
+      } catch (error) {
+        say(`by-hand deletion failed (${String(error).slice(0, 120)})`);
+      }
+    }
+  })();
+
+  // The faults, on their seeded schedule.
+  const plan = planFaults(profile.seed, { startMs: 0, endMs: windowMs - 15_000, gapMs: profile.gapMs });
+  const faults: InjectedFault[] = [];
+  for (const f of plan) {
+    const wait = started + f.at - Date.now();
+    if (wait > 0) await delay(wait);
+    const t0 = Date.now();
+    const detail = await inject(f);
+    faults.push({ kind: f.kind, start: t0, end: Date.now(), detail });
+    say(`${((t0 - started) / 1000).toFixed(1)} s: ${f.kind} ${detail}`);
+  }
+
+  async function inject(f: PlannedFault): Promise<string> {
+    switch (f.kind) {
+      case 'kill-leader': {
+        const l = await leader();
+        if (l === undefined) return '(no leader to kill)';
+        killed.add(l.proc);
+        await l.proc.kill();
+        await delay(2000);
+        const next = await startReplica(l.runtime);
+        return `${l.identity} SIGKILLed; ${next.identity} started`;
+      }
+      case 'pause-leader': {
+        const l = await leader();
+        const pid = l?.proc.pid;
+        if (l === undefined || pid === undefined) return '(no leader to pause)';
+        process.kill(pid, 'SIGSTOP');
+        await delay(f.durationMs);
+        process.kill(pid, 'SIGCONT');
+        return `${l.identity} SIGSTOPped for ${(f.durationMs / 1000).toFixed(0)} s`;
+      }
+      case 'restart-apiserver': {
+        const run = await restartTestbedApiServer(s.cluster.kubeconfig);
+        return `in ${run.durationMs} ms`;
+      }
+      case 'compact-etcd':
+        return compactEtcd(testbed?.etcd ?? '');
+      case 'cut':
+        proxy.cut();
+        return 'every connection cut';
+      case 'half-open':
+        proxy.stall();
+        await delay(f.durationMs);
+        proxy.cut();
+        proxy.open();
+        return `connections stalled ${(f.durationMs / 1000).toFixed(0)} s, then cut`;
+      case 'latency':
+        proxy.setFaults({ latencyMs: [100, 800] });
+        await delay(f.durationMs);
+        proxy.clearFaults();
+        return `100–800 ms per request for ${(f.durationMs / 1000).toFixed(0)} s`;
+      case 'errors':
+        proxy.setFaults({ errorRate: 0.2, errorCodes: [429, 500, 503], retryAfterSeconds: 1 });
+        await delay(f.durationMs);
+        proxy.clearFaults();
+        return `20% of requests answered 429/500/503 for ${(f.durationMs / 1000).toFixed(0)} s`;
+      case 'watch-burst':
+        return watchBurst(s, random);
+    }
+  }
+
+  await arrivals;
+  await handDeletions;
+  proxy.clearFaults();
+  proxy.open();
+  const faultsStopped = Date.now();
+  say(`faults stopped after ${((faultsStopped - started) / 1000).toFixed(0)} s; ${created} Agents created`);
+
+  // (6) Every Agent terminal within the longest deadline, one poll and the queue behind a limit of 1.
+  const settle = 60_000 + profile.pollMs + 60_000;
+  let unfinished: string[] = [];
+  const settleBy = Date.now() + settle;
+  let phases: Record<string, number> = {};
+  while (Date.now() < settleBy) {
+    try {
+      const list = await s.client.list(agents, {}, AgentItemSchema);
+      phases = {};
+      for (const a of list.items) {
+        const p = a.status.phase ?? 'Pending';
+        phases[p] = (phases[p] ?? 0) + 1;
+      }
+      unfinished = list.items
+        .filter((a) => a.status.phase !== 'Succeeded' && a.status.phase !== 'Failed')
+        .map((a) => `${a.metadata.name} (${a.spec.stationRef}: ${a.status.phase ?? 'Pending'})`);
+      if (unfinished.length === 0) break;
+    } catch {}
+    await delay(2000);
+  }
+  phases.deleted = created - Object.values(phases).reduce((n, x) => n + x, 0);
+
+  // (7) No replica exited unless killed on purpose; nothing unhandled logged.
+  const crashes = [...unexpected];
+  for (const r of replicas) {
+    for (const l of r.proc.lines) {
+      if (/unhandled|uncaught/i.test(`${l.msg} ${JSON.stringify(l)}`) || l.level === 'fatal')
+        crashes.push(`${r.identity}: ${l.msg}`);
+    }
+  }
+
+  // (1)–(5) from the audit log.
+  const records = readAuditLog(auditLog, started - 1000);
+  const invariants: InvariantResult[] = [
+    ...checkInvariants({
+      records,
+      namespace: s.ns,
+      stations: new Map(STATIONS.map((st) => [st.name, st.limit])),
+      lease: { namespace: s.ns, name: 'agent-controller' },
+      controllerUser: `system:serviceaccount:${s.ns}:agent-controller`,
+      markerOf,
+      podDeletedByHand,
+    }),
+    {
+      id: 6,
+      name: `every Agent terminal within ${settle / 1000} s after the faults stop`,
+      checked: created,
+      violations: unfinished,
+    },
+    {
+      id: 7,
+      name: 'no controller exited unless killed, nothing unhandled logged',
+      checked: replicas.length,
+      violations: crashes,
+    },
+  ];
+  const recovery = recoveries(faults, records, `system:serviceaccount:${s.ns}:agent-controller`, s.ns);
+  return {
+    profile,
+    created,
+    phases,
+    faults,
+    invariants,
+    recovery,
+    violations: invariants.reduce((n, i) => n + i.violations.length, 0),
+    auditRecords: records.length,
+  };
+}
+
+/** Compacts etcd at its current revision (every watch older than it gets 410 Gone). */
+async function compactEtcd(etcd: string): Promise<string> {
+  const range = await fetch(`${etcd}/v3/kv/range`, {
+    method: 'POST',
+    body: JSON.stringify({ key: Buffer.from('/').toString('base64') }),
+  });
+  const revision = ((await range.json()) as { header?: { revision?: string } }).header?.revision;
+  if (revision === undefined) return '(no revision)';
+  const r = await fetch(`${etcd}/v3/kv/compaction`, {
+    method: 'POST',
+    body: JSON.stringify({ revision, physical: true }),
+  });
+  return `at revision ${revision} (${r.status})`;
+}
+
+/** Patches an annotation on up to 300 finished Agents at once: changes the controller must take in and ignore. */
+async function watchBurst(s: Scenario, random: () => number): Promise<string> {
+  const agents = collectionPath('Agent', s.ns);
+  const list = await s.client.list(agents, {}, AgentItemSchema);
+  const done = list.items
+    .filter((a) => a.status.phase === 'Succeeded' || a.status.phase === 'Failed')
+    .slice(0, 300);
+  let n = 0;
+  for (let i = 0; i < done.length; i += 25) {
+    await Promise.all(
+      done.slice(i, i + 25).map(async (a) => {
+        try {
+          await s.client.patch(`${agents}/${a.metadata.name}`, {
+            metadata: { annotations: { 'chaos.test/burst': String(Math.floor(random() * 1e9)) } },
+          });
+          n++;
+        } catch {}
+      }),
+    );
+  }
+  return `${n} finished Agents changed`;
+}
+
+/** For each fault, the time from its end to the next successful Agent status write by a controller; the longest per kind. */
+function recoveries(
+  faults: readonly InjectedFault[],
+  records: readonly AuditRecord[],
+  user: string,
+  namespace: string,
+): Partial<Record<FaultKind, number>> {
+  const writes = records
+    .filter(
+      (r) =>
+        r.user === user &&
+        r.namespace === namespace &&
+        r.resource === 'agents' &&
+        r.subresource === 'status' &&
+        r.code >= 200 &&
+        r.code < 300 &&
+        identityOf(r.userAgent) !== undefined,
+    )
+    .map((r) => r.completed)
+    .sort((a, b) => a - b);
+  const out: Partial<Record<FaultKind, number>> = {};
+  for (const f of faults) {
+    const next = writes.find((t) => t >= f.end);
+    if (next === undefined) continue;
+    out[f.kind] = Math.max(out[f.kind] ?? 0, next - f.end);
+  }
+  return out;
+}
+
+/** The report as text. */
+export function formatReport(r: ChaosReport): string {
+  const lines: string[] = [];
+  const p = r.profile;
+  lines.push(
+    `chaos run: profile ${p.name}, seed ${p.seed}, ${p.minutes} min of faults, ${p.replicas} replicas, poll ${p.pollMs} ms`,
+  );
+  lines.push(
+    `runs: ${r.created} created; ${Object.entries(r.phases)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}`,
+  );
+  const byKind = new Map<string, number>();
+  for (const f of r.faults) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
+  lines.push(
+    `faults: ${r.faults.length} (${[...byKind]
+      .sort()
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')})`,
+  );
+  lines.push(`invariants (audit records read: ${r.auditRecords}):`);
+  for (const inv of r.invariants) {
+    lines.push(`  ${inv.id}. ${inv.name}: ${inv.violations.length} violations (${inv.checked} checked)`);
+    for (const v of inv.violations.slice(0, 10)) lines.push(`       - ${v}`);
+    if (inv.violations.length > 10) lines.push(`       … ${inv.violations.length - 10} more`);
+  }
+  lines.push('longest recovery (fault end → next Agent transition written):');
+  for (const [kind, ms] of Object.entries(r.recovery).sort())
+    lines.push(`  ${kind}: ${(ms / 1000).toFixed(1)} s`);
+  lines.push(`violations: ${r.violations}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,37 @@
+// The short chaos profile (issue 13 §1), part of `npm test` (its own tier, after the e2e tiers: it restarts the API
+// server and compacts etcd, which other tests must not see): two replicas (Node and Deno) through a fault-injecting
+// proxy, every kind of fault at least once, and every invariant — checked from the audit log — holds.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { e2eCluster } from '../../support/index.ts';
+import { formatReport, PROFILES, runChaos } from '../driver.ts';
+import { FAULT_KINDS } from '../schedule.ts';
+
+const cluster = e2eCluster();
+const skip =
+  typeof cluster === 'string'
+    ? cluster
+    : cluster.testbed?.auditLog === undefined
+      ? 'needs the local testbed with its audit log (scripts/testbed up)'
+      : false;
+const seed = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
+
+describe('chaos: short profile', { skip }, () => {
+  it(`every invariant holds under every kind of fault (seed ${seed})`, { timeout: 15 * 60_000 }, async () => {
+    if (typeof cluster === 'string') return;
+    const report = await runChaos(cluster, { ...PROFILES.short, seed }, (line) =>
+      process.stdout.write(`# chaos: ${line}\n`),
+    );
+    cluster.client.close();
+    const text = formatReport(report);
+    process.stdout.write(`${text.replace(/^/gm, '# ')}\n`);
+    assert.deepEqual(
+      [...new Set(report.faults.map((f) => f.kind))].sort(),
+      [...FAULT_KINDS].sort(),
+      'every kind of fault was injected',
+    );
+    assert.ok(report.created >= 30, `a steady workload (${report.created} Agents)`);
+    assert.equal(report.invariants.length, 7);
+    assert.equal(report.violations, 0, `replay with CHAOS_SEED=${seed}\n${text}`);
+  });
+});
