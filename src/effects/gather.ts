@@ -267,6 +267,7 @@ async function readAgentLog(deps: GatherDeps, namespace: string, pod: string): P
     query: { container: AGENT_CONTAINER, tailLines: String(LOG_TAIL_LINES) },
     timeoutMs: deps.timeoutMs,
   });
-  if (!r.ok) return { kind: 'unavailable', detail: describeKubeError(r.error), transient: isTransient(r.error) };
+  if (!r.ok)
+    return { kind: 'unavailable', detail: describeKubeError(r.error), transient: isTransient(r.error) };
   return { kind: 'read', text: r.value.text };
 }
