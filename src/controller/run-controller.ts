@@ -602,7 +602,7 @@ export function startController(deps: ControllerDeps): RunningController {
   };
 
   function mayWrite(): boolean {
-    return queue !== undefined && (elector === undefined || elector.isLeader());
+    return queue !== undefined && (elector === undefined || elector.holdsLease());
   }
 
   async function handle(key: string) {
@@ -638,7 +638,7 @@ export function startController(deps: ControllerDeps): RunningController {
 
   async function sweepHistory(): Promise<void> {
     for (const raw of stations.store.list()) {
-      if (!queue) return;
+      if (!mayWrite()) return;
       const station = parseCachedStation(raw);
       if (!station.ok) continue;
       const lane = laneKey(station.value.metadata.namespace, station.value.metadata.name);
@@ -657,7 +657,7 @@ export function startController(deps: ControllerDeps): RunningController {
   /** Deletes the Jobs of runs that failed because their pod could not start, should the delete then have failed. */
   async function sweepLeftoverJobs(): Promise<void> {
     for (const raw of jobs.store.list()) {
-      if (!queue) return;
+      if (!mayWrite()) return;
       const owner = (raw.metadata.ownerReferences ?? []).find(
         (o) => o.controller === true && o.kind === 'Agent',
       );
@@ -704,7 +704,7 @@ export function startController(deps: ControllerDeps): RunningController {
    */
   let sweepSkips = 0;
   async function sweepBindings(): Promise<void> {
-    if (!queue) return;
+    if (!mayWrite()) return;
     if (sweepSkips > 0) {
       sweepSkips--;
       return;
@@ -730,7 +730,7 @@ export function startController(deps: ControllerDeps): RunningController {
       return finished && !agent.metadata.finalizers.includes(RUN_CLEANUP_FINALIZER) ? 'finished' : 'active';
     });
     for (const binding of stray) {
-      if (!queue) return;
+      if (!mayWrite()) return;
       const r = await deleteBinding(transport, binding, undefined);
       if (r.ok) log.info('Removed a stray run ClusterRoleBinding', { binding: binding.name });
       else

@@ -186,6 +186,7 @@ function fakeLeaseServer() {
     status: 409,
     body: { kind: 'Status', code: 409, reason: 'Conflict', message: 'modified' },
   };
+  let gate: Promise<void> | undefined;
   const respond = (req: FakeRequest): FakeReply => {
     if (failing) return { error: { kind: 'network', message: 'down' } };
     if (req.method === 'GET') {
@@ -219,7 +220,25 @@ function fakeLeaseServer() {
     return { status: 405, body: {} };
   };
   return {
-    transport: createFakeTransport({ request: respond }),
+    transport: createFakeTransport({
+      request: async (req) => {
+        // Committed now, answered once the gate opens (a slow answer, or a process frozen before handling it).
+        const reply = respond(req);
+        if (gate !== undefined) await gate;
+        return reply;
+      },
+    }),
+    /** Holds every answer until the returned function is called. */
+    holdAnswers: (): (() => void) => {
+      let open = (): void => {};
+      gate = new Promise<void>((resolve) => {
+        open = () => {
+          gate = undefined;
+          resolve();
+        };
+      });
+      return open;
+    },
     get: () => stored,
     setFailing: (f: boolean) => {
       failing = f;
@@ -350,6 +369,41 @@ describe('createLeaderElector', () => {
     await a.tick();
     assert.equal(a.isLeader(), false);
     assert.deepEqual(events, ['a:start', 'a:stop']);
+  });
+
+  it('holdsLease judges like isLeader without stepping down (the write fence asks it)', async () => {
+    const server = fakeLeaseServer();
+    const clock = new ManualClock();
+    const events: string[] = [];
+    const a = make(server, clock, 'a', events);
+    await a.tick();
+    assert.equal(a.holdsLease(), true);
+    server.setFailing(true);
+    await clock.advance(9_999);
+    assert.equal(a.holdsLease(), true);
+    await clock.advance(1);
+    assert.equal(a.holdsLease(), false);
+    assert.deepEqual(events, ['a:start'], 'no step-down from asking');
+    assert.equal(a.isLeader(), false);
+    assert.deepEqual(events, ['a:start', 'a:stop']);
+    assert.equal(a.holdsLease(), false);
+  });
+
+  it('a renewal counts from when it was sent, not from when its answer arrived', async () => {
+    const server = fakeLeaseServer();
+    const clock = new ManualClock();
+    const a = make(server, clock, 'a', []);
+    const release = server.holdAnswers();
+    const first = a.tick();
+    // The answer is handled 4 s after the renewal was sent (a slow API server, or a frozen process).
+    await clock.advance(4_000);
+    release();
+    await first;
+    assert.equal(a.isLeader(), true);
+    await clock.advance(5_999);
+    assert.equal(a.holdsLease(), true);
+    await clock.advance(1);
+    assert.equal(a.holdsLease(), false, '10 s after sending, not after the answer');
   });
 
   it('run ticks every retry period until aborted', async () => {

@@ -250,6 +250,11 @@ export interface LeaderElector {
   /** True while we hold the lease and the last renewal is younger than the renew deadline (judged on the clock). */
   isLeader(): boolean;
   /**
+   * The same judgement as {@link isLeader} without its side effect (stepping down): what every write asks, so a
+   * replica paused past its renew deadline writes nothing when it wakes, and its elector steps down on its own tick.
+   */
+  holdsLease(): boolean;
+  /**
    * Gives the lease up if we hold it (resourceVersion-guarded merge patch, decision (g)) and reports stopped leading.
    * Call after `run` has resolved and the work has stopped. Never throws.
    */
@@ -357,8 +362,12 @@ export function createLeaderElector(opts: LeaderElectorOptions): LeaderElector {
     if (ticking) return ticking;
     ticking = (async () => {
       try {
+        const sentAt = opts.clock.now();
         const { result, reachable } = await attempt();
-        setState(afterAttempt(state, result, opts.clock.now(), limits));
+        const next = afterAttempt(state, result, opts.clock.now(), limits);
+        // A renewal counts from when it was sent, not from when its answer was handled: a replica frozen between the
+        // API server's commit and this line must not believe its Lease fresher than it is.
+        setState(result === 'won' && next.leading ? { ...next, lastRenewedAt: sentAt } : next);
         opts.onTick?.({ reachable, leading: state.leading });
       } finally {
         ticking = undefined;
@@ -374,6 +383,13 @@ export function createLeaderElector(opts: LeaderElectorOptions): LeaderElector {
         if (!(await opts.clock.sleep(retryMs, signal))) break;
       }
       await ticking;
+    },
+    holdsLease() {
+      return (
+        state.leading &&
+        state.lastRenewedAt !== undefined &&
+        opts.clock.now() - state.lastRenewedAt < limits.renewDeadlineMs
+      );
     },
     isLeader() {
       if (!state.leading) return false;

@@ -3,6 +3,7 @@
 // schedule; afterwards the invariants are checked from the API server's audit log (what was really written), not from
 // the controller's own account, and the report gives each invariant's violations and the longest recovery per fault.
 import { readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import * as v from 'valibot';
@@ -117,6 +118,8 @@ export interface InjectedFault {
   readonly start: number;
   readonly end: number;
   readonly detail: string;
+  /** It could not be injected (no live leader to kill or pause): not counted as injected. */
+  readonly skipped: boolean;
 }
 
 export interface ChaosReport {
@@ -185,7 +188,10 @@ async function chaosScenario(
   auditLog: string,
   say: (line: string) => void,
 ): Promise<ChaosReport> {
+  // One stream per concern, so a replay draws the same numbers whatever the timing interleaves.
   const random = seededRandom(profile.seed);
+  const handRandom = seededRandom(profile.seed ^ 0x4a4d);
+  const burstRandom = seededRandom(profile.seed ^ 0xb0b);
   const testbed = s.cluster.testbed;
   if (testbed === undefined) throw new Error('no testbed');
   const certs = join(testbed.logDir, '..', 'certs');
@@ -251,14 +257,19 @@ async function chaosScenario(
     namespace: s.ns,
     name: 'agent-controller',
   });
+  /** The replica holding the Lease, waiting (up to 45 s) for a live one: after a kill the Lease names the dead one a while. */
   const leader = async (): Promise<Replica | undefined> => {
-    try {
-      const lease = await s.client.get(leasePath, LeaseSchema);
-      const holder = lease.spec.holderIdentity ?? '';
-      return replicas.find((r) => r.identity === holder && r.proc.running);
-    } catch {
-      return undefined;
+    const until = Date.now() + 45_000;
+    while (Date.now() < until) {
+      try {
+        const lease = await s.client.get(leasePath, LeaseSchema);
+        const holder = lease.spec.holderIdentity ?? '';
+        const live = replicas.find((r) => r.identity === holder && r.proc.running);
+        if (live !== undefined) return live;
+      } catch {}
+      await delay(500);
     }
+    return undefined;
   };
 
   // The workload: Agents arrive until the end of the fault window.
@@ -308,7 +319,7 @@ async function chaosScenario(
             a.status.phase === 'Running' &&
             (a.spec.stationRef === 'forbid' || a.spec.stationRef === 'replace'),
         );
-        const victim = running[between(random, 0, Math.max(0, running.length - 1))];
+        const victim = running[between(handRandom, 0, Math.max(0, running.length - 1))];
         const jobName = victim?.status.jobName;
         if (victim === undefined || jobName === undefined) continue;
         if (n++ % 2 === 0) {
@@ -341,7 +352,8 @@ async function chaosScenario(
     if (wait > 0) await delay(wait);
     const t0 = Date.now();
     const detail = await inject(f);
-    faults.push({ kind: f.kind, start: t0, end: Date.now(), detail });
+    const skipped = detail.startsWith('(');
+    faults.push({ kind: f.kind, start: t0, end: Date.now(), detail, skipped });
     say(`${((t0 - started) / 1000).toFixed(1)} s: ${f.kind} ${detail}`);
   }
 
@@ -361,16 +373,31 @@ async function chaosScenario(
         const pid = l?.proc.pid;
         if (l === undefined || pid === undefined) return '(no leader to pause)';
         process.kill(pid, 'SIGSTOP');
-        await delay(f.durationMs);
-        process.kill(pid, 'SIGCONT');
+        // Continued whatever happens, also when this process is told to exit meanwhile.
+        const resume = (): void => {
+          try {
+            process.kill(pid, 'SIGCONT');
+          } catch {}
+        };
+        process.once('exit', resume);
+        try {
+          await delay(f.durationMs);
+        } finally {
+          resume();
+          process.off('exit', resume);
+        }
         return `${l.identity} SIGSTOPped for ${(f.durationMs / 1000).toFixed(0)} s`;
       }
       case 'restart-apiserver': {
         const run = await restartTestbedApiServer(s.cluster.kubeconfig);
         return `in ${run.durationMs} ms`;
       }
-      case 'compact-etcd':
-        return compactEtcd(testbed?.etcd ?? '');
+      case 'compact-etcd': {
+        // Open watches keep streaming past a compaction; cut them so they resume from revisions now compacted.
+        const compacted = await compactEtcd(testbed?.etcd ?? '');
+        proxy.cut();
+        return `${compacted}, then every connection cut`;
+      }
       case 'cut':
         proxy.cut();
         return 'every connection cut';
@@ -391,7 +418,7 @@ async function chaosScenario(
         proxy.clearFaults();
         return `20% of requests answered 429/500/503 for ${(f.durationMs / 1000).toFixed(0)} s`;
       case 'watch-burst':
-        return watchBurst(s, random);
+        return watchBurst(s, burstRandom);
     }
   }
 
@@ -459,6 +486,15 @@ async function chaosScenario(
     },
   ];
   const recovery = recoveries(faults, records, `system:serviceaccount:${s.ns}:agent-controller`, s.ns);
+  const violations = invariants.reduce((n, i) => n + i.violations.length, 0);
+  if (violations > 0) {
+    // The replicas' logs outlive the scenario's namespace and temp folders: where to look is printed.
+    for (const r of replicas) {
+      const path = join(tmpdir(), `chaos-${profile.seed}-${r.identity}.log`);
+      writeFileSync(path, r.proc.logText());
+      say(`log of ${r.identity}: ${path}`);
+    }
+  }
   return {
     profile,
     created,
@@ -466,7 +502,7 @@ async function chaosScenario(
     faults,
     invariants,
     recovery,
-    violations: invariants.reduce((n, i) => n + i.violations.length, 0),
+    violations,
     auditRecords: records.length,
   };
 }
@@ -531,6 +567,7 @@ function recoveries(
     .sort((a, b) => a - b);
   const out: Partial<Record<FaultKind, number>> = {};
   for (const f of faults) {
+    if (f.skipped) continue;
     const next = writes.find((t) => t >= f.end);
     if (next === undefined) continue;
     out[f.kind] = Math.max(out[f.kind] ?? 0, next - f.end);
@@ -551,9 +588,11 @@ export function formatReport(r: ChaosReport): string {
       .join(', ')}`,
   );
   const byKind = new Map<string, number>();
-  for (const f of r.faults) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
+  for (const f of r.faults) if (!f.skipped) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
   lines.push(
-    `faults: ${r.faults.length} (${[...byKind]
+    `faults: ${r.faults.filter((f) => !f.skipped).length} injected, ${r.faults.filter((f) => f.skipped).length} skipped (${[
+      ...byKind,
+    ]
       .sort()
       .map(([k, n]) => `${k} ${n}`)
       .join(', ')})`,

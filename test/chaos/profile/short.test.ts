@@ -11,14 +11,19 @@ const cluster = e2eCluster();
 const skip =
   typeof cluster === 'string'
     ? cluster
-    : cluster.testbed?.auditLog === undefined
-      ? 'needs the local testbed with its audit log (scripts/testbed up)'
+    : cluster.testbed === undefined
+      ? 'needs the local testbed (scripts/testbed up)'
       : false;
-const seed = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
+// A fixed seed by default, so `npm test` is reproducible; CHAOS_SEED tries another (`npm run chaos` draws one).
+const seed = Number(process.env.CHAOS_SEED ?? 20261202);
 
 describe('chaos: short profile', { skip }, () => {
   it(`every invariant holds under every kind of fault (seed ${seed})`, { timeout: 15 * 60_000 }, async () => {
     if (typeof cluster === 'string') return;
+    assert.ok(
+      cluster.testbed?.auditLog !== undefined,
+      'the testbed has no audit log: it was started before audit logging; run `scripts/testbed down && scripts/testbed up`',
+    );
     const report = await runChaos(cluster, { ...PROFILES.short, seed }, (line) =>
       process.stdout.write(`# chaos: ${line}\n`),
     );
@@ -26,7 +31,7 @@ describe('chaos: short profile', { skip }, () => {
     const text = formatReport(report);
     process.stdout.write(`${text.replace(/^/gm, '# ')}\n`);
     assert.deepEqual(
-      [...new Set(report.faults.map((f) => f.kind))].sort(),
+      [...new Set(report.faults.filter((f) => !f.skipped).map((f) => f.kind))].sort(),
       [...FAULT_KINDS].sort(),
       'every kind of fault was injected',
     );
