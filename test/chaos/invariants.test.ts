@@ -366,6 +366,22 @@ describe('invariant 3: concurrency limit', () => {
     assert.equal(result(results, 3).checked, 2);
   });
 
+  it('counts a run marked Running without a Job (a stale admission) from its Running write', () => {
+    const log = [
+      leaseWrite({ at: 0 }, 'a', 'create'),
+      createAgent({ at: 1 }, 'c-1'),
+      createAgent({ at: 2 }, 'c-2'),
+      createJob({ at: 10 }, 'c-1'),
+      setPhase({ at: 11 }, 'c-1', 'Running'),
+      setPhase({ at: 20 }, 'c-2', 'Running'), // no Job: still a run holding a slot
+      setPhase({ at: 30 }, 'c-1', 'Succeeded', marker('c-1')),
+      setPhase({ at: 40 }, 'c-2', 'Failed'),
+    ];
+    expectViolations(check(log), 3, [
+      [/2 runs at/, /Agent c-1 .*\(Job c-1-job created/, /Agent c-2 .*\(Running written/],
+    ]);
+  });
+
   it('reports each instant above the limit', () => {
     const log = [
       createAgent({ at: 1 }, 'c-1'),
@@ -490,6 +506,18 @@ describe('invariant 4: results not lost or crossed', () => {
 });
 
 describe('invariant 5: only the Lease holder writes', () => {
+  it('reports a write by the holder after its Lease expired, though nobody took it over', () => {
+    const log = [
+      leaseWrite({ at: 0 }, 'a', 'create'),
+      createAgent({ at: 1 }, 'e-1'),
+      setPhase({ at: 14_000 }, 'e-1', 'Running'), // within the 15 s of the Lease
+      setPhase({ at: 15_001 }, 'e-1', 'Failed'), // past it
+    ];
+    expectViolations(check(log), 5, [
+      [/patch agents\/status e-1 by a/, /Lease .* had expired at 2026-12-02T05:00:15\.000000Z/],
+    ]);
+  });
+
   it('reports a write by replica b while a holds the Lease', () => {
     const log = [...cleanLog(), setPhase({ at: 80, replica: 'b' }, 'a-2', 'Succeeded', marker('a-2'))];
     expectViolations(check(log), 5, [

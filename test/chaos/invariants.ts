@@ -68,7 +68,12 @@ const AgentStatusSchema = v.looseObject({
   output: v.optional(v.unknown()),
   failureReason: v.optional(v.unknown()),
 });
-const LeaseSpecSchema = v.looseObject({ holderIdentity: v.optional(v.unknown()) });
+const LeaseSpecSchema = v.looseObject({
+  holderIdentity: v.optional(v.unknown()),
+  leaseDurationSeconds: v.optional(v.unknown()),
+});
+/** A Lease without leaseDurationSeconds lasts this long (the controller's default). */
+const DEFAULT_LEASE_SECONDS = 15;
 
 interface Body {
   readonly kind: string | undefined;
@@ -365,22 +370,31 @@ function phasesForward(m: Model): InvariantResult {
 
 interface Run {
   readonly agent: string;
-  readonly job: AuditRecord;
+  /** What started it: its Job's create, or its first Running write (a run marked Running without a Job). */
+  readonly startWhy: string;
   readonly start: number;
   readonly end: number;
   readonly endWhy: string;
 }
 
 function concurrencyLimit(m: Model): InvariantResult {
+  // A run holds a slot from the earlier of its Job's create and its first Running write.
+  const starts = new Map<string, { time: number; why: string }>();
+  const startAt = (uid: string, time: number, why: string): void => {
+    const known = starts.get(uid);
+    if (known === undefined || time < known.time) starts.set(uid, { time, why });
+  };
+  for (const { r, owner } of m.jobCreates)
+    if (owner !== undefined) startAt(owner, r.received, `Job ${r.name ?? '?'} created`);
+  for (const w of m.phaseWrites) if (w.phase === 'Running') startAt(w.uid, w.r.received, 'Running written');
   const runs = new Map<string, Run[]>();
   let checked = 0;
-  for (const { r, owner } of m.jobCreates) {
-    if (owner === undefined) continue;
+  for (const [owner, first] of starts) {
     const station = m.agents.byUid.get(owner)?.station;
     const limit = station === undefined ? undefined : m.input.stations.get(station);
     if (station === undefined || limit === undefined || limit <= 0) continue;
     checked++;
-    const start = r.received;
+    const start = first.time;
     const terminal = m.phaseWrites.find(
       (w) => w.uid === owner && isTerminal(w.phase) && w.r.completed >= start,
     );
@@ -398,7 +412,7 @@ function concurrencyLimit(m: Model): InvariantResult {
     if (end <= start) continue; // holds no slot
     runs.set(station, [
       ...(runs.get(station) ?? []),
-      { agent: m.agents.label(owner), job: r, start, end, endWhy },
+      { agent: m.agents.label(owner), startWhy: first.why, start, end, endWhy },
     ]);
   }
   const violations: string[] = [];
@@ -421,10 +435,7 @@ function concurrencyLimit(m: Model): InvariantResult {
       if (holders.size > limit) {
         const names = [...holders]
           .sort((a, b) => a.start - b.start)
-          .map(
-            (h) =>
-              `${h.agent} (Job ${h.job.name ?? '?'} created ${at(h.start)}, until ${at(h.end)}: ${h.endWhy})`,
-          );
+          .map((h) => `${h.agent} (${h.startWhy} ${at(h.start)}, until ${at(h.end)}: ${h.endWhy})`);
         violations.push(
           `Station ${station} (maxConcurrentRuns ${limit}): ${holders.size} runs at ${at(e.time)}: ${names.join(', ')}`,
         );
@@ -489,7 +500,12 @@ function onlyLeaseHolderWrites(m: Model): InvariantResult {
     .map((r) => {
       const spec = v.safeParse(LeaseSpecSchema, response(r)?.spec);
       const holder = r.verb === 'delete' || !spec.success ? undefined : str(spec.output.holderIdentity);
-      return { r, holder, resourceVersion: response(r)?.resourceVersion };
+      const seconds = spec.success ? spec.output.leaseDurationSeconds : undefined;
+      // Held until its duration after the write reached the API server (the holder itself stops earlier: its
+      // renew deadline counts from when it sent the write).
+      const expires =
+        r.received + (typeof seconds === 'number' && seconds > 0 ? seconds : DEFAULT_LEASE_SECONDS) * 1000;
+      return { r, holder, expires, resourceVersion: response(r)?.resourceVersion };
     })
     .sort(
       (a, b) =>
@@ -532,7 +548,13 @@ function onlyLeaseHolderWrites(m: Model): InvariantResult {
       continue;
     }
     const entry = holderAt(r.received);
-    if (entry?.holder === identity) continue;
+    if (entry?.holder === identity && r.received <= entry.expires) continue;
+    if (entry?.holder === identity) {
+      violations.push(
+        `${describe(r)}: replica ${identity}'s Lease ${leaseName} had expired at ${at(entry.expires)} (last written ${at(entry.r.received)})`,
+      );
+      continue;
+    }
     const held =
       entry === undefined
         ? `no write of Lease ${leaseName} seen before`
