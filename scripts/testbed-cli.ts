@@ -495,11 +495,15 @@ async function waitLeaseRenewed(
 }
 
 /** Replaces a running node agent with one running the current code; false when that failed. */
-async function restartNodeAgent(info: TestbedInfo, hash: string): Promise<boolean> {
+async function restartNodeAgent(
+  info: TestbedInfo,
+  hash: string,
+  why = 'the node agent code changed; restarting the node agent (the control plane keeps its state)',
+): Promise<boolean> {
   const records = readRecords(PIDS);
   const old = records.find((r) => r.name === 'node-agent');
   if (!old) return false;
-  say('the node agent code changed; restarting the node agent (the control plane keeps its state)');
+  say(why);
   await stopProcess(old, 40_000);
   const env = { ...process.env };
   delete env.KUBECONFIG;
@@ -862,9 +866,26 @@ async function restartApiserver(): Promise<void> {
 }
 
 /** Components `restart` can restart alone. */
-const RESTARTABLE: Readonly<Record<string, () => Promise<void>>> = { 'kube-apiserver': restartApiserver };
+/**
+ * `restart node-agent`: the test node's agent (its kubelet) stopped and started again, as a kubelet restart; the
+ * pods it was running are marked Failed (NodeAgentRestarted), as their processes are gone.
+ */
+async function restartNode(): Promise<void> {
+  const info = readTestbedInfo(KUBECONFIG);
+  if (info === undefined || !(await restartNodeAgent(info, nodeAgentSourceHash(), 'restarting the node agent'))) {
+    say('restart failed: is the testbed up?');
+    process.exitCode = 1;
+    return;
+  }
+  say('node agent restarted');
+}
 
-const USAGE = `Usage: scripts/testbed up|down|status|env|kubectl|restart kube-apiserver
+const RESTARTABLE: Readonly<Record<string, () => Promise<void>>> = {
+  'kube-apiserver': restartApiserver,
+  'node-agent': restartNode,
+};
+
+const USAGE = `Usage: scripts/testbed up|down|status|env|kubectl|restart kube-apiserver|restart node-agent
 
   up      start (or reuse) the local control plane; prints the admin kubeconfig path last on stdout
   down    stop everything up started (safe to call twice)
@@ -876,6 +897,9 @@ const USAGE = `Usage: scripts/testbed up|down|status|env|kubectl|restart kube-ap
           certificates and port, so existing kubeconfigs and tokens keep working; returns when /readyz is
           ok and the node is Ready (prints the kubeconfig path last). etcd, kube-controller-manager and the
           node agent keep running and reconnect. Clients see a few seconds of outage.
+  restart node-agent
+          stop the test node's agent (its kubelet) and start it again; the pods it ran are marked Failed
+          (NodeAgentRestarted), as after a kubelet restart that lost its containers.
 
 Watches on podtemplates and on the custom resources (agents, stations, agentdefinitions of
 agents.re-cinq.com) bypass the API server's watch cache: a watch from a compacted resourceVersion gets 410.

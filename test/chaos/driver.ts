@@ -21,6 +21,7 @@ import {
   type Manifest,
   restartTestbedApiServer,
   runScenario,
+  runTestbed,
   type Scenario,
   startController,
   stationManifest,
@@ -52,7 +53,7 @@ export const PROFILES: Readonly<Record<'short' | 'long', Omit<ChaosProfile, 'see
     minutes: 3,
     replicas: 2,
     arrivalMs: [1500, 3000],
-    gapMs: [4000, 8000],
+    gapMs: [3000, 7000],
     handDeleteMs: 30_000,
     pollMs: 5000,
   },
@@ -390,6 +391,12 @@ async function chaosScenario(
       }
       case 'restart-apiserver': {
         const run = await restartTestbedApiServer(s.cluster.kubeconfig);
+        return `in ${run.durationMs} ms`;
+      }
+      case 'restart-node': {
+        // The test node's kubelet: the run pods it was running fail (their processes are gone), as on a real node.
+        const run = await runTestbed(s.cluster.kubeconfig, ['restart', 'node-agent']);
+        if (run.code !== 0) throw new Error(`scripts/testbed restart node-agent failed: ${run.stderr}`);
         return `in ${run.durationMs} ms`;
       }
       case 'compact-etcd': {

@@ -6,6 +6,7 @@ export const FAULT_KINDS = [
   'kill-leader',
   'pause-leader',
   'restart-apiserver',
+  'restart-node',
   'compact-etcd',
   'cut',
   'half-open',
@@ -21,6 +22,7 @@ export const FAULT_DURATION_MS: Readonly<Record<FaultKind, readonly [number, num
   // Past the Lease (15 s) and its renew deadline, so another replica takes over while this one sleeps.
   'pause-leader': [20_000, 25_000],
   'restart-apiserver': [0, 0],
+  'restart-node': [0, 0],
   'compact-etcd': [0, 0],
   cut: [0, 0],
   'half-open': [8_000, 15_000],
