@@ -1,3 +1,4 @@
+import * as v from 'valibot';
 import {
   type Agent,
   AgentSchema,
@@ -80,6 +81,20 @@ import type { ReadinessCheck } from '../server/index.ts';
 import type { Logger } from '../shared/log.ts';
 import { createTracing, NO_TRACING } from '../telemetry/otel.ts';
 import { RunSpans } from '../telemetry/run-spans.ts';
+
+/**
+ * Whether `a` is an older version than `b` of the same object, by resourceVersion (etcd revisions, compared as
+ * integers; a version that is not one is never called older).
+ */
+export function isOlder(
+  a: { metadata: { resourceVersion: string } },
+  b: { metadata: { resourceVersion: string } },
+): boolean {
+  const ra = a.metadata.resourceVersion;
+  const rb = b.metadata.resourceVersion;
+  if (!/^\d+$/.test(ra) || !/^\d+$/.test(rb)) return false;
+  return BigInt(ra) < BigInt(rb);
+}
 
 /** How long a shutdown waits for reconciles in flight before it releases the Lease anyway. */
 export const SHUTDOWN_DRAIN_MS = 5000;
@@ -301,10 +316,21 @@ export function startController(deps: ControllerDeps): RunningController {
       claims.remove(c.object.metadata.uid);
     } else {
       // The cache and the book share one parsed object per Agent.
-      book.upsert(key, c.object);
+      recordAgent(c.object);
       enqueue(key);
     }
     for (const lane of lanes) wakeHeads(lane);
+  }
+
+  /**
+   * Puts a version of an Agent in the book unless the book holds a newer one of the same Agent: this replica's own
+   * status writes go in as soon as they are answered, and a watch lagging behind them must not take them back.
+   */
+  function recordAgent(agent: Agent): void {
+    const key = objectKey(agent);
+    const held = book.get(key);
+    if (held !== undefined && held.metadata.uid === agent.metadata.uid && isOlder(agent, held)) return;
+    book.upsert(key, agent);
   }
 
   /** Keeps the batch poller's list in step with the Agents whose vendor batch is in flight. */
@@ -563,6 +589,10 @@ export function startController(deps: ControllerDeps): RunningController {
     // nothing when it wakes, before its elector has even noticed (the next holder may already be deciding).
     leading: () => mayWrite(),
     mayWrite: () => mayWrite(),
+    onAgentWritten: (raw) => {
+      const parsed = v.safeParse(AgentSchema, raw);
+      if (parsed.success) recordAgent(parsed.output);
+    },
     tombstones,
     backgroundEvents: true,
     backgroundPrunes: true,

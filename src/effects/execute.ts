@@ -72,6 +72,8 @@ export interface ExecuteDeps {
    * decides again.
    */
   readonly mayWrite?: () => boolean;
+  /** Called with the Agent as the API server returned it after a successful status patch (read your writes). */
+  readonly onAgentWritten?: (agent: unknown) => void;
   /**
    * When true, history-pruning deletes run in the background (claimed first, logged on failure, retried by the
    * next sweep) instead of holding up the worker. Default false.
@@ -353,6 +355,9 @@ async function executeAction(action: Action, deps: ExecuteDeps): Promise<Execute
       });
       if (r.ok) {
         deps.metrics.statusPatches.inc();
+        // Read your own writes: the next reconcile must not decide from the version before this one, should the
+        // watch deliver it late (issue 13 §1: a run whose Running patch the cache had not seen got a second Job).
+        deps.onAgentWritten?.(r.value);
         break;
       }
       if (isConflict(r.error) || isNotFound(r.error)) {

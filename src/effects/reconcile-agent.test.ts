@@ -369,6 +369,22 @@ describe('reconcileAgent', () => {
     assert.deepEqual(h.events, []);
   });
 
+  it('an Agent this replica deleted (its cache not caught up yet) → done, nothing created (found by the chaos run)', async () => {
+    const h = harness({ ...PENDING_WORLD, agents: [rawAgent('a1')] });
+    const tombstones = { add: () => {}, remove: () => {}, has: (uid: string) => uid === 'uid-a1' };
+    const result = await reconcileAgent(`${NS}/a1`, { ...h.deps, tombstones });
+    assert.deepEqual(result, { kind: 'done' });
+    assert.deepEqual(h.calls(), []);
+  });
+
+  it('a successful status patch hands the Agent the API server returned to onAgentWritten (read your writes)', async () => {
+    const h = harness({ ...PENDING_WORLD, agents: [rawAgent('a1')] });
+    const written: unknown[] = [];
+    await reconcileAgent(`${NS}/a1`, { ...h.deps, onAgentWritten: (a) => written.push(a) });
+    assert.equal(written.length, 1);
+    assert.equal((written[0] as { kind?: string; metadata?: { name?: string } }).metadata?.name, 'a1');
+  });
+
   describe('Pending', () => {
     it('Station and AgentDefinition cached → POST Job, then PATCH status Running with jobName; requeueAfter', async () => {
       const h = harness({ ...PENDING_WORLD, agents: [rawAgent('a1')] });

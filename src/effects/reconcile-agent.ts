@@ -105,6 +105,11 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
   if (agent === undefined) return { kind: 'done' };
   const log = deps.logger.with({ agent: key });
   if (!needsReconcile(agent)) return { kind: 'done' };
+  // This replica deleted it (pruned or preempted) and the cache has not caught up: nothing is decided on the version
+  // before the delete (issue 13 §1: a preempted Agent got a Job after its deletion). Its deletion, or its
+  // deletionTimestamp when a finalizer holds it, wakes it again.
+  if (deps.tombstones?.has(agent.metadata.uid) === true && agent.metadata.deletionTimestamp === undefined)
+    return { kind: 'done' };
   const uid = agent.metadata.uid;
   const notBefore = deps.batch?.cleanupNotBefore.get(uid);
   let snapshot: Snapshot = {

@@ -92,7 +92,7 @@ const DEFINITIONS: Readonly<Record<string, string>> = {
 const STATIONS: readonly StationPlan[] = [
   { name: 'allow', definition: 'ok', policy: 'Allow', limit: 2, deadlineMinutes: 5, weight: 35 },
   { name: 'failing', definition: 'fail', policy: 'Allow', limit: 2, deadlineMinutes: 5, weight: 15 },
-  { name: 'forbid', definition: 'long', policy: 'Forbid', limit: 1, deadlineMinutes: 5, weight: 20 },
+  { name: 'forbid', definition: 'long', policy: 'Forbid', limit: 1, deadlineMinutes: 5, weight: 12 },
   { name: 'replace', definition: 'long', policy: 'Replace', limit: 1, deadlineMinutes: 5, weight: 20 },
   { name: 'deadline', definition: 'slow', policy: 'Allow', limit: 1, deadlineMinutes: 1, weight: 3 },
 ];
@@ -308,7 +308,8 @@ async function chaosScenario(
   })();
 
   // By hand: a running run's pod or Job deleted.
-  const podDeletedByHand = new Set<string>();
+  /** Agents whose pod or Job was deleted by hand: one that finished just then has no log left to read. */
+  const deletedByHand = new Set<string>();
   const handDeletions = (async () => {
     let n = 0;
     while (Date.now() < end - 20_000) {
@@ -323,8 +324,8 @@ async function chaosScenario(
         const victim = running[between(handRandom, 0, Math.max(0, running.length - 1))];
         const jobName = victim?.status.jobName;
         if (victim === undefined || jobName === undefined) continue;
+        deletedByHand.add(victim.metadata.name);
         if (n++ % 2 === 0) {
-          podDeletedByHand.add(victim.metadata.name);
           const pods = await s.client.list(
             apiPath('v1', 'pods', { namespace: s.ns }),
             { labelSelector: `job-name=${jobName}` },
@@ -436,8 +437,19 @@ async function chaosScenario(
   const faultsStopped = Date.now();
   say(`faults stopped after ${((faultsStopped - started) / 1000).toFixed(0)} s; ${created} Agents created`);
 
-  // (6) Every Agent terminal within the longest deadline, one poll and the queue behind a limit of 1.
-  const settle = 60_000 + profile.pollMs + 60_000;
+  // (6) Every Agent terminal within the longest deadline and one poll, plus what its Station's queue asks: the
+  // Agents still waiting behind a limit run one limit-full at a time (at most ~15 s each here).
+  let backlog = 0;
+  try {
+    const waiting = (await s.client.list(agents, {}, AgentItemSchema)).items.filter(
+      (a) => a.status.phase !== 'Succeeded' && a.status.phase !== 'Failed',
+    );
+    for (const st of STATIONS) {
+      const n = waiting.filter((a) => a.spec.stationRef === st.name).length;
+      if (st.limit > 0) backlog = Math.max(backlog, Math.ceil(n / st.limit) * 15_000);
+    }
+  } catch {}
+  const settle = 60_000 + profile.pollMs + 60_000 + backlog;
   let unfinished: string[] = [];
   const settleBy = Date.now() + settle;
   let phases: Record<string, number> = {};
@@ -477,11 +489,11 @@ async function chaosScenario(
       lease: { namespace: s.ns, name: 'agent-controller' },
       controllerUser: `system:serviceaccount:${s.ns}:agent-controller`,
       markerOf,
-      podDeletedByHand,
+      podDeletedByHand: deletedByHand,
     }),
     {
       id: 6,
-      name: `every Agent terminal within ${settle / 1000} s after the faults stop`,
+      name: `every Agent terminal within ${Math.round(settle / 1000)} s after the faults stop (deadline, poll, queue)`,
       checked: created,
       violations: unfinished,
     },

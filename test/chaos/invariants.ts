@@ -16,7 +16,7 @@ export interface InvariantInput {
   /** The text a successful run's status.output must contain. */
   readonly markerOf: (agentName: string) => string;
   /**
-   * Agents whose pod was deleted by hand: one that finished just as its pod went has no log left to read, so its
+   * Agents whose pod or Job was deleted by hand: one that finished just as its pod went has no log left to read, so its
    * Succeeded status may lack its marker, provided it says why (status.failureReason). A crossed marker still counts.
    */
   readonly podDeletedByHand?: ReadonlySet<string>;
