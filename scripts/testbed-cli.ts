@@ -872,7 +872,10 @@ async function restartApiserver(): Promise<void> {
  */
 async function restartNode(): Promise<void> {
   const info = readTestbedInfo(KUBECONFIG);
-  if (info === undefined || !(await restartNodeAgent(info, nodeAgentSourceHash(), 'restarting the node agent'))) {
+  if (
+    info === undefined ||
+    !(await restartNodeAgent(info, nodeAgentSourceHash(), 'restarting the node agent'))
+  ) {
     say('restart failed: is the testbed up?');
     process.exitCode = 1;
     return;
