@@ -23,10 +23,11 @@ type StreamScript = (req: FakeRequest, ctl: FakeStreamControl) => Promise<FakeRe
 
 /** A scripted API server: LIST answers from `objects` in pages of 2; each WATCH runs the next script. */
 function scriptedServer(initial: ReturnType<typeof cm>[], listRv: string) {
-  const state = { objects: initial, listRv };
+  const state = { objects: initial, listRv, down: false };
   const streams: StreamScript[] = [];
   const t = createFakeTransport({
     request: (req) => {
+      if (state.down) return { error: { kind: 'network', message: 'connection refused' } };
       const start = req.query.continue === undefined ? 0 : Number(req.query.continue);
       const limit = Number(req.query.limit);
       const items = state.objects.slice(start, start + limit);
@@ -167,6 +168,34 @@ describe('createInformer', () => {
     await running;
     const after = await inf.resync();
     assert.ok(!after.ok && after.error.kind === 'aborted');
+  });
+
+  it('a resync that runs into an outage (its LIST fails) counts the watch after the next resync as a reconnect', async () => {
+    const srv = scriptedServer([cm('a', '1')], '5');
+    const clock = new ManualClock();
+    const counters = { reconnects: 0 };
+    const inf = createInformer<KubeObject>({
+      transport: srv.t,
+      resource: CONFIG_MAPS,
+      namespace: 'n',
+      clock,
+      random: () => 0,
+      logger,
+      hooks: { onReconnect: () => counters.reconnects++ },
+    });
+    const ctl = new AbortController();
+    const running = inf.run(ctl.signal);
+    await inf.ready;
+    await until(() => watches(srv.t).length === 1, clock, 'watch');
+    // A poll's re-list runs into an API-server restart; the next poll's re-list finds it back.
+    srv.state.down = true;
+    assert.ok(!(await inf.resync()).ok);
+    srv.state.down = false;
+    assert.ok((await inf.resync()).ok);
+    await until(() => watches(srv.t).length === 2, clock, 'the watch after the outage');
+    assert.equal(counters.reconnects, 1);
+    ctl.abort();
+    await running;
   });
 
   it('retries a failed initial list with backoff and becomes ready once it succeeds', async () => {

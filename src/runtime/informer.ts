@@ -132,6 +132,9 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
       if (signal.aborted) return undefined;
       hooks.onListError?.(r.error);
       log.warn('List failed', { reason, error: describeKubeError(r.error) });
+      // The API server could not be reached: the watch that follows is a reconnect, even after a requested resync
+      // (a poll's re-list that ran into an API-server restart).
+      lostWatch = true;
       return { kind: 'listFailed', error: r.error };
     }
     for (const bad of r.value.invalid)
