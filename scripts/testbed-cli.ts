@@ -80,7 +80,6 @@ rules:
         resources: [jobs]
       - group: coordination.k8s.io
         resources: [leases]
-        resourceNames: [agent-controller]
       - group: networking.k8s.io
         resources: [networkpolicies]
   - level: None
@@ -908,7 +907,7 @@ Watches on podtemplates and on the custom resources (agents, stations, agentdefi
 agents.re-cinq.com) bypass the API server's watch cache: a watch from a compacted resourceVersion gets 410.
 
 Audit log (JSON lines, recorded as auditLog in testbed.json): every create, update, patch and delete of agents,
-agents/status, jobs, the agent-controller leases and networkpolicies, with request and response bodies, in <logs>/audit.log
+agents/status, jobs, leases and networkpolicies, with request and response bodies, in <logs>/audit.log
 (rotated at 100 MB into audit-<timestamp>.log, 5 kept); policy in <state>/audit-policy.yaml.
 
 State, certificates and logs live in \${AGENT_TESTBED_DIR:-<repo>/.testbed}.
