@@ -48,7 +48,7 @@ import {
 } from '../kube/index.ts';
 import type { ControllerMetrics } from '../metrics/index.ts';
 import { PHASES } from '../metrics/index.ts';
-import { leftoverStartJob, START_PROBLEM_REASONS } from '../reconcile/agent/starting.ts';
+import { leftoverStartJob, showsStartProblem } from '../reconcile/agent/starting.ts';
 import {
   apiKeySecretKey,
   BATCH_FINALIZER,
@@ -94,6 +94,11 @@ export function isOlder(
   const rb = b.metadata.resourceVersion;
   if (!/^\d+$/.test(ra) || !/^\d+$/.test(rb)) return false;
   return BigInt(ra) < BigInt(rb);
+}
+
+/** The Agent that controls a Job (its controller ownerReference of kind Agent), if any. */
+function agentOwnerOf(job: KubeObject | undefined) {
+  return (job?.metadata.ownerReferences ?? []).find((o) => o.controller === true && o.kind === 'Agent');
 }
 
 /** How long a shutdown waits for reconciles in flight before it releases the Lease anyway. */
@@ -271,12 +276,11 @@ export function startController(deps: ControllerDeps): RunningController {
    */
   function wakeJobOwner(jobKey: string, blocked: boolean): void {
     const raw = jobs.store.get(jobKey);
-    const owner = (raw?.metadata.ownerReferences ?? []).find(
-      (o) => o.controller === true && o.kind === 'Agent',
-    );
+    const owner = agentOwnerOf(raw);
     if (raw === undefined || owner === undefined) return;
     const key = `${raw.metadata.namespace}/${owner.name}`;
-    if (blocked || showsStartProblem(book.get(key))) enqueue(key);
+    const agent = book.get(key);
+    if (blocked || (agent !== undefined && showsStartProblem(agent))) enqueue(key);
   }
   const jobs = createInformer({
     ...informerOptions,
@@ -384,9 +388,7 @@ export function startController(deps: ControllerDeps): RunningController {
   /** A Job the controller owns changed: it holds its Agent's slot while cached; reconcile that Agent. */
   function onJobChange(c: Change<KubeObject>): void {
     const jobKey = objectKey(c.object);
-    const owner = (c.object.metadata.ownerReferences ?? []).find(
-      (o) => o.controller === true && o.kind === 'Agent',
-    );
+    const owner = agentOwnerOf(c.object);
     if (c.type === 'deleted' || owner === undefined) book.jobGone(jobKey);
     else book.jobSeen(jobKey, owner.uid);
     if (owner === undefined) return;
@@ -445,12 +447,6 @@ export function startController(deps: ControllerDeps): RunningController {
     }
     // Without a (valid) Station every queued Agent is woken: each fails with the reason.
     return book.heads(lane, n);
-  }
-
-  /** True when the Agent shows a cause that keeps its pod from starting (Ready=False with one of its reasons). */
-  function showsStartProblem(a: Agent | undefined): boolean {
-    const ready = (a?.status.conditions ?? []).find((c) => c.type === CONDITION_READY);
-    return ready !== undefined && START_PROBLEM_REASONS.has(ready.reason);
   }
 
   /** True when the Agent already carries Ready=False/Queued. */
@@ -688,9 +684,7 @@ export function startController(deps: ControllerDeps): RunningController {
   async function sweepLeftoverJobs(): Promise<void> {
     for (const raw of jobs.store.list()) {
       if (!mayWrite()) return;
-      const owner = (raw.metadata.ownerReferences ?? []).find(
-        (o) => o.controller === true && o.kind === 'Agent',
-      );
+      const owner = agentOwnerOf(raw);
       if (owner === undefined) continue;
       const agent = book.get(`${raw.metadata.namespace}/${owner.name}`);
       const job = parseCachedJob(raw);

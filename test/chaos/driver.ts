@@ -2,7 +2,7 @@
 // fault-injecting proxy while a steady stream of Agents runs over several Stations; faults are injected on a seeded
 // schedule; afterwards the invariants are checked from the API server's audit log (what was really written), not from
 // the controller's own account, and the report gives each invariant's violations and the longest recovery per fault.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -18,6 +18,7 @@ import {
   type E2eCluster,
   type E2eRuntime,
   GROUP_VERSION,
+  kubeconfigWithToken,
   type Manifest,
   restartTestbedApiServer,
   runScenario,
@@ -147,24 +148,6 @@ export interface ChaosReport {
   readonly auditRecords: number;
 }
 
-/** Writes a kubeconfig for a bearer `token` that reaches the API server at `server` (trusting the testbed CA). */
-function tokenKubeconfig(from: string, server: string, token: string, path: string): string {
-  const doc = JSON.parse(readFileSync(from, 'utf8')) as {
-    clusters: { cluster: Record<string, unknown> }[];
-  };
-  const ca = doc.clusters[0]?.cluster['certificate-authority-data'];
-  const config = {
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: 'chaos', cluster: { server, 'certificate-authority-data': ca } }],
-    users: [{ name: 'agent-controller', user: { token } }],
-    contexts: [{ name: 'chaos', context: { cluster: 'chaos', user: 'agent-controller' } }],
-    'current-context': 'chaos',
-  };
-  writeFileSync(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-  return path;
-}
-
 function definition(name: string, script: string): Manifest {
   return {
     apiVersion: GROUP_VERSION,
@@ -218,11 +201,12 @@ async function chaosScenario(
     random: seededRandom(profile.seed ^ 0x5eed),
   });
   s.defer(() => proxy.close());
-  const kubeconfig = tokenKubeconfig(
+  const kubeconfig = kubeconfigWithToken(
     s.cluster.kubeconfig,
-    proxy.url,
     await s.serviceAccountToken('agent-controller', 24 * 3600),
-    join(s.tempDir(), 'chaos.kubeconfig'),
+    'agent-controller',
+    s.tempDir(),
+    proxy.url,
   );
 
   const history = { successfulRunsHistoryLimit: 100_000, failedRunsHistoryLimit: 100_000 };

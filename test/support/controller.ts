@@ -521,9 +521,16 @@ export function kubeconfigWithServer(from: string, server: string, dir: string):
 
 /**
  * Writes a kubeconfig into `dir` that reaches the same API server and trusts the same CA as the kubeconfig at
- * `from`, authenticating with a bearer `token` (e.g. from the TokenRequest API). Returns the new path.
+ * `from` (or `server` instead, e.g. a proxy whose certificate the same CA signed), authenticating with a bearer
+ * `token` (e.g. from the TokenRequest API). Returns the new path.
  */
-export function kubeconfigWithToken(from: string, token: string, user: string, dir: string): string {
+export function kubeconfigWithToken(
+  from: string,
+  token: string,
+  user: string,
+  dir: string,
+  server?: string,
+): string {
   const doc = v.parse(KubeconfigDocSchema, JSON.parse(readFileSync(from, 'utf8')));
   const ctx = doc.contexts.find((c) => c.name === doc['current-context']);
   const cluster = doc.clusters.find((c) => c.name === ctx?.context.cluster);
@@ -536,7 +543,7 @@ export function kubeconfigWithToken(from: string, token: string, user: string, d
       {
         name: 'e2e',
         cluster: {
-          server: cluster.cluster.server,
+          server: server ?? cluster.cluster.server,
           'certificate-authority-data': cluster.cluster['certificate-authority-data'],
         },
       },

@@ -13,6 +13,7 @@ import {
   podStartSignal,
   START_GRACE_MS,
   START_PROBLEM_REASONS,
+  showsStartProblem,
   startState,
 } from './starting.ts';
 
@@ -494,6 +495,16 @@ describe('decide: a Running run whose pod cannot start', () => {
   it('a finished Job is judged by its verdict, not by its start', () => {
     const done = job('a', { conditions: [{ type: 'Complete', status: 'True' }] });
     assert.deepEqual(decide(snap(AGENT, PULL, {}, done), at(400)), { actions: [], needs: 'runEvidence' });
+  });
+
+  it('showsStartProblem follows StartBlocked: shown with a cause, gone once the pod starts', () => {
+    assert.equal(showsStartProblem(AGENT), false);
+    const shown = shownAt(20);
+    assert.equal(showsStartProblem(shown), true);
+    assert.equal(
+      showsStartProblem(applied(shown, decide(snap(shown, obs([pod({ phase: 'Running' })])), at(30)))),
+      false,
+    );
   });
 
   it('START_PROBLEM_REASONS lists every reason a start can be blocked by', () => {

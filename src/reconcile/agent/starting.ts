@@ -131,6 +131,18 @@ export function startState(job: Job, start: StartObservation): StartState {
   };
 }
 
+/** The Agent's StartBlocked condition while it is True: a cause keeps its pod from starting. */
+function startBlocked(agent: Agent) {
+  return (agent.status.conditions ?? []).find(
+    (c) => c.type === CONDITION_START_BLOCKED && c.status === 'True',
+  );
+}
+
+/** Whether the Agent shows a cause keeping its pod from starting (the shell then wakes it when its pods change). */
+export function showsStartProblem(agent: Agent): boolean {
+  return startBlocked(agent) !== undefined;
+}
+
 /**
  * A blocked run fails no sooner than this after its cause was first shown (`StartBlocked` since), even past the
  * start timeout: a cause first seen late (a registry blip after a long pull) gets a chance to pass.
@@ -161,7 +173,7 @@ export function decideStarting(
   const state = startState(job, s.start);
   const conditions = agent.status.conditions ?? [];
   const ready = conditions.find((c) => c.type === CONDITION_READY);
-  const blocked = conditions.find((c) => c.type === CONDITION_START_BLOCKED && c.status === 'True');
+  const blocked = startBlocked(agent);
   const jobName = job.metadata.name;
   if (state.kind !== 'blocked') {
     if (blocked === undefined || state.kind === 'unknown') return idle;
