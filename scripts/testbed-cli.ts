@@ -864,10 +864,10 @@ async function restartApiserver(): Promise<void> {
   }
 }
 
-/** Components `restart` can restart alone. */
 /**
  * `restart node-agent`: the test node's agent (its kubelet) stopped and started again, as a kubelet restart; the
- * pods it was running are marked Failed (NodeAgentRestarted), as their processes are gone.
+ * pods it was running are marked Failed (NodeAgentRestarted), as their processes are gone; finished pods' logs
+ * stay readable, as a kubelet keeps /var/log/pods.
  */
 async function restartNode(): Promise<void> {
   const info = readTestbedInfo(KUBECONFIG);
@@ -882,6 +882,7 @@ async function restartNode(): Promise<void> {
   say('node agent restarted');
 }
 
+/** Components `restart` can restart alone. */
 const RESTARTABLE: Readonly<Record<string, () => Promise<void>>> = {
   'kube-apiserver': restartApiserver,
   'node-agent': restartNode,

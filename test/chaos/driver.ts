@@ -66,9 +66,6 @@ export const PROFILES: Readonly<Record<'short' | 'long', Omit<ChaosProfile, 'see
     gapMs: [3000, 7000],
     handDeleteMs: 30_000,
     pollMs: 5000,
-    // Not the kubelet restart: the test node loses the logs of pods that finished before it restarted (a real
-    // kubelet keeps them on disk), so a run finishing then loses its output; the long profile keeps it.
-    kinds: FAULT_KINDS.filter((k) => k !== 'restart-node'),
   },
   long: {
     name: 'long',

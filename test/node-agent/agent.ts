@@ -1,6 +1,6 @@
 // The test node agent: registers a Node, keeps it Ready (Lease + status heartbeat), schedules pending
 // pods onto itself, runs the pods bound to it, and serves their logs on the kubelet endpoint.
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import type { Server } from 'node:https';
 import { arch, release } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +13,8 @@ import { KubeObjectSchema } from '../support/schemas.ts';
 import { NODE_CAPACITY } from './env.ts';
 import { type ImageTable, loadImageTables } from './images.ts';
 import { IpPool } from './ip-pool.ts';
-import { startKubeletServer } from './kubelet-server.ts';
+import { type PodLookup, startKubeletServer } from './kubelet-server.ts';
+import { logFilesOnDisk } from './logs.ts';
 import { selectorMatches, unschedulableCondition } from './plan.ts';
 import { DataObjectSchema, type NodePod, NodePodSchema } from './pod-spec.ts';
 import { PodWorker } from './pod-worker.ts';
@@ -116,8 +117,15 @@ export class NodeAgent {
 
   /** Registers the Node, starts heartbeats, the kubelet endpoint and the pod watch. */
   async start(): Promise<void> {
-    rmSync(this.#podsDir, { recursive: true, force: true });
+    // Like a kubelet keeping /var/log/pods: the logs of pods an earlier incarnation ran stay (served for
+    // finished pods, removed with their pod); everything else of theirs (volumes, tokens) goes now.
     mkdirSync(this.#podsDir, { recursive: true });
+    for (const uid of readdirSync(this.#podsDir)) {
+      const podDir = join(this.#podsDir, uid);
+      for (const entry of readdirSync(podDir)) {
+        if (entry !== 'logs') rmSync(join(podDir, entry), { recursive: true, force: true });
+      }
+    }
     this.#server = await startKubeletServer({
       host: this.#o.hostIP,
       port: this.#o.port,
@@ -190,10 +198,45 @@ export class NodeAgent {
     }
   }
 
-  #findWorker(ns: string, name: string): PodWorker | undefined {
+  #findWorker(ns: string, name: string): ReturnType<PodLookup> {
     let found: PodWorker | undefined;
     for (const w of this.#workers.values()) if (w.namespace === ns && w.name === name) found = w;
-    return found;
+    return found ?? this.#earlierLogs(ns, name);
+  }
+
+  /** The logs of a pod of this node that an earlier incarnation of the agent ran (no worker now). */
+  #earlierLogs(ns: string, name: string): ReturnType<PodLookup> {
+    for (const pod of this.#pods.values()) {
+      const { uid, namespace } = pod.metadata;
+      if (namespace !== ns || pod.metadata.name !== name || pod.spec.nodeName !== this.#o.nodeName) continue;
+      if (this.#workers.has(uid)) continue;
+      const podDir = join(this.#podsDir, uid);
+      if (!existsSync(join(podDir, 'logs'))) continue;
+      const names = new Set([...pod.spec.initContainers, ...pod.spec.containers].map((c) => c.name));
+      return {
+        podIP: undefined,
+        logInfo: (container) =>
+          names.has(container)
+            ? { files: logFilesOnDisk(podDir, container), running: false, waitingReason: undefined }
+            : undefined,
+      };
+    }
+    return undefined;
+  }
+
+  /** Removes the folders of pods that no longer exist and have no worker (logs of an earlier incarnation). */
+  #removeStaleDirs(): void {
+    let uids: string[];
+    try {
+      uids = readdirSync(this.#podsDir);
+    } catch {
+      return;
+    }
+    for (const uid of uids) {
+      if (!this.#pods.has(uid) && !this.#workers.has(uid)) {
+        rmSync(join(this.#podsDir, uid), { recursive: true, force: true });
+      }
+    }
   }
 
   async #register(): Promise<void> {
@@ -311,6 +354,7 @@ export class NodeAgent {
           }
           for (const uid of [...this.#pods.keys()]) if (!seen.has(uid)) this.#onDeleted(uid);
           for (const uid of [...this.#workers.keys()]) if (!seen.has(uid)) this.#onDeleted(uid);
+          this.#removeStaleDirs();
           rv = listed.resourceVersion;
         }
         let relist = false;
@@ -482,7 +526,10 @@ export class NodeAgent {
     this.#pods.delete(uid);
     this.#deleting.delete(uid);
     const worker = this.#workers.get(uid);
-    if (!worker) return;
+    if (!worker) {
+      rmSync(join(this.#podsDir, uid), { recursive: true, force: true });
+      return;
+    }
     this.#workers.delete(uid);
     void worker
       .kill()

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import {
   ContainerLogWriter,
+  logFilesOnDisk,
   MAX_RECORD,
   nanoTime,
   parseCriLog,
@@ -113,5 +114,24 @@ describe('waitingToStartMessage (log request for a container not started yet)', 
     );
     assert.equal(msg('PodInitializing'), 'container "app" in pod "p1" is waiting to start: PodInitializing');
     assert.equal(msg(undefined), 'container "app" in pod "p1" is waiting to start: ContainerCreating');
+  });
+});
+
+describe('logFilesOnDisk', () => {
+  it('lists a container\'s log files by restart count (numerically), ignoring other files', () => {
+    const podDir = join(dir, 'pod-uid');
+    const logs = join(podDir, 'logs', 'agent');
+    mkdirSync(logs, { recursive: true });
+    for (const name of ['10.log', '2.log', '0.log', 'notes.txt', 'x.log']) writeFileSync(join(logs, name), '');
+    assert.deepEqual(logFilesOnDisk(podDir, 'agent'), [
+      join(logs, '0.log'),
+      join(logs, '2.log'),
+      join(logs, '10.log'),
+    ]);
+  });
+
+  it('is empty for a container or pod with no folder', () => {
+    assert.deepEqual(logFilesOnDisk(join(dir, 'pod-uid'), 'sidecar'), []);
+    assert.deepEqual(logFilesOnDisk(join(dir, 'no-such-pod'), 'agent'), []);
   });
 });

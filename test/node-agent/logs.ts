@@ -1,6 +1,7 @@
 // Container logs in the CRI file format (`<RFC3339Nano> <stream> <F|P> <content>` per line), written as
 // a container produces output and rendered for the kubelet's /containerLogs endpoint.
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 
 /** One CRI log record: a full line (F) or a partial one (P, no newline after it). */
@@ -164,4 +165,23 @@ export function waitingToStartMessage(container: string, pod: string, reason: st
         ? 'trying and failing to pull image'
         : (reason ?? 'ContainerCreating');
   return `container "${container}" in pod "${pod}" is waiting to start: ${detail}`;
+}
+
+/**
+ * The log files a container left in `<podDir>/logs/<container>/<restartCount>.log`, oldest first, as a
+ * kubelet finds them again after its restart (it keeps /var/log/pods). Empty when there are none.
+ */
+export function logFilesOnDisk(podDir: string, container: string): string[] {
+  const dir = join(podDir, 'logs', container);
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .map((n) => /^(\d+)\.log$/.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .sort((a, b) => Number(a[1]) - Number(b[1]))
+    .map((m) => join(dir, m[0]));
 }
