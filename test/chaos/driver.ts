@@ -29,14 +29,7 @@ import {
 } from '../support/index.ts';
 import { type AuditRecord, readAuditLog } from './audit.ts';
 import { checkInvariants, type InvariantResult, identityOf } from './invariants.ts';
-import {
-  between,
-  FAULT_KINDS,
-  type FaultKind,
-  type PlannedFault,
-  planFaults,
-  seededRandom,
-} from './schedule.ts';
+import { between, type FaultKind, type PlannedFault, planFaults, seededRandom } from './schedule.ts';
 
 export interface ChaosProfile {
   readonly name: string;

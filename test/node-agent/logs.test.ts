@@ -118,11 +118,12 @@ describe('waitingToStartMessage (log request for a container not started yet)', 
 });
 
 describe('logFilesOnDisk', () => {
-  it('lists a container\'s log files by restart count (numerically), ignoring other files', () => {
+  it("lists a container's log files by restart count (numerically), ignoring other files", () => {
     const podDir = join(dir, 'pod-uid');
     const logs = join(podDir, 'logs', 'agent');
     mkdirSync(logs, { recursive: true });
-    for (const name of ['10.log', '2.log', '0.log', 'notes.txt', 'x.log']) writeFileSync(join(logs, name), '');
+    for (const name of ['10.log', '2.log', '0.log', 'notes.txt', 'x.log'])
+      writeFileSync(join(logs, name), '');
     assert.deepEqual(logFilesOnDisk(podDir, 'agent'), [
       join(logs, '0.log'),
       join(logs, '2.log'),
