@@ -32,6 +32,7 @@ describe('parseBenchArgs', () => {
       pods: 'real',
       timeoutMs: (10 + Math.ceil(DEFAULT_AGENTS / 20)) * 60_000,
       jsonOut: undefined,
+      cpuProfDir: undefined,
       help: false,
     });
   });
@@ -65,6 +66,14 @@ describe('parseBenchArgs', () => {
     assert.equal(r.value.timeoutMs, 180_000);
     assert.equal(r.value.jsonOut, '/tmp/x.json');
     assert.equal(r.value.bundle, 'b.mjs');
+  });
+
+  it('--cpu-prof takes a folder and needs the Node runtime', () => {
+    const r = parseBenchArgs(['--cpu-prof', '/tmp/prof'], { KUBECONFIG: '/k' });
+    assert.ok(r.ok);
+    assert.equal(r.value.cpuProfDir, '/tmp/prof');
+    const deno = parseBenchArgs(['--cpu-prof', '/tmp/prof', '--runtime', 'deno'], { KUBECONFIG: '/k' });
+    assert.deepEqual(deno, { ok: false, error: '--cpu-prof needs --runtime node' });
   });
 
   it('an explicit --agent-image wins over the runtime default', () => {

@@ -54,6 +54,8 @@ export interface BenchOptions {
   readonly timeoutMs: number;
   /** Write the figures as JSON here too. */
   readonly jsonOut: string | undefined;
+  /** Profile our controller (`node --cpu-prof`) into this folder and print where its CPU time went. */
+  readonly cpuProfDir: string | undefined;
   readonly help: boolean;
 }
 
@@ -86,6 +88,8 @@ Flags:
   --no-controller       only run the raw-bound client
   --timeout-minutes M   stop waiting for terminal Agents after M minutes (default 10 + N/20)
   --json PATH           also write the figures as JSON to PATH
+  --cpu-prof DIR        profile our controller (node --cpu-prof, written to DIR at its exit) and print the
+                        functions with the most self time; needs --runtime node
   -h, --help            show this help
 `;
 
@@ -118,6 +122,7 @@ const FlagsSchema = v.object({
   pods: v.optional(v.picklist(['real', 'instant'], '--pods must be real or instant')),
   'timeout-minutes': v.optional(positiveInt('--timeout-minutes', 24 * 60)),
   json: v.optional(v.pipe(v.string(), v.minLength(1, '--json must not be empty'))),
+  'cpu-prof': v.optional(v.pipe(v.string(), v.minLength(1, '--cpu-prof must not be empty'))),
   help: v.optional(v.boolean()),
 });
 
@@ -155,6 +160,7 @@ export function parseBenchArgs(
         pods: { type: 'string' },
         'timeout-minutes': { type: 'string' },
         json: { type: 'string' },
+        'cpu-prof': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }).values;
@@ -178,6 +184,7 @@ export function parseBenchArgs(
     return err('--vendor, --poll-seconds and --no-batch-list need --mode batch');
   const agents = f.agents ?? (scenario === 'queue-10k' ? DEFAULT_QUEUE_AGENTS : DEFAULT_AGENTS);
   const runtime = f.runtime ?? 'node';
+  if (f['cpu-prof'] !== undefined && runtime !== 'node') return err('--cpu-prof needs --runtime node');
   return ok({
     scenario,
     mode,
@@ -199,6 +206,7 @@ export function parseBenchArgs(
     pods: f.pods ?? 'real',
     timeoutMs: (f['timeout-minutes'] ?? 10 + Math.ceil(agents / 20)) * 60_000,
     jsonOut: f.json,
+    cpuProfDir: f['cpu-prof'],
     help,
   });
 }

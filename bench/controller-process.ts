@@ -39,6 +39,8 @@ export interface StartOptions {
   readonly startTimeoutMs?: number;
   /** Extra environment of the controller process. */
   readonly env?: Readonly<Record<string, string>>;
+  /** Node only: profile the process (`--cpu-prof`), written into this folder when it exits. */
+  readonly cpuProfDir?: string | undefined;
   /** Run this instead of the bundle (the informer baseline); it must log `Serving health and metrics` with its port. */
   readonly command?: readonly [string, readonly string[]];
 }
@@ -57,7 +59,8 @@ function commandFor(o: StartOptions): [string, string[]] {
   ];
   if (o.runtime === 'deno')
     return [join(o.repoRoot, 'node_modules/.bin/deno'), ['run', '-A', o.bundle, ...args]];
-  return [process.execPath, [o.bundle, ...args]];
+  const profile = o.cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`];
+  return [process.execPath, [...profile, o.bundle, ...args]];
 }
 
 function waitExit(child: ChildProcess): Promise<void> {

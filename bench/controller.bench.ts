@@ -21,6 +21,7 @@ import {
   startSampler,
   waitLeader,
 } from './controller-process.ts';
+import { formatProfileSummary, readCpuProfiles, summarizeCpuProfile } from './cpu-profile.ts';
 import { BENCH_LABEL, benchAgent, benchDefinition, benchStation } from './fixtures.ts';
 import { type ProcPeaks, startProcSampler } from './host-procs.ts';
 import { BenchHttp, runPool } from './http.ts';
@@ -216,6 +217,7 @@ async function controllerPhase(
     namespace,
     agentImage: opts.agentImage,
     logFile,
+    ...(subject === 'ours' ? { cpuProfDir: opts.cpuProfDir } : {}),
   });
   live.controller = controller;
   const watchAbort = new AbortController();
@@ -449,6 +451,7 @@ async function main(argv: readonly string[]): Promise<number> {
       process.stdout.write(`${header}\n\n${format(r)}`);
       if (opts.jsonOut) writeFileSync(opts.jsonOut, `${JSON.stringify(r, null, 2)}\n`);
     });
+    printProfiles(opts.cpuProfDir, startedMs);
     return interrupted ? 130 : code;
   };
   const scenarioInput = {
@@ -484,7 +487,19 @@ async function main(argv: readonly string[]): Promise<number> {
   report.interrupted = interrupted;
   process.stdout.write(formatReport(report));
   if (opts.jsonOut) writeFileSync(opts.jsonOut, `${JSON.stringify(report, null, 2)}\n`);
+  printProfiles(opts.cpuProfDir, startedMs);
   return interrupted ? 130 : code;
+}
+
+/** With `--cpu-prof`: where each profiled controller process spent its CPU time. */
+function printProfiles(dir: string | undefined, sinceMs: number): void {
+  if (dir === undefined) return;
+  const profiles = readCpuProfiles(dir, sinceMs);
+  if (profiles.length === 0) process.stdout.write(`\nno CPU profile was written to ${dir}\n`);
+  for (const { path, profile } of profiles) {
+    const lines = formatProfileSummary(summarizeCpuProfile(profile));
+    process.stdout.write(`\n${path}\n${lines.join('\n')}\n`);
+  }
 }
 
 main(process.argv.slice(2)).then(

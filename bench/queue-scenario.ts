@@ -187,6 +187,7 @@ export async function runQueueScenario(ctx: QueueContext): Promise<QueueReport> 
       namespace,
       agentImage: opts.agentImage,
       logFile: `/tmp/agent-controller-bench-${runId}-${tag}.log`,
+      cpuProfDir: opts.cpuProfDir,
     });
     live.controller = c;
     return c;
