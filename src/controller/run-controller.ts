@@ -17,13 +17,19 @@ import { createBatchRuntime } from '../effects/batch/runtime.ts';
 import { createSecretReader } from '../effects/batch/secrets.ts';
 import { createSinkDispatcher } from '../effects/batch/sinks.ts';
 import { createTombstones, executeActions, type Tombstones } from '../effects/execute.ts';
-import { parseCachedDefinition, parseCachedJob, parseCachedStation } from '../effects/gather.ts';
+import { FinishedRunIndex } from '../effects/finished-runs.ts';
+import {
+  parseCachedDefinition,
+  parseCachedJob,
+  parseCachedStation,
+  readAgentLog,
+} from '../effects/gather.ts';
 import { createPriceSource } from '../effects/prices.ts';
 import { loadRealtimeKey, type PromptTokens, promptTokens as tokensFor } from '../effects/realtime/tokens.ts';
 import { type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { AGENT_DEFINITIONS, AGENT_POLICIES, AGENTS, STATIONS } from '../effects/resources.ts';
 import { deleteBinding, listRunClusterBindings } from '../effects/run-bindings.ts';
-import { RunStartIndex } from '../effects/run-starts.ts';
+import { podJobKey, RunStartIndex } from '../effects/run-starts.ts';
 import {
   type ApiServerEndpoints,
   JOB_LABEL_SELECTOR,
@@ -114,6 +120,8 @@ export const RUN_RECHECK_POLLS = 4;
 const SWEEP_FORBIDDEN_SKIPS = 20;
 /** Poll failures in a row after which readiness drops (reference §6.4). */
 export const MAX_CONSECUTIVE_POLL_FAILURES = 3;
+/** Memory for agent logs read ahead of their Job's verdict and not yet used (past it, logs are read live). */
+const FINISHED_LOG_BUDGET_BYTES = 32 * 1024 * 1024;
 
 export interface ControllerDeps {
   readonly config: ControllerConfig;
@@ -246,6 +254,33 @@ export function startController(deps: ControllerDeps): RunningController {
       if (changed !== undefined) wakeJobOwner(changed.job, changed.blocked);
     },
   });
+  // Finished run pods (issue 15 §2): cached from their own watch, with the agent container's log read as soon as
+  // the pod ends, before the Job controller writes the Job's verdict; the verdict then finds the evidence at hand.
+  const finishedRuns = new FinishedRunIndex({ maxLogBytes: FINISHED_LOG_BUDGET_BYTES, maxReads: 16 });
+  const finishedPods = createInformer<Pod>({
+    ...informerOptions,
+    resource: PODS,
+    labelSelector: JOB_LABEL_SELECTOR,
+    fieldSelector: 'status.phase!=Pending,status.phase!=Running,status.phase!=Unknown',
+    schema: PodSchema,
+    hooks: reconnectHook('pods'),
+    onChange: (c) => {
+      const ended = finishedRuns.podChanged(c);
+      if (ended !== undefined && mayWrite() && runInProgress(ended)) {
+        finishedRuns.readAhead(ended, (pod) =>
+          readAgentLog({ transport }, pod.metadata.namespace, pod.metadata.name),
+        );
+      }
+    },
+  });
+  /** Whether the pod's run is still in progress (its Agent Running by the cache): its log is about to be read. */
+  function runInProgress(pod: Pod): boolean {
+    const jobKey = podJobKey(pod);
+    const raw = jobKey === undefined ? undefined : jobs.store.get(jobKey);
+    const owner = agentOwnerOf(raw);
+    if (raw === undefined || owner === undefined) return false;
+    return book.get(`${raw.metadata.namespace}/${owner.name}`)?.status.phase === 'Running';
+  }
   let eventsForbiddenLogged = false;
   const jobEvents = createInformer<ObjectEvent>({
     ...informerOptions,
@@ -576,6 +611,7 @@ export function startController(deps: ControllerDeps): RunningController {
       return policySource;
     },
     jobs: jobs.store,
+    finishedRuns,
     events,
     metrics,
     logger: log,
@@ -872,7 +908,7 @@ export function startController(deps: ControllerDeps): RunningController {
       })
     : undefined;
 
-  const runs = [agents, stations, definitions, jobs, slices, runPods, jobEvents].map((i) =>
+  const runs = [agents, stations, definitions, jobs, slices, runPods, finishedPods, jobEvents].map((i) =>
     i.run(abort.signal),
   );
   const electing = (elector ? elector.run(abort.signal) : startLeading()).catch((error: unknown) => {

@@ -1,10 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Agent, type Job, parseAgent, parseJob, parseStation } from '../api/index.ts';
+import {
+  type Agent,
+  type Job,
+  type Pod,
+  parseAgent,
+  parseJob,
+  parsePod,
+  parseStation,
+} from '../api/index.ts';
 import { createFakeTransport, type FakeReply, type FakeRequest } from '../kube/fake-transport.ts';
 import type { KubeObject } from '../kube/index.ts';
 import { Store } from '../runtime/index.ts';
 import { ok, type Result } from '../shared/result.ts';
+import { FinishedRunIndex } from './finished-runs.ts';
 import {
   type GatherDeps,
   gatherEvidence,
@@ -332,6 +341,63 @@ describe('observeJob', () => {
 describe('gatherEvidence', () => {
   const j = job();
   const logPath = (pod: string): string => `${PODS_PATH}/${pod}/log`;
+
+  describe('with finished pods cached (issue 15 §2)', () => {
+    const finishedPod = (): Pod => {
+      const raw = podItem('agent-job-a1-xyz12', 'agent-job-a1', '2025-03-01T12:00:02Z', 0);
+      const labels = { ...raw.metadata.labels, 'controller-uid': j.metadata.uid };
+      return unwrap(parsePod({ ...raw, metadata: { ...raw.metadata, labels } }));
+    };
+    const withCache = (w: World): { deps: GatherDeps; index: FinishedRunIndex } => {
+      const index = new FinishedRunIndex({ maxLogBytes: 1 << 20, maxReads: 4 });
+      index.podChanged({ type: 'added', object: finishedPod() });
+      return { deps: { ...w.deps, finishedRuns: index }, index };
+    };
+
+    it('asks the API server nothing when the pod and its log were read ahead', async () => {
+      const w = world(() => undefined);
+      const { deps, index } = withCache(w);
+      index.readAhead(finishedPod(), async () => ({ kind: 'read', text: 'the answer\n' }));
+      const evidence = await gatherEvidence(deps, j);
+      assert.deepEqual(summary(w.requests), []);
+      assert.equal(evidence.kind, 'pod');
+      if (evidence.kind !== 'pod') return;
+      assert.equal(evidence.pod.metadata.name, 'agent-job-a1-xyz12');
+      assert.deepEqual(evidence.log, { kind: 'read', text: 'the answer\n' });
+    });
+
+    it('reads only the log when none was read ahead, or the read ahead failed', async () => {
+      for (const ahead of [
+        undefined,
+        { kind: 'unavailable', detail: 'HTTP 503', transient: true },
+      ] as const) {
+        const w = world((req) =>
+          req.path === logPath('agent-job-a1-xyz12') ? { status: 200, body: 'live\n' } : undefined,
+        );
+        const { deps, index } = withCache(w);
+        if (ahead !== undefined) index.readAhead(finishedPod(), async () => ahead);
+        const evidence = await gatherEvidence(deps, j);
+        assert.deepEqual(summary(w.requests), [`GET ${logPath('agent-job-a1-xyz12')}`]);
+        assert.equal(w.requests[0]?.query.container, 'agent');
+        assert.deepEqual(evidence.kind === 'pod' ? evidence.log : undefined, {
+          kind: 'read',
+          text: 'live\n',
+        });
+      }
+    });
+
+    it('lists the pods live when the cache cannot vouch for the Job (more pods counted than cached)', async () => {
+      const w = world((req) => {
+        if (req.path === PODS_PATH) return { status: 200, body: podList([]) };
+        return undefined;
+      });
+      const { deps } = withCache(w);
+      const twice = unwrap(parseJob(rawJob('agent-job-a1', { ...FINISHED, failed: 1 })));
+      const evidence = await gatherEvidence(deps, twice);
+      assert.deepEqual(summary(w.requests), [`GET ${PODS_PATH}`]);
+      assert.equal(evidence.kind, 'podGone');
+    });
+  });
 
   it('lists the pods by job-name, reads the agent container log tail of the run pod', async () => {
     const w = world((req) => {

@@ -38,6 +38,7 @@ import {
 import type { StoreReader } from '../runtime/index.ts';
 import { oncePerObject } from '../shared/once-per-object.ts';
 import { err, ok, type Result } from '../shared/result.ts';
+import type { FinishedRunIndex } from './finished-runs.ts';
 import { AGENT_DEFINITIONS, AGENT_POLICIES, STATIONS } from './resources.ts';
 
 /** Lines of the agent container log read for `status.output` (reference §4). */
@@ -58,6 +59,8 @@ export interface GatherDeps {
     | { readonly unavailable: string }
     | undefined;
   readonly timeoutMs?: number;
+  /** Finished run pods and logs read ahead of the Job's verdict; without it the evidence is always read live. */
+  readonly finishedRuns?: FinishedRunIndex;
 }
 
 /** A referenced object: found and valid, confirmed absent (404), or present but invalid (message says why). */
@@ -229,6 +232,13 @@ export async function observeJob(deps: GatherDeps, agent: Agent): Promise<Result
  */
 export async function gatherEvidence(deps: GatherDeps, job: Job): Promise<RunEvidence> {
   const namespace = job.metadata.namespace ?? '';
+  const cached = deps.finishedRuns?.take(job);
+  if (cached !== undefined) {
+    const ahead = await cached.log;
+    const log =
+      ahead?.kind === 'read' ? ahead : await readAgentLog(deps, namespace, cached.pod.metadata.name ?? '');
+    return { kind: 'pod', pod: cached.pod, log };
+  }
   const listed = await listJobPods(deps, job);
   if (!listed.ok)
     return {
@@ -261,7 +271,11 @@ export async function listJobPods(deps: GatherDeps, job: Job): Promise<Result<Po
  * Reads the agent container's log tail (the last LOG_TAIL_LINES lines; the core caps it to MAX_OUTPUT_BYTES). The
  * container is named explicitly: a pod with sidecars answers 400 otherwise.
  */
-async function readAgentLog(deps: GatherDeps, namespace: string, pod: string): Promise<LogRead> {
+export async function readAgentLog(
+  deps: Pick<GatherDeps, 'transport' | 'timeoutMs'>,
+  namespace: string,
+  pod: string,
+): Promise<LogRead> {
   const path = resourcePath(PODS, { namespace, name: pod, subresource: 'log' });
   const r = await deps.transport.request('GET', path, {
     query: { container: AGENT_CONTAINER, tailLines: String(LOG_TAIL_LINES) },

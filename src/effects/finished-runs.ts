@@ -1,0 +1,149 @@
+/**
+ * Finished run pods and their agent logs, read ahead of the Job's verdict (issue 15 §2). A run pod reaches a
+ * terminal phase before the Job controller writes the Job's verdict; the controller caches the pod from its own
+ * watch and starts reading the agent container's log then, so when the verdict arrives the run's evidence is
+ * already at hand and finishing the run costs one status patch instead of a pod LIST, a log GET and the patch.
+ * Anything the cache cannot vouch for (a pod it has not seen, a Job with pods still running or counted twice, a log
+ * read that failed) falls back to the live reads of `gatherEvidence`.
+ */
+import type { Job, Pod } from '../api/index.ts';
+import { objectKey } from '../kube/index.ts';
+import { pickRunPod } from '../reconcile/agent/outcome.ts';
+import type { LogRead } from '../reconcile/snapshot.ts';
+import type { Change } from '../runtime/index.ts';
+import { podJobKey } from './run-starts.ts';
+
+/** The Job's uid on its pods, from the labels the Job controller sets. */
+function podJobUid(pod: Pod): string | undefined {
+  const labels = pod.metadata.labels;
+  return labels['batch.kubernetes.io/controller-uid'] ?? labels['controller-uid'];
+}
+
+function isFinished(pod: Pod): boolean {
+  return pod.status.phase === 'Succeeded' || pod.status.phase === 'Failed';
+}
+
+function textBytes(read: LogRead): number {
+  if (read.kind !== 'read') return 0;
+  return typeof read.text === 'string' ? read.text.length * 2 : read.text.byteLength;
+}
+
+/** What the cache holds for a finished Job: the pod that speaks for the run and, when read ahead, its log. */
+export interface CachedEvidence {
+  readonly pod: Pod;
+  /** The agent container's log, read ahead (settles as `unavailable` when that read failed). */
+  readonly log: Promise<LogRead> | undefined;
+}
+
+export class FinishedRunIndex {
+  /** Finished run pods by Job key (`namespace/name`), then by pod key. */
+  readonly #pods = new Map<string, Map<string, Pod>>();
+  /** Log reads started for finished pods, by pod uid, until the run's evidence is taken or the pod goes. */
+  readonly #logs = new Map<string, Promise<LogRead>>();
+  readonly #logSizes = new Map<string, number>();
+  #logBytes = 0;
+  readonly #maxLogBytes: number;
+  readonly #maxReads: number;
+  #reading = 0;
+
+  /**
+   * `maxLogBytes` bounds the memory of logs read ahead and not yet taken; `maxReads` the reads in flight. Past
+   * either, a log is simply not read ahead (the run's evidence is then read live).
+   */
+  constructor(opts: { readonly maxLogBytes: number; readonly maxReads: number }) {
+    this.#maxLogBytes = opts.maxLogBytes;
+    this.#maxReads = opts.maxReads;
+  }
+
+  /** Pods cached (for tests and metrics). */
+  get size(): number {
+    let n = 0;
+    for (const pods of this.#pods.values()) n += pods.size;
+    return n;
+  }
+
+  /** Logs held (read or being read). */
+  get logs(): number {
+    return this.#logs.size;
+  }
+
+  /**
+   * Records a change of a run pod from the finished-pods watch. Returns the pod when it has just been seen
+   * finished (its log may be read ahead now), else undefined.
+   */
+  podChanged(c: Change<Pod>): Pod | undefined {
+    const pod = c.object;
+    const job = podJobKey(pod);
+    if (c.type === 'deleted' || !isFinished(pod)) {
+      if (job !== undefined) this.#remove(job, pod);
+      this.#forgetLog(pod.metadata.uid);
+      return undefined;
+    }
+    if (job === undefined) return undefined;
+    const pods = this.#pods.get(job) ?? new Map<string, Pod>();
+    pods.set(objectKey(pod), pod);
+    this.#pods.set(job, pods);
+    return c.type === 'added' || (c.type === 'modified' && !isFinished(c.old)) ? pod : undefined;
+  }
+
+  /**
+   * Starts reading a finished pod's agent log with `read`, unless a read of it is already held or the budget is
+   * spent. Returns whether it started.
+   */
+  readAhead(pod: Pod, read: (pod: Pod) => Promise<LogRead>): boolean {
+    const uid = pod.metadata.uid;
+    if (uid === '' || this.#logs.has(uid)) return false;
+    if (this.#reading >= this.#maxReads || this.#logBytes >= this.#maxLogBytes) return false;
+    this.#reading++;
+    const pending = read(pod)
+      .catch((error: unknown): LogRead => ({ kind: 'unavailable', detail: String(error) }))
+      .then((result) => {
+        this.#reading--;
+        // Taken or forgotten meanwhile: nothing to account.
+        if (this.#logs.get(uid) !== pending) return result;
+        const bytes = textBytes(result);
+        if (result.kind !== 'read' || this.#logBytes + bytes > this.#maxLogBytes) {
+          this.#logs.delete(uid);
+          return result;
+        }
+        this.#logSizes.set(uid, bytes);
+        this.#logBytes += bytes;
+        return result;
+      });
+    this.#logs.set(uid, pending);
+    return true;
+  }
+
+  /**
+   * The evidence of the finished Job `job` from the cache alone, and takes its log (a second call reads live), or
+   * undefined when the cache cannot vouch for it: the Job still has pods active or terminating, its pods are not
+   * all cached finished (the Job's succeeded + failed counts), or a cached pod belongs to another Job of that name.
+   */
+  take(job: Job): CachedEvidence | undefined {
+    const status = job.status;
+    if ((status.active ?? 0) > 0 || (status.terminating ?? 0) > 0) return undefined;
+    const counted = (status.succeeded ?? 0) + (status.failed ?? 0);
+    const jobKey = `${job.metadata.namespace ?? ''}/${job.metadata.name ?? ''}`;
+    const pods = [...(this.#pods.get(jobKey)?.values() ?? [])];
+    if (counted === 0 || pods.length < counted) return undefined;
+    if (pods.some((p) => podJobUid(p) !== job.metadata.uid)) return undefined;
+    const pod = pickRunPod(pods);
+    if (pod === undefined) return undefined;
+    const log = this.#logs.get(pod.metadata.uid);
+    this.#forgetLog(pod.metadata.uid);
+    return { pod, log };
+  }
+
+  #remove(job: string, pod: Pod): void {
+    const pods = this.#pods.get(job);
+    if (pods === undefined) return;
+    pods.delete(objectKey(pod));
+    if (pods.size === 0) this.#pods.delete(job);
+  }
+
+  #forgetLog(uid: string): void {
+    if (!this.#logs.delete(uid)) return;
+    this.#logBytes -= this.#logSizes.get(uid) ?? 0;
+    this.#logSizes.delete(uid);
+  }
+}
