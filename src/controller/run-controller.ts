@@ -256,7 +256,11 @@ export function startController(deps: ControllerDeps): RunningController {
   });
   // Finished run pods (issue 15 §2): cached from their own watch, with the agent container's log read as soon as
   // the pod ends, before the Job controller writes the Job's verdict; the verdict then finds the evidence at hand.
-  const finishedRuns = new FinishedRunIndex({ maxLogBytes: FINISHED_LOG_BUDGET_BYTES, maxReads: 16 });
+  const finishedRuns = new FinishedRunIndex({
+    maxLogBytes: FINISHED_LOG_BUDGET_BYTES,
+    maxReads: 16,
+    onEvidence: (source) => metrics.runEvidence.inc({ source }),
+  });
   const finishedPods = createInformer<Pod>({
     ...informerOptions,
     resource: PODS,

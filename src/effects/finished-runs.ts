@@ -35,6 +35,9 @@ export interface CachedEvidence {
   readonly log: Promise<LogRead> | undefined;
 }
 
+/** Where a finished run's evidence came from (the metric `controller_run_evidence_reads_total{source}`). */
+export type EvidenceSource = 'read_ahead' | 'cached_pod' | 'live';
+
 export class FinishedRunIndex {
   /** Finished run pods by Job key (`namespace/name`), then by pod key. */
   readonly #pods = new Map<string, Map<string, Pod>>();
@@ -44,15 +47,27 @@ export class FinishedRunIndex {
   #logBytes = 0;
   readonly #maxLogBytes: number;
   readonly #maxReads: number;
+  readonly #onEvidence: ((source: EvidenceSource) => void) | undefined;
   #reading = 0;
 
   /**
    * `maxLogBytes` bounds the memory of logs read ahead and not yet taken; `maxReads` the reads in flight. Past
    * either, a log is simply not read ahead (the run's evidence is then read live).
    */
-  constructor(opts: { readonly maxLogBytes: number; readonly maxReads: number }) {
+  constructor(opts: {
+    readonly maxLogBytes: number;
+    readonly maxReads: number;
+    /** Told where each finished run's evidence came from. */
+    readonly onEvidence?: (source: EvidenceSource) => void;
+  }) {
     this.#maxLogBytes = opts.maxLogBytes;
     this.#maxReads = opts.maxReads;
+    this.#onEvidence = opts.onEvidence;
+  }
+
+  /** Records where a finished run's evidence came from. */
+  evidenceRead(source: EvidenceSource): void {
+    this.#onEvidence?.(source);
   }
 
   /** Pods cached (for tests and metrics). */

@@ -348,18 +348,24 @@ describe('gatherEvidence', () => {
       const labels = { ...raw.metadata.labels, 'controller-uid': j.metadata.uid };
       return unwrap(parsePod({ ...raw, metadata: { ...raw.metadata, labels } }));
     };
-    const withCache = (w: World): { deps: GatherDeps; index: FinishedRunIndex } => {
-      const index = new FinishedRunIndex({ maxLogBytes: 1 << 20, maxReads: 4 });
+    const withCache = (w: World): { deps: GatherDeps; index: FinishedRunIndex; sources: string[] } => {
+      const sources: string[] = [];
+      const index = new FinishedRunIndex({
+        maxLogBytes: 1 << 20,
+        maxReads: 4,
+        onEvidence: (s) => sources.push(s),
+      });
       index.podChanged({ type: 'added', object: finishedPod() });
-      return { deps: { ...w.deps, finishedRuns: index }, index };
+      return { deps: { ...w.deps, finishedRuns: index }, index, sources };
     };
 
     it('asks the API server nothing when the pod and its log were read ahead', async () => {
       const w = world(() => undefined);
-      const { deps, index } = withCache(w);
+      const { deps, index, sources } = withCache(w);
       index.readAhead(finishedPod(), async () => ({ kind: 'read', text: 'the answer\n' }));
       const evidence = await gatherEvidence(deps, j);
       assert.deepEqual(summary(w.requests), []);
+      assert.deepEqual(sources, ['read_ahead']);
       assert.equal(evidence.kind, 'pod');
       if (evidence.kind !== 'pod') return;
       assert.equal(evidence.pod.metadata.name, 'agent-job-a1-xyz12');
@@ -374,9 +380,10 @@ describe('gatherEvidence', () => {
         const w = world((req) =>
           req.path === logPath('agent-job-a1-xyz12') ? { status: 200, body: 'live\n' } : undefined,
         );
-        const { deps, index } = withCache(w);
+        const { deps, index, sources } = withCache(w);
         if (ahead !== undefined) index.readAhead(finishedPod(), async () => ahead);
         const evidence = await gatherEvidence(deps, j);
+        assert.deepEqual(sources, ['cached_pod']);
         assert.deepEqual(summary(w.requests), [`GET ${logPath('agent-job-a1-xyz12')}`]);
         assert.equal(w.requests[0]?.query.container, 'agent');
         assert.deepEqual(evidence.kind === 'pod' ? evidence.log : undefined, {
@@ -391,11 +398,12 @@ describe('gatherEvidence', () => {
         if (req.path === PODS_PATH) return { status: 200, body: podList([]) };
         return undefined;
       });
-      const { deps } = withCache(w);
+      const { deps, sources } = withCache(w);
       const twice = unwrap(parseJob(rawJob('agent-job-a1', { ...FINISHED, failed: 1 })));
       const evidence = await gatherEvidence(deps, twice);
       assert.deepEqual(summary(w.requests), [`GET ${PODS_PATH}`]);
       assert.equal(evidence.kind, 'podGone');
+      assert.deepEqual(sources, ['live']);
     });
   });
 

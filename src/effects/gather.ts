@@ -235,10 +235,12 @@ export async function gatherEvidence(deps: GatherDeps, job: Job): Promise<RunEvi
   const cached = deps.finishedRuns?.take(job);
   if (cached !== undefined) {
     const ahead = await cached.log;
+    deps.finishedRuns?.evidenceRead(ahead?.kind === 'read' ? 'read_ahead' : 'cached_pod');
     const log =
       ahead?.kind === 'read' ? ahead : await readAgentLog(deps, namespace, cached.pod.metadata.name ?? '');
     return { kind: 'pod', pod: cached.pod, log };
   }
+  deps.finishedRuns?.evidenceRead('live');
   const listed = await listJobPods(deps, job);
   if (!listed.ok)
     return {

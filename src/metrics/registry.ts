@@ -35,6 +35,7 @@ export interface ControllerMetrics {
   readonly runDuration: Histogram<'phase'>;
   readonly runQueue: Histogram;
   readonly runFailures: Counter<'kind'>;
+  readonly runEvidence: Counter<'source'>;
   readonly runTokens: Counter<'model' | 'kind'>;
   readonly runCost: Counter<'model'>;
   readonly batchCleanupFailures: Counter;
@@ -95,6 +96,12 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
       name: 'controller_run_queue_seconds',
       help: 'Time from Agent creation to its Job being created',
       buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    runEvidence: new Counter({
+      name: 'controller_run_evidence_reads_total',
+      help: "How finished runs' pod and log were read: read_ahead (both at hand when the Job finished), cached_pod (the pod cached, its log read then), live (the pods listed and the log read then)",
+      labelNames: ['source'],
       registers,
     }),
     runFailures: new Counter({
