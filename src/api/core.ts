@@ -52,6 +52,16 @@ export const JobSchema = v.object({
       terminating: optInt,
       succeeded: optInt,
       failed: optInt,
+      /** Finished pods the Job controller has seen but not yet added to `succeeded` / `failed` (pod finalizers). */
+      uncountedTerminatedPods: parseDefault(
+        v.nullable(
+          v.object({
+            succeeded: parseDefault(v.nullable(v.array(v.string())), []),
+            failed: parseDefault(v.nullable(v.array(v.string())), []),
+          }),
+        ),
+        null,
+      ),
       startTime: optString,
       completionTime: optString,
       conditions: parseDefault(v.nullable(v.array(JobConditionSchema), []), []),

@@ -139,6 +139,38 @@ describe('FinishedRunIndex.take', () => {
     assert.ok(x.take(job({ failed: 1 })));
   });
 
+  it('counts the pods the Job has seen finish but not yet counted (an early SuccessCriteriaMet)', () => {
+    const x = index();
+    x.podChanged({ type: 'added', object: pod('p1', { exitCode: 0 }) });
+    const early = parseJob({
+      metadata: {
+        name: 'job-a',
+        namespace: 'ns',
+        uid: JOB_UID,
+        resourceVersion: '1',
+        creationTimestamp: '2026-01-01T00:00:00Z',
+      },
+      status: {
+        uncountedTerminatedPods: { succeeded: ['uid-p1'] },
+        conditions: [{ type: 'SuccessCriteriaMet', status: 'True' }],
+      },
+    });
+    assert.ok(early.ok);
+    if (early.ok) assert.equal(x.take(early.value)?.pod.metadata.name, 'p1');
+    const twoUncounted = parseJob({
+      metadata: {
+        name: 'job-a',
+        namespace: 'ns',
+        uid: JOB_UID,
+        resourceVersion: '1',
+        creationTimestamp: '2026-01-01T00:00:00Z',
+      },
+      status: { succeeded: 1, uncountedTerminatedPods: { failed: ['uid-other'] } },
+    });
+    assert.ok(twoUncounted.ok);
+    if (twoUncounted.ok) assert.equal(x.take(twoUncounted.value), undefined, 'a second pod the cache lacks');
+  });
+
   it('refuses pods of an earlier Job of the same name (controller-uid)', () => {
     const x = index();
     x.podChanged({ type: 'added', object: pod('old', { jobUid: 'uid-earlier' }) });

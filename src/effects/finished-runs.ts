@@ -132,12 +132,20 @@ export class FinishedRunIndex {
   /**
    * The evidence of the finished Job `job` from the cache alone, and takes its log (a second call reads live), or
    * undefined when the cache cannot vouch for it: the Job still has pods active or terminating, its pods are not
-   * all cached finished (the Job's succeeded + failed counts), or a cached pod belongs to another Job of that name.
+   * all cached finished (the Job's succeeded + failed counts and its uncounted terminated pods), or a cached pod
+   * belongs to another Job of that name.
    */
   take(job: Job): CachedEvidence | undefined {
     const status = job.status;
     if ((status.active ?? 0) > 0 || (status.terminating ?? 0) > 0) return undefined;
-    const counted = (status.succeeded ?? 0) + (status.failed ?? 0);
+    // Pods the Job controller has seen finish: counted, or still in uncountedTerminatedPods (an early verdict such
+    // as SuccessCriteriaMet may come before the count).
+    const uncounted = status.uncountedTerminatedPods;
+    const counted =
+      (status.succeeded ?? 0) +
+      (status.failed ?? 0) +
+      (uncounted?.succeeded?.length ?? 0) +
+      (uncounted?.failed?.length ?? 0);
     const jobKey = `${job.metadata.namespace ?? ''}/${job.metadata.name ?? ''}`;
     const pods = [...(this.#pods.get(jobKey)?.values() ?? [])];
     if (counted === 0 || pods.length < counted) return undefined;
