@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { parseAgent, parseAgentDefinition, parseStation } from '../src/api/index.ts';
-import { buildJob, capOutput } from '../src/jobs/index.ts';
+import { buildJob, buildRunInput, capOutput } from '../src/jobs/index.ts';
 
 const { values } = parseArgs({
   options: {
@@ -89,14 +89,24 @@ async function startRun(raw: Obj): Promise<void> {
   );
   if (!definition.ok) return;
   const now = new Date();
-  const job = buildJob({
+  const runInput = {
     agent: agent.value,
     station: station.value,
     definition: definition.value,
     agentImage,
     now,
-  });
+  };
+  const job = buildJob(runInput);
   if (!job.ok) return;
+  try {
+    // The run's input ConfigMap (the prompt), which the Job's pod mounts.
+    await core.createNamespacedConfigMap({
+      namespace,
+      body: buildRunInput(runInput) as unknown as k8s.V1ConfigMap,
+    });
+  } catch (error) {
+    if ((error as { code?: number }).code !== 409) throw error;
+  }
   try {
     await batch.createNamespacedJob({ namespace, body: job.value as unknown as k8s.V1Job });
     jobsCreated.inc();

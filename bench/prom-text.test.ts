@@ -24,6 +24,8 @@ controller_apiserver_request_duration_seconds_count{verb="POST",code="201"} 20
 controller_apiserver_request_duration_seconds_count{verb="POST",code="409"} 10
 controller_apiserver_request_duration_seconds_sum{verb="GET",code="200"} 0.5
 controller_apiserver_request_duration_seconds_count{verb="GET",code="200"} 5
+controller_run_evidence_reads_total{source="read_ahead"} 7
+controller_run_evidence_reads_total{source="live"} 2
 odd_metric{path="a \\"quoted\\" } value"} 1
 broken line
 nan_metric NaN
@@ -71,6 +73,7 @@ describe('controllerSample', () => {
     assert.equal(s.statusPatches, undefined);
     assert.deepEqual(s.reconcile, { sum: 12, count: 600 });
     assert.deepEqual(s.apiByVerb, { POST: { sum: 3, count: 30 }, GET: { sum: 0.5, count: 5 } });
+    assert.deepEqual(s.evidenceBySource, { read_ahead: 7, live: 2 });
   });
 });
 

@@ -69,6 +69,8 @@ export interface ControllerSample {
   readonly apiByVerb: Readonly<Record<string, SumCount>>;
   /** Realtime prompts: request to first line streamed back, as the controller measured it (seconds). */
   readonly promptFirstLine: SumCount | undefined;
+  /** How finished runs' pod and log were read (`controller_run_evidence_reads_total` by source). */
+  readonly evidenceBySource: Readonly<Record<string, number>>;
 }
 
 function sumCount(exposition: string, histogram: string): SumCount | undefined {
@@ -101,6 +103,7 @@ export function controllerSample(exposition: string): ControllerSample {
     reconcile: sumCount(exposition, 'controller_reconcile_duration_seconds'),
     apiByVerb: sumCountByLabel(exposition, 'controller_apiserver_request_duration_seconds', 'verb'),
     promptFirstLine: sumCount(exposition, 'controller_prompt_first_line_seconds'),
+    evidenceBySource: sumByLabel(exposition, 'controller_run_evidence_reads_total', 'source'),
   };
 }
 

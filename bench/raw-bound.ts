@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { parseAgent, parseAgentDefinition, parseStation } from '../src/api/index.ts';
-import { buildJob } from '../src/jobs/index.ts';
+import { buildJob, buildRunInput } from '../src/jobs/index.ts';
 import { benchAgent } from './fixtures.ts';
 import { type BenchHttp, runPool } from './http.ts';
 import type { RawItemTimes } from './raw-figures.ts';
@@ -29,7 +29,8 @@ function condition(type: string, status: string, reason: string, at: string): Re
 
 /**
  * The raw bound: for each of `count` items, with `concurrency` items in flight, makes the writes the controller makes
- * for one run, back to back, with no controller, no pod and no watch: POST the Agent, POST the Job the controller
+ * for one run, back to back, with no controller, no pod and no watch: POST the Agent, POST the run's input ConfigMap,
+ * POST the Job the controller
  * would build for it (same builder, same size, owned by the Agent) but with `suspend: true` so no pod ever starts,
  * PATCH status Running (resourceVersion precondition), PATCH status Succeeded. Events and the log read are left
  * out. Returns each item's timestamps; a failed step ends its item with the error.
@@ -41,6 +42,7 @@ export async function runRawBound(o: RawBoundOptions): Promise<RawItemTimes[]> {
   if (!definition.ok) throw new Error(`bench AgentDefinition does not parse: ${definition.error}`);
   const agents = `/apis/agents.re-cinq.com/v1alpha1/namespaces/${o.namespace}/agents`;
   const jobs = `/apis/batch/v1/namespaces/${o.namespace}/jobs`;
+  const configMaps = `/api/v1/namespaces/${o.namespace}/configmaps`;
   const times: RawItemTimes[] = [];
 
   await runPool(
@@ -59,14 +61,18 @@ export async function runRawBound(o: RawBoundOptions): Promise<RawItemTimes[]> {
       const agent = parseAgent(posted.body);
       if (!written.success || !agent.ok) return fail({ agentMs }, 'POST Agent: unexpected response');
 
-      const job = buildJob({
+      const runInput = {
         agent: agent.value,
         station: station.value,
         definition: definition.value,
         agentImage: o.agentImage,
         now: new Date(agentMs),
-      });
+      };
+      const job = buildJob(runInput);
       if (!job.ok) return fail({ agentMs }, `Job build failed: ${job.error}`);
+      // The run's input ConfigMap (the prompt), which the controller writes before each Job.
+      const inputPosted = await o.http.call('POST', configMaps, buildRunInput(runInput));
+      if (!inputPosted.ok) return fail({ agentMs }, inputPosted.error);
       const jobBody = { ...job.value, spec: { ...job.value.spec, suspend: true } };
       const jobPosted = await o.http.call('POST', jobs, jobBody);
       const jobMs = o.now();

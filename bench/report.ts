@@ -148,6 +148,11 @@ function runSection(out: string[], title: string, c: RunSection): void {
         .map(([verb, sc]) => `${verb} ${mean(sc)}`)
         .join(', ');
       out.push(`  controller means: reconcile ${mean(last.reconcile)}; API calls ${verbs || '-'}`);
+      const evidence = Object.entries(last.evidenceBySource)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([source, n]) => `${source} ${n}`)
+        .join(', ');
+      if (evidence !== '') out.push(`  finished runs' pod and log read: ${evidence}`);
     }
     out.push(
       `  controller log: ${c.logWarnings} warnings, ${c.logErrors} errors (${c.logFile}); ` +
