@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { parseAgent, parseAgentDefinition, parseStation } from '../src/api/index.ts';
-import { buildJob, buildRunInput } from '../src/jobs/index.ts';
+import { buildJob, buildRunInput, buildRunNetworkPolicy, buildRunServiceAccount } from '../src/jobs/index.ts';
 import { benchAgent } from './fixtures.ts';
 import { type BenchHttp, runPool } from './http.ts';
 import type { RawItemTimes } from './raw-figures.ts';
@@ -29,8 +29,8 @@ function condition(type: string, status: string, reason: string, at: string): Re
 
 /**
  * The raw bound: for each of `count` items, with `concurrency` items in flight, makes the writes the controller makes
- * for one run, back to back, with no controller, no pod and no watch: POST the Agent, POST the run's input ConfigMap,
- * POST the Job the controller
+ * for one run, back to back, with no controller, no pod and no watch: POST the Agent, POST the run's ServiceAccount,
+ * NetworkPolicy and input ConfigMap, POST the Job the controller
  * would build for it (same builder, same size, owned by the Agent) but with `suspend: true` so no pod ever starts,
  * PATCH status Running (resourceVersion precondition), PATCH status Succeeded. Events and the log read are left
  * out. Returns each item's timestamps; a failed step ends its item with the error.
@@ -43,6 +43,8 @@ export async function runRawBound(o: RawBoundOptions): Promise<RawItemTimes[]> {
   const agents = `/apis/agents.re-cinq.com/v1alpha1/namespaces/${o.namespace}/agents`;
   const jobs = `/apis/batch/v1/namespaces/${o.namespace}/jobs`;
   const configMaps = `/api/v1/namespaces/${o.namespace}/configmaps`;
+  const serviceAccounts = `/api/v1/namespaces/${o.namespace}/serviceaccounts`;
+  const networkPolicies = `/apis/networking.k8s.io/v1/namespaces/${o.namespace}/networkpolicies`;
   const times: RawItemTimes[] = [];
 
   await runPool(
@@ -70,9 +72,17 @@ export async function runRawBound(o: RawBoundOptions): Promise<RawItemTimes[]> {
       };
       const job = buildJob(runInput);
       if (!job.ok) return fail({ agentMs }, `Job build failed: ${job.error}`);
-      // The run's input ConfigMap (the prompt), which the controller writes before each Job.
-      const inputPosted = await o.http.call('POST', configMaps, buildRunInput(runInput));
-      if (!inputPosted.ok) return fail({ agentMs }, inputPosted.error);
+      // The run's own objects, which the controller writes before each Job: its ServiceAccount, NetworkPolicy and
+      // input ConfigMap (the prompt).
+      const stationName = station.value.metadata.name;
+      for (const [path, body] of [
+        [serviceAccounts, buildRunServiceAccount(agent.value, stationName)],
+        [networkPolicies, buildRunNetworkPolicy(runInput)],
+        [configMaps, buildRunInput(runInput)],
+      ] as const) {
+        const posted = await o.http.call('POST', path, body);
+        if (!posted.ok) return fail({ agentMs }, posted.error);
+      }
       const jobBody = { ...job.value, spec: { ...job.value.spec, suspend: true } };
       const jobPosted = await o.http.call('POST', jobs, jobBody);
       const jobMs = o.now();

@@ -24,7 +24,7 @@ export interface RawFigures {
   /** First POST sent → item done (the four calls in a row). */
   readonly item: Summary;
   readonly agentPost: Summary;
-  /** POST Agent returned → POST Job returned: the raw analogue of create→Job. */
+  /** POST Agent returned → POST Job returned (the run's objects, then its Job): the raw analogue of create→Job. */
   readonly jobPost: Summary;
   /** The final status PATCH: the raw analogue of finished→terminal. */
   readonly terminalPatch: Summary;

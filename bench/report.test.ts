@@ -92,10 +92,10 @@ describe('formatReport', () => {
   });
 
   it('prints the raw bound and the side-by-side ratios', () => {
-    assert.match(text, /POST Job\s+2\s+25\.0/);
+    assert.match(text, /POST run objects \+ Job\s+2\s+25\.0/);
     assert.match(text, /throughput 20\.0 items\/s/);
     // Without an informer baseline its column reads "-".
-    assert.match(text, /create→Job p50 \(ms\) {2}vs {2}POST Job\s+100\s+25\.0\s+-\s+×4\.00\s+-/);
+    assert.match(text, /create→Job p50 \(ms\) {2}vs {2}POSTs to Job\s+100\s+25\.0\s+-\s+×4\.00\s+-/);
     assert.match(text, /finished→terminal p50 \(ms\) {2}vs {2}PATCH\s+200\s+40\.0\s+-\s+×5\.00/);
     assert.match(text, /total bench time 9\.0 s/);
   });
@@ -110,7 +110,7 @@ describe('formatReport', () => {
     };
     const both = formatReport({ ...report, baseline: slower });
     assert.match(both, /Informer baseline run: @kubernetes\/client-node informers \(namespace bench-b-x\)/);
-    assert.match(both, /create→Job p50 \(ms\) {2}vs {2}POST Job\s+100\s+25\.0\s+400\s+×4\.00\s+×0\.25/);
+    assert.match(both, /create→Job p50 \(ms\) {2}vs {2}POSTs to Job\s+100\s+25\.0\s+400\s+×4\.00\s+×0\.25/);
   });
 
   it('omits what did not run and flags an interruption', () => {

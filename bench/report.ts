@@ -188,14 +188,14 @@ export function formatReport(r: BenchReport): string {
     const f = raw.figures;
     out.push('', `Raw bound: minimal client, no controller (namespace ${raw.namespace})`);
     out.push(
-      `  per item: POST Agent, POST Job (suspend: true), PATCH status Running, PATCH status Succeeded; ` +
+      `  per item: POST Agent, POST ServiceAccount, NetworkPolicy, input ConfigMap and Job (suspend: true), PATCH status Running, PATCH status Succeeded; ` +
         `${f.items} items, ${f.failures} failed`,
     );
     for (const e of f.errors) out.push(`    ${e}`);
     out.push(TABLE_HEAD);
-    out.push(summaryRow('item (4 calls)', f.item));
+    out.push(summaryRow('item (7 calls)', f.item));
     out.push(summaryRow('POST Agent', f.agentPost));
-    out.push(summaryRow('POST Job', f.jobPost));
+    out.push(summaryRow('POST run objects + Job', f.jobPost));
     out.push(summaryRow('PATCH status (terminal)', f.terminalPatch));
     out.push(
       `  wall time ${fmtS(f.wallMs)}; throughput ${fmtRate(f.itemsPerSecond)} items/s, ${fmtRate(f.jobsPerSecond)} Job POSTs/s`,
@@ -231,7 +231,7 @@ export function formatReport(r: BenchReport): string {
     );
     out.push(
       row(
-        'create→Job p50 (ms)  vs  POST Job',
+        'create→Job p50 (ms)  vs  POSTs to Job',
         cf.createToJob.p50,
         rf.jobPost.p50,
         bf?.createToJob.p50,
@@ -240,7 +240,7 @@ export function formatReport(r: BenchReport): string {
     );
     out.push(
       row(
-        'create→Job p99 (ms)  vs  POST Job',
+        'create→Job p99 (ms)  vs  POSTs to Job',
         cf.createToJob.p99,
         rf.jobPost.p99,
         bf?.createToJob.p99,

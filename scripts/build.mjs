@@ -1,6 +1,6 @@
 // Bundles src/main.ts into ONE ESM file, dist/agent-controller.mjs, that runs on Node >= 20 and Deno 2.
 // Runs on Node (`npm run build`) and Deno (`deno task build`).
-import { readFileSync, statSync } from 'node:fs';
+import { chmodSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -72,6 +72,8 @@ const result = await esbuild.build({
   },
 });
 
+// Executable, so a copy named kubectl-agent on PATH works as a kubectl plugin (kubectl runs only executable files).
+chmodSync(outfile, 0o755);
 const bytes = statSync(outfile).size;
 if (bytes > MAX_BUNDLE_BYTES) {
   console.error(`build: ${outfile} is ${bytes} bytes, over the ${MAX_BUNDLE_BYTES}-byte budget`);
