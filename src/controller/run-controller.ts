@@ -17,7 +17,7 @@ import { createBatchRuntime } from '../effects/batch/runtime.ts';
 import { createSecretReader } from '../effects/batch/secrets.ts';
 import { createSinkDispatcher } from '../effects/batch/sinks.ts';
 import { createTombstones, executeActions, type Tombstones } from '../effects/execute.ts';
-import { FinishedRunIndex } from '../effects/finished-runs.ts';
+import { FinishedRunIndex, podJobUid } from '../effects/finished-runs.ts';
 import {
   parseCachedDefinition,
   parseCachedJob,
@@ -122,6 +122,8 @@ const SWEEP_FORBIDDEN_SKIPS = 20;
 export const MAX_CONSECUTIVE_POLL_FAILURES = 3;
 /** Memory for agent logs read ahead of their Job's verdict and not yet used (past it, logs are read live). */
 const FINISHED_LOG_BUDGET_BYTES = 32 * 1024 * 1024;
+/** A log read ahead that no Job verdict took within this long is forgotten (its run was finished otherwise). */
+const FINISHED_LOG_MAX_AGE_MS = 2 * 60_000;
 
 export interface ControllerDeps {
   readonly config: ControllerConfig;
@@ -277,13 +279,17 @@ export function startController(deps: ControllerDeps): RunningController {
       }
     },
   });
-  /** Whether the pod's run is still in progress (its Agent Running by the cache): its log is about to be read. */
+  /**
+   * Whether the pod is of the current Job of a run still in progress (its Agent Running by the cache, the Job and
+   * the Agent the very ones that pod and Job name): its log is about to be read.
+   */
   function runInProgress(pod: Pod): boolean {
     const jobKey = podJobKey(pod);
     const raw = jobKey === undefined ? undefined : jobs.store.get(jobKey);
     const owner = agentOwnerOf(raw);
-    if (raw === undefined || owner === undefined) return false;
-    return book.get(`${raw.metadata.namespace}/${owner.name}`)?.status.phase === 'Running';
+    if (raw === undefined || owner === undefined || podJobUid(pod) !== raw.metadata.uid) return false;
+    const agent = book.get(`${raw.metadata.namespace}/${owner.name}`);
+    return agent?.metadata.uid === owner.uid && agent.status.phase === 'Running';
   }
   let eventsForbiddenLogged = false;
   const jobEvents = createInformer<ObjectEvent>({
@@ -683,6 +689,7 @@ export function startController(deps: ControllerDeps): RunningController {
 
   /** The periodic poll: full LIST (paginated), history sweep per Station, gauges, and a re-check of unfinished runs. */
   async function poll(): Promise<void> {
+    finishedRuns.sweep(FINISHED_LOG_MAX_AGE_MS);
     const listed = await agents.resync();
     if (!listed.ok) {
       pollFailures++;
@@ -874,6 +881,7 @@ export function startController(deps: ControllerDeps): RunningController {
 
   function stopLeading(): Promise<void> {
     metrics.isLeader.set(0);
+    finishedRuns.clearLogs();
     poller.setActive(false);
     const q = queue;
     queue = undefined;

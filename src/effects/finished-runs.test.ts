@@ -171,10 +171,29 @@ describe('FinishedRunIndex.take', () => {
     if (twoUncounted.ok) assert.equal(x.take(twoUncounted.value), undefined, 'a second pod the cache lacks');
   });
 
-  it('refuses pods of an earlier Job of the same name (controller-uid)', () => {
+  it('leaves out pods of an earlier Job of the same name (controller-uid)', () => {
     const x = index();
-    x.podChanged({ type: 'added', object: pod('old', { jobUid: 'uid-earlier' }) });
-    assert.equal(x.take(job({ succeeded: 1 })), undefined);
+    x.podChanged({
+      type: 'added',
+      object: pod('old', { jobUid: 'uid-earlier', exitCode: 1, phase: 'Failed' }),
+    });
+    assert.equal(x.take(job({ succeeded: 1 })), undefined, 'the earlier pod alone does not count');
+    const own = pod('own', { created: '2025-12-01T00:00:00Z' });
+    x.podChanged({ type: 'added', object: own });
+    assert.equal(x.take(job({ succeeded: 1 }))?.pod, own, 'an older own pod wins over a newer foreign one');
+  });
+
+  it('forgets the logs of every pod of that Job name, whatever it answers', async () => {
+    const x = index();
+    const mine = pod('mine');
+    const foreign = pod('foreign', { jobUid: 'uid-earlier' });
+    for (const p of [mine, foreign]) {
+      x.podChanged({ type: 'added', object: p });
+      x.readAhead(p, async () => ({ kind: 'read', text: p.metadata.name }));
+    }
+    assert.equal(x.logs, 2);
+    assert.equal(x.take(job({ succeeded: 1, active: 1 })), undefined);
+    assert.equal(x.logs, 0);
   });
 
   it('picks the pod whose agent container terminated, newest first, among several', () => {
@@ -184,6 +203,38 @@ describe('FinishedRunIndex.take', () => {
     x.podChanged({ type: 'added', object: older });
     x.podChanged({ type: 'added', object: newer });
     assert.equal(x.take(job({ succeeded: 1, failed: 1 }))?.pod, newer);
+  });
+});
+
+describe('FinishedRunIndex: logs nobody takes', () => {
+  it('sweep forgets logs held longer than the age given; clearLogs forgets all', async () => {
+    let now = 1000;
+    const x = new FinishedRunIndex({ maxLogBytes: 1 << 20, maxReads: 4, now: () => now });
+    const a = pod('a');
+    const b = pod('b');
+    x.readAhead(a, async () => ({ kind: 'read', text: 'a' }));
+    now = 5000;
+    x.readAhead(b, async () => ({ kind: 'read', text: 'b' }));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(x.logBytes, 4);
+    assert.equal(x.sweep(3000), 1, 'only the log read 4 s ago');
+    assert.equal(x.logs, 1);
+    assert.equal(x.logBytes, 2);
+    x.clearLogs();
+    assert.equal(x.logs, 0);
+    assert.equal(x.logBytes, 0);
+  });
+
+  it('a pod replaced by one of the same name (another uid) forgets the old log and is new', async () => {
+    const x = index();
+    const old = pod('p1');
+    x.podChanged({ type: 'added', object: old });
+    x.readAhead(old, async () => ({ kind: 'read', text: 'old' }));
+    const fresh = parsePod({ ...structuredClone(old), metadata: { ...old.metadata, uid: 'uid-new' } });
+    assert.ok(fresh.ok);
+    if (!fresh.ok) return;
+    assert.equal(x.podChanged({ type: 'modified', old, object: fresh.value }), fresh.value);
+    assert.equal(x.logs, 0);
   });
 });
 

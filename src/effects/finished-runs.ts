@@ -14,7 +14,7 @@ import type { Change } from '../runtime/index.ts';
 import { podJobKey } from './run-starts.ts';
 
 /** The Job's uid on its pods, from the labels the Job controller sets. */
-function podJobUid(pod: Pod): string | undefined {
+export function podJobUid(pod: Pod): string | undefined {
   const labels = pod.metadata.labels;
   return labels['batch.kubernetes.io/controller-uid'] ?? labels['controller-uid'];
 }
@@ -44,7 +44,10 @@ export class FinishedRunIndex {
   /** Log reads started for finished pods, by pod uid, until the run's evidence is taken or the pod goes. */
   readonly #logs = new Map<string, Promise<LogRead>>();
   readonly #logSizes = new Map<string, number>();
+  /** When each held log's read started (for the age-out of logs no verdict ever took). */
+  readonly #logStarted = new Map<string, number>();
   #logBytes = 0;
+  readonly #now: () => number;
   readonly #maxLogBytes: number;
   readonly #maxReads: number;
   readonly #onEvidence: ((source: EvidenceSource) => void) | undefined;
@@ -59,10 +62,12 @@ export class FinishedRunIndex {
     readonly maxReads: number;
     /** Told where each finished run's evidence came from. */
     readonly onEvidence?: (source: EvidenceSource) => void;
+    readonly now?: () => number;
   }) {
     this.#maxLogBytes = opts.maxLogBytes;
     this.#maxReads = opts.maxReads;
     this.#onEvidence = opts.onEvidence;
+    this.#now = opts.now ?? Date.now;
   }
 
   /** Records where a finished run's evidence came from. */
@@ -89,6 +94,9 @@ export class FinishedRunIndex {
   podChanged(c: Change<Pod>): Pod | undefined {
     const pod = c.object;
     const job = podJobKey(pod);
+    // A pod of the same name but another uid (deleted and created again between two lists) replaces the old one.
+    const replaced = c.type === 'modified' && c.old.metadata.uid !== pod.metadata.uid;
+    if (replaced) this.#forgetLog(c.old.metadata.uid);
     if (c.type === 'deleted' || !isFinished(pod)) {
       if (job !== undefined) this.#remove(job, pod);
       this.#forgetLog(pod.metadata.uid);
@@ -98,7 +106,7 @@ export class FinishedRunIndex {
     const pods = this.#pods.get(job) ?? new Map<string, Pod>();
     pods.set(objectKey(pod), pod);
     this.#pods.set(job, pods);
-    return c.type === 'added' || (c.type === 'modified' && !isFinished(c.old)) ? pod : undefined;
+    return c.type === 'added' || replaced || (c.type === 'modified' && !isFinished(c.old)) ? pod : undefined;
   }
 
   /**
@@ -126,18 +134,45 @@ export class FinishedRunIndex {
         return result;
       });
     this.#logs.set(uid, pending);
+    this.#logStarted.set(uid, this.#now());
     return true;
+  }
+
+  /**
+   * Forgets logs held longer than `maxAgeMs` (read ahead for a run whose verdict another replica handled, or that
+   * finished live before its pod was seen), so they cannot fill the budget. Returns how many were forgotten.
+   */
+  sweep(maxAgeMs: number): number {
+    const now = this.#now();
+    let n = 0;
+    for (const [uid, started] of this.#logStarted) {
+      if (now - started >= maxAgeMs) {
+        this.#forgetLog(uid);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Forgets every held log (leadership lost: another replica finishes the runs). */
+  clearLogs(): void {
+    for (const uid of [...this.#logs.keys()]) this.#forgetLog(uid);
+  }
+
+  /** Bytes of the logs held (settled reads only). */
+  get logBytes(): number {
+    return this.#logBytes;
   }
 
   /**
    * The evidence of the finished Job `job` from the cache alone, and takes its log (a second call reads live), or
    * undefined when the cache cannot vouch for it: the Job still has pods active or terminating, its pods are not
-   * all cached finished (the Job's succeeded + failed counts and its uncounted terminated pods), or a cached pod
-   * belongs to another Job of that name.
+   * all cached finished (the Job's succeeded + failed counts and its uncounted terminated pods). Cached pods of an
+   * earlier Job of the same name (another controller-uid) are left out. Every log held for pods of that Job name is
+   * forgotten, whatever the answer.
    */
   take(job: Job): CachedEvidence | undefined {
     const status = job.status;
-    if ((status.active ?? 0) > 0 || (status.terminating ?? 0) > 0) return undefined;
     // Pods the Job controller has seen finish: counted, or still in uncountedTerminatedPods (an early verdict such
     // as SuccessCriteriaMet may come before the count).
     const uncounted = status.uncountedTerminatedPods;
@@ -147,14 +182,17 @@ export class FinishedRunIndex {
       (uncounted?.succeeded?.length ?? 0) +
       (uncounted?.failed?.length ?? 0);
     const jobKey = `${job.metadata.namespace ?? ''}/${job.metadata.name ?? ''}`;
-    const pods = [...(this.#pods.get(jobKey)?.values() ?? [])];
+    const cached = [...(this.#pods.get(jobKey)?.values() ?? [])];
+    // Whatever is decided, the logs of this Job name's pods are not needed again (a later call reads live).
+    const logs = new Map(cached.map((p) => [p.metadata.uid, this.#logs.get(p.metadata.uid)]));
+    for (const p of cached) this.#forgetLog(p.metadata.uid);
+    if ((status.active ?? 0) > 0 || (status.terminating ?? 0) > 0) return undefined;
+    // Only this Job's pods: a pod of an earlier Job of the same name (an Agent deleted and created again) is not.
+    const pods = cached.filter((p) => podJobUid(p) === job.metadata.uid);
     if (counted === 0 || pods.length < counted) return undefined;
-    if (pods.some((p) => podJobUid(p) !== job.metadata.uid)) return undefined;
     const pod = pickRunPod(pods);
     if (pod === undefined) return undefined;
-    const log = this.#logs.get(pod.metadata.uid);
-    this.#forgetLog(pod.metadata.uid);
-    return { pod, log };
+    return { pod, log: logs.get(pod.metadata.uid) };
   }
 
   #remove(job: string, pod: Pod): void {
@@ -165,6 +203,7 @@ export class FinishedRunIndex {
   }
 
   #forgetLog(uid: string): void {
+    this.#logStarted.delete(uid);
     if (!this.#logs.delete(uid)) return;
     this.#logBytes -= this.#logSizes.get(uid) ?? 0;
     this.#logSizes.delete(uid);

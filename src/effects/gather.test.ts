@@ -393,6 +393,38 @@ describe('gatherEvidence', () => {
       }
     });
 
+    it("lists live only this Job's pods: one left by an earlier Job of the same name is not the run's", async () => {
+      const own = podItem('agent-job-a1-new', 'agent-job-a1', '2025-03-01T12:00:02Z', undefined);
+      const earlier = podItem('agent-job-a1-old', 'agent-job-a1', '2025-03-01T11:00:00Z', 9);
+      const w = world((req) => {
+        if (req.path === PODS_PATH) {
+          return {
+            status: 200,
+            body: podList([
+              {
+                ...own,
+                metadata: {
+                  ...own.metadata,
+                  labels: { ...own.metadata.labels, 'controller-uid': j.metadata.uid },
+                },
+              },
+              {
+                ...earlier,
+                metadata: {
+                  ...earlier.metadata,
+                  labels: { ...earlier.metadata.labels, 'controller-uid': 'uid-earlier' },
+                },
+              },
+            ]),
+          };
+        }
+        if (req.path === logPath('agent-job-a1-new')) return { status: 200, body: 'mine\n' };
+        return undefined;
+      });
+      const evidence = await gatherEvidence(w.deps, j);
+      assert.equal(evidence.kind === 'pod' ? evidence.pod.metadata.name : evidence.kind, 'agent-job-a1-new');
+    });
+
     it('lists the pods live when the cache cannot vouch for the Job (more pods counted than cached)', async () => {
       const w = world((req) => {
         if (req.path === PODS_PATH) return { status: 200, body: podList([]) };

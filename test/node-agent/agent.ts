@@ -120,10 +120,14 @@ export class NodeAgent {
     // Like a kubelet keeping /var/log/pods: the logs of pods an earlier incarnation ran stay (served for
     // finished pods, removed with their pod); everything else of theirs (volumes, tokens) goes now.
     mkdirSync(this.#podsDir, { recursive: true });
-    for (const uid of readdirSync(this.#podsDir)) {
-      const podDir = join(this.#podsDir, uid);
-      for (const entry of readdirSync(podDir)) {
-        if (entry !== 'logs') rmSync(join(podDir, entry), { recursive: true, force: true });
+    for (const entry of readdirSync(this.#podsDir, { withFileTypes: true })) {
+      const podDir = join(this.#podsDir, entry.name);
+      if (!entry.isDirectory()) {
+        rmSync(podDir, { force: true });
+        continue;
+      }
+      for (const inner of readdirSync(podDir)) {
+        if (inner !== 'logs') rmSync(join(podDir, inner), { recursive: true, force: true });
       }
     }
     this.#server = await startKubeletServer({
@@ -479,6 +483,8 @@ export class NodeAgent {
       );
       return;
     }
+    // A pod an earlier incarnation began but never reported started: its logs start afresh.
+    rmSync(join(this.#podsDir, uid), { recursive: true, force: true });
     const created = new PodWorker(
       {
         client: this.#o.client,
