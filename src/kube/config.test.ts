@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { loadInClusterConfig, loadKubeconfig, resolveClusterConfig } from './config.ts';
 
@@ -172,6 +172,107 @@ describe('loadKubeconfig', () => {
     writeFileSync(p, 'apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n');
     const r = await loadKubeconfig({ path: p });
     assert.ok(!r.ok && r.error.kind === 'config');
+  });
+});
+
+describe('loadKubeconfig: errors and merging as kubectl', () => {
+  const token = async (r: Awaited<ReturnType<typeof loadKubeconfig>>): Promise<string | undefined> => {
+    assert.ok(r.ok, JSON.stringify(r));
+    const c = await r.value.credentials({ refresh: false });
+    assert.ok(c.ok);
+    return c.value.headers.Authorization;
+  };
+  const file = (name: string, text: string): string => {
+    const p = join(dir, name);
+    writeFileSync(p, text);
+    return p;
+  };
+  const config = (o: {
+    cluster: string;
+    server: string;
+    user: string;
+    token: string;
+    context?: string;
+    current?: string;
+  }) =>
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      `- name: ${o.cluster}`,
+      `  cluster: {server: "${o.server}"}`,
+      'users:',
+      `- name: ${o.user}`,
+      `  user: {token: ${o.token}}`,
+      'contexts:',
+      `- name: ${o.context ?? 'ctx'}`,
+      `  context: {cluster: ${o.cluster}, user: ${o.user}}`,
+      ...(o.current !== undefined ? [`current-context: ${o.current}`] : []),
+      '',
+    ].join('\n');
+
+  it('a YAML mistake is told by reason and position, never with the lines around it (they hold secrets)', async () => {
+    const p = file(
+      'broken.kubeconfig',
+      kubeconfig('    token: s3cr3t-token-value\n    client-key-data: PRIVATEKEY\n  : : bad: [').replace(
+        'contexts:',
+        'contexts:\n\t- oops',
+      ),
+    );
+    const r = await loadKubeconfig({ path: p });
+    assert.ok(!r.ok && r.error.kind === 'config');
+    assert.doesNotMatch(r.error.message, /s3cr3t|PRIVATEKEY|token:|\n/);
+    assert.match(
+      r.error.message,
+      /^cannot load kubeconfig .*broken\.kubeconfig: invalid YAML: .+ at line \d+, column \d+$/,
+    );
+  });
+
+  it('several files: the first of a name wins without an error, missing files are skipped', async () => {
+    const a = file(
+      'm-a.kubeconfig',
+      config({ cluster: 'c', server: 'https://a:1', user: 'u', token: 'from-a', current: 'ctx' }),
+    );
+    const b = file(
+      'm-b.kubeconfig',
+      config({ cluster: 'c', server: 'https://b:1', user: 'u', token: 'from-b', current: 'ctx' }),
+    );
+    const both = await loadKubeconfig({ path: [a, join(dir, 'missing.kubeconfig'), b].join(delimiter) });
+    assert.ok(both.ok, JSON.stringify(both));
+    assert.equal(both.value.server, 'https://a:1');
+    assert.equal(await token(both), 'Bearer from-a');
+    const none = await loadKubeconfig({
+      path: [join(dir, 'missing-1'), join(dir, 'missing-2')].join(delimiter),
+    });
+    assert.ok(!none.ok && none.error.kind === 'config');
+  });
+
+  it("a later file's current-context is used when the first has none; a chosen context must exist", async () => {
+    const a = file(
+      'n-a.kubeconfig',
+      config({ cluster: 'ca', server: 'https://a:1', user: 'ua', token: 'from-a', context: 'first' }),
+    );
+    const b = file(
+      'n-b.kubeconfig',
+      config({
+        cluster: 'cb',
+        server: 'https://b:1',
+        user: 'ub',
+        token: 'from-b',
+        context: 'second',
+        current: 'second',
+      }),
+    );
+    const merged = await loadKubeconfig({ path: [a, b].join(delimiter) });
+    assert.ok(merged.ok, JSON.stringify(merged));
+    assert.equal(merged.value.server, 'https://b:1');
+    const chosen = await loadKubeconfig({ path: [a, b].join(delimiter), context: 'first' });
+    assert.equal(await token(chosen), 'Bearer from-a');
+    const nope = await loadKubeconfig({ path: [a, b].join(delimiter), context: 'nope' });
+    assert.ok(!nope.ok);
+    assert.equal(nope.error.message, 'context "nope" does not exist');
+    const single = await loadKubeconfig({ path: a, context: 'nope' });
+    assert.ok(!single.ok && single.error.message === 'context "nope" does not exist');
   });
 });
 

@@ -92,7 +92,12 @@ export async function loadInClusterConfig(opts: InClusterOptions): Promise<Resul
 }
 
 export interface KubeconfigOptions {
-  /** One path or several joined by the platform's path delimiter (as in `$KUBECONFIG`); the first wins on conflicts. */
+  /**
+   * One path or several joined by the platform's path delimiter (as in `$KUBECONFIG`), merged as kubectl merges
+   * them: a user, cluster or context named in several files is taken from the first (no error), a file of the list
+   * that does not exist is skipped (a single path must exist), and the current-context is the first file's that has
+   * one.
+   */
   readonly path: string;
   /** Context to use instead of `current-context`. */
   readonly context?: string | undefined;
@@ -123,18 +128,37 @@ const ServerSchema = v.pipe(v.string(), v.url(), v.regex(/^https?:\/\//));
  */
 export async function loadKubeconfig(opts: KubeconfigOptions): Promise<Result<ClusterConfig, KubeError>> {
   const { KubeConfig } = await import('@kubernetes/client-node/dist/config.js');
-  const kc = new KubeConfig();
+  let kc = new KubeConfig();
   const paths = opts.path.split(delimiter).filter((p) => p !== '');
   try {
-    for (const [i, p] of paths.entries()) {
-      if (i === 0) kc.loadFromFile(p);
-      else {
-        const more = new KubeConfig();
-        more.loadFromFile(p);
-        kc.mergeConfig(more, true);
+    const loaded: InstanceType<typeof KubeConfig>[] = [];
+    for (const p of paths) {
+      const one = new KubeConfig();
+      try {
+        one.loadFromFile(p);
+      } catch (e) {
+        // kubectl skips a file of a list that does not exist; a single path (or a list of none) must.
+        if (paths.length > 1 && isMissingFile(e)) continue;
+        throw e;
       }
+      loaded.push(one);
     }
-    if (opts.context !== undefined) kc.setCurrentContext(opts.context);
+    if (loaded.length === 0) throw new Error(`none of the files exists (${paths.join(', ')})`);
+    const [first] = loaded;
+    if (loaded.length === 1 && first !== undefined) kc = first;
+    else
+      kc.loadFromOptions({
+        clusters: firstByName(loaded.flatMap((c) => c.clusters)),
+        users: firstByName(loaded.flatMap((c) => c.users)),
+        contexts: firstByName(loaded.flatMap((c) => c.contexts)),
+        currentContext:
+          loaded.map((c) => c.currentContext).find((x) => typeof x === 'string' && x !== '') ?? '',
+      });
+    if (opts.context !== undefined) {
+      if (kc.getContextObject(opts.context) === null)
+        return err({ kind: 'config', message: `context "${opts.context}" does not exist` });
+      kc.setCurrentContext(opts.context);
+    }
   } catch (e) {
     return err({ kind: 'config', message: `cannot load kubeconfig ${opts.path}: ${errorText(e)}` });
   }
@@ -210,6 +234,32 @@ export async function resolveClusterConfig(opts: ResolveOptions): Promise<Result
   return loadInClusterConfig({ env: opts.env, serviceAccountDir: opts.serviceAccountDir });
 }
 
+/**
+ * An error as one safe line. A YAML syntax error's message quotes the lines around the mistake, which in a kubeconfig
+ * are tokens and keys: only its reason and position are kept.
+ */
 function errorText(e: unknown): string {
+  if (e instanceof Error && e.name === 'YAMLException') {
+    const { reason, mark } = e as Error & { reason?: unknown; mark?: { line?: unknown; column?: unknown } };
+    const at =
+      typeof mark?.line === 'number' && typeof mark.column === 'number'
+        ? ` at line ${mark.line + 1}, column ${mark.column + 1}`
+        : '';
+    return `invalid YAML: ${typeof reason === 'string' ? reason : 'syntax error'}${at}`;
+  }
   return e instanceof Error ? e.message : String(e);
+}
+
+function isMissingFile(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'ENOENT';
+}
+
+/** The entries of merged lists, the first of each name kept (kubectl's merge: the first file wins). */
+function firstByName<T extends { readonly name: string }>(items: readonly T[]): T[] {
+  const seen = new Set<string>();
+  return items.filter((x) => {
+    if (seen.has(x.name)) return false;
+    seen.add(x.name);
+    return true;
+  });
 }

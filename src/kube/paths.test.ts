@@ -42,6 +42,10 @@ describe('resourcePath', () => {
   it('refuses a subresource without a name', () => {
     assert.throws(() => resourcePath(JOBS, { namespace: 'x', subresource: 'status' }), /needs a name/);
   });
+  it('refuses an empty name (the path of the collection: a DELETE would delete them all)', () => {
+    assert.throws(() => resourcePath(AGENTS, { namespace: 'x', name: '' }), /empty agents name/);
+    assert.throws(() => resourcePath(AGENTS, { namespace: 'x', name: '', subresource: 'status' }), /empty/);
+  });
   it('percent-encodes path segments', () => {
     assert.equal(
       resourcePath(CONFIG_MAPS, { namespace: 'a b', name: 'x/y' }),

@@ -33,12 +33,14 @@ const seg = (s: string): string => encodeURIComponent(s);
  * The path of a collection, an object, or an object's subresource.
  * Guarantees: `/api/v1/...` for the core group, `/apis/{group}/{version}/...` otherwise; `namespaces/{ns}` only for
  * namespaced types with a namespace given (so an all-namespaces LIST/WATCH is `namespace` omitted).
- * Throws (programmer error) for a subresource without a name or a namespace on a cluster-scoped type.
+ * Throws (programmer error) for a subresource without a name, a namespace on a cluster-scoped type, or an empty
+ * name (`…/agents/` would address the collection: a DELETE of it is a deletecollection).
  */
 export function resourcePath(rt: ResourceType, target: PathTarget = {}): string {
   const { namespace, name, subresource } = target;
   if (subresource !== undefined && name === undefined)
     throw new Error('resourcePath: subresource needs a name');
+  if (name === '') throw new Error(`resourcePath: empty ${rt.plural} name`);
   if (!rt.namespaced && namespace !== undefined) {
     throw new Error(`resourcePath: ${rt.plural} is cluster-scoped, got namespace ${namespace}`);
   }
