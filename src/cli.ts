@@ -1,3 +1,17 @@
+import { completionCommand } from './cli/completion.ts';
+import { isCompletionInvocation, isPluginInvocation } from './cli/flags.ts';
+import {
+  CLI_COMMANDS,
+  completeCommand,
+  deleteCommand,
+  describeCommand,
+  getCommand,
+  HIDDEN_COMMANDS,
+  logsCommand,
+  pluginMain,
+  runCommand,
+} from './cli/index.ts';
+import { exitQuietlyOnClosedPipe } from './cli/pipes.ts';
 import { controllerCommand } from './cmd/controller.ts';
 import { initCommand } from './cmd/init.ts';
 import { closeCommand, promptCommand } from './cmd/prompt.ts';
@@ -5,27 +19,62 @@ import { supervisorCommand } from './cmd/supervisor.ts';
 import { type Command, UsageError } from './cmd/usage.ts';
 import { versionCommand } from './cmd/version.ts';
 
+/** The controller and the run pod's commands. */
+const SERVICE_COMMANDS: readonly Command[] = [controllerCommand, supervisorCommand, initCommand];
+
+/** Every command, in help order: the command line (issue 11 §1) after the services. */
 const COMMANDS: readonly Command[] = [
-  controllerCommand,
+  ...SERVICE_COMMANDS,
+  runCommand,
+  getCommand,
+  describeCommand,
+  logsCommand,
+  deleteCommand,
   promptCommand,
   closeCommand,
-  supervisorCommand,
-  initCommand,
+  completionCommand,
   versionCommand,
 ];
 
 function topUsage(): string {
-  const rows = COMMANDS.map((c) => `  ${c.name.padEnd(12)}${c.summary}`).join('\n');
-  return `Usage: agent-controller [command] [flags]\n\nCommands (default: controller):\n${rows}\n\nRun 'agent-controller <command> --help' for a command's flags.`;
+  const rows = (list: readonly Command[]) => list.map((c) => `  ${c.name.padEnd(12)}${c.summary}`).join('\n');
+  return [
+    'Usage: agent-controller [command] [flags]',
+    '',
+    'Controller and run pod (default: controller):',
+    rows(SERVICE_COMMANDS),
+    '',
+    'Command line (also as the kubectl plugin: kubectl agent <command>):',
+    rows(CLI_COMMANDS),
+    '',
+    "Run 'agent-controller <command> --help' for a command's flags.",
+  ].join('\n');
 }
 
-/** Picks the subcommand, runs it, and maps usage mistakes to exit code 2 with one line on stderr. */
-export async function main(argv: readonly string[]): Promise<number> {
+/**
+ * Picks the subcommand, runs it, and maps usage mistakes to exit code 2 with one line on stderr. Invoked through a
+ * file named kubectl-agent* (kubectl's plugin), the bundle is the command line only; through kubectl_complete-agent*,
+ * it answers kubectl's completion of `kubectl agent`.
+ */
+export async function main(
+  argv: readonly string[],
+  invokedAs: string | undefined = process.argv[1],
+): Promise<number> {
   const io = {
     env: process.env,
     stdout: (text: string) => void process.stdout.write(text),
     stderr: (text: string) => void process.stderr.write(text),
   };
+  // The command line's output may go into a pipe whose reader stops early (`| head`): exit 0 quietly then.
+  const quietPipe = () => exitQuietlyOnClosedPipe(process.stdout, (code) => process.exit(code), io.stderr);
+  if (isCompletionInvocation(invokedAs)) {
+    quietPipe();
+    return completeCommand.run({ ...io, argv });
+  }
+  if (isPluginInvocation(invokedAs)) {
+    quietPipe();
+    return pluginMain(argv, io);
+  }
   const [first, ...rest] = argv;
   if (first === '--help' || first === '-h' || first === 'help') {
     io.stdout(`${topUsage()}\n`);
@@ -33,11 +82,14 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   if (first === '--version') return versionCommand.run({ ...io, argv: [] });
   const explicit = first !== undefined && !first.startsWith('-');
-  const command = explicit ? COMMANDS.find((c) => c.name === first) : controllerCommand;
+  const command = explicit
+    ? [...COMMANDS, ...HIDDEN_COMMANDS].find((c) => c.name === first)
+    : controllerCommand;
   if (!command) {
     io.stderr(`agent-controller: unknown command "${first}" (try --help)\n`);
     return 2;
   }
+  if (!SERVICE_COMMANDS.includes(command)) quietPipe();
   try {
     const code = await command.run({ ...io, argv: explicit ? rest : argv });
     // stderr (where services log) is written synchronously, so nothing is lost by exiting now.
