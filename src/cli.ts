@@ -1,20 +1,8 @@
-import { completionCommand } from './cli/completion.ts';
 import { isCompletionInvocation, isPluginInvocation } from './cli/flags.ts';
-import {
-  CLI_COMMANDS,
-  completeCommand,
-  deleteCommand,
-  describeCommand,
-  getCommand,
-  HIDDEN_COMMANDS,
-  logsCommand,
-  pluginMain,
-  runCommand,
-} from './cli/index.ts';
+import { CLI_COMMANDS, completeCommand, HIDDEN_COMMANDS, pluginMain } from './cli/index.ts';
 import { exitQuietlyOnClosedPipe } from './cli/pipes.ts';
 import { controllerCommand } from './cmd/controller.ts';
 import { initCommand } from './cmd/init.ts';
-import { closeCommand, promptCommand } from './cmd/prompt.ts';
 import { supervisorCommand } from './cmd/supervisor.ts';
 import { type Command, UsageError } from './cmd/usage.ts';
 import { versionCommand } from './cmd/version.ts';
@@ -23,18 +11,7 @@ import { versionCommand } from './cmd/version.ts';
 const SERVICE_COMMANDS: readonly Command[] = [controllerCommand, supervisorCommand, initCommand];
 
 /** Every command, in help order: the command line (issue 11 §1) after the services. */
-const COMMANDS: readonly Command[] = [
-  ...SERVICE_COMMANDS,
-  runCommand,
-  getCommand,
-  describeCommand,
-  logsCommand,
-  deleteCommand,
-  promptCommand,
-  closeCommand,
-  completionCommand,
-  versionCommand,
-];
+const COMMANDS: readonly Command[] = [...SERVICE_COMMANDS, ...CLI_COMMANDS];
 
 function topUsage(): string {
   const rows = (list: readonly Command[]) => list.map((c) => `  ${c.name.padEnd(12)}${c.summary}`).join('\n');
