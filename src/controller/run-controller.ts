@@ -17,7 +17,7 @@ import { createBatchRuntime } from '../effects/batch/runtime.ts';
 import { createSecretReader } from '../effects/batch/secrets.ts';
 import { createSinkDispatcher } from '../effects/batch/sinks.ts';
 import { createTombstones, executeActions, type Tombstones } from '../effects/execute.ts';
-import { FinishedRunIndex, podJobUid } from '../effects/finished-runs.ts';
+import { FinishedRunIndex } from '../effects/finished-runs.ts';
 import {
   parseCachedDefinition,
   parseCachedJob,
@@ -29,7 +29,7 @@ import { loadRealtimeKey, type PromptTokens, promptTokens as tokensFor } from '.
 import { type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { AGENT_DEFINITIONS, AGENT_POLICIES, AGENTS, STATIONS } from '../effects/resources.ts';
 import { deleteBinding, listRunClusterBindings } from '../effects/run-bindings.ts';
-import { podJobKey, RunStartIndex } from '../effects/run-starts.ts';
+import { podJobKey, podJobUid, RunStartIndex } from '../effects/run-starts.ts';
 import {
   type ApiServerEndpoints,
   JOB_LABEL_SELECTOR,
@@ -285,11 +285,17 @@ export function startController(deps: ControllerDeps): RunningController {
    */
   function runInProgress(pod: Pod): boolean {
     const jobKey = podJobKey(pod);
-    const raw = jobKey === undefined ? undefined : jobs.store.get(jobKey);
-    const owner = agentOwnerOf(raw);
-    if (raw === undefined || owner === undefined || podJobUid(pod) !== raw.metadata.uid) return false;
-    const agent = book.get(`${raw.metadata.namespace}/${owner.name}`);
-    return agent?.metadata.uid === owner.uid && agent.status.phase === 'Running';
+    const run = jobKey === undefined ? undefined : runOfJob(jobKey);
+    if (run === undefined || podJobUid(pod) !== run.job.metadata.uid) return false;
+    return run.agent?.metadata.uid === run.owner.uid && run.agent.status.phase === 'Running';
+  }
+  /** The Job `namespace/name` from the Job cache, the Agent owning it, and that Agent's book entry (key, Agent). */
+  function runOfJob(jobKey: string) {
+    const job = jobs.store.get(jobKey);
+    const owner = agentOwnerOf(job);
+    if (job === undefined || owner === undefined) return undefined;
+    const key = `${job.metadata.namespace}/${owner.name}`;
+    return { job, owner, key, agent: book.get(key) };
   }
   let eventsForbiddenLogged = false;
   const jobEvents = createInformer<ObjectEvent>({
@@ -320,12 +326,9 @@ export function startController(deps: ControllerDeps): RunningController {
    * when it shows such a cause that may have gone. A pod created or started normally costs no reconcile.
    */
   function wakeJobOwner(jobKey: string, blocked: boolean): void {
-    const raw = jobs.store.get(jobKey);
-    const owner = agentOwnerOf(raw);
-    if (raw === undefined || owner === undefined) return;
-    const key = `${raw.metadata.namespace}/${owner.name}`;
-    const agent = book.get(key);
-    if (blocked || (agent !== undefined && showsStartProblem(agent))) enqueue(key);
+    const run = runOfJob(jobKey);
+    if (run === undefined) return;
+    if (blocked || (run.agent !== undefined && showsStartProblem(run.agent))) enqueue(run.key);
   }
   const jobs = createInformer({
     ...informerOptions,

@@ -11,13 +11,7 @@ import { objectKey } from '../kube/index.ts';
 import { pickRunPod } from '../reconcile/agent/outcome.ts';
 import type { LogRead } from '../reconcile/snapshot.ts';
 import type { Change } from '../runtime/index.ts';
-import { podJobKey } from './run-starts.ts';
-
-/** The Job's uid on its pods, from the labels the Job controller sets. */
-export function podJobUid(pod: Pod): string | undefined {
-  const labels = pod.metadata.labels;
-  return labels['batch.kubernetes.io/controller-uid'] ?? labels['controller-uid'];
-}
+import { podJobKey, podJobUid } from './run-starts.ts';
 
 function isFinished(pod: Pod): boolean {
   return pod.status.phase === 'Succeeded' || pod.status.phase === 'Failed';

@@ -38,8 +38,9 @@ import {
 import type { StoreReader } from '../runtime/index.ts';
 import { oncePerObject } from '../shared/once-per-object.ts';
 import { err, ok, type Result } from '../shared/result.ts';
-import { type FinishedRunIndex, podJobUid } from './finished-runs.ts';
+import type { FinishedRunIndex } from './finished-runs.ts';
 import { AGENT_DEFINITIONS, AGENT_POLICIES, STATIONS } from './resources.ts';
+import { podJobUid } from './run-starts.ts';
 
 /** Lines of the agent container log read for `status.output` (reference §4). */
 export const LOG_TAIL_LINES = 10000;

@@ -16,6 +16,12 @@ export function podJobKey(pod: Pod): string | undefined {
   return job === undefined ? undefined : `${pod.metadata.namespace}/${job}`;
 }
 
+/** The Job's uid on its pods, from the labels the Job controller sets. */
+export function podJobUid(pod: Pod): string | undefined {
+  const labels = pod.metadata.labels;
+  return labels['batch.kubernetes.io/controller-uid'] ?? labels['controller-uid'];
+}
+
 /** The Job an Event is about (`namespace/name`), when it is a Job's `FailedCreate`. */
 export function eventJobKey(ev: ObjectEvent): string | undefined {
   const o = ev.involvedObject;
