@@ -57,6 +57,12 @@ describe('parseSets', () => {
         (e) => e instanceof UsageError && /--set takes key=value/.test(e.message),
       );
   });
+  it('a key named like an inherited property is an own parameter (found by the property test)', () => {
+    const sets = parseSets(['__proto__=x', 'constructor=y']);
+    assert.deepEqual(Object.keys(sets), ['__proto__', 'constructor']);
+    assert.equal(JSON.stringify(sets), '{"__proto__":"x","constructor":"y"}');
+    assert.equal(Object.getPrototypeOf(sets), Object.prototype);
+  });
   it('every key=value round-trips', () => {
     fc.assert(
       fc.property(

@@ -63,7 +63,13 @@ export function parseSets(pairs: readonly string[]): Record<string, string> {
     const key = eq < 0 ? '' : pair.slice(0, eq);
     if (eq <= 0 || /\s/.test(key))
       throw new UsageError(`--set takes key=value (a key without blanks), got ${JSON.stringify(pair)}`);
-    out[key] = pair.slice(eq + 1);
+    // An own property whatever the key (`out[key] =` would set the prototype for `__proto__`).
+    Object.defineProperty(out, key, {
+      value: pair.slice(eq + 1),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return out;
 }
