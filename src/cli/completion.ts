@@ -11,7 +11,7 @@ import {
   type Shell,
   typedConnection,
 } from './completion-scripts.ts';
-import { type CliCommandSpec, type CliDeps, cliCommand } from './context.ts';
+import { type CliCommandSpec, type CliDeps, cliCommand, helpText } from './context.ts';
 import { EXIT, EXIT_CODES_HELP } from './exit.ts';
 import { KINDS } from './kinds.ts';
 
@@ -39,7 +39,7 @@ export const completionSpec: CliCommandSpec = {
   async run(io: CommandIo, deps: CliDeps) {
     const { positionals, help } = parseFlags(io.argv, {}, true);
     if (help) {
-      io.stdout(`${completionSpec.usage.replaceAll('{program}', deps.program)}\n`);
+      io.stdout(`${helpText(completionSpec, deps.program)}\n`);
       return EXIT.ok;
     }
     const [shell, ...extra] = positionals;

@@ -3,7 +3,7 @@
 import { GROUP, RESOURCE_NAMES } from '../api/index.ts';
 import { type CommandIo, UsageError } from '../cmd/usage.ts';
 import { deleteKind, what } from './api.ts';
-import { type CliCommandSpec, type CliDeps, cliCommand } from './context.ts';
+import { type CliCommandSpec, type CliDeps, cliCommand, helpText } from './context.ts';
 import { EXIT, EXIT_CODES_HELP, exitCodeOf, kubeErrorLine } from './exit.ts';
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFlags, parseCliFlags } from './flags.ts';
 import { type KindInfo, kindOf, kindWords, parseTargets } from './kinds.ts';
@@ -46,7 +46,7 @@ export const deleteSpec: CliCommandSpec = {
   async run(io: CommandIo, deps: CliDeps) {
     const { values, positionals, help } = parseCliFlags(io.argv, CONNECTION_FLAGS);
     if (help) {
-      io.stdout(`${deleteSpec.usage.replaceAll('{program}', deps.program)}\n`);
+      io.stdout(`${helpText(deleteSpec, deps.program)}\n`);
       return EXIT.ok;
     }
     const { kind, names } = parseDeleteRequest(positionals);

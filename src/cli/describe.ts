@@ -1,7 +1,7 @@
 // `describe agent <name>`: the run's status, conditions, Events, its Job and pod, usage and cost.
 import { type CommandIo, UsageError } from '../cmd/usage.ts';
 import { getAgent, getJob, jobPods, objectEvents } from './api.ts';
-import { type CliCommandSpec, type CliDeps, cliCommand, paints } from './context.ts';
+import { type CliCommandSpec, type CliDeps, cliCommand, helpText, paints } from './context.ts';
 import { describeAgent } from './describe-text.ts';
 import { EXIT, EXIT_CODES_HELP } from './exit.ts';
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFlags, parseCliFlags } from './flags.ts';
@@ -39,7 +39,7 @@ export const describeSpec: CliCommandSpec = {
   async run(io: CommandIo, deps: CliDeps) {
     const { values, positionals, help } = parseCliFlags(io.argv, CONNECTION_FLAGS);
     if (help) {
-      io.stdout(`${describeSpec.usage.replaceAll('{program}', deps.program)}\n`);
+      io.stdout(`${helpText(describeSpec, deps.program)}\n`);
       return EXIT.ok;
     }
     const names = describeNames(positionals);

@@ -3,7 +3,14 @@
 import { type CommandIo, UsageError } from '../cmd/usage.ts';
 import { type KubeObject, objectKey } from '../kube/index.ts';
 import { getRaw, listKind, what } from './api.ts';
-import { type CliCommandSpec, type CliDeps, type Connection, cliCommand, paints } from './context.ts';
+import {
+  type CliCommandSpec,
+  type CliDeps,
+  type Connection,
+  cliCommand,
+  helpText,
+  paints,
+} from './context.ts';
 import { CliError, EXIT, EXIT_CODES_HELP, exitCodeOf, kubeErrorLine, kubeFailure } from './exit.ts';
 import {
   CONNECTION_FLAGS,
@@ -205,7 +212,7 @@ export const getSpec: CliCommandSpec = {
   async run(io: CommandIo, deps: CliDeps) {
     const { values, positionals, help } = parseCliFlags(io.argv, GET_FLAGS);
     if (help) {
-      io.stdout(`${getSpec.usage.replaceAll('{program}', deps.program)}\n`);
+      io.stdout(`${helpText(getSpec, deps.program)}\n`);
       return EXIT.ok;
     }
     const req = parseGetRequest(values, positionals);

@@ -3,7 +3,14 @@
 import type { Agent } from '../api/index.ts';
 import { type CommandIo, UsageError } from '../cmd/usage.ts';
 import { getAgent, jobPods, must } from './api.ts';
-import { type CliCommandSpec, type CliDeps, type Connection, cliCommand, paints } from './context.ts';
+import {
+  type CliCommandSpec,
+  type CliDeps,
+  type Connection,
+  cliCommand,
+  helpText,
+  paints,
+} from './context.ts';
 import { renderText } from './event-lines.ts';
 import { CliError, EXIT, EXIT_CODES_HELP } from './exit.ts';
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFlags, parseCliFlags } from './flags.ts';
@@ -114,7 +121,7 @@ export const logsSpec: CliCommandSpec = {
   async run(io: CommandIo, deps: CliDeps) {
     const { values, positionals, help } = parseCliFlags(io.argv, LOGS_FLAGS);
     if (help) {
-      io.stdout(`${logsSpec.usage.replaceAll('{program}', deps.program)}\n`);
+      io.stdout(`${helpText(logsSpec, deps.program)}\n`);
       return EXIT.ok;
     }
     const req = parseLogsRequest(values, positionals);

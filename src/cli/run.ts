@@ -3,7 +3,7 @@
 import type { AgentDefinition, Station } from '../api/index.ts';
 import { type CommandIo, UsageError } from '../cmd/usage.ts';
 import { createAgent, getDefinition, getStation, type Optional } from './api.ts';
-import { type CliCommandSpec, type CliDeps, cliCommand, paints } from './context.ts';
+import { type CliCommandSpec, type CliDeps, cliCommand, helpText, paints } from './context.ts';
 import { CliError, EXIT, EXIT_CODES_HELP, kubeFailure } from './exit.ts';
 import {
   CONNECTION_FLAGS,
@@ -163,7 +163,7 @@ export const runSpec: CliCommandSpec = {
   async run(io: CommandIo, deps: CliDeps) {
     const { values, positionals, help } = parseCliFlags(io.argv, RUN_FLAGS);
     if (help) {
-      io.stdout(`${runSpec.usage.replaceAll('{program}', deps.program)}\n`);
+      io.stdout(`${helpText(runSpec, deps.program)}\n`);
       return EXIT.ok;
     }
     const req = parseRunRequest(values, positionals);
