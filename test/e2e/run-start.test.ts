@@ -51,6 +51,22 @@ async function warnings(s: Scenario, a: AgentObject, reason: string): Promise<nu
     .reduce((sum, e) => sum + (e.count ?? 1), 0);
 }
 
+/**
+ * Waits until `n` Warnings with `reason` were recorded on the Agent (Events are recorded in the background, after the
+ * status write that the test saw), then checks that there are exactly `n`.
+ */
+async function expectWarnings(s: Scenario, a: AgentObject, reason: string, n: number): Promise<void> {
+  const seen = await pollUntil(
+    async (observe) => {
+      const count = await warnings(s, a, reason);
+      observe(count);
+      return count >= n ? count : undefined;
+    },
+    { timeoutMs: 15_000, description: `${a.metadata.name}: ${n} ${reason} Warning(s)` },
+  );
+  assert.equal(seen, n, `${a.metadata.name}: ${reason} Warnings`);
+}
+
 async function jobGone(s: Scenario, jobName: string): Promise<void> {
   await pollUntil(
     async () => {
@@ -124,7 +140,7 @@ describe(`runs that cannot start (${runtime})`, { skip }, () => {
         assert.equal(agentCondition(refused, 'Failed')?.reason, 'PodRefused');
         assert.equal(refused.status.exitCode, 1);
         await jobGone(s, 'agent-job-refused');
-        assert.equal(await warnings(s, refused, 'PodRefused'), 1);
+        await expectWarnings(s, refused, 'PodRefused', 1);
 
         // The other causes show as Ready=False while the run stays Running.
         const pulling = await waitForReady(s, 'pull', 'ImagePullFailed');
@@ -149,7 +165,7 @@ describe(`runs that cannot start (${runtime})`, { skip }, () => {
         const recovered = await s.waitTerminal('keyless', 90_000);
         assert.equal(recovered.status.phase, 'Succeeded', JSON.stringify(recovered.status));
         assert.match(recovered.status.output ?? '', /has-token/);
-        assert.equal(await warnings(s, recovered, 'ContainerConfigError'), 1);
+        await expectWarnings(s, recovered, 'ContainerConfigError', 1);
         assert.equal(agentCondition(recovered, 'StartBlocked'), undefined, 'StartBlocked removed');
 
         // One minute after their Jobs were created, the two that still cannot start fail with their causes.
@@ -170,7 +186,7 @@ describe(`runs that cannot start (${runtime})`, { skip }, () => {
           const completed = Date.parse(done.status.completedAt ?? '');
           assert.ok(completed - started >= 59_000, `failed ${completed - started} ms after its start`);
           // Reported once while the kubelet and the scheduler kept retrying, and once more when the run failed.
-          assert.equal(await warnings(s, done, reason), 2);
+          await expectWarnings(s, done, reason, 2);
           assert.equal(agentCondition(done, 'StartBlocked')?.reason, reason);
           await jobGone(s, `agent-job-${name}`);
         }
