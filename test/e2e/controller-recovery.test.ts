@@ -203,12 +203,20 @@ describe(`controller: recovery from API-server trouble (${runtime})`, { skip }, 
           async (observe) => {
             const job = await s.job(across.status.jobName ?? '');
             observe(job?.status);
-            const met = job?.status.conditions?.find((c) => c.type === 'SuccessCriteriaMet' && c.status === 'True');
-            const times = [Date.parse(met?.lastTransitionTime ?? ''), Date.parse(job?.status.completionTime ?? '')];
+            const met = job?.status.conditions?.find(
+              (c) => c.type === 'SuccessCriteriaMet' && c.status === 'True',
+            );
+            const times = [
+              Date.parse(met?.lastTransitionTime ?? ''),
+              Date.parse(job?.status.completionTime ?? ''),
+            ];
             const known = times.filter((t) => Number.isFinite(t));
             return known.length > 0 ? Math.min(...known) : undefined;
           },
-          { timeoutMs: 60_000, description: `Job ${across.status.jobName}: SuccessCriteriaMet or completionTime` },
+          {
+            timeoutMs: 60_000,
+            description: `Job ${across.status.jobName}: SuccessCriteriaMet or completionTime`,
+          },
         );
         const agentDone = Date.parse(across.status.completedAt ?? '');
         assert.ok(Number.isFinite(agentDone), 'the Agent records completedAt');
