@@ -294,9 +294,18 @@ export type WatchEntry = v.InferOutput<typeof WatchEntrySchema>;
 export const OutputSchema = v.pipe(
   v.object({
     format: v.optional(
-      v.pipe(lenientEnum(OUTPUT_FORMATS), v.description('Result format (declared, unused).')),
+      v.pipe(
+        lenientEnum(OUTPUT_FORMATS),
+        v.description(
+          'Result format: json, with output.schema, makes status.result the parsed JSON answer, validated against the schema; otherwise status.result is text.',
+        ),
+      ),
     ),
-    schema: v.optional(freeForm('JSON Schema of the result (declared, unused).')),
+    schema: v.optional(
+      freeForm(
+        'JSON Schema of the result: under format json the final answer must match it or the run fails ($ref and pattern are not supported); batch runs also send it to the vendor as structured output.',
+      ),
+    ),
     select: parseDefault(
       v.pipe(
         v.array(SelectEntryWireSchema),

@@ -144,7 +144,9 @@ export const AgentPolicySpecSchema = v.pipe(
           allowed: v.optional(
             v.pipe(
               v.boolean(),
-              v.description('Containers besides agent in a Station template; default true.'),
+              v.description(
+                "Containers besides agent in a run (the Station template's and the definition's tool sidecars); default true.",
+              ),
             ),
           ),
         }),

@@ -86,7 +86,7 @@ export type Condition = v.InferOutput<typeof ConditionSchema>;
 export const ConditionsSchema = v.pipe(
   v.array(ConditionSchema),
   openapi<Condition[]>({ listType: 'map', listMapKeys: ['type'] }),
-  v.description('Latest observations of the object state (Ready, Succeeded, ...), one entry per type.'),
+  v.description('Latest observations of the run, one entry per type: Ready, Complete, Failed, StartBlocked.'),
 );
 
 /** The envelope of a LIST response; items stay unparsed so one bad item cannot spoil the page. */

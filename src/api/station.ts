@@ -70,7 +70,9 @@ export const StationSpecSchema = v.pipe(
         v.number(),
         v.integer(),
         v.minValue(0),
-        v.description('Most runs of this Station at once; 0 or absent means unlimited.'),
+        v.description(
+          'Most runs of this Station at once under concurrencyPolicy Allow; 0 or absent means unlimited.',
+        ),
       ),
       0,
     ),
@@ -78,7 +80,7 @@ export const StationSpecSchema = v.pipe(
       v.pipe(
         lenientEnum(CONCURRENCY_POLICIES),
         v.description(
-          'What a new run does at the limit: Allow waits, Forbid caps at one run, Replace cancels the oldest run.',
+          'What a new run does at the limit: Allow queues it; Forbid allows one run at a time and queues the others; Replace allows one run at a time and deletes the oldest running Agent to start the new one.',
         ),
       ),
       'Allow',

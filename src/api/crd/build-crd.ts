@@ -93,6 +93,15 @@ const KINDS: Readonly<Record<CustomKind, KindDefinition>> = {
   },
 };
 
+/** The valibot schemas the CRD of `kind` is generated from (spec, and status when the kind has one). */
+export function kindSchemas(kind: CustomKind): {
+  readonly spec: v.GenericSchema;
+  readonly status?: v.GenericSchema;
+} {
+  const def = KINDS[kind];
+  return def.status === undefined ? { spec: def.spec } : { spec: def.spec, status: def.status };
+}
+
 /** Kinds in the order the CRD files are written. */
 export const CRD_KINDS: readonly CustomKind[] = ['Agent', 'Station', 'AgentDefinition', 'AgentPolicy'];
 

@@ -52,6 +52,15 @@ interface ActionNode {
   readonly metadata?: Readonly<Record<string, unknown>>;
 }
 
+/** How `toOpenApi` converts. */
+export interface ToOpenApiOptions {
+  /**
+   * Keep the defaults of `parseDefault` fields (hinted `omitDefault`) in the output: what the controller reads an
+   * absent field as. For documentation only; a CRD must not declare them (the API server would store them).
+   */
+  readonly keepParseDefaults?: boolean;
+}
+
 interface Converted {
   props: JsonSchemaProps;
   /** The field may be absent (valibot optional/nullish): not listed in the parent's `required`. */
@@ -71,29 +80,29 @@ function resolveDefault(node: SchemaNode): unknown {
   return typeof d === 'function' ? (d as () => unknown)() : d;
 }
 
-function convertNode(node: SchemaNode, path: string): Converted {
+function convertNode(node: SchemaNode, path: string, opts: ToOpenApiOptions): Converted {
   if (node.pipe !== undefined && node.pipe[0] !== node) {
     const [base, ...actions] = node.pipe;
     if (base === undefined || base.kind !== 'schema')
       throw new CrdSchemaError(`${at(path)}: pipe without a schema`);
-    const out = convertNode(base, path);
-    for (const action of actions) applyAction(out.props, action as ActionNode, path);
+    const out = convertNode(base, path, opts);
+    for (const action of actions) applyAction(out.props, action as ActionNode, path, opts);
     return out;
   }
   if (OPTIONAL_TYPES.has(node.type) || NULLABLE_TYPES.has(node.type)) {
     if (node.wrapped === undefined)
       throw new CrdSchemaError(`${at(path)}: ${node.type} without a wrapped schema`);
-    const inner = convertNode(node.wrapped, path);
+    const inner = convertNode(node.wrapped, path, opts);
     const props: JsonSchemaProps = { ...inner.props };
     if (NULLABLE_TYPES.has(node.type)) props.nullable = true;
     const d = resolveDefault(node);
     if (d !== undefined) props.default = structuredClone(d);
     return { props, optional: inner.optional || OPTIONAL_TYPES.has(node.type) };
   }
-  return { props: convertType(node, path), optional: false };
+  return { props: convertType(node, path, opts), optional: false };
 }
 
-function convertType(node: SchemaNode, path: string): JsonSchemaProps {
+function convertType(node: SchemaNode, path: string, opts: ToOpenApiOptions): JsonSchemaProps {
   switch (node.type) {
     case 'string':
       return { type: 'string' };
@@ -114,7 +123,7 @@ function convertType(node: SchemaNode, path: string): JsonSchemaProps {
     }
     case 'array': {
       if (node.item === undefined) throw new CrdSchemaError(`${at(path)}: array without an item schema`);
-      return { type: 'array', items: convertNode(node.item, `${path}[]`).props };
+      return { type: 'array', items: convertNode(node.item, `${path}[]`, opts).props };
     }
     case 'record': {
       if (node.key === undefined || node.value === undefined)
@@ -123,7 +132,7 @@ function convertType(node: SchemaNode, path: string): JsonSchemaProps {
         throw new CrdSchemaError(`${at(path)}: record keys must be strings`);
       const valueType = stripPipe(node.value).type;
       if (valueType === 'unknown' || valueType === 'any') return { type: 'object' };
-      return { type: 'object', additionalProperties: convertNode(node.value, `${path}.*`).props };
+      return { type: 'object', additionalProperties: convertNode(node.value, `${path}.*`, opts).props };
     }
     case 'unknown':
     case 'any':
@@ -131,7 +140,7 @@ function convertType(node: SchemaNode, path: string): JsonSchemaProps {
       // No wire type of its own: an `openapi({ type })` or free-form hint in the pipe must supply it.
       return {};
     default:
-      if (OBJECT_TYPES.has(node.type)) return convertObject(node, path);
+      if (OBJECT_TYPES.has(node.type)) return convertObject(node, path, opts);
       throw new CrdSchemaError(
         `${at(path)}: valibot schema type '${node.type}' has no structural OpenAPI form`,
       );
@@ -144,11 +153,11 @@ function stripPipe(node: SchemaNode): SchemaNode {
   return n;
 }
 
-function convertObject(node: SchemaNode, path: string): JsonSchemaProps {
+function convertObject(node: SchemaNode, path: string, opts: ToOpenApiOptions): JsonSchemaProps {
   const properties: Record<string, JsonSchemaProps> = {};
   const required: string[] = [];
   for (const [key, child] of Object.entries(node.entries ?? {})) {
-    const c = convertNode(child, path === '' ? key : `${path}.${key}`);
+    const c = convertNode(child, path === '' ? key : `${path}.${key}`, opts);
     properties[key] = c.props;
     if (!c.optional) required.push(key);
   }
@@ -165,14 +174,14 @@ function numberRequirement(action: ActionNode, path: string): number {
   return r;
 }
 
-function applyAction(props: JsonSchemaProps, action: ActionNode, path: string): void {
+function applyAction(props: JsonSchemaProps, action: ActionNode, path: string, opts: ToOpenApiOptions): void {
   const isArray = props.type === 'array';
   switch (action.type) {
     case 'description':
       if (action.description !== undefined) props.description = action.description;
       return;
     case 'metadata':
-      applyHints(props, action.metadata?.[OPENAPI_HINTS_KEY] as OpenApiHints | undefined, path);
+      applyHints(props, action.metadata?.[OPENAPI_HINTS_KEY] as OpenApiHints | undefined, path, opts);
       return;
     case 'integer':
       props.type = 'integer';
@@ -217,7 +226,12 @@ function applyAction(props: JsonSchemaProps, action: ActionNode, path: string): 
   }
 }
 
-function applyHints(props: JsonSchemaProps, hints: OpenApiHints | undefined, path: string): void {
+function applyHints(
+  props: JsonSchemaProps,
+  hints: OpenApiHints | undefined,
+  path: string,
+  opts: ToOpenApiOptions,
+): void {
   if (hints === undefined) return;
   if (hints.type !== undefined) props.type = hints.type;
   if (hints.format !== undefined) props.format = hints.format;
@@ -236,7 +250,7 @@ function applyHints(props: JsonSchemaProps, hints: OpenApiHints | undefined, pat
     }
     props['x-kubernetes-list-map-keys'] = [...hints.listMapKeys];
   }
-  if (hints.omitDefault === true) delete props.default;
+  if (hints.omitDefault === true && opts.keepParseDefaults !== true) delete props.default;
 }
 
 /** Throws unless every node has a type or preserves unknown fields (the structural-schema rule). */
@@ -277,10 +291,10 @@ function canonical(props: JsonSchemaProps): JsonSchemaProps {
  * `default` (from `v.optional(schema, default)` unless hinted `omitDefault`), `pattern`, bounds, lengths,
  * `description`, `format` and the `x-kubernetes-*` hints. Keys come out in alphabetical order. Throws
  * `CrdSchemaError` for constructs with no structural form (unions, functions, untyped fields without a
- * free-form hint, …). Pure.
+ * free-form hint, …). With `keepParseDefaults`, parse-only defaults stay too (for docs, never for a CRD). Pure.
  */
-export function toOpenApi(schema: v.GenericSchema): JsonSchemaProps {
-  const { props } = convertNode(schema as unknown as SchemaNode, '');
+export function toOpenApi(schema: v.GenericSchema, options: ToOpenApiOptions = {}): JsonSchemaProps {
+  const { props } = convertNode(schema as unknown as SchemaNode, '', options);
   assertStructural(props, '');
   return canonical(props);
 }
