@@ -1,0 +1,152 @@
+/**
+ * The controller's Prometheus alert rules: the one source of deploy/monitoring/rules.yaml (a plain rules file) and
+ * deploy/monitoring/prometheus-rule.yaml (the same groups in a Prometheus Operator PrometheusRule), written by
+ * `npm run gen:monitoring`. deploy/monitoring/rules.test.yaml holds their promtool unit tests and
+ * deploy/monitoring/README.md what each alert means and what to do.
+ *
+ * Series are summed `by (namespace)`: one controller Deployment per namespace (as deploy/ installs it) is one
+ * group. Gauges only the leader sets (`controller_agents` and the other poll gauges) are read from the replica
+ * whose `controller_is_leader` is 1: a replica that lost the Lease keeps exporting the values of its last poll.
+ */
+
+export type Severity = 'critical' | 'warning' | 'info';
+
+/** One alerting rule, in the field order of Prometheus' rule files. */
+export interface AlertRule {
+  readonly alert: string;
+  readonly expr: string;
+  /** How long `expr` must hold before the alert fires (omitted: at once). */
+  readonly for?: string;
+  readonly labels: { readonly severity: Severity };
+  readonly annotations: { readonly summary: string; readonly description: string };
+}
+
+export interface RuleGroup {
+  readonly name: string;
+  readonly rules: readonly AlertRule[];
+}
+
+/** The leader's value of a gauge only the leader sets (`selector` is a metric with optional matchers). */
+export function fromLeader(selector: string): string {
+  return `${selector} and on (job, instance) (controller_is_leader == 1)`;
+}
+
+/** A long expression written over several lines (a literal block in the YAML files). */
+function lines(...parts: readonly string[]): string {
+  return parts.join('\n');
+}
+
+export const ALERT_GROUPS: readonly RuleGroup[] = [
+  {
+    name: 'agent-controller',
+    rules: [
+      {
+        alert: 'AgentControllerNoLeader',
+        expr: 'sum by (namespace) (controller_is_leader) < 1',
+        // The Lease lasts 15 s: a handover or a rolling update leaves it unheld for well under a minute.
+        for: '2m',
+        labels: { severity: 'critical' },
+        annotations: {
+          summary: 'No agent-controller replica holds the Lease in {{ $labels.namespace }}',
+          description:
+            'For 2 minutes no replica of agent-controller in namespace {{ $labels.namespace }} has held its Lease: ' +
+            'no Agent is admitted, started or finished. Check that the controller pods are Ready and read their ' +
+            'logs for Lease errors (RBAC on coordination.k8s.io leases, the API server unreachable, a clock far off).',
+        },
+      },
+      {
+        alert: 'AgentControllerAbsent',
+        expr: 'absent(controller_is_leader)',
+        for: '10m',
+        labels: { severity: 'critical' },
+        annotations: {
+          summary: 'Prometheus scrapes no agent-controller',
+          description:
+            'No controller_is_leader series for 10 minutes: every agent-controller replica is down, or Prometheus ' +
+            'does not scrape them. Check the Deployment (kubectl -n ai-agents get pods) and the scrape configuration ' +
+            '(the PodMonitor in deploy/monitoring, or the prometheus.io/scrape pod annotations).',
+        },
+      },
+      {
+        alert: 'AgentRunsStuckQueued',
+        expr: lines(
+          `sum by (namespace) (${fromLeader('controller_agents{phase="Pending"}')}) > 0`,
+          'unless on (namespace)',
+          'sum by (namespace) (increase(controller_run_queue_seconds_count[30m])) > 0',
+        ),
+        for: '15m',
+        labels: { severity: 'warning' },
+        annotations: {
+          summary:
+            '{{ $value | printf "%.0f" }} Agents wait in {{ $labels.namespace }} and no run has started for 30 minutes',
+          description:
+            'Agents are Pending in namespace {{ $labels.namespace }} but no run has left the queue (no Job created, ' +
+            'no batch submitted) for the last 30 minutes. Either every Station slot is held by long runs or open ' +
+            'realtime sessions (are any Agents Running?), or the Agents wait for a dependency Service ' +
+            "(Ready=False/WaitingForDependencies), or the leader cannot start runs (its logs and the Agents' Warning Events).",
+        },
+      },
+      {
+        alert: 'AgentRunFailureRatioHigh',
+        expr: lines(
+          'sum by (namespace) (increase(controller_runs_completed_total{phase="Failed"}[30m]))',
+          '  / sum by (namespace) (increase(controller_runs_completed_total[30m])) > 0.25',
+          'and on (namespace)',
+          'sum by (namespace) (increase(controller_runs_completed_total[30m])) >= 5',
+        ),
+        for: '15m',
+        labels: { severity: 'warning' },
+        annotations: {
+          summary:
+            '{{ $value | humanizePercentage }} of the runs in {{ $labels.namespace }} failed in the last 30 minutes',
+          description:
+            'More than 25% of the runs that finished in namespace {{ $labels.namespace }} over the last 30 minutes ' +
+            '(at least 5 runs) ended Failed. The dashboard panel Failures by kind (controller_run_failures_total) ' +
+            "shows which kind rose; kubectl get agents lists the runs, and each one's status.failureReason and Events say why.",
+        },
+      },
+      {
+        alert: 'AgentBatchCleanupFailuresRising',
+        expr: 'sum by (namespace) (increase(controller_batch_cleanup_failures_total[1h])) > 10',
+        for: '15m',
+        labels: { severity: 'warning' },
+        annotations: {
+          summary:
+            '{{ $value | printf "%.0f" }} failed batch cleanups in {{ $labels.namespace }} in the last hour',
+          description:
+            'The controller keeps failing to delete vendor batches and their files after batch runs in namespace ' +
+            '{{ $labels.namespace }}. A run tries 5 times, then leaves its batch at the vendor (BatchOrphaned Warning ' +
+            "Event). The controller logs give the vendor's answer: an expired or rotated API key in the Station's " +
+            'Secret, a revoked permission, or a vendor outage.',
+        },
+      },
+      {
+        alert: 'AgentBatchOrphans',
+        expr: 'sum by (namespace, provider) (increase(controller_batch_orphans_total[1h])) > 0',
+        labels: { severity: 'info' },
+        annotations: {
+          summary: 'Batch runs in {{ $labels.namespace }} left batches at {{ $labels.provider }}',
+          description:
+            'In the last hour the controller gave up cleaning up {{ $value | printf "%.0f" }} {{ $labels.provider }} ' +
+            'batch(es) of namespace {{ $labels.namespace }}, or could not tell which run a submission belonged to. ' +
+            'They stay at the vendor: the BatchOrphaned Warning Events name each one; delete them there by hand.',
+        },
+      },
+      {
+        alert: 'AgentControllerWatchReconnectStorm',
+        expr: 'sum by (namespace, instance) (increase(controller_watch_reconnects_total[10m])) > 10',
+        for: '10m',
+        labels: { severity: 'warning' },
+        annotations: {
+          summary:
+            'agent-controller {{ $labels.instance }} in {{ $labels.namespace }} lost its watches {{ $value | printf "%.0f" }} times in 10 minutes',
+          description:
+            'Watches stay open until the API server ends them; this replica keeps losing them ' +
+            '(controller_watch_reconnects_total by resource on the dashboard), and a lost watch can cost a full ' +
+            're-list (controller_resyncs_total) that loads the API server. Look for API server restarts or overload, ' +
+            'a proxy or load balancer cutting long requests, or network trouble between the pod and the API server.',
+        },
+      },
+    ],
+  },
+];

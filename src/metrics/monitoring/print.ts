@@ -1,0 +1,7 @@
+// Entry for scripts/gen-monitoring.mjs: prints the generated deploy/monitoring files as one JSON object
+// {path: content} on stdout.
+import { renderMonitoringFiles } from './files.ts';
+
+const files: Record<string, string> = {};
+for (const f of renderMonitoringFiles()) files[f.path] = f.content;
+process.stdout.write(`${JSON.stringify(files)}\n`);
