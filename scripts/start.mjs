@@ -121,6 +121,8 @@ if (!hasCluster) {
     controllerArgs.push('--namespace', 'default');
   if (!args.includes('--install-crds')) controllerArgs.push('--install-crds');
   if (!args.some((a) => a.startsWith('--bind-address'))) controllerArgs.push('--bind-address', '127.0.0.1');
+  // The web console on 127.0.0.1:8082; the controller prints a one-time sign-in link for the kubeconfig's user.
+  if (!args.includes('--console') && env.CONSOLE_ENABLED === undefined) controllerArgs.push('--console');
   await startFakeVendors(env);
   startFakeClaude(env, env.KUBECONFIG);
   env.AGENT_IMAGE ??= 'agent-controller:e2e';
@@ -128,6 +130,7 @@ if (!hasCluster) {
   console.error(
     'start: try it: scripts/testbed kubectl apply -f deploy/examples/hello.yaml && scripts/testbed kubectl get agents -w',
   );
+  console.error('start: or open the console with the one-time link the controller logs ("Open the console")');
 }
 
 const [cmd, ...cmdArgs] = runScript('dist/agent-controller.mjs', ...controllerArgs);

@@ -1,9 +1,10 @@
 // The project's test command: `npm test` (all tiers), `npm test -- unit`, `npm test -- e2e`, `npm test -- chaos`.
 // unit:  every *.test.ts under src/, test/{unit,host,node-agent,support,chaos}/ (but test/chaos/profile) and bench/
 //        on Node (tsx loader); host tests run real processes.
-// e2e:   builds the bundle, brings up the local control plane (scripts/testbed up) and builds the test OpenTelemetry
-//        Collector (scripts/build-otelcol), then runs test/e2e/*.test.ts
-//        once per runtime (Node, then Deno) with AGENT_E2E_RUNTIME set, one file at a time.
+// e2e:   builds the bundle, brings up the local control plane (scripts/testbed up), and has the Go tools the e2e
+//        tier uses built from their modules (scripts/build-otelcol, build-promtool, build-helm; cached after the
+//        first time; one after the other, in the background from the start, while the unit tier runs), then runs
+//        test/e2e/*.test.ts once per runtime (Node, then Deno) with AGENT_E2E_RUNTIME set, one file at a time.
 // chaos: the short chaos profile (test/chaos/profile), alone on the control plane after the e2e tiers: it restarts
 //        the API server and compacts etcd.
 // `npm run chaos -- [--minutes N] [--seed N] …` (tier `chaos-run`): one long chaos run, its report on stdout.
@@ -45,6 +46,30 @@ function nodeTest(files, env, extra = []) {
   return run(NODE, ['--import', 'tsx', '--test', '--test-reporter=spec', ...extra, ...files], env);
 }
 
+/**
+ * The Go tools of the e2e tier, built one after the other by one background shell (each is a Go build of minutes
+ * when not cached; two at once on two cores only slow each other; the unit tier's spawnSync does not hold it up).
+ * Resolves with the names of those that failed.
+ */
+function buildGoTools() {
+  const tools = ['otelcol', 'promtool', 'helm'];
+  console.log(`\n$ scripts/build-{${tools.join(',')}} (in the background, one after the other)`);
+  const child = spawn(
+    'bash',
+    ['-c', `for t in ${tools.join(' ')}; do bash "scripts/build-$t" >/dev/null || echo "$t"; done`],
+    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let out = '';
+  child.stdout.on('data', (chunk) => {
+    out += chunk;
+  });
+  return new Promise((resolve) => {
+    child.on('error', () => resolve(tools));
+    child.on('exit', () => resolve(out.split('\n').filter((t) => t !== '')));
+  });
+}
+const goTools = wanted.includes('e2e') || wanted.includes('chaos') ? buildGoTools() : undefined;
+
 let failed = false;
 if (wanted.includes('unit')) {
   const files = [
@@ -64,17 +89,6 @@ async function prepareCluster() {
   if (prepared !== undefined) return prepared;
   const [buildCmd, ...buildArgs] = runScript('scripts/build.mjs');
   if (run(buildCmd, buildArgs) !== 0) process.exit(1);
-  // The test OpenTelemetry Collector (test/e2e/tracing) is built from Go modules while the control plane comes up
-  // (both cached after the first time); the tests start once both are there.
-  console.log('\n$ scripts/build-otelcol (in the background)');
-  const otelcol = spawn('bash', ['scripts/build-otelcol'], {
-    cwd: root,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const otelcolBuilt = new Promise((resolve) => {
-    otelcol.on('error', () => resolve(1));
-    otelcol.on('exit', (code) => resolve(code ?? 1));
-  });
   const up = spawnSync('bash', ['scripts/testbed', 'up'], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -83,11 +97,10 @@ async function prepareCluster() {
   process.stdout.write(`${lines.slice(0, -1).join('\n')}\n`);
   if (up.status !== 0) {
     console.error('test: scripts/testbed up failed');
-    otelcol.kill();
     process.exit(1);
   }
-  if ((await otelcolBuilt) !== 0)
-    console.error('test: scripts/build-otelcol failed (the tracing tests will say why)');
+  for (const tool of (await goTools) ?? [])
+    console.error(`test: scripts/build-${tool} failed (the tests that need it will say why)`);
   prepared = lines.at(-1);
   return prepared;
 }

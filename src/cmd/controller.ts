@@ -1,7 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import * as v from 'valibot';
-import { type ControllerConfig, parseControllerConfig } from '../config/index.ts';
+import { ALL_NAMESPACES, type ControllerConfig, parseControllerConfig } from '../config/index.ts';
+import { createConsoleApp } from '../console/app.ts';
+import { SessionStore } from '../console/session.ts';
 import { type RunningController, startController } from '../controller/run-controller.ts';
+import { type AccessReviews, createAccessReviews, whoAmI } from '../effects/access-review.ts';
+import { consolePorts } from '../effects/console-ports.ts';
 import { installCrds } from '../effects/install-crds.ts';
 import { promptPorts } from '../effects/realtime/prompt-ports.ts';
 import {
@@ -39,10 +43,15 @@ export const controllerCommand: Command = {
     '  --tls-cert-file F     certificate of the prompt API (plain HTTP is served only on a loopback address)',
     '  --tls-private-key-file F  its private key',
     '  --install-crds        server-side apply the CRDs at start (local and edge runs; needs CRD permissions)',
+    '  --console             serve the web console (default: $CONSOLE_ENABLED, else off); a local run prints a',
+    '                        one-time sign-in link',
+    '  --console-port N      port of the web console (default: $CONSOLE_PORT, else 8082)',
+    '  --console-bind-address IP  its address (default: $CONSOLE_BIND_ADDRESS, else 127.0.0.1; in a pod reach it',
+    '                        with kubectl port-forward; another address needs the TLS flags)',
     '',
     'Environment: AGENT_IMAGE (init image of run pods), MAX_OUTPUT_BYTES, POD_NAME (leader identity),',
     'AGENT_POLL_INTERVAL_MS (default 15000), AGENT_LEADER_ELECTION (default true), BATCH_ENABLED,',
-    'BATCH_POLL_SECONDS, BATCH_POLL_LIST, REALTIME_ENABLED.',
+    'BATCH_POLL_SECONDS, BATCH_POLL_LIST, REALTIME_ENABLED, CONSOLE_TRACE_URL (links trace ids: {traceID}).',
   ].join('\n'),
   async run(io) {
     const { values, help } = parseFlags(io.argv, {
@@ -56,6 +65,9 @@ export const controllerCommand: Command = {
       'tls-cert-file': { type: 'string' },
       'tls-private-key-file': { type: 'string' },
       'install-crds': { type: 'boolean' },
+      console: { type: 'boolean' },
+      'console-port': { type: 'string' },
+      'console-bind-address': { type: 'string' },
     });
     if (help) {
       io.stdout(`${controllerCommand.usage}\n`);
@@ -76,6 +88,9 @@ export const controllerCommand: Command = {
         apiPort: str(values['api-port']),
         tlsCertFile: str(values['tls-cert-file']),
         tlsPrivateKeyFile: str(values['tls-private-key-file']),
+        console: values.console === true,
+        consolePort: str(values['console-port']),
+        consoleBindAddress: str(values['console-bind-address']),
       },
       io.env,
       inClusterNamespace,
@@ -149,9 +164,32 @@ export const controllerCommand: Command = {
       return undefined;
     });
     if (server) log.info('Serving health and metrics', { port: server.port, address: config.bindAddress });
+    const access = createAccessReviews({ transport, now: Date.now });
+    const prompt = config.realtimeEnabled
+      ? promptPorts({
+          transport,
+          tokens: () => controller.promptTokens(),
+          events: controller.events,
+          cachedAgent: (ns, name) => controller.cachedAgent(ns, name),
+          logger: log,
+          now: Date.now,
+          access,
+        })
+      : undefined;
     const promptServer =
-      server && config.realtimeEnabled
-        ? await servePromptApi(config, controller, transport, metrics, log)
+      server && prompt !== undefined
+        ? await servePromptApi(config, prompt, transport, metrics, log)
+        : undefined;
+    const consoleServer =
+      server && config.console !== undefined
+        ? await serveConsole(config, config.console, {
+            controller,
+            transport,
+            access,
+            prompt,
+            log,
+            local: cluster.value.source !== 'in-cluster',
+          })
         : undefined;
 
     if (!shutdown.signal.aborted && server) {
@@ -160,33 +198,31 @@ export const controllerCommand: Command = {
       );
     }
     await promptServer?.close();
+    await consoleServer?.close();
     await controller.stop();
     await server?.close();
     lag.stop();
     transport.close();
     shutdown.dispose();
     log.info('Stopped');
-    return server && (promptServer !== undefined || !config.realtimeEnabled) ? 0 : 1;
+    return server &&
+      (promptServer !== undefined || !config.realtimeEnabled) &&
+      (consoleServer !== undefined || config.console === undefined)
+      ? 0
+      : 1;
   },
 };
 
 /** Serves the realtime prompt API on its own port (every replica, leader or not); undefined when it cannot listen. */
 async function servePromptApi(
   config: ControllerConfig,
-  controller: RunningController,
+  ports: ReturnType<typeof promptPorts>,
   transport: Transport,
   metrics: ControllerMetrics,
   log: Logger,
 ): Promise<RunningServer | undefined> {
   const app = createPromptApi({
-    ...promptPorts({
-      transport,
-      tokens: () => controller.promptTokens(),
-      events: controller.events,
-      cachedAgent: (ns, name) => controller.cachedAgent(ns, name),
-      logger: log,
-      now: Date.now,
-    }),
+    ...ports,
     observe: (sample) => {
       metrics.promptsServed.inc({ action: sample.action, result: sample.result });
       if (sample.firstLineMs !== undefined) metrics.promptFirstLine.observe(sample.firstLineMs / 1000);
@@ -205,6 +241,73 @@ async function servePromptApi(
       tls: config.apiTls !== undefined,
       clientCertificates: clientCa !== undefined,
     });
+  }
+  return server;
+}
+
+/**
+ * Serves the web console on its own port (every replica: it reads the informer caches, which every replica keeps).
+ * A local run (out of cluster) prints a one-time sign-in link for the kubeconfig's user. Undefined when it cannot
+ * listen.
+ */
+async function serveConsole(
+  config: ControllerConfig,
+  settings: NonNullable<ControllerConfig['console']>,
+  o: {
+    readonly controller: RunningController;
+    readonly transport: Transport;
+    readonly access: AccessReviews;
+    readonly prompt: ReturnType<typeof promptPorts> | undefined;
+    readonly log: Logger;
+    readonly local: boolean;
+  },
+): Promise<RunningServer | undefined> {
+  const sessions = new SessionStore(Date.now);
+  const watched = config.namespace === ALL_NAMESPACES ? undefined : config.namespace;
+  const app = createConsoleApp(
+    consolePorts({
+      transport: o.transport,
+      access: o.access,
+      sessions,
+      watched,
+      cachedAgents: () => o.controller.cachedAgents(),
+      cachedStations: () => o.controller.cachedStations(),
+      prompt: o.prompt,
+      defaultNamespace: watched ?? 'default',
+      secure: config.apiTls !== undefined,
+      traceUrl: settings.traceUrl,
+      clock: systemClock,
+      random: Math.random,
+    }),
+  );
+  const server = await serveApp(app, settings.port, settings.bindAddress, config.apiTls).catch(
+    (error: unknown) => {
+      o.log.error('Starting the console failed', { port: settings.port, error: String(error) });
+      return undefined;
+    },
+  );
+  if (server === undefined) return undefined;
+  const scheme = config.apiTls !== undefined ? 'https' : 'http';
+  const host =
+    config.bindAddress === '0.0.0.0' || config.bindAddress === '::' ? '127.0.0.1' : config.bindAddress;
+  const origin = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${server.port}`;
+  o.log.info('Serving the web console', {
+    url: `${origin}/`,
+    port: server.port,
+    address: settings.bindAddress,
+    tls: config.apiTls !== undefined,
+  });
+  if (o.local) {
+    const me = await whoAmI(o.transport);
+    if ('error' in me)
+      o.log.warn('No one-time console link: the kubeconfig user cannot be told; sign in with a token', {
+        error: me.error,
+      });
+    else
+      o.log.info('Open the console (one-time sign-in link)', {
+        user: me.username,
+        url: `${origin}/login?code=${sessions.issueLoginCode(me)}`,
+      });
   }
   return server;
 }

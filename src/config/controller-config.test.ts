@@ -192,4 +192,51 @@ describe('controller configuration: bind address', () => {
     const bad = parseControllerConfig({ bindAddress: 'example.com' }, {}, undefined);
     assert.equal(!bad.ok && bad.error, 'bind address must be an IP address or localhost, got: "example.com"');
   });
+
+  it('the console is off by default; on, it listens on 127.0.0.1:8082 unless told otherwise', () => {
+    const off = parse({}, {});
+    assert.ok(off.ok);
+    assert.equal(off.value.console, undefined);
+    const on = parse({ console: true }, {});
+    assert.ok(on.ok);
+    assert.deepEqual(on.value.console, { port: 8082, bindAddress: '127.0.0.1', traceUrl: undefined });
+    const env = parse(
+      {},
+      {
+        CONSOLE_ENABLED: 'true',
+        CONSOLE_PORT: '9000',
+        CONSOLE_TRACE_URL: 'https://jaeger.example/trace/{traceID}',
+      },
+    );
+    assert.ok(env.ok);
+    assert.deepEqual(env.value.console, {
+      port: 9000,
+      bindAddress: '127.0.0.1',
+      traceUrl: 'https://jaeger.example/trace/{traceID}',
+    });
+    const flag = parse({ console: true, consolePort: '0' }, { CONSOLE_PORT: '9000' });
+    assert.ok(flag.ok);
+    assert.equal(flag.value.console?.port, 0);
+  });
+
+  it('the console serves plain HTTP only on a loopback address; its flags need --console', () => {
+    const open = parse({ console: true, consoleBindAddress: '0.0.0.0' }, {});
+    assert.equal(open.ok, false);
+    assert.match(open.ok ? '' : open.error, /plain HTTP only on a loopback address, not 0\.0\.0\.0/);
+    const tls = parse(
+      { console: true, consoleBindAddress: '0.0.0.0', tlsCertFile: '/c', tlsPrivateKeyFile: '/k' },
+      {},
+    );
+    assert.ok(tls.ok);
+    assert.equal(tls.value.console?.bindAddress, '0.0.0.0');
+    const noFlag = parse({ consolePort: '9000' }, {});
+    assert.equal(noFlag.ok, false);
+    assert.match(noFlag.ok ? '' : noFlag.error, /need --console/);
+    const badEnv = parse({}, { CONSOLE_ENABLED: 'yes' });
+    assert.equal(badEnv.ok, false);
+    const badUrl = parse({}, { CONSOLE_ENABLED: 'true', CONSOLE_TRACE_URL: 'javascript:alert(1)' });
+    assert.equal(badUrl.ok, false);
+    const badAddress = parse({ console: true, consoleBindAddress: 'example.com' }, {});
+    assert.equal(badAddress.ok, false);
+  });
 });

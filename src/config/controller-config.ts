@@ -43,6 +43,15 @@ export interface ControllerConfig {
   /** TLS of the prompt API (`--tls-cert-file`, `--tls-private-key-file`); plain HTTP only on a loopback address. */
   readonly apiTls: { readonly certFile: string; readonly keyFile: string } | undefined;
   /**
+   * The web console (`--console`, `CONSOLE_ENABLED=true`; off by default) on `port` (`--console-port`,
+   * `CONSOLE_PORT`, default 8082) at `bindAddress` (`--console-bind-address`, `CONSOLE_BIND_ADDRESS`, default
+   * 127.0.0.1: in a pod, reached with `kubectl port-forward`), over the prompt API's TLS when given (plain HTTP only on
+   * a loopback address). `traceUrl` (`CONSOLE_TRACE_URL`) links a run's trace id: `{traceID}` is replaced.
+   */
+  readonly console:
+    | { readonly port: number; readonly bindAddress: string; readonly traceUrl: string | undefined }
+    | undefined;
+  /**
    * Price overrides of cost estimates (`PRICES_FILE`): the ConfigMap agent-prices, key prices.json, mounted into the
    * controller pod (deploy/controller.yaml); re-read on every poll. Unset: the shipped prices only.
    */
@@ -66,6 +75,9 @@ export interface ControllerFlags {
   readonly apiPort?: string | undefined;
   readonly tlsCertFile?: string | undefined;
   readonly tlsPrivateKeyFile?: string | undefined;
+  readonly console?: boolean | undefined;
+  readonly consolePort?: string | undefined;
+  readonly consoleBindAddress?: string | undefined;
 }
 
 /** True for an address only this host can reach. */
@@ -147,6 +159,10 @@ const EnvSchema = v.object({
   REALTIME_ENABLED: v.optional(v.picklist(['true', 'false'], 'REALTIME_ENABLED must be true or false')),
   PRICES_FILE: v.optional(v.string()),
   API_PORT: v.optional(port('API_PORT')),
+  CONSOLE_ENABLED: v.optional(v.picklist(['true', 'false'], 'CONSOLE_ENABLED must be true or false')),
+  CONSOLE_PORT: v.optional(port('CONSOLE_PORT')),
+  CONSOLE_BIND_ADDRESS: v.optional(v.string()),
+  CONSOLE_TRACE_URL: v.optional(httpUrl('CONSOLE_TRACE_URL')),
   TLS_CERT_FILE: v.optional(v.string()),
   TLS_PRIVATE_KEY_FILE: v.optional(v.string()),
   BATCH_POLL_LIST: v.optional(v.picklist(['true', 'false'], 'BATCH_POLL_LIST must be true or false')),
@@ -166,6 +182,8 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 262144;
 export const DEFAULT_WORKERS = 48;
 /** Default port of the realtime prompt API. */
 export const DEFAULT_API_PORT = 8443;
+/** Default port of the web console. */
+export const DEFAULT_CONSOLE_PORT = 8082;
 /** Default poll period of an in-flight vendor batch, in seconds (vendors poll samples use 30–60 s). */
 export const DEFAULT_BATCH_POLL_SECONDS = 60;
 
@@ -225,6 +243,30 @@ export function parseControllerConfig(
       `the prompt API (REALTIME_ENABLED=true) serves plain HTTP only on a loopback address, not ${bindAddress}: pass --tls-cert-file and --tls-private-key-file, or --bind-address 127.0.0.1`,
     );
   }
+  let consoleServer: ControllerConfig['console'];
+  if (flags.console === true || e.CONSOLE_ENABLED === 'true') {
+    let consolePort = e.CONSOLE_PORT ?? DEFAULT_CONSOLE_PORT;
+    if (flags.consolePort !== undefined) {
+      const p = v.safeParse(port('--console-port'), flags.consolePort);
+      if (!p.success) return err(p.issues[0]?.message ?? 'invalid --console-port');
+      consolePort = p.output;
+    }
+    const consoleAddress = flags.consoleBindAddress ?? (e.CONSOLE_BIND_ADDRESS || '127.0.0.1');
+    if (!IP_LITERAL.test(consoleAddress) && consoleAddress !== 'localhost')
+      return err(
+        `console bind address must be an IP address or localhost, got: ${JSON.stringify(consoleAddress)}`,
+      );
+    if (apiTls === undefined && !isLoopback(consoleAddress))
+      return err(
+        `the console serves plain HTTP only on a loopback address, not ${consoleAddress}: pass --tls-cert-file and --tls-private-key-file, or keep --console-bind-address 127.0.0.1 (and reach it with kubectl port-forward)`,
+      );
+    consoleServer = {
+      port: consolePort,
+      bindAddress: consoleAddress,
+      traceUrl: e.CONSOLE_TRACE_URL || undefined,
+    };
+  } else if (flags.consolePort !== undefined || flags.consoleBindAddress !== undefined)
+    return err('--console-port and --console-bind-address need --console');
   const traced = tracingConfigFromEnv(env, 'agent-controller');
   if (!traced.ok) return traced;
   let tracing: ControllerConfig['tracing'];
@@ -263,6 +305,7 @@ export function parseControllerConfig(
       realtimeEnabled,
       apiPort,
       apiTls,
+      console: consoleServer,
       pricesFile: e.PRICES_FILE || undefined,
       tracing,
     }),

@@ -143,6 +143,10 @@ export interface RunningController {
   readonly events: EventRecorder;
   /** An Agent from this replica's informer cache (raw), if cached. */
   cachedAgent(namespace: string, name: string): unknown;
+  /** Every Agent of this replica's informer cache (parsed). */
+  cachedAgents(): readonly Agent[];
+  /** Every Station of this replica's informer cache (as read; parse before use). */
+  cachedStations(): readonly unknown[];
   isLeader(): boolean;
   /** Stops reconciling, stops the informers, releases the Lease (decision g). Never throws. */
   stop(): Promise<void>;
@@ -943,6 +947,8 @@ export function startController(deps: ControllerDeps): RunningController {
     promptTokens: () => promptTokens,
     events,
     cachedAgent: (ns, name) => agents.store.get(`${ns}/${name}`),
+    cachedAgents: () => agents.store.list(),
+    cachedStations: () => stations.store.list(),
     isLeader: () => (elector ? elector.isLeader() : queue !== undefined),
     async stop() {
       // Handlers in flight may wait on a slow API server for up to a request timeout. Give them a few seconds,

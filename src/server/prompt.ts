@@ -350,7 +350,7 @@ function tapLines(
 }
 
 /** The body as text, or undefined once it passes `max` bytes. */
-async function readLimited(request: Request, max: number): Promise<string | undefined> {
+export async function readLimited(request: Request, max: number): Promise<string | undefined> {
   if (request.body === null) return '';
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
 import { serve as serveNode } from '@hono/node-server';
-import type { Hono } from 'hono';
+import type { Env, Hono } from 'hono';
 
 /** A listening server; `close` stops accepting and resolves when it is closed. */
 export interface RunningServer {
@@ -27,8 +27,8 @@ interface DenoServeApi {
  * Serves `app` on `hostname:port` with `Deno.serve` on Deno and `@hono/node-server` on Node; over TLS when `tls`
  * names a PEM certificate and key. Port 0 picks a free port; the chosen one is in the result.
  */
-export async function serveApp(
-  app: Hono,
+export async function serveApp<E extends Env>(
+  app: Hono<E>,
   port: number,
   hostname = '0.0.0.0',
   tls?: {

@@ -380,6 +380,71 @@ describe('deploy/components/realtime', () => {
   });
 });
 
+describe('deploy/components/console', () => {
+  const dir = ['deploy', 'components', 'console'];
+  const docs = load('console-rbac.yaml', dir);
+  const role = only(docs, 'Role');
+  const binding = only(docs, 'RoleBinding');
+  const delegator = only(docs, 'ClusterRoleBinding');
+  const controller = only(load('controller-rbac.yaml'), 'ServiceAccount');
+  const subject = [
+    { kind: 'ServiceAccount', name: controller.metadata.name, namespace: controller.metadata.namespace },
+  ];
+
+  it('adds creating Agents only (the runs people start, after their own SubjectAccessReview), in its namespace', () => {
+    assertNoWildcards(role.rules);
+    assert.deepEqual(role.rules, [
+      { apiGroups: ['agents.re-cinq.com'], resources: ['agents'], verbs: ['create'] },
+    ]);
+    assert.equal(role.metadata.namespace, controller.metadata.namespace);
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: role.metadata.name,
+    });
+    assert.deepEqual(binding.subjects, subject);
+    assert.equal(docs.length, 3);
+  });
+
+  it('delegates authentication and authorisation through system:auth-delegator only', () => {
+    assert.deepEqual(delegator.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: 'system:auth-delegator',
+    });
+    assert.deepEqual(delegator.subjects, subject);
+  });
+
+  it('offers people a Role to bind: read runs and their surroundings, start runs, prompt realtime ones; no binding', () => {
+    const user = load('console-user-rbac.yaml', dir);
+    const r = only(user, 'Role');
+    assert.equal(user.length, 1, 'a Role for admins to bind, nothing bound by default');
+    assertNoWildcards(r.rules);
+    assert.deepEqual(r.rules, [
+      { apiGroups: ['agents.re-cinq.com'], resources: ['agents'], verbs: ['get', 'list', 'create'] },
+      { apiGroups: ['agents.re-cinq.com'], resources: ['agents/prompt'], verbs: ['create'] },
+      {
+        apiGroups: ['agents.re-cinq.com'],
+        resources: ['stations', 'agentdefinitions'],
+        verbs: ['get', 'list'],
+      },
+      { apiGroups: [''], resources: ['events', 'pods'], verbs: ['list'] },
+      { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
+      { apiGroups: ['batch'], resources: ['jobs'], verbs: ['get'] },
+    ]);
+  });
+
+  it('is a kustomize Component that turns the console on (loopback: no Service, no TLS needed)', () => {
+    const kustomization = readFileSync(join(ROOT, ...dir, 'kustomization.yaml'), 'utf8');
+    assert.match(kustomization, /^kind: Component$/m);
+    for (const file of ['console-rbac.yaml', 'console-user-rbac.yaml'])
+      assert.match(kustomization, new RegExp(`- ${file.replace('.', '\\.')}`));
+    const patch = readFileSync(join(ROOT, ...dir, 'console-env.yaml'), 'utf8');
+    assert.match(patch, /name: CONSOLE_ENABLED, value: "true"/);
+    assert.doesNotMatch(patch, /CONSOLE_BIND_ADDRESS/);
+  });
+});
+
 describe('deploy/components/run-rbac', () => {
   const dir = ['deploy', 'components', 'run-rbac'];
   const docs = load('run-rbac.yaml', dir);

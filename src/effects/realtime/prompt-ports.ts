@@ -2,7 +2,6 @@
 // authorisation, as an aggregated API server does), the Agent and its run pod read live from the API server, the
 // forward to the pod's prompt server with the run's token, and the `status.sessionId` patch.
 
-import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { API_VERSION, GROUP } from '../../api/index.ts';
 import { LABEL_JOB_NAME } from '../../jobs/names.ts';
@@ -19,41 +18,13 @@ import {
   type Transport,
 } from '../../kube/index.ts';
 import { REASON } from '../../reconcile/reasons.ts';
-import type {
-  CallerIdentity,
-  PodEndpoint,
-  PromptApiDeps,
-  PromptTarget,
-  Upstream,
-} from '../../server/prompt.ts';
+import type { PodEndpoint, PromptApiDeps, PromptTarget, Upstream } from '../../server/prompt.ts';
 import type { Logger } from '../../shared/log.ts';
 import { sessionIdOf } from '../../vendors/cli/session.ts';
+import { type AccessReviews, createAccessReviews } from '../access-review.ts';
 import { AGENTS } from '../resources.ts';
 import type { PromptTokens } from './tokens.ts';
 
-/** How long a TokenReview answer is reused for the same token. */
-const TOKEN_CACHE_MS = 10_000;
-/** How long an allowing SubjectAccessReview is reused for the same caller and target (refusals are not kept). */
-const ALLOW_CACHE_MS = 10_000;
-
-const TokenReviewStatus = v.looseObject({
-  status: v.optional(
-    v.looseObject({
-      authenticated: v.optional(v.boolean()),
-      user: v.optional(
-        v.looseObject({
-          username: v.optional(v.string()),
-          uid: v.optional(v.string()),
-          groups: v.optional(v.array(v.string())),
-          extra: v.optional(v.record(v.string(), v.array(v.string()))),
-        }),
-      ),
-    }),
-  ),
-});
-const SarStatus = v.looseObject({
-  status: v.optional(v.looseObject({ allowed: v.optional(v.boolean()) })),
-});
 const AgentView = v.looseObject({
   metadata: v.looseObject({ name: v.string(), namespace: v.optional(v.string()), uid: v.string() }),
   status: v.optional(
@@ -82,54 +53,16 @@ export interface PromptPortsOptions {
   readonly fetch?: typeof fetch;
   /** The Agent from the controller's informer cache (every replica keeps one), if it is there. */
   readonly cachedAgent?: (namespace: string, name: string) => unknown;
+  /** TokenReviews and SubjectAccessReviews (shared with the console, so their caches are); made here if absent. */
+  readonly access?: AccessReviews;
 }
 
 /** The prompt API's ports (everything but `observe`, which the metrics own). */
 export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe'> {
   const doFetch = o.fetch ?? ((input, init) => fetch(input, init));
-  const reviews = new Map<string, { at: number; identity: CallerIdentity | undefined }>();
-  /** TokenReviews in flight by token hash: callers arriving together share one review. */
-  const reviewing = new Map<string, Promise<CallerIdentity | undefined | { error: string }>>();
-  const allowed = new Map<string, number>();
+  const access = o.access ?? createAccessReviews(o);
   /** The prompt server of a run (by Agent uid), kept while it answers; dropped when a forward fails. */
   const endpoints = new Map<string, string>();
-
-  function tokenReview(token: string): Promise<CallerIdentity | undefined | { error: string }> {
-    const key = createHash('sha256').update(token).digest('hex');
-    const cached = reviews.get(key);
-    if (cached !== undefined && o.now() - cached.at < TOKEN_CACHE_MS) return Promise.resolve(cached.identity);
-    const pending = reviewing.get(key);
-    if (pending !== undefined) return pending;
-    const review = reviewToken(key, token).finally(() => reviewing.delete(key));
-    reviewing.set(key, review);
-    return review;
-  }
-
-  async function reviewToken(
-    key: string,
-    token: string,
-  ): Promise<CallerIdentity | undefined | { error: string }> {
-    const r = await o.transport.request('POST', '/apis/authentication.k8s.io/v1/tokenreviews', {
-      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } },
-    });
-    if (!r.ok) return { error: describeKubeError(r.error) };
-    const parsed = v.safeParse(TokenReviewStatus, safeJson(r.value.text));
-    if (!parsed.success) return { error: 'TokenReview answer is not understood' };
-    const s = parsed.output.status;
-    const user = s?.user;
-    const identity =
-      s?.authenticated === true && user?.username !== undefined && user.username !== ''
-        ? {
-            username: user.username,
-            ...(user.uid !== undefined ? { uid: user.uid } : {}),
-            groups: user.groups ?? [],
-            ...(user.extra !== undefined ? { extra: user.extra } : {}),
-          }
-        : undefined;
-    if (reviews.size > 1000) reviews.clear();
-    reviews.set(key, { at: o.now(), identity });
-    return identity;
-  }
 
   return {
     now: o.now,
@@ -139,42 +72,17 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
         return { username: peer.commonName ?? '', groups: [...peer.organizations, 'system:authenticated'] };
       const token = /^Bearer\s+(\S+)$/i.exec(request.headers.get('authorization') ?? '')?.[1];
       if (token === undefined) return undefined;
-      return tokenReview(token);
+      return access.authenticateToken(token);
     },
-    async authorize(caller, target) {
-      const key = JSON.stringify([caller.username, caller.uid, caller.groups, caller.extra, target]);
-      const at = allowed.get(key);
-      if (at !== undefined && o.now() - at < ALLOW_CACHE_MS) return true;
-      const r = await o.transport.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
-        body: {
-          apiVersion: 'authorization.k8s.io/v1',
-          kind: 'SubjectAccessReview',
-          spec: {
-            user: caller.username,
-            ...(caller.uid !== undefined ? { uid: caller.uid } : {}),
-            groups: caller.groups,
-            ...(caller.extra !== undefined ? { extra: caller.extra } : {}),
-            resourceAttributes: {
-              namespace: target.namespace,
-              verb: 'create',
-              group: GROUP,
-              resource: 'agents',
-              subresource: target.subresource,
-              name: target.name,
-            },
-          },
-        },
-      });
-      if (!r.ok) return { error: describeKubeError(r.error) };
-      const parsed = v.safeParse(SarStatus, safeJson(r.value.text));
-      if (!parsed.success) return { error: 'SubjectAccessReview answer is not understood' };
-      const yes = parsed.output.status?.allowed === true;
-      if (yes) {
-        if (allowed.size > 1000) allowed.clear();
-        allowed.set(key, o.now());
-      }
-      return yes;
-    },
+    authorize: (caller, target) =>
+      access.authorize(caller, {
+        verb: 'create',
+        group: GROUP,
+        resource: 'agents',
+        subresource: target.subresource,
+        namespace: target.namespace,
+        name: target.name,
+      }),
     async agent(namespace, name, fresh) {
       const cached = v.safeParse(AgentView, fresh === true ? undefined : o.cachedAgent?.(namespace, name));
       let a: v.InferOutput<typeof AgentView>;
@@ -282,13 +190,5 @@ async function recordSession(o: PromptPortsOptions, target: PromptTarget, sessio
       });
       return;
     }
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }

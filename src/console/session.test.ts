@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  csrfMatches,
+  LOGIN_CODE_MS,
+  MAX_SESSIONS,
+  SESSION_IDLE_MS,
+  SESSION_MAX_MS,
+  SessionStore,
+} from './session.ts';
+
+const ALICE = { username: 'alice', groups: ['devs'] };
+
+function store() {
+  let now = 1_000_000;
+  const s = new SessionStore(() => now);
+  return { s, advance: (ms: number) => (now += ms) };
+}
+
+describe('console sessions', () => {
+  it('a session is found by its id only, with random ids and CSRF tokens', () => {
+    const { s } = store();
+    const a = s.create(ALICE);
+    const b = s.create(ALICE);
+    assert.notEqual(a.id, b.id);
+    assert.notEqual(a.session.csrf, b.session.csrf);
+    assert.ok(a.id.length >= 43, 'at least 32 random bytes');
+    assert.equal(s.get(a.id)?.identity.username, 'alice');
+    assert.equal(s.get(`${a.id}x`), undefined);
+    assert.equal(s.get(''), undefined);
+    assert.equal(s.get(undefined), undefined);
+  });
+
+  it('ends after the idle time without use, and after the longest time whatever the use', () => {
+    const { s, advance } = store();
+    const idle = s.create(ALICE);
+    advance(SESSION_IDLE_MS + 1);
+    assert.equal(s.get(idle.id), undefined);
+    const busy = s.create(ALICE);
+    for (let t = 0; t < SESSION_MAX_MS; t += SESSION_IDLE_MS / 2) {
+      assert.ok(s.get(busy.id), 'in use: kept');
+      advance(SESSION_IDLE_MS / 2);
+    }
+    advance(1);
+    assert.equal(s.get(busy.id), undefined, 'past the longest time');
+  });
+
+  it('sign-out ends the session', () => {
+    const { s } = store();
+    const a = s.create(ALICE);
+    s.delete(a.id);
+    assert.equal(s.get(a.id), undefined);
+  });
+
+  it('keeps at most MAX_SESSIONS, dropping the oldest', () => {
+    const { s } = store();
+    const first = s.create(ALICE);
+    for (let i = 0; i < MAX_SESSIONS; i++) s.create(ALICE);
+    assert.equal(s.size, MAX_SESSIONS);
+    assert.equal(s.get(first.id), undefined);
+  });
+
+  it('the one-time login code works once, not after it expires, and a new code replaces the old', () => {
+    const { s, advance } = store();
+    const code = s.issueLoginCode(ALICE);
+    assert.equal(s.redeemLoginCode('wrong'), undefined);
+    assert.equal(s.redeemLoginCode(''), undefined);
+    assert.deepEqual(s.redeemLoginCode(code), ALICE);
+    assert.equal(s.redeemLoginCode(code), undefined, 'used');
+    const old = s.issueLoginCode(ALICE);
+    const fresh = s.issueLoginCode(ALICE);
+    assert.equal(s.redeemLoginCode(old), undefined, 'replaced');
+    assert.deepEqual(s.redeemLoginCode(fresh), ALICE);
+    const late = s.issueLoginCode(ALICE);
+    advance(LOGIN_CODE_MS + 1);
+    assert.equal(s.redeemLoginCode(late), undefined, 'expired');
+  });
+
+  it('CSRF tokens must match exactly', () => {
+    const { s } = store();
+    const { session } = s.create(ALICE);
+    assert.equal(csrfMatches(session, session.csrf), true);
+    assert.equal(csrfMatches(session, `${session.csrf}x`), false);
+    assert.equal(csrfMatches(session, ''), false);
+    assert.equal(csrfMatches(session, undefined), false);
+  });
+});

@@ -1,0 +1,115 @@
+// Console sessions: who is signed in, kept in this replica's memory only (a restart signs everyone out). A session
+// starts from a bearer token the API server vouched for (TokenReview) or from the one-time login link a local run
+// prints; the browser holds only a random session id in an HttpOnly cookie, never the token. Each session has its
+// own CSRF token, which every state-changing request must echo.
+
+import { createHash, randomBytes } from 'node:crypto';
+import type { CallerIdentity } from '../server/prompt.ts';
+import { constantTimeEqual } from '../shared/constant-time.ts';
+
+/** How long a session lasts without use, and at most. */
+export const SESSION_IDLE_MS = 8 * 60 * 60 * 1000;
+export const SESSION_MAX_MS = 24 * 60 * 60 * 1000;
+/** How long the one-time login link of a local run stays valid. */
+export const LOGIN_CODE_MS = 24 * 60 * 60 * 1000;
+/** Sessions kept at most (the oldest go first). */
+export const MAX_SESSIONS = 1000;
+
+export interface Session {
+  readonly identity: CallerIdentity;
+  /** Echoed by every form and fetch that changes something. */
+  readonly csrf: string;
+  readonly createdAt: number;
+  lastUsedAt: number;
+}
+
+/** A random token of 32 bytes, URL-safe. */
+export function randomToken(random: (n: number) => Uint8Array = randomBytes): string {
+  return Buffer.from(random(32)).toString('base64url');
+}
+
+const hash = (s: string): string => createHash('sha256').update(s).digest('hex');
+
+/** Sessions by the hash of their id (a lookup by the id itself would let its timing tell a prefix). */
+export class SessionStore {
+  readonly #sessions = new Map<string, Session>();
+  readonly #now: () => number;
+  readonly #random: (n: number) => Uint8Array;
+  #loginCode:
+    | { readonly hash: string; readonly expiresAt: number; readonly identity: CallerIdentity }
+    | undefined;
+
+  constructor(now: () => number, random: (n: number) => Uint8Array = randomBytes) {
+    this.#now = now;
+    this.#random = random;
+  }
+
+  /** Starts a session; returns its id (the cookie value) and the session. */
+  create(identity: CallerIdentity): { readonly id: string; readonly session: Session } {
+    this.#expire();
+    if (this.#sessions.size >= MAX_SESSIONS) {
+      const oldest = this.#sessions.keys().next().value;
+      if (oldest !== undefined) this.#sessions.delete(oldest);
+    }
+    const id = randomToken(this.#random);
+    const now = this.#now();
+    const session: Session = { identity, csrf: randomToken(this.#random), createdAt: now, lastUsedAt: now };
+    this.#sessions.set(hash(id), session);
+    return { id, session };
+  }
+
+  /** The live session of a cookie value, refreshed; undefined when unknown or expired. */
+  get(id: string | undefined): Session | undefined {
+    if (id === undefined || id === '') return undefined;
+    const key = hash(id);
+    const session = this.#sessions.get(key);
+    if (session === undefined) return undefined;
+    const now = this.#now();
+    if (now - session.lastUsedAt > SESSION_IDLE_MS || now - session.createdAt > SESSION_MAX_MS) {
+      this.#sessions.delete(key);
+      return undefined;
+    }
+    session.lastUsedAt = now;
+    return session;
+  }
+
+  /** Ends a session (sign-out). */
+  delete(id: string | undefined): void {
+    if (id !== undefined) this.#sessions.delete(hash(id));
+  }
+
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  /**
+   * Issues the one-time login code of a local run: whoever opens the link first is signed in as `identity` (the
+   * kubeconfig's user). A new code replaces the old one.
+   */
+  issueLoginCode(identity: CallerIdentity): string {
+    const code = randomToken(this.#random);
+    this.#loginCode = { hash: hash(code), expiresAt: this.#now() + LOGIN_CODE_MS, identity };
+    return code;
+  }
+
+  /** Redeems the one-time code: its identity once, then never again. */
+  redeemLoginCode(code: string): CallerIdentity | undefined {
+    const issued = this.#loginCode;
+    if (issued === undefined || code === '') return undefined;
+    if (!constantTimeEqual(issued.hash, hash(code))) return undefined;
+    this.#loginCode = undefined;
+    return this.#now() <= issued.expiresAt ? issued.identity : undefined;
+  }
+
+  #expire(): void {
+    const now = this.#now();
+    for (const [key, s] of this.#sessions)
+      if (now - s.lastUsedAt > SESSION_IDLE_MS || now - s.createdAt > SESSION_MAX_MS)
+        this.#sessions.delete(key);
+  }
+}
+
+/** Whether the CSRF token a request carries is its session's (constant time). */
+export function csrfMatches(session: Session, presented: string | undefined): boolean {
+  return presented !== undefined && presented !== '' && constantTimeEqual(session.csrf, presented);
+}
