@@ -147,7 +147,10 @@ describe(`web console in a browser (${runtime})`, { skip }, () => {
         page.on('console', (m) => {
           // A prompt sent before the run pod listens (503) or while its first turn still runs (409) is refused; the
           // page shows why and the test sends again.
-          if (m.type() === 'error' && !/status of (503|409) .*\/prompt$/.test(`${m.text()} ${m.location().url}`))
+          if (
+            m.type() === 'error' &&
+            !/status of (503|409) .*\/prompt$/.test(`${m.text()} ${m.location().url}`)
+          )
             errors.push(`${m.text()} (${m.location().url})`);
         });
 
