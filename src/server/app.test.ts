@@ -57,4 +57,17 @@ describe('controller HTTP app', () => {
       await server.close();
     }
   });
+
+  it("shows a check's detail (a warning while ready) in ?verbose and on its own path", async () => {
+    const app = createApp({
+      checks: [{ name: 'crd-schema', ready: () => true, detail: () => 'installed CRDs lack fields' }],
+      metrics: async () => ({ body: '', contentType: 'text/plain' }),
+    });
+    const verbose = await app.request('/readyz?verbose');
+    assert.equal(verbose.status, 200);
+    assert.match(await verbose.text(), /^\[\+\]crd-schema ok: installed CRDs lack fields$/m);
+    const one = await app.request('/readyz/crd-schema');
+    assert.equal(await one.text(), 'ok: installed CRDs lack fields');
+    assert.equal(await (await app.request('/readyz')).text(), 'ok');
+  });
 });

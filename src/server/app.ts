@@ -4,6 +4,14 @@ import { Hono } from 'hono';
 export interface ReadinessCheck {
   readonly name: string;
   readonly ready: () => boolean;
+  /** What a person should know about it even while ready (a warning); shown by `?verbose` and `/readyz/<name>`. */
+  readonly detail?: () => string | undefined;
+}
+
+/** `ok` or `failed`, and the check's detail when it has one. */
+function checkLine(check: ReadinessCheck): string {
+  const detail = check.detail?.();
+  return `${check.ready() ? 'ok' : 'failed'}${detail !== undefined ? `: ${detail}` : ''}`;
 }
 
 /** What the HTTP server needs from the rest of the controller: read-only ports, no controller state. */
@@ -25,7 +33,7 @@ export function createApp(deps: ServerDeps): Hono {
     const verbose = c.req.query('verbose') !== undefined;
     if (verbose) {
       const lines = deps.checks.map(
-        (check) => `[${check.ready() ? '+' : '-'}]${check.name} ${check.ready() ? 'ok' : 'failed'}`,
+        (check) => `[${check.ready() ? '+' : '-'}]${check.name} ${checkLine(check)}`,
       );
       return c.text(
         `${lines.join('\n')}\nreadyz check ${failing.length === 0 ? 'passed' : 'failed'}\n`,
@@ -38,7 +46,9 @@ export function createApp(deps: ServerDeps): Hono {
   app.get('/readyz/:check', (c) => {
     const check = deps.checks.find((k) => k.name === c.req.param('check'));
     if (!check) return c.text('not found', 404);
-    return check.ready() ? c.text('ok') : c.text(`not ready: ${check.name}`, 503);
+    const detail = check.detail?.();
+    if (check.ready()) return c.text(detail === undefined ? 'ok' : `ok: ${detail}`);
+    return c.text(`not ready: ${check.name}${detail !== undefined ? `: ${detail}` : ''}`, 503);
   });
   app.get('/metrics', async (c) => {
     const { body, contentType } = await deps.metrics();

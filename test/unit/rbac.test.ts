@@ -230,6 +230,40 @@ describe('deploy/rbac/policy-reader-rbac.yaml', () => {
   });
 });
 
+describe('deploy/rbac/crd-reader-rbac.yaml', () => {
+  const docs = load('crd-reader-rbac.yaml');
+  const role = only(docs, 'ClusterRole');
+  const binding = only(docs, 'ClusterRoleBinding');
+  const sa = only(load('controller-rbac.yaml'), 'ServiceAccount');
+
+  it('lets the controller get its own four CRDs by name and nothing else', () => {
+    assertNoWildcards(role.rules);
+    assert.deepEqual(role.rules, [
+      {
+        apiGroups: ['apiextensions.k8s.io'],
+        resources: ['customresourcedefinitions'],
+        resourceNames: [
+          'agents.agents.re-cinq.com',
+          'stations.agents.re-cinq.com',
+          'agentdefinitions.agents.re-cinq.com',
+          'agentpolicies.agents.re-cinq.com',
+        ],
+        verbs: ['get'],
+      },
+    ]);
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: role.metadata.name,
+    });
+    assert.deepEqual(binding.subjects, [
+      { kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace },
+    ]);
+    const kustomization = readFileSync(join(ROOT, 'deploy', 'kustomization.yaml'), 'utf8');
+    assert.match(kustomization, /- rbac\/crd-reader-rbac\.yaml/);
+  });
+});
+
 describe('deploy/rbac/caller-rbac.yaml', () => {
   const docs = load('caller-rbac.yaml');
   const sa = only(docs, 'ServiceAccount');
