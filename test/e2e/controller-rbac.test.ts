@@ -59,6 +59,7 @@ describe(`controller: ServiceAccount authentication with the deploy/ RBAC (${run
       runScenario(cluster, 'ctl-rbac', async (s) => {
         await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
         await applyRbacManifests(s, 'deploy/rbac/policy-reader-rbac.yaml');
+        await applyRbacManifests(s, 'deploy/rbac/crd-reader-rbac.yaml');
         await applyRbacManifests(s, 'deploy/rbac/caller-rbac.yaml');
         const dir = s.tempDir();
         const controllerConfig = kubeconfigWithToken(
