@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import * as v from 'valibot';
 import { ALL_NAMESPACES, type ControllerConfig, parseControllerConfig } from '../config/index.ts';
-import { createConsoleApp } from '../console/app.ts';
+import { consoleOrigin, createConsoleApp } from '../console/app.ts';
 import { SessionStore } from '../console/session.ts';
 import { type RunningController, startController } from '../controller/run-controller.ts';
 import { type AccessReviews, createAccessReviews, whoAmI } from '../effects/access-review.ts';
@@ -289,10 +289,8 @@ async function serveConsole(
     },
   );
   if (server === undefined) return undefined;
-  const scheme = config.apiTls !== undefined ? 'https' : 'http';
-  const host =
-    config.bindAddress === '0.0.0.0' || config.bindAddress === '::' ? '127.0.0.1' : config.bindAddress;
-  const origin = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${server.port}`;
+  // The console's own address (not the health server's --bind-address).
+  const origin = consoleOrigin(settings.bindAddress, server.port, config.apiTls !== undefined);
   o.log.info('Serving the web console', {
     url: `${origin}/`,
     port: server.port,

@@ -6,8 +6,10 @@ import type { CallerIdentity } from '../server/prompt.ts';
 import {
   type AccessRequest,
   type ConsolePorts,
+  consoleOrigin,
   createConsoleApp,
   LOGIN_COOKIE,
+  MAX_STREAMS_PER_USER,
   SESSION_COOKIE,
   sameOrigin,
 } from './app.ts';
@@ -26,6 +28,10 @@ interface World {
   promptUpstream?: Response;
   prompts?: { caller: CallerIdentity; namespace: string; name: string; body: string }[];
   reviews?: string[];
+  traceUrl?: string;
+  streamOutput?: ConsolePorts['streamOutput'];
+  /** The Agents agentExtras was asked about. */
+  extras?: Agent[];
 }
 
 const key = (a: AccessRequest): string =>
@@ -36,10 +42,15 @@ function setup(w: World = {}) {
   w.created ??= [];
   w.prompts ??= [];
   w.reviews ??= [];
+  w.extras ??= [];
   const agents = w.agents ?? [];
   const ports: ConsolePorts = {
     authenticateToken: async (token) =>
-      token === 'good-token' ? ALICE : token === 'broken' ? { error: 'boom' } : undefined,
+      token === 'good-token' || token.startsWith('eyJ')
+        ? ALICE
+        : token === 'broken'
+          ? { error: 'boom' }
+          : undefined,
     authorize: async (_caller, access) => {
       w.reviews?.push(key(access));
       return !(w.deny ?? []).includes(key(access));
@@ -53,32 +64,37 @@ function setup(w: World = {}) {
     getStation: async (_ns, name) =>
       name === 'hello' ? { kind: 'ok', value: stationOf('hello') } : { kind: 'missing' },
     promptTemplate: async () => 'Fix {prompt} in {repo}',
-    agentExtras: async () => ({
-      job: undefined,
-      pods: undefined,
-      events: {
-        kind: 'ok',
-        value: [
-          {
-            metadata: { name: 'e1', namespace: NS },
-            involvedObject: { kind: 'Agent', name: 'done' },
-            type: 'Warning',
-            reason: 'BackOff',
-            message: 'pod <b>crashed</b>',
-            lastTimestamp: iso(30),
-          },
-        ],
-      } as never,
-    }),
+    agentExtras: async (agent) => {
+      w.extras?.push(agent);
+      return {
+        job: undefined,
+        pods: undefined,
+        events: {
+          kind: 'ok',
+          value: [
+            {
+              metadata: { name: 'e1', namespace: NS },
+              involvedObject: { kind: 'Agent', name: 'done' },
+              type: 'Warning',
+              reason: 'BackOff',
+              message: 'pod <b>crashed</b>',
+              lastTimestamp: iso(30),
+            },
+          ],
+        } as never,
+      };
+    },
     createAgent: async (_ns, body) => {
       if (w.createError !== undefined) return w.createError;
       w.created?.push(body);
       return { agent: agentOf('hello-x7k2p') };
     },
-    streamOutput: async (o) => {
-      for (const l of w.lines ?? []) o.onLine(l);
-      return 'ended';
-    },
+    streamOutput:
+      w.streamOutput ??
+      (async (o) => {
+        for (const l of w.lines ?? []) o.onLine(l);
+        return 'ended';
+      }),
     prompt: async (caller, namespace, name, body) => {
       w.prompts?.push({ caller, namespace, name, body });
       return w.promptUpstream ?? new Response('', { status: 200 });
@@ -86,7 +102,7 @@ function setup(w: World = {}) {
     sessions,
     defaultNamespace: NS,
     secure: false,
-    traceUrl: 'https://traces.test/trace/{traceID}',
+    traceUrl: w.traceUrl ?? 'https://traces.test/trace/{traceID}',
     now: () => T0 + 60_000,
   };
   const app = createConsoleApp(ports);
@@ -478,5 +494,156 @@ describe('console: talking to a realtime run', () => {
     const res = await send({ 'x-csrf-token': session.csrf });
     assert.equal(res.status, 409);
     assert.match(await res.text(), /not a Running realtime run/);
+  });
+});
+
+describe('console: review fixes', () => {
+  const jwt = (claims: Record<string, unknown>): string =>
+    `eyJhbGciOiJSUzI1NiJ9.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.c2ln`;
+
+  it('links only a trace id of hex digits: the Agent status cannot steer the trace link', async () => {
+    const hostile = ['evil.test/#', 'x/../../admin?orgId=2', '$`', '" onmouseover="alert(1)'];
+    for (const traceUrl of ['https://traces.test/trace/{traceID}', 'https://{traceID}.traces.test/']) {
+      for (const traceID of hostile) {
+        const a = agentOf('t', { phase: 'Succeeded', status: { traceID } });
+        const text = await (await setup({ agents: [a], traceUrl }).get('/agents/team/t')).text();
+        assert.doesNotMatch(text, /href="https:\/\/[^"]*traces\.test/, `${traceID} is not linked`);
+        assert.doesNotMatch(text, /href="https:\/\/evil/);
+        assert.match(text, /<code>[^<]+<\/code>/, 'the id is shown as text');
+      }
+      const good = agentOf('t', {
+        phase: 'Succeeded',
+        status: { traceID: 'ABCDEF0123456789abcdef0123456789' },
+      });
+      const text = await (await setup({ agents: [good], traceUrl }).get('/agents/team/t')).text();
+      assert.match(text, /href="https:\/\/(traces\.test\/trace\/)?ABCDEF0123456789abcdef0123456789/);
+    }
+  });
+
+  it('a session lasts no longer than the token it was started with', async () => {
+    const { app, sessions } = setup();
+    const form = await app.request(`${ORIGIN}/login`);
+    const loginCsrf = cookieValue(form, LOGIN_COOKIE) ?? '';
+    const exp = Math.floor((T0 + 60_000) / 1000) + 600;
+    const res = await app.request(`${ORIGIN}/login`, {
+      method: 'POST',
+      headers: {
+        cookie: `${LOGIN_COOKIE}=${loginCsrf}`,
+        origin: ORIGIN,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({ _csrf: loginCsrf, token: jwt({ sub: 'alice', exp }) }).toString(),
+    });
+    assert.equal(res.status, 303);
+    assert.equal(sessions.get(cookieValue(res, SESSION_COOKIE))?.expiresAt, exp * 1000);
+  });
+
+  it('caps the output streams one person holds open, and frees a place when a stream is closed', async () => {
+    let open = 0;
+    const live = agentOf('live', { phase: 'Running', jobName: 'agent-job-live' });
+    const { get } = setup({
+      agents: [live],
+      streamOutput: (o) =>
+        new Promise((resolve) => {
+          open++;
+          o.signal.addEventListener('abort', () => {
+            open--;
+            resolve('aborted');
+          });
+        }),
+    });
+    const streams: Response[] = [];
+    for (let i = 0; i < MAX_STREAMS_PER_USER; i++) {
+      const res = await get('/agents/team/live/stream');
+      assert.equal(res.status, 200);
+      streams.push(res);
+    }
+    assert.equal(open, MAX_STREAMS_PER_USER);
+    const refused = await get('/agents/team/live/stream');
+    assert.equal(refused.status, 429);
+    assert.equal(open, MAX_STREAMS_PER_USER, 'no pod watch for the refused one');
+    await streams[0]?.body?.cancel();
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(open, MAX_STREAMS_PER_USER - 1, 'closing the tab stops its watch');
+    const again = await get('/agents/team/live/stream');
+    assert.equal(again.status, 200);
+    for (const s of [...streams.slice(1), again]) await s.body?.cancel();
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(open, 0);
+  });
+
+  it('a stream asked for by a browser that has already gone starts no watch that would outlive it', async () => {
+    let aborted: boolean | undefined;
+    const live = agentOf('live', { phase: 'Running', jobName: 'agent-job-live' });
+    const { app, cookie } = setup({
+      agents: [live],
+      streamOutput: async (o) => {
+        aborted = o.signal.aborted;
+        return 'aborted';
+      },
+    });
+    const gone = new AbortController();
+    gone.abort();
+    const res = await app.request(
+      new Request(`${ORIGIN}/agents/team/live/stream`, { headers: { cookie }, signal: gone.signal }),
+    );
+    await res.body?.cancel();
+    assert.equal(aborted, true);
+  });
+
+  it('a run form posted with the CSRF header still carries its fields; a body that is not a form is refused', async () => {
+    const { post, session, w } = setup();
+    const res = await post(
+      '/stations/team/hello/run',
+      { prompt: 'the flaky test', parameters: 'repo=re-cinq/demo' },
+      { 'x-csrf-token': session.csrf },
+    );
+    assert.equal(res.status, 303);
+    assert.deepEqual(w.created?.[0]?.spec, {
+      stationRef: 'hello',
+      parameters: { repo: 're-cinq/demo', prompt: 'the flaky test' },
+    });
+    const json = await post(
+      '/stations/team/hello/run',
+      {},
+      {
+        'x-csrf-token': session.csrf,
+        'content-type': 'application/json',
+      },
+    );
+    assert.equal(json.status, 415);
+    assert.equal(w.created?.length, 1, 'no run without its form');
+  });
+
+  it('a prompt sent as a form is refused plainly (its body was read for the CSRF token)', async () => {
+    const { post, session, w } = setup();
+    const res = await post('/agents/team/live/prompt', { _csrf: session.csrf, prompt: 'ping' });
+    assert.equal(res.status, 415);
+    assert.equal(w.prompts?.length, 0);
+  });
+
+  it('a status.jobName that is not an object name is never used to read Jobs, pods or logs', async () => {
+    let streamed = 0;
+    const odd = agentOf('odd', { phase: 'Succeeded', jobName: '.', status: { output: 'recorded' } });
+    const { get, w } = setup({
+      agents: [odd],
+      streamOutput: async () => {
+        streamed++;
+        return 'ended';
+      },
+    });
+    assert.equal((await get('/agents/team/odd')).status, 200);
+    assert.equal(w.extras?.[0]?.status.jobName, undefined);
+    const body = await (await get('/agents/team/odd/stream')).text();
+    assert.equal(streamed, 0);
+    assert.match(body, /recorded/);
+  });
+
+  it('the one-time link is printed for the console’s own address', () => {
+    assert.equal(consoleOrigin('127.0.0.1', 8082, false), 'http://127.0.0.1:8082');
+    assert.equal(consoleOrigin('::1', 8082, false), 'http://[::1]:8082');
+    assert.equal(consoleOrigin('0.0.0.0', 9000, true), 'https://127.0.0.1:9000');
+    assert.equal(consoleOrigin('::', 9000, true), 'https://127.0.0.1:9000');
+    assert.equal(consoleOrigin('localhost', 8082, false), 'http://localhost:8082');
   });
 });

@@ -40,12 +40,14 @@ import {
   statusFragment,
   type Viewer,
 } from './pages.ts';
-import { csrfMatches, randomToken, type Session, type SessionStore } from './session.ts';
+import { csrfMatches, randomToken, type Session, type SessionStore, tokenExpiry } from './session.ts';
 
 export const SESSION_COOKIE = 'agent_console_session';
 export const LOGIN_COOKIE = 'agent_console_login';
 /** Largest form or prompt body the console reads. */
 export const MAX_CONSOLE_BODY_BYTES = 1024 * 1024;
+/** Output streams (each holds a pod watch or a log stream on the API server) one person may have open at once. */
+export const MAX_STREAMS_PER_USER = 16;
 
 /** What a SubjectAccessReview asks. */
 export interface AccessRequest {
@@ -133,7 +135,7 @@ export function validName(name: string): boolean {
 }
 
 /** Builds the console app. */
-type Env = { Variables: { session: Session; sessionId: string; form: URLSearchParams } };
+type Env = { Variables: { session: Session; sessionId: string; form: URLSearchParams | undefined } };
 
 export function createConsoleApp(ports: ConsolePorts): Hono<Env> {
   const app = new Hono<Env>();
@@ -206,11 +208,12 @@ export function createConsoleApp(ports: ConsolePorts): Hono<Env> {
     if ('error' in identity)
       return page(c, loginPage(`The token could not be checked: ${identity.error}`, csrf), 500);
     deleteCookie(c, LOGIN_COOKIE, { path: '/' });
-    return signIn(c, identity);
+    // The session ends when the token does: signing in must not outlive a short-lived or expiring token.
+    return signIn(c, identity, tokenExpiry(token));
   });
 
-  function signIn(c: Context, identity: CallerIdentity) {
-    const { id } = ports.sessions.create(identity);
+  function signIn(c: Context, identity: CallerIdentity, until?: number) {
+    const { id } = ports.sessions.create(identity, until);
     setCookie(c, SESSION_COOKIE, id, cookieOptions);
     return c.redirect('/agents', 303);
   }
@@ -294,8 +297,16 @@ export function createConsoleApp(ports: ConsolePorts): Hono<Env> {
         s,
         `reading Agent ${namespace}/${name} failed: ${got.kind === 'error' ? got.error.message : got.kind}`,
       );
+    // status.jobName is written by whoever may patch the status: one that is not an object name ('.' would make the
+    // Job's path the namespace's Job list; a selector would match other pods) is not used to read anything.
+    const jobName = got.value.status.jobName;
+    if (jobName !== undefined && !validName(jobName))
+      return { ...got.value, status: { ...got.value.status, jobName: undefined } };
     return got.value;
   }
+
+  /** Output streams open, by user name (entries leave at zero). */
+  const streamsOpen = new Map<string, number>();
 
   app.get('/agents/:namespace/:name', async (c) => {
     const s = c.get('session');
@@ -331,55 +342,70 @@ export function createConsoleApp(ports: ConsolePorts): Hono<Env> {
     if (agent instanceof Response) return agent;
     const namespace = agent.metadata.namespace ?? '';
     const logs = await may(s, { verb: 'get', group: '', resource: 'pods', subresource: 'log', namespace });
+    const user = s.identity.username;
+    const open = streamsOpen.get(user) ?? 0;
+    if (open >= MAX_STREAMS_PER_USER)
+      return c.json({ message: `${user} has ${open} output streams open already; close some tabs` }, 429);
+    streamsOpen.set(user, open + 1);
+    const release = () => {
+      const left = (streamsOpen.get(user) ?? 1) - 1;
+      if (left > 0) streamsOpen.set(user, left);
+      else streamsOpen.delete(user);
+    };
     const encoder = new TextEncoder();
     const jobName = agent.status.jobName;
     const abort = new AbortController();
     c.req.raw.signal.addEventListener('abort', () => abort.abort(), { once: true });
+    if (c.req.raw.signal.aborted) abort.abort();
     const body = new ReadableStream<Uint8Array>({
       async start(controller) {
-        const send = (event: string | undefined, data: string) => {
-          if (abort.signal.aborted) return;
-          try {
-            controller.enqueue(
-              encoder.encode(`${event !== undefined ? `event: ${event}\n` : ''}data: ${data}\n\n`),
-            );
-          } catch {
-            abort.abort();
-          }
-        };
-        const text = (t: string) => {
-          if (t !== '') send(undefined, JSON.stringify(t));
-        };
-        const recorded = () => {
-          if (agent.status.output !== undefined) text(renderText(agent.status.output, plain));
-        };
-        if (logs !== true) {
-          text(`(${s.identity.username} may not read the run's pod log; the recorded output follows)\n`);
-          recorded();
-        } else if (jobName === undefined) {
-          if (TERMINAL.has(agent.status.phase)) recorded();
-        } else {
-          let state: RenderState = INITIAL_RENDER_STATE;
-          const end = await ports.streamOutput({
-            namespace,
-            jobName,
-            runOver: TERMINAL.has(agent.status.phase),
-            signal: abort.signal,
-            onLine: (line) => {
-              const r = renderLine(line, state, plain);
-              state = r.state;
-              text(r.text);
-            },
-          });
-          text(finishRender(state));
-          if (end === 'gone') recorded();
-          else if (typeof end === 'object') text(`(the live log cannot be read: ${end.error})\n`);
-        }
-        send('end', '""');
         try {
-          controller.close();
-        } catch {
-          // the browser went away
+          const send = (event: string | undefined, data: string) => {
+            if (abort.signal.aborted) return;
+            try {
+              controller.enqueue(
+                encoder.encode(`${event !== undefined ? `event: ${event}\n` : ''}data: ${data}\n\n`),
+              );
+            } catch {
+              abort.abort();
+            }
+          };
+          const text = (t: string) => {
+            if (t !== '') send(undefined, JSON.stringify(t));
+          };
+          const recorded = () => {
+            if (agent.status.output !== undefined) text(renderText(agent.status.output, plain));
+          };
+          if (logs !== true) {
+            text(`(${s.identity.username} may not read the run's pod log; the recorded output follows)\n`);
+            recorded();
+          } else if (jobName === undefined) {
+            if (TERMINAL.has(agent.status.phase)) recorded();
+          } else {
+            let state: RenderState = INITIAL_RENDER_STATE;
+            const end = await ports.streamOutput({
+              namespace,
+              jobName,
+              runOver: TERMINAL.has(agent.status.phase),
+              signal: abort.signal,
+              onLine: (line) => {
+                const r = renderLine(line, state, plain);
+                state = r.state;
+                text(r.text);
+              },
+            });
+            text(finishRender(state));
+            if (end === 'gone') recorded();
+            else if (typeof end === 'object') text(`(the live log cannot be read: ${end.error})\n`);
+          }
+          send('end', '""');
+          try {
+            controller.close();
+          } catch {
+            // the browser went away
+          }
+        } finally {
+          release();
         }
       },
       cancel() {
@@ -400,6 +426,9 @@ export function createConsoleApp(ports: ConsolePorts): Hono<Env> {
     const namespace = c.req.param('namespace');
     const name = c.req.param('name');
     if (!validName(namespace) || !validName(name)) return c.json({ message: 'not an Agent name' }, 404);
+    // A form's body was read for its CSRF token; a prompt is JSON with the x-csrf-token header.
+    if (c.get('form') !== undefined)
+      return c.json({ message: 'send the prompt as JSON, with the x-csrf-token header' }, 415);
     const text = await readLimited(c.req.raw, MAX_CONSOLE_BODY_BYTES);
     if (text === undefined) return c.json({ message: 'the prompt is too large' }, 413);
     const upstream = await ports.prompt(s.identity, namespace, name, text, c.req.raw.signal);
@@ -464,7 +493,13 @@ export function createConsoleApp(ports: ConsolePorts): Hono<Env> {
     const station = await stationFor(c, s);
     if (station instanceof Response) return station;
     const namespace = c.req.param('namespace');
-    const form = c.get('form') ?? new URLSearchParams();
+    // The CSRF check read the form unless the token came as the x-csrf-token header: then it is read here.
+    let form: URLSearchParams | undefined = c.get('form');
+    if (form === undefined) {
+      if (!isForm(c.req.raw)) return c.json({ message: 'send the run form urlencoded' }, 415);
+      form = await readForm(c.req.raw);
+      if (form === undefined) return c.json({ message: 'the form is too large' }, 413);
+    }
     const values = {
       prompt: form.get('prompt') ?? '',
       parameters: form.get('parameters') ?? '',
@@ -567,6 +602,12 @@ export function parseParameterLines(text: string): Record<string, string> {
     });
   });
   return out;
+}
+
+/** The origin the console is reached at on this host (for the one-time link a local run prints). */
+export function consoleOrigin(bindAddress: string, port: number, tls: boolean): string {
+  const host = bindAddress === '0.0.0.0' || bindAddress === '::' ? '127.0.0.1' : bindAddress;
+  return `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 /** Whether a request that changes something comes from the console's own pages (Origin, else Sec-Fetch-Site). */

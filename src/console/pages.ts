@@ -198,6 +198,18 @@ function unreadable(what: string, r: Optional<unknown> | undefined): Html {
   }
 }
 
+/**
+ * An OpenTelemetry trace id (32 hex digits). Only such an id is put into the trace link: `status.traceID` is written
+ * by whoever may patch the Agent's status, and anything else could steer the link (another host when `{traceID}`
+ * is in the host part, other query parameters, `$` replacement patterns).
+ */
+const TRACE_ID = /^[0-9a-fA-F]{32}$/;
+
+/** The trace link: `{traceID}` replaced (literally, not as a replacement pattern) by the id. */
+export function traceLink(template: string, traceID: string): string {
+  return template.replaceAll('{traceID}', () => encodeURIComponent(traceID));
+}
+
 const row = (label: string, value: Html | string | number | undefined): Html =>
   value === undefined || value === '' ? html`` : html`<tr><th>${label}</th><td>${value}</td></tr>`;
 
@@ -210,8 +222,8 @@ export function agentDetailPage(v: AgentDetailView, viewer: Viewer): string {
   const trace =
     s.traceID === undefined
       ? undefined
-      : v.traceUrl !== undefined
-        ? html`<a href="${v.traceUrl.replaceAll('{traceID}', s.traceID)}" rel="noreferrer">${s.traceID}</a>`
+      : v.traceUrl !== undefined && TRACE_ID.test(s.traceID)
+        ? html`<a href="${traceLink(v.traceUrl, s.traceID)}" rel="noreferrer">${s.traceID}</a>`
         : html`<code>${s.traceID}</code>`;
   const usage =
     s.tokenUsage === undefined

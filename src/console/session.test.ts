@@ -7,6 +7,7 @@ import {
   SESSION_IDLE_MS,
   SESSION_MAX_MS,
   SessionStore,
+  tokenExpiry,
 } from './session.ts';
 
 const ALICE = { username: 'alice', groups: ['devs'] };
@@ -83,5 +84,30 @@ describe('console sessions', () => {
     assert.equal(csrfMatches(session, `${session.csrf}x`), false);
     assert.equal(csrfMatches(session, ''), false);
     assert.equal(csrfMatches(session, undefined), false);
+  });
+});
+
+describe('console sessions: token expiry', () => {
+  it('a session started from an expiring token ends when the token does', () => {
+    const { s, advance } = store();
+    const short = s.create(ALICE, 1_000_000 + 60_000);
+    const long = s.create(ALICE, 1_000_000 + 10 * SESSION_MAX_MS);
+    assert.equal(long.session.expiresAt, 1_000_000 + SESSION_MAX_MS, 'never past the longest time');
+    advance(60_000);
+    assert.ok(s.get(short.id));
+    advance(1);
+    assert.equal(s.get(short.id), undefined);
+    assert.ok(s.get(long.id));
+  });
+
+  it('reads the exp claim of a JWT, nothing from other tokens', () => {
+    const jwt = (claims: unknown) =>
+      `eyJhbGciOiJSUzI1NiJ9.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig`;
+    assert.equal(tokenExpiry(jwt({ exp: 1_900_000_000 })), 1_900_000_000_000);
+    assert.equal(tokenExpiry(jwt({ sub: 'x' })), undefined);
+    assert.equal(tokenExpiry(jwt({ exp: '1900000000' })), undefined);
+    assert.equal(tokenExpiry(jwt(null)), undefined);
+    assert.equal(tokenExpiry('a.%%%.c'), undefined);
+    assert.equal(tokenExpiry('static-token'), undefined);
   });
 });

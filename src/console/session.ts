@@ -20,6 +20,8 @@ export interface Session {
   /** Echoed by every form and fetch that changes something. */
   readonly csrf: string;
   readonly createdAt: number;
+  /** When it ends whatever the use: SESSION_MAX_MS after its start, or sooner when the token it came from expires. */
+  readonly expiresAt: number;
   lastUsedAt: number;
 }
 
@@ -44,8 +46,11 @@ export class SessionStore {
     this.#random = random;
   }
 
-  /** Starts a session; returns its id (the cookie value) and the session. */
-  create(identity: CallerIdentity): { readonly id: string; readonly session: Session } {
+  /**
+   * Starts a session; returns its id (the cookie value) and the session. `until` (epoch ms) ends it sooner than
+   * SESSION_MAX_MS: the expiry of the token it was started with, so a short-lived token gives a short session.
+   */
+  create(identity: CallerIdentity, until?: number): { readonly id: string; readonly session: Session } {
     this.#expire();
     if (this.#sessions.size >= MAX_SESSIONS) {
       const oldest = this.#sessions.keys().next().value;
@@ -53,7 +58,14 @@ export class SessionStore {
     }
     const id = randomToken(this.#random);
     const now = this.#now();
-    const session: Session = { identity, csrf: randomToken(this.#random), createdAt: now, lastUsedAt: now };
+    const expiresAt = Math.min(now + SESSION_MAX_MS, until ?? Number.POSITIVE_INFINITY);
+    const session: Session = {
+      identity,
+      csrf: randomToken(this.#random),
+      createdAt: now,
+      expiresAt,
+      lastUsedAt: now,
+    };
     this.#sessions.set(hash(id), session);
     return { id, session };
   }
@@ -65,7 +77,7 @@ export class SessionStore {
     const session = this.#sessions.get(key);
     if (session === undefined) return undefined;
     const now = this.#now();
-    if (now - session.lastUsedAt > SESSION_IDLE_MS || now - session.createdAt > SESSION_MAX_MS) {
+    if (expired(session, now)) {
       this.#sessions.delete(key);
       return undefined;
     }
@@ -103,9 +115,27 @@ export class SessionStore {
 
   #expire(): void {
     const now = this.#now();
-    for (const [key, s] of this.#sessions)
-      if (now - s.lastUsedAt > SESSION_IDLE_MS || now - s.createdAt > SESSION_MAX_MS)
-        this.#sessions.delete(key);
+    for (const [key, s] of this.#sessions) if (expired(s, now)) this.#sessions.delete(key);
+  }
+}
+
+function expired(s: Session, now: number): boolean {
+  return now - s.lastUsedAt > SESSION_IDLE_MS || now - s.createdAt > SESSION_MAX_MS || now > s.expiresAt;
+}
+
+/**
+ * When a bearer token expires (epoch ms): the `exp` claim of a JWT (ServiceAccount and OIDC tokens), read without
+ * checking the signature, which the API server has just done (TokenReview). Undefined for other tokens.
+ */
+export function tokenExpiry(token: string): number | undefined {
+  const parts = token.split('.');
+  if (parts.length !== 3 || parts[1] === undefined) return undefined;
+  try {
+    const claims: unknown = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
+    const exp = typeof claims === 'object' && claims !== null ? (claims as { exp?: unknown }).exp : undefined;
+    return typeof exp === 'number' && Number.isFinite(exp) ? exp * 1000 : undefined;
+  } catch {
+    return undefined;
   }
 }
 
