@@ -1,51 +1,13 @@
 // `npm run gen:api-docs`: regenerates docs/reference/api.md from the valibot schemas in src/api/ (the same schemas
 // deploy/crds/ is generated from: descriptions, types, defaults, bounds, printer columns, short names).
 // `npm run gen:api-docs -- --check`: writes nothing; exits 1 and names each file that differs from the generated text.
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { generateFiles } from './generated-files.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const check = process.argv.slice(2).includes('--check');
-
-const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/api/crd/print-api-docs.ts'], {
-  cwd: root,
-  encoding: 'utf8',
-  stdio: ['ignore', 'pipe', 'inherit'],
-  maxBuffer: 64 * 1024 * 1024,
+generateFiles({
+  name: 'gen:api-docs',
+  root: join(dirname(fileURLToPath(import.meta.url)), '..'),
+  printer: 'src/api/crd/print-api-docs.ts',
+  target: 'docs/reference',
 });
-if (r.error) throw r.error;
-if (r.status !== 0) {
-  console.error(`gen:api-docs: generator exited with ${r.status ?? r.signal}`);
-  process.exit(2);
-}
-/** @type {Record<string, string>} */
-const files = JSON.parse(r.stdout);
-
-let drifted = 0;
-for (const [rel, content] of Object.entries(files)) {
-  const abs = join(root, rel);
-  let current;
-  try {
-    current = readFileSync(abs, 'utf8');
-  } catch {
-    current = undefined;
-  }
-  if (current === content) continue;
-  if (check) {
-    console.error(`gen:api-docs: ${rel} is ${current === undefined ? 'missing' : 'out of date'}`);
-    drifted++;
-    continue;
-  }
-  mkdirSync(dirname(abs), { recursive: true });
-  writeFileSync(abs, content);
-  console.log(`gen:api-docs: wrote ${rel}`);
-}
-if (check) {
-  if (drifted > 0) {
-    console.error(`gen:api-docs: ${drifted} file(s) drifted; run npm run gen:api-docs`);
-    process.exit(1);
-  }
-  console.log('gen:api-docs: docs/reference is up to date');
-}

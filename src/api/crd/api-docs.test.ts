@@ -204,6 +204,7 @@ describe('scripts/gen-api-docs.mjs', () => {
     try {
       mkdirSync(join(tmp, 'scripts'));
       copyFileSync(join(root, 'scripts', 'gen-api-docs.mjs'), join(tmp, 'scripts', 'gen-api-docs.mjs'));
+      copyFileSync(join(root, 'scripts', 'generated-files.mjs'), join(tmp, 'scripts', 'generated-files.mjs'));
       symlinkSync(join(root, 'src'), join(tmp, 'src'));
       symlinkSync(join(root, 'node_modules'), join(tmp, 'node_modules'));
       const run = (...args: string[]) =>

@@ -59,6 +59,7 @@ describe('scripts/gen-crds.mjs', () => {
       mkdirSync(join(tmp, 'scripts'));
       mkdirSync(join(tmp, 'deploy', 'crds'), { recursive: true });
       copyFileSync(join(root, 'scripts', 'gen-crds.mjs'), join(tmp, 'scripts', 'gen-crds.mjs'));
+      copyFileSync(join(root, 'scripts', 'generated-files.mjs'), join(tmp, 'scripts', 'generated-files.mjs'));
       symlinkSync(join(root, 'src'), join(tmp, 'src'));
       symlinkSync(join(root, 'node_modules'), join(tmp, 'node_modules'));
       const files = renderCrdFiles();
