@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
+import { referenceAgentSchema } from '../../src/api/crd/reference-fixtures.ts';
 import {
   agentManifest,
   applyCrds,
@@ -30,44 +31,6 @@ const CrdSchema = v.looseObject({
   spec: v.looseObject({ versions: v.array(v.looseObject({ name: v.string() })) }),
 });
 
-/** The reference system's Agent schema: its spec and status fields only. */
-function referenceSchema(): Record<string, unknown> {
-  const str = { type: 'string' };
-  return {
-    type: 'object',
-    required: ['spec'],
-    properties: {
-      apiVersion: str,
-      kind: str,
-      metadata: { type: 'object' },
-      spec: {
-        type: 'object',
-        required: ['stationRef'],
-        properties: {
-          stationRef: str,
-          taskId: str,
-          targetRepo: str,
-          branch: str,
-          parameters: { type: 'object', additionalProperties: str },
-        },
-      },
-      status: {
-        type: 'object',
-        properties: {
-          phase: { type: 'string', enum: ['Pending', 'Running', 'Succeeded', 'Failed'] },
-          jobName: str,
-          startedAt: { type: 'string', format: 'date-time' },
-          completedAt: { type: 'string', format: 'date-time' },
-          exitCode: { type: 'integer' },
-          output: str,
-          failureReason: str,
-          prUrl: str,
-        },
-      },
-    },
-  };
-}
-
 describe(`upgrade from the reference: its CRDs still installed (${runtime})`, { skip }, () => {
   if (typeof cluster === 'string') return;
   before(() => applyCrds(cluster.client));
@@ -83,7 +46,7 @@ describe(`upgrade from the reference: its CRDs still installed (${runtime})`, { 
       runScenario(cluster, 'crd-upgrade', async (s) => {
         const current = await s.client.json('GET', AGENT_CRD, CrdSchema);
         const versions = current.spec.versions.map((ver) =>
-          ver.name === 'v1alpha1' ? { ...ver, schema: { openAPIV3Schema: referenceSchema() } } : ver,
+          ver.name === 'v1alpha1' ? { ...ver, schema: { openAPIV3Schema: referenceAgentSchema() } } : ver,
         );
         s.defer(() => applyCrds(s.client));
         const put = await s.client.request('PUT', AGENT_CRD, {

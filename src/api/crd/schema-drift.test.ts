@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildCrd, CRD_KINDS } from './build-crd.ts';
+import { referenceAgentSchema } from './reference-fixtures.ts';
 import { crdDrift, missingFields } from './schema-drift.ts';
 
-/** The reference system's Agent CRD as its users have it installed (reference-system.md §1.1), as JSON. */
+/** The reference system's Agent CRD as its users have it installed, as JSON. */
 function referenceAgentCrd(): unknown {
-  const str = { type: 'string' };
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
@@ -17,39 +17,7 @@ function referenceAgentCrd(): unknown {
           name: 'v1alpha1',
           served: true,
           storage: true,
-          schema: {
-            openAPIV3Schema: {
-              type: 'object',
-              properties: {
-                apiVersion: str,
-                kind: str,
-                metadata: { type: 'object' },
-                spec: {
-                  type: 'object',
-                  properties: {
-                    stationRef: str,
-                    taskId: str,
-                    targetRepo: str,
-                    branch: str,
-                    parameters: { type: 'object', additionalProperties: str },
-                  },
-                },
-                status: {
-                  type: 'object',
-                  properties: {
-                    phase: str,
-                    jobName: str,
-                    startedAt: str,
-                    completedAt: str,
-                    exitCode: { type: 'integer' },
-                    output: str,
-                    failureReason: str,
-                    prUrl: str,
-                  },
-                },
-              },
-            },
-          },
+          schema: { openAPIV3Schema: referenceAgentSchema() },
         },
       ],
     },
