@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -231,6 +231,93 @@ describe('__complete and completion', () => {
       );
       const syntax = execFileSync('bash', ['-n', script], { encoding: 'utf8' });
       assert.equal(syntax, '');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  /** A stand-in `agent-controller` in a fresh folder that answers like `__complete`: Stations, or nothing (files). */
+  function standIn(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'ac-completion-'));
+    const prog = join(dir, 'agent-controller');
+    writeFileSync(
+      prog,
+      [
+        '#!/bin/sh',
+        'case " $* " in',
+        '  *" --prompt-file "*) printf ":0\\n" ;;',
+        '  *) printf "hello\\nhello-2\\n:4\\n" ;;',
+        'esac',
+        '',
+      ].join('\n'),
+    );
+    chmodSync(prog, 0o755);
+    symlinkSync(prog, join(dir, 'kubectl-agent'));
+    writeFileSync(join(dir, 'task.md'), '');
+    return dir;
+  }
+
+  const has = (shell: string) => existsSync(`/usr/bin/${shell}`) || existsSync(`/bin/${shell}`);
+
+  it('the fish script completes through a real fish', {
+    skip: has('fish') ? false : 'no fish (apt-get install fish)',
+  }, () => {
+    const dir = standIn();
+    try {
+      const script = join(dir, 'completion.fish');
+      writeFileSync(script, completionScript('fish'));
+      const complete = (line: string) =>
+        execFileSync('fish', ['--no-config', '-c', `source ${script}; cd ${dir}; complete -C '${line}'`], {
+          env: { PATH: `${dir}:/usr/bin:/bin`, HOME: dir },
+          encoding: 'utf8',
+        });
+      assert.deepEqual(complete('agent-controller run he').trim().split('\n'), ['hello', 'hello-2']);
+      assert.deepEqual(complete('kubectl-agent run he').trim().split('\n'), ['hello', 'hello-2']);
+      // No names and no "no files" directive: the shell's own file completion.
+      assert.match(complete('agent-controller run x --prompt-file ta'), /^task\.md/m);
+      assert.equal(execFileSync('fish', ['--no-execute', script], { encoding: 'utf8' }), '');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the zsh script loads under compinit and offers what __complete answers', {
+    skip: has('zsh') ? false : 'no zsh (apt-get install zsh)',
+  }, () => {
+    const dir = standIn();
+    try {
+      const script = join(dir, '_agent_controller');
+      writeFileSync(script, completionScript('zsh'));
+      assert.equal(execFileSync('zsh', ['-n', script], { encoding: 'utf8' }), '');
+      // compadd and _files exist only inside a completion widget: stand-ins print what the function hands them.
+      const run = (words: string[]) =>
+        execFileSync(
+          'zsh',
+          [
+            '-f',
+            '-c',
+            [
+              'autoload -U compinit; compinit -u -d ' + join(dir, 'zcompdump'),
+              `source ${script}`,
+              'print -r -- "registered=$_comps[agent-controller],$_comps[kubectl-agent]"',
+              // biome-ignore lint/suspicious/noTemplateCurlyInString: zsh parameter expansion, not a template
+              'compadd() { [[ $1 == -a ]] && print -rl -- "${(@P)2}" }',
+              '_files() { print -r -- FILES }',
+              `cd ${dir}`,
+              `words=(${words.map((w) => `'${w}'`).join(' ')}); CURRENT=${words.length}`,
+              '_agent_controller',
+            ].join('\n'),
+          ],
+          { env: { PATH: `${dir}:/usr/bin:/bin`, HOME: dir }, encoding: 'utf8' },
+        );
+      assert.equal(
+        run(['agent-controller', 'run', 'he']),
+        'registered=_agent_controller,_agent_controller\nhello\nhello-2\n',
+      );
+      assert.equal(
+        run(['agent-controller', 'run', 'x', '--prompt-file', 'ta']),
+        'registered=_agent_controller,_agent_controller\nFILES\n',
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
