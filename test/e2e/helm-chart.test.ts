@@ -4,11 +4,14 @@
 // component toggle renders the base with that component (deploy/components/*), as kustomize would; the values reach
 // the objects they name; the values schema refuses a misspelt toggle. Then every rendered object (defaults, and
 // every toggle on) is applied to the local control plane with a server-side dry run (server-side apply, so objects
-// that exist already, like the CRDs, are checked too): the API server accepts all of them and stores none.
+// that exist already, like the CRDs, are checked too): the API server accepts all of them and stores none; and
+// literally, `helm template | kubectl apply --dry-run=server -f -` with the testbed's kubectl. That kubectl's own
+// kustomize (`kubectl kustomize`) also checks the generator's TypeScript reading of the base and its components.
 // helm and the chart do not depend on the JavaScript runtime: runs in the Node pass only. The rendering tests need
 // no cluster; the dry run does.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -62,6 +65,32 @@ function assertSameObjects(got: readonly KubeDoc[], want: readonly KubeDoc[], wh
   for (const [key, obj] of w) assert.deepEqual(g.get(key), obj, `${what}: ${key}`);
 }
 
+/**
+ * The objects with every run of blanks in their strings made one space, and lists of named items (env, ports,
+ * volumes, mounts) ordered by name: kustomize re-wraps long multi-line strings (the admission policy's CEL
+ * expressions) when it writes them out, and a strategic-merge patch puts the items it adds first, where the chart
+ * appends them; neither changes what the objects mean.
+ */
+function blankNormalised(objects: readonly unknown[]): unknown[] {
+  const nameOf = (x: unknown): string | undefined =>
+    typeof x === 'object' && x !== null && typeof (x as { name?: unknown }).name === 'string'
+      ? (x as { name: string }).name
+      : undefined;
+  const byName = (list: unknown[]): unknown[] =>
+    list.every((x) => nameOf(x) !== undefined)
+      ? [...list].sort((a, b) => (nameOf(a) ?? '').localeCompare(nameOf(b) ?? ''))
+      : list;
+  const walk = (x: unknown): unknown =>
+    typeof x === 'string'
+      ? x.replace(/\s+/g, ' ')
+      : Array.isArray(x)
+        ? byName(x.map(walk))
+        : typeof x === 'object' && x !== null
+          ? Object.fromEntries(Object.entries(x).map(([k, val]) => [k, walk(val)]))
+          : x;
+  return objects.map(walk);
+}
+
 function toggles(enabled: readonly Component[]): string[] {
   return enabled.flatMap((c) => ['--set', `${toggleName(c.name)}.enabled=true`]);
 }
@@ -108,7 +137,7 @@ describe('helm chart: lint and render', { skip: helmSkip }, () => {
   it('each component toggle, and all of them, render the base with those components', () => {
     assert.deepEqual(
       components.map((c) => c.name),
-      ['batch', 'memory', 'realtime', 'run-rbac'],
+      ['batch', 'console', 'memory', 'realtime', 'run-rbac'],
     );
     for (const c of components) {
       assertSameObjects(
@@ -267,6 +296,66 @@ describe('helm chart: every rendered object passes a server-side dry run', { ski
   after(() => {
     client.close();
     if (home !== '') rmSync(home, { recursive: true, force: true });
+  });
+
+  /** Runs the testbed's kubectl (built with the control plane) against the local control plane. */
+  function kubectl(args: readonly string[], input?: string) {
+    return spawnSync('bash', ['scripts/testbed', 'kubectl', ...args], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+      env: {
+        ...process.env,
+        KUBECONFIG: cluster === undefined || typeof cluster === 'string' ? '' : cluster.kubeconfig,
+      },
+      ...(input !== undefined ? { input } : {}),
+    });
+  }
+
+  it('real kustomize (kubectl kustomize) builds the objects the chart generator starts from, base and components', () => {
+    // Inside the repository: kustomize reads the base by a relative path.
+    mkdirSync(join(ROOT, '.tmp'), { recursive: true });
+    const dir = mkdtempSync(join(ROOT, '.tmp', 'kustomize-'));
+    try {
+      for (const enabled of [[], components]) {
+        writeFileSync(
+          join(dir, 'kustomization.yaml'),
+          [
+            'resources:',
+            '  - ../../deploy',
+            ...(enabled.length > 0
+              ? ['components:', ...enabled.map((c) => `  - ../../deploy/components/${c.name}`)]
+              : []),
+            '',
+          ].join('\n'),
+        );
+        const r = kubectl(['kustomize', dir]);
+        assert.equal(r.status, 0, r.stderr);
+        assertSameObjects(
+          blankNormalised(parseManifests(r.stdout)) as KubeDoc[],
+          blankNormalised(build(base, enabled)) as KubeDoc[],
+          `kubectl kustomize (${enabled.length} components)`,
+        );
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('helm template | kubectl apply --dry-run=server -f -, as a person would check it', async (t) => {
+    const ns = await freshNamespace(client, 'helm-kubectl');
+    t.after(ns.cleanup);
+    const r = runHelm(
+      helm,
+      ['template', 'agent-controller', CHART_DIR, '--namespace', ns.name, ...toggles(components)],
+      home,
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const applied = kubectl(['apply', '--dry-run=server', '-f', '-'], r.stdout);
+    assert.equal(applied.status, 0, applied.stderr);
+    const lines = applied.stdout.trim().split('\n');
+    assert.equal(lines.length, parseManifests(r.stdout).length, applied.stdout);
+    for (const line of lines) assert.match(line, /(created|configured|unchanged) \(server dry run\)$/);
   });
 
   it('defaults and every toggle on: the API server accepts each object and stores none', async (t) => {
