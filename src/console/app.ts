@@ -16,7 +16,7 @@
 
 import { type Context, Hono } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
-import type { Agent, Job, Pod, Station } from '../api/index.ts';
+import { type Agent, DNS1123_SUBDOMAIN, type Job, type Pod, type Station } from '../api/index.ts';
 import type { EventRead, Optional } from '../cli/api.ts';
 import {
   finishRender,
@@ -131,7 +131,7 @@ const plain = painter(false);
 
 /** A namespace or object name as Kubernetes allows (DNS-1123 subdomain); anything else is refused. */
 export function validName(name: string): boolean {
-  return name.length <= 253 && /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name);
+  return name.length <= 253 && DNS1123_SUBDOMAIN.test(name);
 }
 
 /** Builds the console app. */

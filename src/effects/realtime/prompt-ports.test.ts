@@ -95,4 +95,20 @@ describe('prompt API ports', () => {
     assert.equal(await no.p.authorize(caller, target), false);
     assert.equal(no.count('/subjectaccessreviews'), 2, 'refusals are asked again');
   });
+
+  it('a status.jobName that is not an object name never reaches a label selector', async () => {
+    const t = ports();
+    for (const jobName of ['', 'a,job-name!=x', 'x'.repeat(64), 'UPPER']) {
+      const r = await t.p.endpoint({
+        namespace: 'ns',
+        name: 'a',
+        uid: 'u',
+        phase: 'Running',
+        jobName,
+        sessionId: undefined,
+      });
+      assert.deepEqual(r, { kind: 'notRealtime' }, jobName);
+    }
+    assert.equal(t.count('/pods'), 0, 'no pod list was asked');
+  });
 });

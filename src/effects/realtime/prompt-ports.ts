@@ -3,7 +3,7 @@
 // forward to the pod's prompt server with the run's token, and the `status.sessionId` patch.
 
 import * as v from 'valibot';
-import { API_VERSION, GROUP } from '../../api/index.ts';
+import { API_VERSION, DNS1123_SUBDOMAIN, GROUP } from '../../api/index.ts';
 import { LABEL_JOB_NAME } from '../../jobs/names.ts';
 import { LABEL_EXECUTION, REALTIME_PORT } from '../../jobs/realtime.ts';
 import {
@@ -102,6 +102,10 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
       };
     },
     async endpoint(target) {
+      // status.jobName is written by whoever may patch the status: only a valid name reaches a label selector.
+      const job = target.jobName ?? '';
+      if (job.length > 63 || !DNS1123_SUBDOMAIN.test(job))
+        return { kind: 'notRealtime' } satisfies PodEndpoint;
       const known = endpoints.get(target.uid);
       if (known !== undefined) return { kind: 'ready', url: known } satisfies PodEndpoint;
       const listed = await listAll(o.transport, PODS, PodView, {
