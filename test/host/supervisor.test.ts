@@ -320,7 +320,7 @@ function scenarios(runtime: Runtime, only?: ReadonlySet<string>) {
     assert.ok(r.stdout.includes('{"i":3}'));
     assert.equal(r.stdout.at(-1), finished(0));
     assert.match(r.stderr, /sink failed/);
-    assert.ok(r.ms < 15_000, `took ${r.ms} ms`);
+    // Bounded: runToEnd fails the test when the supervisor has not exited within its deadline.
   });
 
   test('12', 'orphan: a detached grandchild holding stdout cannot keep the supervisor alive', async () => {
@@ -330,7 +330,7 @@ function scenarios(runtime: Runtime, only?: ReadonlySet<string>) {
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout[0], STARTED);
     assert.equal(r.stdout.at(-1), finished(0));
-    assert.ok(r.ms < 12_000, `took ${r.ms} ms`);
+    // The orphan lives 60 s: exiting within runToEnd's 20 s deadline proves it did not hold the supervisor.
   });
 
   test('13', 'linger with SIGTERM ignored: escalates to SIGKILL, exit 0, succeeded', async () => {
@@ -342,7 +342,6 @@ function scenarios(runtime: Runtime, only?: ReadonlySet<string>) {
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout.at(-1), finished(0));
     assert.match(r.stderr, /sending SIGKILL/);
-    assert.ok(r.ms < 10_000, `took ${r.ms} ms`);
   });
 
   test('14', 'linger: an agent that dies on SIGTERM after its result gives exit 0', async () => {
@@ -358,7 +357,8 @@ function scenarios(runtime: Runtime, only?: ReadonlySet<string>) {
     assert.equal(r.code, 124, r.stderr);
     assert.equal(r.stdout.at(-1), finished(124));
     assert.match(r.stderr, /run deadline expired/);
-    assert.ok(r.ms >= 700 && r.ms < 12_000, `took ${r.ms} ms`);
+    // Not before the deadline; a wedged agent that the deadline did not end would outlive runToEnd's deadline.
+    assert.ok(r.ms >= 700, `took ${r.ms} ms`);
   });
 
   test('15b', 'deadline: AGENT_DEADLINE_AT wins when it is earlier than AGENT_DEADLINE_MS', async () => {
@@ -370,7 +370,7 @@ function scenarios(runtime: Runtime, only?: ReadonlySet<string>) {
     });
     assert.equal(r.code, 124, r.stderr);
     assert.equal(r.stdout.at(-1), finished(124));
-    assert.ok(r.ms < 10_000, `took ${r.ms} ms`);
+    // AGENT_DEADLINE_MS (10 min) would outlive runToEnd's deadline: exiting at all shows the earlier one won.
   });
 
   test('15c', 'deadline: a bad AGENT_DEADLINE_AT is reported and ignored, never a crash', async () => {
