@@ -16,6 +16,17 @@ const exitAtEnd = args.includes('--exit');
 const nsAt = args.indexOf('--namespace');
 const NS = nsAt >= 0 ? (args[nsAt + 1] ?? 'agent-demo') : 'agent-demo';
 const LOG = join(ROOT, '.testbed', 'demo-controller.log');
+/** The Agents the tour creates by name (with deploy/examples/batch.yaml's and realtime.yaml's). */
+const DEMO_AGENTS = [
+  'broken-build',
+  'queued-1',
+  'queued-2',
+  'queued-3',
+  'queued-4',
+  'batch-1',
+  'summary-1',
+  'pair-1',
+];
 
 const bold = (t: string) =>
   process.stdout.isTTY && process.env.NO_COLOR === undefined ? `\x1b[1m${t}\x1b[0m` : t;
@@ -24,13 +35,41 @@ const say = (title: string, ...lines: string[]) => {
 };
 
 let controller: ChildProcess | undefined;
+/** Set once the tour stops the controller itself (at the end, on a failure or a signal). */
+let stopping = false;
 let kubeconfig = '';
 let output = '';
 
+/** Longest a command of the tour may take (a run with --wait included) before the demo gives up. */
+const COMMAND_TIMEOUT_MS = 180_000;
+
+/** Why the demo stops; main's catch reports it and stops the controller. */
+class DemoFailure extends Error {}
+
 function fail(message: string): never {
-  process.stderr.write(`demo: ${message}\n(the controller's log: ${LOG})\n`);
-  controller?.kill('SIGTERM');
-  process.exit(1);
+  throw new DemoFailure(message);
+}
+
+/**
+ * Stops the controller (npm start's process: it stops the controller, the fake vendors and removes its image table)
+ * and waits for it, at most 30 s, then exits with `code`; with `clean`, with 1 instead when the controller did not
+ * stop by itself with 0.
+ */
+async function stop(code: number, clean = false): Promise<never> {
+  stopping = true;
+  const child = controller;
+  if (child !== undefined && child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 30_000).unref())]);
+  }
+  if (clean && child?.exitCode !== 0) {
+    process.stderr.write(
+      `demo: the controller did not stop cleanly (${child?.exitCode ?? child?.signalCode ?? 'still running'}); its log: ${LOG}\n`,
+    );
+    process.exit(1);
+  }
+  process.exit(code);
 }
 
 /** Runs a command in the foreground; its output is the user's to see. Returns its exit code. */
@@ -42,8 +81,10 @@ function show(command: string, commandArgs: readonly string[], input?: string): 
     cwd: ROOT,
     env: { ...process.env, KUBECONFIG: kubeconfig, NO_COLOR: process.env.NO_COLOR ?? '' },
     stdio: [input === undefined ? 'ignore' : 'pipe', 'inherit', 'inherit'],
+    timeout: COMMAND_TIMEOUT_MS,
     ...(input !== undefined ? { input } : {}),
   });
+  if (r.error !== undefined) fail(`${shown.join(' ')}: ${r.error.message}`);
   return r.status ?? 1;
 }
 
@@ -53,8 +94,10 @@ function quiet(command: string, commandArgs: readonly string[]): string {
     cwd: ROOT,
     env: { ...process.env, KUBECONFIG: kubeconfig },
     encoding: 'utf8',
+    timeout: COMMAND_TIMEOUT_MS,
   });
-  if (r.status !== 0) fail(`${command} ${commandArgs.join(' ')} failed: ${r.stderr}`);
+  if (r.status !== 0)
+    fail(`${command} ${commandArgs.join(' ')} failed: ${r.error?.message ?? r.stderr ?? r.signal}`);
   return r.stdout;
 }
 
@@ -72,6 +115,41 @@ async function waitForOutput(pattern: RegExp, what: string, timeoutMs = 240_000)
     if (Date.now() > deadline) fail(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/** Polls `check` (every 250 ms) until it holds; fails the demo after `timeoutMs`. */
+async function until(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+interface AgentSummary {
+  readonly metadata: { readonly name: string };
+  readonly status?: {
+    readonly phase?: string;
+    readonly conditions?: readonly {
+      readonly type: string;
+      readonly status: string;
+      readonly reason?: string;
+    }[];
+  };
+}
+
+/** Whether each named Agent is Pending and marked queued (Ready=False, reason Queued). */
+function allQueued(names: readonly string[]): boolean {
+  const list = JSON.parse(kubectl('get', 'agents', '-n', NS, '-o', 'json')) as { items: AgentSummary[] };
+  return names.every((name) => {
+    const a = list.items.find((x) => x.metadata.name === name);
+    return (
+      a?.status?.phase === 'Pending' &&
+      (a.status.conditions ?? []).some(
+        (c) => c.type === 'Ready' && c.status === 'False' && c.reason === 'Queued',
+      )
+    );
+  });
 }
 
 async function main(): Promise<void> {
@@ -96,8 +174,11 @@ async function main(): Promise<void> {
   });
   mkdirSync(dirname(LOG), { recursive: true });
   const log = createWriteStream(LOG);
+  // npm start's local mode: no kubeconfig and not in a pod, whatever this shell has.
   const env = { ...process.env };
   delete env.KUBECONFIG;
+  delete env.KUBERNETES_SERVICE_HOST;
+  delete env.KUBERNETES_SERVICE_PORT;
   controller = spawn(process.execPath, ['scripts/start.mjs', '--namespace', NS], {
     cwd: ROOT,
     env,
@@ -108,18 +189,19 @@ async function main(): Promise<void> {
       output += chunk.toString();
       log.write(chunk);
     });
-  for (const sig of ['SIGINT', 'SIGTERM'] as const)
-    process.on(sig, () => {
-      controller?.kill(sig);
-    });
-  controller.on('exit', (code) => {
-    if (!exitAtEnd || code !== 0) process.exit(code ?? 1);
+  controller.on('exit', (code, signal) => {
+    if (stopping) return;
+    process.stderr.write(`demo: the controller stopped (${code ?? signal}); its log: ${LOG}\n`);
+    process.exit(code === 0 ? 1 : (code ?? 1));
   });
 
   const link =
     (await waitForOutput(/"url":"(http:\/\/[^"]*\/login\?code=[^"]+)"/, "the console's sign-in link"))[1] ??
     '';
   await waitForOutput(/"msg":"Started leading"/, 'the controller to lead');
+  // A tour run before in this namespace left its runs: they go first (their names are taken again below, and pair-1
+  // must be a new session). The controller is running, so their finalizers are handled and the delete returns.
+  kubectl('delete', 'agents', ...DEMO_AGENTS, '-n', NS, '--ignore-not-found', '--timeout=120s');
   kubectl('apply', '-n', NS, '-f', 'scripts/demo/demo.yaml');
 
   say(
@@ -155,7 +237,7 @@ async function main(): Promise<void> {
       '-n',
       NS,
     ]);
-  await new Promise((r) => setTimeout(r, 2000));
+  await until('queued-2 and queued-3 to wait in the queue', () => allQueued(['queued-2', 'queued-3']));
   cli('get', 'agents', '-o', 'wide');
   const last = cli('run', 'demo-queue', '--name', 'queued-4', '--prompt', 'task 4', '--wait');
   if (last !== 0) fail(`queued-4 exited ${last}`);
@@ -192,6 +274,7 @@ async function main(): Promise<void> {
       cwd: ROOT,
       env: { ...process.env, KUBECONFIG: kubeconfig },
       encoding: 'utf8',
+      timeout: 60_000,
     });
     answered = r.status ?? 1;
     if (answered === 0)
@@ -206,15 +289,12 @@ async function main(): Promise<void> {
     `Open ${link}`,
     '(a one-time sign-in link for the local admin): Agents by Station and phase, each run with its status,',
     'conditions, Events, usage and live output; start a run from a Station; talk to a realtime run.',
-    'Also try: node dist/agent-controller.mjs get agents -n ' +
-      NS +
-      ' -w   (or kubectl agent …, see the README)',
+    `Also try: KUBECONFIG=${kubeconfig} node dist/agent-controller.mjs get agents -n ${NS} -w`,
+    '(or kubectl agent …, see the README)',
   );
   if (exitAtEnd) {
-    controller.kill('SIGTERM');
-    await new Promise((r) => controller?.once('exit', r));
     process.stdout.write('\ndemo: done\n');
-    return;
+    await stop(0, true);
   }
   say(
     'Running',
@@ -222,4 +302,15 @@ async function main(): Promise<void> {
   );
 }
 
-void main().catch((error: unknown) => fail(error instanceof Error ? error.message : String(error)));
+// Ctrl-C (or a kill of this process alone): stop the controller and what npm start started, then exit.
+for (const [sig, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const)
+  process.on(sig, () => void stop(code));
+
+void main().catch((error: unknown) => {
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`demo: ${message}\n(the controller's log: ${LOG})\n`);
+  void stop(1);
+});

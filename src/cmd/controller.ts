@@ -6,7 +6,7 @@ import { SessionStore } from '../console/session.ts';
 import { type RunningController, startController } from '../controller/run-controller.ts';
 import { type AccessReviews, createAccessReviews, whoAmI } from '../effects/access-review.ts';
 import { consolePorts } from '../effects/console-ports.ts';
-import { type CrdCheck, checkInstalledCrds, describeCrdCheck } from '../effects/crd-check.ts';
+import { watchInstalledCrds } from '../effects/crd-check.ts';
 import { installCrds } from '../effects/install-crds.ts';
 import { promptPorts } from '../effects/realtime/prompt-ports.ts';
 import {
@@ -18,7 +18,7 @@ import {
 } from '../kube/index.ts';
 import { type ControllerMetrics, createControllerMetrics } from '../metrics/index.ts';
 import { installShutdown, startLoopLagProbe, systemClock } from '../runtime/index.ts';
-import { createApp, type ReadinessCheck, type RunningServer, serveApp } from '../server/index.ts';
+import { createApp, type RunningServer, serveApp } from '../server/index.ts';
 import { createPromptApi } from '../server/prompt.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
 import { VERSION } from '../shared/version.ts';
@@ -153,7 +153,7 @@ export const controllerCommand: Command = {
       clock,
       random: Math.random,
     });
-    const crds = watchInstalledCrds(transport, log, shutdown.signal);
+    const crds = watchInstalledCrds({ transport, log, signal: shutdown.signal, clock });
     const app = createApp({
       checks: [...controller.checks, crds.check],
       metrics: async () => ({
@@ -310,50 +310,6 @@ async function serveConsole(
       });
   }
   return server;
-}
-
-/** How often the installed CRDs are checked again while they lack fields (or could not be read). */
-const CRD_RECHECK_MS = 60_000;
-
-/**
- * Checks the installed CRDs at start and, while they lack fields or cannot be read, every minute until they are
- * fine: a warning in the log when it changes, and the readiness check `crd-schema` (always ready: runs still work)
- * whose detail says what is lacking.
- */
-function watchInstalledCrds(
-  transport: Transport,
-  log: Logger,
-  signal: AbortSignal,
-): { readonly check: ReadinessCheck } {
-  let last: CrdCheck | undefined;
-  const run = async (): Promise<void> => {
-    const now = await checkInstalledCrds(transport);
-    const changed = last === undefined || describeCrdCheck(last) !== describeCrdCheck(now);
-    if (changed) {
-      if (now.kind === 'lacking')
-        log.warn('Installed CRDs lack fields this version writes', {
-          missing: now.missing,
-          advice: "apply this version's CRDs (deploy/crds) first: the API server drops the missing fields",
-        });
-      else if (now.kind === 'unknown')
-        log.info('The installed CRDs could not be checked', { reason: now.reason });
-      else log.info('The installed CRDs carry every field this version writes');
-    }
-    last = now;
-    if (now.kind !== 'ok' && !signal.aborted) {
-      const timer = setTimeout(() => void run(), CRD_RECHECK_MS);
-      timer.unref?.();
-      signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
-    }
-  };
-  void run();
-  return {
-    check: {
-      name: 'crd-schema',
-      ready: () => true,
-      detail: () => (last === undefined || last.kind === 'ok' ? undefined : describeCrdCheck(last)),
-    },
-  };
 }
 
 const ClientCaConfigMap = v.looseObject({

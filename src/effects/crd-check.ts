@@ -6,6 +6,9 @@
 import { CRD_KINDS, crdDrift } from '../api/crd/index.ts';
 import { RESOURCE_NAMES } from '../api/group.ts';
 import { describeKubeError, type Transport } from '../kube/index.ts';
+import type { Clock } from '../runtime/index.ts';
+import type { ReadinessCheck } from '../server/index.ts';
+import type { Logger } from '../shared/log.ts';
 
 const CRD_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
@@ -57,4 +60,54 @@ export function describeCrdCheck(check: CrdCheck): string {
         .map(([crd, fields]) => `${crd}: ${fields.join(', ')}`)
         .join('; ')}`;
   }
+}
+
+/** How often the installed CRDs are checked again while they lack fields (or could not be read). */
+export const CRD_RECHECK_MS = 60_000;
+
+/**
+ * Checks the installed CRDs at start and, while they lack fields or cannot be read, every `recheckMs` until they are
+ * fine or `signal` aborts: a log line when the answer changes, and the readiness check `crd-schema` (always ready:
+ * runs still work) whose detail says what is lacking. One timer at a time, cancelled on abort.
+ */
+export function watchInstalledCrds(o: {
+  readonly transport: Transport;
+  readonly log: Logger;
+  readonly signal: AbortSignal;
+  readonly clock: Clock;
+  readonly recheckMs?: number;
+}): { readonly check: ReadinessCheck } {
+  let last: CrdCheck | undefined;
+  let cancelTimer: (() => void) | undefined;
+  o.signal.addEventListener('abort', () => cancelTimer?.(), { once: true });
+  const run = async (): Promise<void> => {
+    cancelTimer = undefined;
+    let now: CrdCheck;
+    try {
+      now = await checkInstalledCrds(o.transport);
+    } catch (error) {
+      now = { kind: 'unknown', reason: String(error) };
+    }
+    if (last === undefined || describeCrdCheck(last) !== describeCrdCheck(now)) {
+      if (now.kind === 'lacking')
+        o.log.warn('Installed CRDs lack fields this version writes', {
+          missing: now.missing,
+          advice: "apply this version's CRDs (deploy/crds) first: the API server drops the missing fields",
+        });
+      else if (now.kind === 'unknown')
+        o.log.info('The installed CRDs could not be checked', { reason: now.reason });
+      else o.log.info('The installed CRDs carry every field this version writes');
+    }
+    last = now;
+    if (now.kind !== 'ok' && !o.signal.aborted)
+      cancelTimer = o.clock.setTimer(o.recheckMs ?? CRD_RECHECK_MS, () => void run());
+  };
+  if (!o.signal.aborted) void run();
+  return {
+    check: {
+      name: 'crd-schema',
+      ready: () => true,
+      detail: () => (last === undefined || last.kind === 'ok' ? undefined : describeCrdCheck(last)),
+    },
+  };
 }
