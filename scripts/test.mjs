@@ -2,7 +2,7 @@
 // unit:  every *.test.ts under src/, test/{unit,host,node-agent,support,chaos}/ (but test/chaos/profile) and bench/
 //        on Node (tsx loader); host tests run real processes.
 // e2e:   builds the bundle, brings up the local control plane (scripts/testbed up), and has the Go tools the e2e
-//        tier uses built from their modules (scripts/build-otelcol, build-promtool, build-helm; cached after the
+//        tier uses built from their modules (scripts/build-otelcol, build-helm, build-promtool; cached after the
 //        first time; one after the other, in the background from the start, while the unit tier runs), then runs
 //        test/e2e/*.test.ts once per runtime (Node, then Deno) with AGENT_E2E_RUNTIME set, one file at a time.
 // chaos: the short chaos profile (test/chaos/profile), alone on the control plane after the e2e tiers: it restarts
@@ -55,7 +55,8 @@ function nodeTest(files, env, extra = []) {
  * the watcher reads the shell's stdin, whose other end only this process holds. No build outlives `npm test`.
  */
 function buildGoTools() {
-  const tools = ['otelcol', 'promtool', 'helm'];
+  // In the order the e2e files that use them run (helm-chart, monitoring, tracing: otelcol is small and first).
+  const tools = ['otelcol', 'helm', 'promtool'];
   console.log(`\n$ scripts/build-{${tools.join(',')}} (in the background, one after the other)`);
   const script = [
     'exec 3<&0 </dev/null',
@@ -110,8 +111,12 @@ async function prepareCluster() {
     console.error('test: scripts/testbed up failed');
     process.exit(1);
   }
-  for (const tool of (await goTools) ?? [])
-    console.error(`test: scripts/build-${tool} failed (the tests that need it will say why)`);
+  // Not waited for: the e2e files that use a tool build it on demand, waiting on the build in progress (the build
+  // scripts hold a lock), and most e2e files need none.
+  void goTools?.then((failedTools) => {
+    for (const tool of failedTools)
+      console.error(`test: scripts/build-${tool} failed (the tests that need it will say why)`);
+  });
   prepared = lines.at(-1);
   return prepared;
 }
