@@ -62,7 +62,8 @@ const AUDIT_POLICY = join(STATE, 'audit-policy.yaml');
 const AUDIT_LOG = join(LOGS, 'audit.log');
 /**
  * The audit policy: writes (create, update, patch, delete, whatever their outcome) to what the chaos suite checks
- * (Agents and their status, Jobs, Leases, NetworkPolicies), with request and response bodies; nothing else is
+ * (Agents and their status, Jobs, Leases, NetworkPolicies), with request and response bodies; the run pods' writes
+ * with their request bodies and the reads of their logs (metadata), which tell a violation's story; nothing else is
  * logged. One event per request (stage ResponseComplete; RequestReceived is omitted). `resources` names match the
  * resource alone, `agents/status` the status subresource.
  */
@@ -82,6 +83,16 @@ rules:
         resources: [leases]
       - group: networking.k8s.io
         resources: [networkpolicies]
+  - level: Request
+    verbs: [create, update, patch, delete]
+    resources:
+      - group: ""
+        resources: [pods, pods/status]
+  - level: Metadata
+    verbs: [get]
+    resources:
+      - group: ""
+        resources: [pods/log]
   - level: None
 `;
 const START_TIMEOUT_MS = Number(process.env.AGENT_TESTBED_START_TIMEOUT_MS ?? 90_000);

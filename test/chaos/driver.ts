@@ -504,6 +504,9 @@ async function chaosScenario(
       writeFileSync(path, r.proc.logText());
       say(`log of ${r.identity}: ${path}`);
     }
+    // CI keeps only what is printed: the story of each Agent named in a violation, from the audit log (its writes,
+    // its Job's, its pods' and the reads of its pod's log) and from the replicas' own log lines.
+    for (const line of violationStories(invariants, records, replicas)) say(line);
   }
   return {
     profile,
@@ -515,6 +518,53 @@ async function chaosScenario(
     violations,
     auditRecords: records.length,
   };
+}
+
+/** The Agents named in the violations (at most 5), each with its audit trail and the replicas' lines about it. */
+function violationStories(
+  invariants: readonly InvariantResult[],
+  records: readonly AuditRecord[],
+  replicas: readonly Replica[],
+): string[] {
+  const names = new Set<string>();
+  for (const inv of invariants)
+    for (const text of inv.violations)
+      for (const m of text.matchAll(/\bAgent (r-\d+)\b/g)) names.add(m[1] ?? '');
+  const out: string[] = [];
+  for (const name of [...names].filter((n) => n !== '').slice(0, 5)) {
+    // The Agent, its Job (`<prefix><name>`) and the Job's pods (`<job>-<suffix>`): names ending in the Agent's.
+    const mine = new RegExp(`(^|-)${name}(-[a-z0-9]{5})?$`);
+    out.push(`story of ${name}:`);
+    for (const r of records) {
+      const objectName = r.name ?? nameOf(r.responseObject);
+      if (objectName === undefined || !mine.test(objectName)) continue;
+      out.push(`  audit ${new Date(r.completed).toISOString()} ${auditSummary(r)}`);
+    }
+    for (const r of replicas) {
+      const lines = r.proc
+        .logText()
+        .split('\n')
+        .filter((l) => l.includes(`"${name}"`) || l.includes(`/${name}"`) || l.includes(`-${name}"`));
+      for (const l of lines.slice(-40)) out.push(`  ${r.identity}: ${l.slice(0, 400)}`);
+    }
+  }
+  return out;
+}
+
+const nameOf = (x: unknown): string | undefined => {
+  const parsed = v.safeParse(NamedSchema, x);
+  return parsed.success ? parsed.output.metadata.name : undefined;
+};
+
+/** One audit record in a line: who did what, the answer, and the status fields that tell a run's story. */
+function auditSummary(r: AuditRecord): string {
+  const what = `${r.verb} ${r.resource}${r.subresource === undefined ? '' : `/${r.subresource}`} ${r.name ?? ''}`;
+  const body = r.responseObject ?? r.requestObject;
+  const status =
+    typeof body === 'object' && body !== null && 'status' in body
+      ? JSON.stringify((body as { status: unknown }).status)
+      : '';
+  return `${what} by ${r.user} → ${r.code}${status === '' ? '' : ` status ${status.slice(0, 600)}`}`;
 }
 
 /** Compacts etcd at its current revision (every watch older than it gets 410 Gone). */
