@@ -1,4 +1,5 @@
 import { runRealtimeSupervisor, runSupervisor, waitForFlush } from '../pod/supervisor/index.ts';
+import { runServerSupervisor } from '../pod/supervisor/server.ts';
 import { type Command, parseFlags, UsageError } from './usage.ts';
 
 /** How long the supervisor waits for its own stdout/stderr to drain before the hard exit. */
@@ -25,6 +26,14 @@ export const supervisorCommand: Command = {
     'With AGENT_EXECUTION=realtime it runs a session instead: prompts are served on AGENT_PROMPT_PORT (8090) at',
     'AGENT_POD_IP to holders of AGENT_PROMPT_TOKEN, one CLI turn each (AGENT_RUN_RECIPE, AGENT_RESUME_SESSION),',
     'until POST /close, a failed turn, SIGTERM or the deadline.',
+    '',
+    'With AGENT_EXECUTION=server it serves an OpenAI-compatible API instead (the command after -- is optional and',
+    'unused): GET /healthz and /metrics, and, with Authorization: Bearer AGENT_SERVER_API_KEY (at least 16',
+    'characters), GET /v1/models and POST /v1/chat/completions (stream or not; session_id resumes a CLI session),',
+    'one CLI turn per request (AGENT_RUN_RECIPE, AGENT_SYSTEM_PROMPT_FILE). Settings: AGENT_SERVER_PORT (8080) at',
+    'AGENT_POD_IP, AGENT_SERVER_CONCURRENCY (4 turns at once; more get 429), AGENT_SERVER_REQUEST_TIMEOUT_SECONDS',
+    '(300; then 504), AGENT_SERVER_MAX_BODY_BYTES (1048576; more get 413). It runs until SIGTERM or SIGINT, lets the',
+    'turns in flight finish within AGENT_EXIT_GRACE_MS, and exits 0; 1 when it cannot start.',
   ].join('\n'),
   /**
    * Runs the supervisor and then exits the process itself (a hard exit, after flushing stdout and stderr for at
@@ -40,10 +49,18 @@ export const supervisorCommand: Command = {
       return 0;
     }
     const child = dash === -1 ? [] : io.argv.slice(dash + 1);
-    if (child.length === 0) throw new UsageError('missing the command to supervise after --');
+    const execution = io.env.AGENT_EXECUTION;
+    // A server builds every turn's command from its recipe: it needs none after --.
+    if (child.length === 0 && execution !== 'server')
+      throw new UsageError('missing the command to supervise after --');
     let code: number;
     try {
-      const supervise = io.env.AGENT_EXECUTION === 'realtime' ? runRealtimeSupervisor : runSupervisor;
+      const supervise =
+        execution === 'server'
+          ? runServerSupervisor
+          : execution === 'realtime'
+            ? runRealtimeSupervisor
+            : runSupervisor;
       code = await supervise({
         argv: child,
         env: io.env,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { REALTIME_ENV_NAMES } from '../shared/reserved-env.ts';
+import { REALTIME_ENV_NAMES, SERVER_ENV_NAMES } from '../shared/reserved-env.ts';
 import {
   clampDeadlineMinutes,
   deadlineAt,
@@ -162,7 +162,7 @@ describe('runEnv', () => {
     });
     const names = env.map((e) => e.name);
     for (const name of RESERVED_ENV_NAMES) {
-      // The realtime names, the input files and the trace context belong to the agent container alone.
+      // The realtime and server names, the input files and the trace context belong to the agent container alone.
       const agentOnly = [
         'AGENT_PROMPT_FILE',
         'AGENT_SYSTEM_PROMPT_FILE',
@@ -170,7 +170,8 @@ describe('runEnv', () => {
         'AGENT_OTLP_TRACES_ENDPOINT',
         'TRACEPARENT',
       ];
-      const want = REALTIME_ENV_NAMES.has(name) || agentOnly.includes(name) ? 0 : 1;
+      const want =
+        REALTIME_ENV_NAMES.has(name) || SERVER_ENV_NAMES.has(name) || agentOnly.includes(name) ? 0 : 1;
       assert.equal(names.filter((n) => n === name).length, want, `${name} appears ${want} time(s)`);
     }
     assert.deepEqual(env[0], L('AGENT_SINKS', '[{"type":"http","url":"https://s","headers_secret":""}]'));
@@ -277,8 +278,8 @@ describe('deadlines', () => {
 });
 
 describe('reserved names and header env names', () => {
-  it('reserves the 23 reference names plus AGENT_DEADLINE_AT, the input files, the trace context and the 6 realtime names', () => {
-    assert.equal(RESERVED_ENV_NAMES.size, 35);
+  it('reserves the 23 reference names plus AGENT_DEADLINE_AT, the input files, the trace context, the 6 realtime names and the 5 server names', () => {
+    assert.equal(RESERVED_ENV_NAMES.size, 40);
     assert.ok(isReservedEnvName('AGENT_SYSTEM_PROMPT_FILE'));
     assert.ok(isReservedEnvName('TRACEPARENT'));
     assert.ok(isReservedEnvName('AGENT_OTLP_TRACES_ENDPOINT'));
@@ -286,6 +287,8 @@ describe('reserved names and header env names', () => {
     assert.ok(isReservedEnvName('AGENT_PARAMETERS_FILE'));
     assert.equal(REALTIME_ENV_NAMES.size, 6);
     for (const name of REALTIME_ENV_NAMES) assert.ok(isReservedEnvName(name), name);
+    assert.equal(SERVER_ENV_NAMES.size, 5);
+    for (const name of SERVER_ENV_NAMES) assert.ok(isReservedEnvName(name), name);
     assert.ok(isReservedEnvName('AGENT_DEADLINE_AT'));
     assert.ok(isReservedEnvName('POD_NAMESPACE'));
     assert.ok(!isReservedEnvName('home'));

@@ -9,12 +9,22 @@ const REALTIME_ENV_NAMES_LIST = [
 ] as const;
 export const REALTIME_ENV_NAMES: ReadonlySet<string> = new Set(REALTIME_ENV_NAMES_LIST);
 
+/** The env a server run's agent container gets on top of the run env (issue 12; never from a recipe). */
+const SERVER_ENV_NAMES_LIST = [
+  'AGENT_SERVER_PORT',
+  'AGENT_SERVER_API_KEY',
+  'AGENT_SERVER_CONCURRENCY',
+  'AGENT_SERVER_REQUEST_TIMEOUT_SECONDS',
+  'AGENT_SERVER_MAX_BODY_BYTES',
+] as const;
+export const SERVER_ENV_NAMES: ReadonlySet<string> = new Set(SERVER_ENV_NAMES_LIST);
+
 /**
  * Env names the controller owns. A recipe-supplied name (env, secret, sink/conversation `headers_secret`, repo
  * `token_secret`, MCP header env name) equal to one of these is dropped or blanked, so the controller's value wins.
  * The reference's 23 names plus `AGENT_DEADLINE_AT`, `AGENT_PROMPT_FILE` and `AGENT_PARAMETERS_FILE` (the input ConfigMap's), the run's trace context
- * (`TRACEPARENT`, `AGENT_OTLP_TRACES_ENDPOINT`) and the realtime run's own (`AGENT_EXECUTION`, `AGENT_PROMPT_*`,
- * `AGENT_RUN_RECIPE`, `AGENT_RESUME_SESSION`).
+ * (`TRACEPARENT`, `AGENT_OTLP_TRACES_ENDPOINT`), the realtime run's own (`AGENT_EXECUTION`, `AGENT_PROMPT_*`,
+ * `AGENT_RUN_RECIPE`, `AGENT_RESUME_SESSION`) and the server run's (`AGENT_SERVER_*`).
  */
 export const RESERVED_ENV_NAMES: ReadonlySet<string> = new Set([
   'AGENT_SINKS',
@@ -47,4 +57,5 @@ export const RESERVED_ENV_NAMES: ReadonlySet<string> = new Set([
   'HOME',
   'PATH',
   ...REALTIME_ENV_NAMES_LIST,
+  ...SERVER_ENV_NAMES_LIST,
 ]);

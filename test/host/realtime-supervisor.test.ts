@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseRunReport } from '../../src/vendors/cli/run-report.ts';
+import { capture } from './captured.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MOCK = join(ROOT, 'test', 'mock-agent', 'mock-agent.mjs');
@@ -92,22 +93,11 @@ async function startSession(
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const stdout: string[] = [];
-  let partial = '';
-  let err = '';
-  proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-    const parts = (partial + chunk).split('\n');
-    partial = parts.pop() ?? '';
-    stdout.push(...parts.filter((l) => l !== ''));
-  });
-  proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    err += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const { stdout, stderr, exited } = capture(proc);
   const url = `http://127.0.0.1:${port}`;
   await waitFor(
     async () => {
-      if (proc.exitCode !== null) assert.fail(`the supervisor exited early (${proc.exitCode}): ${err}`);
+      if (proc.exitCode !== null) assert.fail(`the supervisor exited early (${proc.exitCode}): ${stderr()}`);
       const ok = await fetch(`${url}/healthz`).then(
         (r) => r.ok,
         () => false,
@@ -117,7 +107,7 @@ async function startSession(
     20_000,
     'the prompt server',
   );
-  return { proc, url, stdout, exited, stderr: () => err };
+  return { proc, url, stdout, exited, stderr };
 }
 
 const auth = { authorization: `Bearer ${TOKEN}` };

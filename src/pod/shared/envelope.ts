@@ -57,16 +57,34 @@ export const DOUBLE_WRAP_MESSAGE =
 /**
  * Wraps one payload line as `{"source":{…},"event":<payload>}`: `event` is the line's JSON when it parses (embedded
  * verbatim, so numbers keep their exact text), else the line as a JSON string. A payload that already is an envelope
- * is refused, so the envelope is applied exactly once. Pure.
+ * is refused, so the envelope is applied exactly once. With `requestId` (a server-mode turn: the request it answers)
+ * the envelope gets a third key, `"requestId"`, after `event`; without it the envelope is unchanged. Pure.
  */
 export function wrapLine(
   source: EventSource,
   line: string,
   parsed: ParsedLine = parseLine(line),
+  requestId?: string,
 ): Result<string, 'already-wrapped'> {
   if (parsed.json && isEnvelope(parsed.value)) return err('already-wrapped');
   const event = parsed.json ? line.trim() : JSON.stringify(line);
-  return ok(`{"source":${JSON.stringify(orderedSource(source))},"event":${event}}`);
+  const request = requestId === undefined ? '' : `,"requestId":${JSON.stringify(requestId)}`;
+  return ok(`{"source":${JSON.stringify(orderedSource(source))},"event":${event}${request}}`);
+}
+
+/**
+ * A bare payload line tagged with the request it answers (a server-mode turn's stdout): a JSON object line gets
+ * `"requestId"` as its first key, the rest of its text kept verbatim; any other line (plain text, a JSON array or
+ * scalar) and an object that already has a `requestId` key are returned as they are. Pure.
+ */
+export function withRequestId(line: string, parsed: ParsedLine, requestId: string): string {
+  if (!parsed.json) return line;
+  const value = parsed.value;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return line;
+  if (Object.hasOwn(value, 'requestId')) return line;
+  const tag = `"requestId":${JSON.stringify(requestId)}`;
+  // A line that parses as an object starts with `{` once JSON whitespace is trimmed.
+  return Object.keys(value).length === 0 ? `{${tag}}` : `{${tag},${line.trim().slice(1)}`;
 }
 
 function orderedSource(source: EventSource): EventSource {

@@ -37,6 +37,8 @@ export interface DeliverOptions {
    * lost only when the closing budget runs out.
    */
   readonly essential?: boolean;
+  /** The request a server-mode turn's line answers: added to its envelope as `requestId` (see `wrapLine`). */
+  readonly requestId?: string;
 }
 
 /** Per-sink delivery totals, reported by `close`. */
@@ -89,7 +91,7 @@ export function createEventSink(options: EventSinkOptions): EventSink {
   }
   let closed = false;
   const deliver = (line: string, deliverOptions: DeliverOptions = {}): boolean => {
-    const wrapped = wrapLine(options.source, line, deliverOptions.parsed);
+    const wrapped = wrapLine(options.source, line, deliverOptions.parsed, deliverOptions.requestId);
     if (!wrapped.ok) {
       options.log.error(`${options.tag} ${DOUBLE_WRAP_MESSAGE}`);
       return false;

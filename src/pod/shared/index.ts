@@ -16,6 +16,7 @@ export {
   type ParsedLine,
   parseLine,
   sourceFromEnv,
+  withRequestId,
   wrapLine,
 } from './envelope.ts';
 export {

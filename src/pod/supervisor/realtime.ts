@@ -15,11 +15,15 @@
 // The run report (termination message) covers the turns served: the last turn's answer, usage and cost summed over
 // the turns. It is rewritten after every turn and once more when the session ends (after the turn in flight, if any,
 // is over or a grace period has passed).
+//
+// Its HTTP building blocks (`listenHttp`, `reply`, `readBody`, `bearerMatches`) and the recipe (`parseRecipe`) also
+// serve a server-mode run (server.ts).
 
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import * as v from 'valibot';
 import { constantTimeEqual } from '../../shared/constant-time.ts';
+import type { Logger } from '../../shared/log.ts';
 import { vendorCommand } from '../../vendors/cli/argv.ts';
 import {
   addTurnResult,
@@ -55,7 +59,7 @@ const KEEP_ALIVE_MS = 120_000;
 export const MAX_PROMPT_BODY_BYTES = 1024 * 1024;
 
 /** The recipe each turn's argv is built from (the Job's `AGENT_RUN_RECIPE`): vendor options, no prompt. */
-const RecipeSchema = v.object({
+export const RecipeSchema = v.object({
   model: v.string(),
   permissionMode: v.optional(v.string()),
   allowedTools: v.optional(v.array(v.string())),
@@ -74,7 +78,22 @@ const RecipeSchema = v.object({
     ),
   ),
 });
-type Recipe = v.InferOutput<typeof RecipeSchema>;
+export type Recipe = v.InferOutput<typeof RecipeSchema>;
+
+/** Reads `AGENT_RUN_RECIPE` (realtime and server runs); one line naming the variable when it is unusable. */
+export function parseRecipe(
+  env: Readonly<Record<string, string | undefined>>,
+): { ok: true; value: Recipe } | { ok: false; error: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(env.AGENT_RUN_RECIPE ?? '');
+  } catch {
+    return { ok: false, error: 'AGENT_RUN_RECIPE is not JSON' };
+  }
+  const recipe = v.safeParse(RecipeSchema, raw);
+  if (!recipe.success) return { ok: false, error: `AGENT_RUN_RECIPE: ${v.summarize(recipe.issues)}` };
+  return { ok: true, value: recipe.output };
+}
 
 const PromptBodySchema = v.object({ prompt: v.pipe(v.string(), v.minLength(1, 'prompt must not be empty')) });
 
@@ -97,14 +116,8 @@ export function parseRealtimeConfig(
   const port = rawPort === '' ? DEFAULT_PROMPT_PORT : Number(rawPort);
   if (!Number.isInteger(port) || port < 1 || port > 65535)
     return { ok: false, error: `AGENT_PROMPT_PORT must be a port number, got ${JSON.stringify(rawPort)}` };
-  let raw: unknown;
-  try {
-    raw = JSON.parse(env.AGENT_RUN_RECIPE ?? '');
-  } catch {
-    return { ok: false, error: 'AGENT_RUN_RECIPE is not JSON' };
-  }
-  const recipe = v.safeParse(RecipeSchema, raw);
-  if (!recipe.success) return { ok: false, error: `AGENT_RUN_RECIPE: ${v.summarize(recipe.issues)}` };
+  const recipe = parseRecipe(env);
+  if (!recipe.ok) return recipe;
   const resume = env.AGENT_RESUME_SESSION ?? '';
   return {
     ok: true,
@@ -112,10 +125,28 @@ export function parseRealtimeConfig(
       token,
       port,
       host: env.AGENT_POD_IP || '0.0.0.0',
-      recipe: recipe.output,
+      recipe: recipe.value,
       resumeSession: resume === '' ? undefined : resume,
     },
   };
+}
+
+/**
+ * The definition's system prompt (`AGENT_SYSTEM_PROMPT_FILE`, from the run's input ConfigMap), undefined without one,
+ * or `unreadable` (logged) when the file cannot be read.
+ */
+export async function readSystemPrompt(ctx: RunContext): Promise<string | undefined | 'unreadable'> {
+  const file = ctx.io.env.AGENT_SYSTEM_PROMPT_FILE ?? '';
+  if (file === '') return undefined;
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    ctx.log.error('[supervisor] cannot read the system prompt', {
+      file,
+      error: error instanceof Error ? error.message : String(error),
+    });
+    return 'unreadable';
+  }
 }
 
 /** How a session ended. */
@@ -196,18 +227,9 @@ class Session {
       return 1;
     };
     // The system prompt goes with every turn (the first one reads it with its prompt, below).
-    const systemFile = ctx.io.env.AGENT_SYSTEM_PROMPT_FILE ?? '';
-    if (systemFile !== '') {
-      try {
-        this.#systemPrompt = await readFile(systemFile, 'utf8');
-      } catch (error) {
-        ctx.log.error('[supervisor] cannot read the system prompt', {
-          file: systemFile,
-          error: error instanceof Error ? error.message : String(error),
-        });
-        return failBeforeStart('input');
-      }
-    }
+    const system = await readSystemPrompt(ctx);
+    if (system === 'unreadable') return failBeforeStart('input');
+    this.#systemPrompt = system;
     // The first turn's prompt is read before prompts are served, so no prompt or close can come in between.
     const initial =
       this.#rt.resumeSession === undefined ? await promptedCommand(ctx, ctx.io.argv) : undefined;
@@ -307,25 +329,10 @@ class Session {
   }
 
   #listen(): Promise<Server> {
-    const server = createServer((req, res) => {
-      void this.#handle(req, res).catch((error) => {
-        this.#ctx.log.warn('[supervisor] prompt request failed', {
-          error: error instanceof Error ? error.message : String(error),
-        });
-        if (!res.headersSent) reply(res, 500, { message: 'internal error' });
-        else res.destroy();
-      });
-    });
-    // Idle keep-alive connections stay open longer than any client keeps them (the controller's connection to this
-    // pod is reused turn after turn): a server closing an idle socket as the client reuses it fails that request.
-    server.keepAliveTimeout = KEEP_ALIVE_MS;
-    server.headersTimeout = KEEP_ALIVE_MS + 5000;
-    return new Promise((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.#rt.port, this.#rt.host, () => {
-        server.off('error', reject);
-        resolve(server);
-      });
+    return listenHttp(this.#rt.port, this.#rt.host, (req, res) => this.#handle(req, res), {
+      log: this.#ctx.log,
+      what: 'prompt',
+      internalError: { message: 'internal error' },
     });
   }
 
@@ -410,22 +417,66 @@ class Session {
   }
 
   #authorized(header: string | undefined): boolean {
-    const presented = /^Bearer (.+)$/.exec(header ?? '')?.[1] ?? '';
-    return constantTimeEqual(this.#rt.token, presented);
+    return bearerMatches(this.#rt.token, header);
   }
 }
 
-function reply(res: ServerResponse, status: number, body: unknown): void {
+/** True when an `Authorization` header is `Bearer <expected>` (compared in constant time). */
+export function bearerMatches(expected: string, header: string | undefined): boolean {
+  const presented = /^Bearer (.+)$/.exec(header ?? '')?.[1] ?? '';
+  return constantTimeEqual(expected, presented);
+}
+
+/**
+ * Serves `handle` on `host:port` (resolves once listening). A request whose handling throws is logged (`[supervisor]
+ * <what> request failed`) and answered 500 with `internalError`, or cut off when its answer has begun.
+ */
+export function listenHttp(
+  port: number,
+  host: string,
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  on: { readonly log: Logger; readonly what: string; readonly internalError: unknown },
+): Promise<Server> {
+  const server = createServer((req, res) => {
+    void handle(req, res).catch((error) => {
+      on.log.warn(`[supervisor] ${on.what} request failed`, {
+        error: error instanceof Error ? error.message : String(error),
+      });
+      if (!res.headersSent) reply(res, 500, on.internalError);
+      else res.destroy();
+    });
+  });
+  // Idle keep-alive connections stay open longer than any client keeps them (the controller's connection to this
+  // pod is reused turn after turn): a server closing an idle socket as the client reuses it fails that request.
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
+  server.headersTimeout = KEEP_ALIVE_MS + 5000;
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server);
+    });
+  });
+}
+
+/** Answers with `body` as JSON (and any extra `headers`). */
+export function reply(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Readonly<Record<string, string>> = {},
+): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
+    ...headers,
     'content-type': 'application/json',
     'content-length': new TextEncoder().encode(text).length,
   });
   res.end(text);
 }
 
-/** The request body as text, or `tooLarge` once it passes `max` bytes. */
-function readBody(req: IncomingMessage, max: number): Promise<string | 'tooLarge'> {
+/** The request body as text, or `tooLarge` once it passes `max` bytes (the rest is read and dropped). */
+export function readBody(req: IncomingMessage, max: number): Promise<string | 'tooLarge'> {
   return new Promise((resolve, reject) => {
     const chunks: Uint8Array[] = [];
     let size = 0;

@@ -18,6 +18,7 @@ import {
   type EventSink,
   type ParsedLine,
   parseLine,
+  withRequestId,
 } from '../shared/index.ts';
 import {
   conversationForPin,
@@ -272,8 +273,13 @@ export async function superviseChild(
   child: ChildProcess,
   exited: Promise<ExitInfo>,
   results: ResultAccumulator,
-  /** Also sees every non-empty stdout line (a realtime turn streams them to its caller). */
-  tap?: (line: string) => void,
+  /** Also sees every non-empty stdout line and its parse (a realtime or server turn streams them to its caller). */
+  tap?: (line: string, parsed: ParsedLine) => void,
+  /**
+   * `requestId`: the request a server-mode turn answers; every stdout line of the turn carries it (the envelope's
+   * `requestId` for the sinks, a first key of a JSON object line on stdout, see `withRequestId`).
+   */
+  options: { readonly requestId?: string } = {},
 ): Promise<number> {
   const { config, io, log } = ctx;
   let gone = false;
@@ -305,9 +311,10 @@ export async function superviseChild(
   let terminalSeen = false;
   const onStdoutLine = (line: string): void => {
     if (line.trim() === '') return;
-    ctx.out.line(line);
-    tap?.(line);
     const parsed: ParsedLine = parseLine(line);
+    const { requestId } = options;
+    ctx.out.line(requestId === undefined ? line : withRequestId(line, parsed, requestId));
+    tap?.(line, parsed);
     if (parsed.json) results.add(parsed.value);
     if (!terminalSeen && parsed.json) {
       const terminal = terminalOf(config.vendor, parsed.value);
@@ -317,7 +324,10 @@ export async function superviseChild(
       }
     }
     if (ctx.sinks.count > 0 && selected(config.selectors, config.vendor, parsed)) {
-      ctx.sinks.deliver(line, { parsed });
+      ctx.sinks.deliver(line, {
+        parsed,
+        ...(options.requestId !== undefined ? { requestId: options.requestId } : {}),
+      });
     }
   };
   const stdoutDone = pump(child, 'stdout', onStdoutLine, ctx.out, log);

@@ -1,0 +1,221 @@
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { type IncomingMessage, ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import {
+  ApiServer,
+  DEFAULT_SERVER_CONCURRENCY,
+  DEFAULT_SERVER_MAX_BODY_BYTES,
+  DEFAULT_SERVER_PORT,
+  DEFAULT_SERVER_REQUEST_TIMEOUT_SECONDS,
+  parseServerConfig,
+  readLimitedBody,
+  serverContext,
+} from './server.ts';
+import { prepare, type SupervisorIo } from './supervise.ts';
+
+const KEY = 'k'.repeat(16);
+const RECIPE = JSON.stringify({ model: 'claude-opus-5-5', permissionMode: 'bypass', allowedTools: ['Bash'] });
+const base = { AGENT_SERVER_API_KEY: KEY, AGENT_RUN_RECIPE: RECIPE };
+
+/** The error of settings that must be refused. */
+function refused(env: Record<string, string>): string {
+  const r = parseServerConfig(env);
+  if (r.ok) assert.fail(`accepted: ${JSON.stringify(env)}`);
+  return r.error;
+}
+
+describe('server settings', () => {
+  it('defaults everything but the key and the recipe', () => {
+    const r = parseServerConfig(base);
+    assert.ok(r.ok);
+    assert.deepEqual(r.value, {
+      apiKey: KEY,
+      port: DEFAULT_SERVER_PORT,
+      host: '0.0.0.0',
+      concurrency: DEFAULT_SERVER_CONCURRENCY,
+      requestTimeoutMs: DEFAULT_SERVER_REQUEST_TIMEOUT_SECONDS * 1000,
+      maxBodyBytes: DEFAULT_SERVER_MAX_BODY_BYTES,
+      recipe: { model: 'claude-opus-5-5', permissionMode: 'bypass', allowedTools: ['Bash'] },
+    });
+    assert.equal(DEFAULT_SERVER_PORT, 8080);
+    assert.equal(DEFAULT_SERVER_CONCURRENCY, 4);
+    assert.equal(DEFAULT_SERVER_REQUEST_TIMEOUT_SECONDS, 300);
+    assert.equal(DEFAULT_SERVER_MAX_BODY_BYTES, 1048576);
+  });
+
+  it('reads every setting; blank means the default', () => {
+    const r = parseServerConfig({
+      ...base,
+      AGENT_SERVER_PORT: '9000',
+      AGENT_POD_IP: '10.0.0.7',
+      AGENT_SERVER_CONCURRENCY: ' 1 ',
+      AGENT_SERVER_REQUEST_TIMEOUT_SECONDS: '2',
+      AGENT_SERVER_MAX_BODY_BYTES: '',
+    });
+    assert.ok(r.ok);
+    assert.equal(r.value.port, 9000);
+    assert.equal(r.value.host, '10.0.0.7');
+    assert.equal(r.value.concurrency, 1);
+    assert.equal(r.value.requestTimeoutMs, 2000);
+    assert.equal(r.value.maxBodyBytes, DEFAULT_SERVER_MAX_BODY_BYTES);
+  });
+
+  it('needs an API key of at least 16 characters, and never says what it was', () => {
+    for (const key of [undefined, '', 'k'.repeat(15)]) {
+      const env: Record<string, string> = { AGENT_RUN_RECIPE: RECIPE };
+      if (key !== undefined) env.AGENT_SERVER_API_KEY = key;
+      const error = refused(env);
+      assert.equal(error, 'AGENT_SERVER_API_KEY is missing or shorter than 16 characters');
+    }
+  });
+
+  it('trims whitespace and newlines around the API key (a Secret made --from-file ends in a newline)', () => {
+    for (const raw of [`${KEY}\n`, `  ${KEY}\r\n`, `\t${KEY} `]) {
+      const r = parseServerConfig({ ...base, AGENT_SERVER_API_KEY: raw });
+      assert.ok(r.ok, JSON.stringify(raw));
+      assert.equal(r.value.apiKey, KEY);
+    }
+  });
+
+  it('counts the length of the trimmed API key', () => {
+    for (const raw of [`${'k'.repeat(15)}\n`, ` ${'k'.repeat(15)} `, '\n'.repeat(20), ' '.repeat(16)]) {
+      const error = refused({ ...base, AGENT_SERVER_API_KEY: raw });
+      assert.equal(error, 'AGENT_SERVER_API_KEY is missing or shorter than 16 characters');
+    }
+  });
+
+  const bad: [string, string, RegExp][] = [
+    ['AGENT_SERVER_PORT', '0', /AGENT_SERVER_PORT must be an integer from 1 to 65535, got "0"/],
+    ['AGENT_SERVER_PORT', '70000', /AGENT_SERVER_PORT/],
+    ['AGENT_SERVER_CONCURRENCY', '0', /AGENT_SERVER_CONCURRENCY must be an integer from 1/],
+    ['AGENT_SERVER_CONCURRENCY', '2.5', /AGENT_SERVER_CONCURRENCY/],
+    ['AGENT_SERVER_CONCURRENCY', '-1', /AGENT_SERVER_CONCURRENCY/],
+    [
+      'AGENT_SERVER_REQUEST_TIMEOUT_SECONDS',
+      '0',
+      /AGENT_SERVER_REQUEST_TIMEOUT_SECONDS must be an integer from 1/,
+    ],
+    ['AGENT_SERVER_REQUEST_TIMEOUT_SECONDS', '5m', /AGENT_SERVER_REQUEST_TIMEOUT_SECONDS/],
+    ['AGENT_SERVER_MAX_BODY_BYTES', 'lots', /AGENT_SERVER_MAX_BODY_BYTES/],
+    ['AGENT_RUN_RECIPE', '', /AGENT_RUN_RECIPE is not JSON/],
+    ['AGENT_RUN_RECIPE', '{"permissionMode":"bypass"}', /AGENT_RUN_RECIPE: .*model/],
+  ];
+  for (const [name, value, message] of bad) {
+    it(`refuses ${name}=${JSON.stringify(value)}`, () => {
+      const error = refused({ ...base, [name]: value });
+      assert.match(error, message);
+      assert.ok(!error.includes(KEY));
+    });
+  }
+
+  it('quotes at most 40 characters of an unusable value', () => {
+    const error = refused({ ...base, AGENT_SERVER_CONCURRENCY: 'x'.repeat(100) });
+    assert.ok(error.includes(`"${'x'.repeat(40)}"`), error);
+    assert.ok(!error.includes('x'.repeat(41)));
+  });
+});
+
+/** A request whose body the test hands over, event by event. */
+class FakeRequest extends EventEmitter {
+  readonly method = 'POST';
+  readonly url = '/v1/chat/completions';
+  readonly httpVersionMajor = 1;
+  readonly httpVersionMinor = 1;
+  readonly headers: Record<string, string>;
+  readonly socket = { destroy: () => undefined };
+  paused = false;
+
+  constructor(headers: Record<string, string> = {}) {
+    super();
+    this.headers = headers;
+  }
+
+  pause(): this {
+    this.paused = true;
+    return this;
+  }
+
+  resume(): this {
+    return this;
+  }
+
+  get asRequest(): IncomingMessage {
+    return this as unknown as IncomingMessage;
+  }
+}
+
+describe('reading a request body', () => {
+  it('reads the text, multi-byte characters split across chunks included', async () => {
+    const req = new FakeRequest();
+    const body = readLimitedBody(req.asRequest, 100);
+    const bytes = new TextEncoder().encode('{"x":"é€"}');
+    req.emit('data', bytes.slice(0, 7));
+    req.emit('data', bytes.slice(7));
+    req.emit('end');
+    assert.deepEqual(await body, { kind: 'read', text: '{"x":"é€"}' });
+    assert.equal(req.listenerCount('data') + req.listenerCount('end') + req.listenerCount('close'), 0);
+  });
+
+  it('refuses a body declared larger than the limit without reading any of it', async () => {
+    const req = new FakeRequest({ 'content-length': '101' });
+    assert.deepEqual(await readLimitedBody(req.asRequest, 100), { kind: 'tooLarge' });
+    assert.equal(req.listenerCount('data'), 0, 'nothing is read');
+  });
+
+  it('stops reading as soon as the body passes the limit', async () => {
+    const req = new FakeRequest({ 'transfer-encoding': 'chunked' });
+    const body = readLimitedBody(req.asRequest, 100);
+    req.emit('data', new Uint8Array(60));
+    req.emit('data', new Uint8Array(60));
+    assert.deepEqual(await body, { kind: 'tooLarge' });
+    assert.ok(req.paused, 'the request is paused');
+    assert.equal(req.listenerCount('data'), 0, 'no more is read');
+  });
+
+  it('is gone when the client leaves before the end', async () => {
+    const req = new FakeRequest();
+    const body = readLimitedBody(req.asRequest, 100);
+    req.emit('data', new Uint8Array(10));
+    req.emit('close');
+    assert.deepEqual(await body, { kind: 'gone' });
+  });
+});
+
+describe('the concurrency limit', () => {
+  it('lets one of two requests read in the same tick through when the limit is 1, refusing the other', async () => {
+    // No `claude` on PATH: a request let through is answered 500 (the CLI could not be started), one refused 429.
+    const bin = await mkdtemp(join(tmpdir(), 'srv-unit-'));
+    const quiet = { write: () => true, once: () => undefined, on: () => undefined };
+    const io: SupervisorIo = {
+      argv: ['claude'],
+      env: { ...base, AGENT_SERVER_CONCURRENCY: '1', PATH: bin },
+      stdout: quiet,
+      stderr: quiet,
+      now: () => Date.now(),
+      onSignal: () => () => undefined,
+    };
+    try {
+      const config = parseServerConfig(io.env);
+      assert.ok(config.ok);
+      const server = new ApiServer(serverContext(prepare(io), config.value), config.value);
+      const body = new TextEncoder().encode(JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }));
+      const requests = [0, 1].map(
+        () => new FakeRequest({ authorization: `Bearer ${KEY}`, 'content-length': String(body.length) }),
+      );
+      const responses = requests.map((req) => new ServerResponse(req.asRequest));
+      const handled = requests.map((req, i) => server.handle(req.asRequest, responses[i] as ServerResponse));
+      await new Promise((resolve) => setImmediate(resolve));
+      // Both bodies end in one synchronous block: both requests are checked before either runs.
+      for (const req of requests) req.emit('data', body);
+      for (const req of requests) req.emit('end');
+      await Promise.all(handled);
+      assert.deepEqual(responses.map((r) => r.statusCode).sort(), [429, 500]);
+    } finally {
+      await rm(bin, { recursive: true, force: true });
+    }
+  });
+});
