@@ -221,6 +221,45 @@ describe('PodWorker with native sidecars (host)', { skip }, () => {
     worker.cleanup();
   });
 
+  it('an app container with a readiness probe (a server) is Ready only once the probe passes', {
+    timeout: 60_000,
+  }, async () => {
+    const port = randomPort();
+    // Listens after 1.5 s, answers /healthz until SIGTERM.
+    const server = `
+      process.on('SIGTERM', () => process.exit(0));
+      setTimeout(() => require('node:http').createServer((q, r) => r.end('ok')).listen(${port}, process.env.POD_IP), 1500);`;
+    const { worker, statuses } = startPod({
+      restartPolicy: 'Always',
+      containers: [
+        {
+          name: 'agent',
+          command: [NODE, '-e', server],
+          env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+          ports: [{ name: 'http', containerPort: port }],
+          readinessProbe: { httpGet: { path: '/healthz', port }, periodSeconds: 1 },
+        },
+      ],
+    });
+    const readyAt = await pollUntil(
+      () =>
+        Promise.resolve(
+          statuses.findIndex((st) => st.conditions.some((c) => c.type === 'Ready' && c.status === 'True')),
+        ).then((i) => (i >= 0 ? i : undefined)),
+      { timeoutMs: 20_000, intervalMs: 50, description: 'the pod Ready' },
+    );
+    const runningUnready = statuses
+      .slice(0, readyAt)
+      .find((st) => status(st.containerStatuses, 'agent').state.running !== undefined);
+    assert.ok(runningUnready, 'a status with the agent running before it was ready');
+    assert.equal(status(runningUnready.containerStatuses, 'agent').ready, false);
+    assert.ok(runningUnready.conditions.some((c) => c.type === 'Ready' && c.status === 'False'));
+    assert.equal(status(statuses[readyAt]?.containerStatuses ?? [], 'agent').ready, true);
+    await worker.terminate(2);
+    await worker.done;
+    worker.cleanup();
+  });
+
   it('a failing startup probe kills and restarts the sidecar; an exiting sidecar is restarted under restartPolicy Never', {
     timeout: 60_000,
   }, async () => {

@@ -722,15 +722,17 @@ export class PodWorker {
           ...this.#getRun(kind, index),
           state: { kind: 'running', startedAt: runningSince },
           containerID,
-          // A sidecar has started once its startup probe passes, and is ready once its readiness probe does.
-          ...(sidecar
+          // A container with probes (a sidecar, or an app container such as a server's) has started once its
+          // startup probe passes, and is ready once its readiness probe does.
+          ...(sidecar || c.startupProbe !== undefined || c.readinessProbe !== undefined
             ? {
                 started: c.startupProbe === undefined,
                 ready: c.startupProbe === undefined && c.readinessProbe === undefined,
               }
             : {}),
         });
-        if (sidecar) stopProbes = this.#probeSidecar(index, c, withTermination, containerID, handle);
+        if (sidecar || c.startupProbe !== undefined || c.readinessProbe !== undefined)
+          stopProbes = this.#probeContainer(kind, index, c, withTermination, containerID, handle);
       }
     });
     const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>(
@@ -914,11 +916,13 @@ export class PodWorker {
   }
 
   /**
-   * Starts the probes of a sidecar's incarnation that has just started running: the startup probe (its
-   * success marks the sidecar started, its failure kills the sidecar, which is then restarted), then the
-   * readiness probe (ready follows it). Returns a function stopping them.
+   * Starts the probes of a container's incarnation that has just started running (a sidecar, or an app container
+   * with probes): the startup probe (its success marks the container started, its failure kills it, and its restart
+   * policy decides what follows), then the readiness probe (ready follows it). Liveness probes are not run by the
+   * test node. Returns a function stopping them.
    */
-  #probeSidecar(
+  #probeContainer(
+    kind: Kind,
     index: number,
     c: Container,
     spec: ProcessSpec,
@@ -934,9 +938,9 @@ export class PodWorker {
     };
     // Only this incarnation's status is updated (a restart has probes of its own).
     const update = (patch: { started?: boolean; ready?: boolean }): void => {
-      const run = this.#getRun('init', index);
+      const run = this.#getRun(kind, index);
       if (stopped || run.state.kind !== 'running' || run.containerID !== containerID) return;
-      this.#setRun('init', index, { ...run, ...patch });
+      this.#setRun(kind, index, { ...run, ...patch });
     };
     const readiness = (): void => {
       const probe = c.readinessProbe;
