@@ -90,8 +90,12 @@ function startFakeClaude(target, kubeconfig) {
   );
   target.AGENT_IMAGE ??= 'agent-controller:local';
   target.REALTIME_ENABLED ??= 'true';
+  target.SERVER_ENABLED ??= 'true';
   console.error(
     'start: realtime runs use a fake claude that echoes each prompt: scripts/testbed kubectl apply -f deploy/examples/realtime.yaml',
+  );
+  console.error(
+    'start: servers (OpenAI-compatible endpoints) use it too: scripts/testbed kubectl apply -f deploy/examples/server.yaml',
   );
 }
 

@@ -30,6 +30,7 @@ describe('parseAgentDefinition', () => {
       output: { select: [], sinks: [], watch: [] },
       execution: 'job',
       batch: { maxTokens: 16000, timeoutMinutes: 1440, onTimeout: 'fail' },
+      server: { concurrency: 4, requestTimeoutSeconds: 300 },
     });
   });
 
@@ -80,6 +81,7 @@ describe('parseAgentDefinition', () => {
       tool_config: { command: ['bash', '-c', 'echo hi'], nested: { any: [1, 2] } },
       execution: 'batch',
       batch: { maxTokens: 100, timeoutMinutes: 60, onTimeout: 'fallback' },
+      server: { apiKeySecret: 'key', concurrency: 2, requestTimeoutSeconds: 30 },
       dependencies: [{ service: 'db', port: 5432, timeoutSeconds: 30 }, { service: 'cache' }],
     };
     assert.deepEqual(ok(spec), spec);

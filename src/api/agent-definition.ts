@@ -8,7 +8,7 @@ export const PERMISSION_MODES = ['auto', 'bypass'] as const;
 export type PermissionMode = (typeof PERMISSION_MODES)[number];
 
 /** How runs of a definition execute; an unknown string reads as `job`. */
-export const EXECUTION_MODES = ['job', 'batch', 'realtime'] as const;
+export const EXECUTION_MODES = ['job', 'batch', 'realtime', 'server'] as const;
 export type ExecutionMode = (typeof EXECUTION_MODES)[number];
 
 /** What a batch run does when its vendor batch times out; an unknown string reads as `fail`. */
@@ -356,6 +356,47 @@ export const BatchSchema = v.pipe(
 );
 export type BatchConfig = v.InferOutput<typeof BatchSchema>;
 
+/** Default concurrency of a server (turns in flight per replica) and its per-request timeout. */
+export const DEFAULT_SERVER_CONCURRENCY = 4;
+export const DEFAULT_SERVER_REQUEST_TIMEOUT_SECONDS = 300;
+
+/** `spec.server`: settings of server execution (issue 12). */
+export const ServerSchema = v.pipe(
+  v.object({
+    apiKeySecret: v.optional(
+      v.pipe(
+        v.string(),
+        v.minLength(1),
+        v.description(
+          'Secret (same namespace) whose key api-key clients must present as a bearer token; absent: the controller generates <agent>-server-api-key.',
+        ),
+      ),
+    ),
+    concurrency: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(1),
+        v.maxValue(1024),
+        v.description('Requests served at once per replica; one more is answered 429.'),
+      ),
+      DEFAULT_SERVER_CONCURRENCY,
+    ),
+    requestTimeoutSeconds: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(1),
+        v.maxValue(86400),
+        v.description('Longest a request may take; its agent CLI is then stopped and the client answered 504.'),
+      ),
+      DEFAULT_SERVER_REQUEST_TIMEOUT_SECONDS,
+    ),
+  }),
+  v.description('Server execution settings (execution: server).'),
+);
+export type ServerConfig = v.InferOutput<typeof ServerSchema>;
+
 /** `AgentDefinition.spec`: a reusable recipe for a coding-agent task. Wire names are snake_case where shown. */
 export const AgentDefinitionSpecSchema = v.pipe(
   v.object({
@@ -417,11 +458,12 @@ export const AgentDefinitionSpecSchema = v.pipe(
     execution: v.optional(
       v.pipe(
         lenientEnum(EXECUTION_MODES),
-        v.description('How runs execute: job (default), batch or realtime.'),
+        v.description('How runs execute: job (default), batch, realtime or server.'),
       ),
       'job',
     ),
     batch: parseDefault(BatchSchema, {}),
+    server: parseDefault(ServerSchema, {}),
   }),
   v.description('The recipe: model, prompt, tools, environment and output routing.'),
 );

@@ -13,7 +13,7 @@ import {
 } from './schema-kit.ts';
 
 /** Phases of an Agent run. The controller never writes `Pending`; an Agent without status reads as `Pending`. */
-export const AGENT_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed'] as const;
+export const AGENT_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Serving'] as const;
 export type AgentPhase = (typeof AGENT_PHASES)[number];
 
 /** Phases after which the controller never touches the run again. */
@@ -46,6 +46,9 @@ export const AgentSpecSchema = v.pipe(
     resumeSession: v.optional(
       str('Session id of an earlier run to continue instead of starting a new session.'),
     ),
+    suspend: v.optional(
+      v.pipe(v.boolean(), v.description('A server (execution: server) scaled to zero while true.')),
+    ),
   }),
   v.description('Desired run: the Station to run in and the task inputs.'),
 );
@@ -62,7 +65,7 @@ const count = (description: string) =>
 export const AgentStatusSchema = v.pipe(
   v.object({
     phase: parseDefault(
-      v.pipe(lenientEnum(AGENT_PHASES), v.description('Run phase: Pending, Running, Succeeded or Failed.')),
+      v.pipe(lenientEnum(AGENT_PHASES), v.description('Run phase: Pending, Running, Succeeded, Failed, or Serving (a server, until deleted).')),
       'Pending',
     ),
     jobName: v.optional(str('Name of the Job that executes the run.')),
@@ -96,6 +99,8 @@ export const AgentStatusSchema = v.pipe(
         v.description('Failed attempts to cancel or delete the vendor batch so far.'),
       ),
     ),
+    url: v.optional(str('Where a server answers (execution: server): its route, else its Service in the cluster.')),
+    serviceName: v.optional(str('The Service of a server (execution: server).')),
     sessionId: v.optional(str('Agent CLI session id of the run, usable as resumeSession of a later run.')),
     traceID: v.optional(
       str(

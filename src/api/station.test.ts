@@ -21,6 +21,7 @@ describe('parseStation', () => {
       maxConcurrentRuns: 0,
       concurrencyPolicy: 'Allow',
       podSecurityProfile: 'restricted',
+      server: { replicas: 1 },
       template,
     });
   });

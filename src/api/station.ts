@@ -103,6 +103,38 @@ export const StationSpecSchema = v.pipe(
         ),
       ),
     ),
+    server: parseDefault(
+      v.pipe(
+        v.object({
+          replicas: v.optional(
+            v.pipe(v.number(), v.integer(), v.minValue(0), v.description('Replicas of a server Deployment.')),
+            1,
+          ),
+        }),
+        v.description('Settings of the servers of this Station (execution: server).'),
+      ),
+      {},
+    ),
+    gateway: v.optional(
+      v.pipe(
+        v.object({
+          name: v.pipe(v.string(), v.minLength(1), v.description('Name of the Gateway (gateway.networking.k8s.io).')),
+          namespace: v.optional(
+            v.pipe(v.string(), v.minLength(1), v.description("Namespace of the Gateway; absent: the Station's.")),
+          ),
+          hostname: v.optional(
+            v.pipe(
+              v.string(),
+              v.minLength(1),
+              v.description('Hostname the route answers; absent: whatever the Gateway listener accepts.'),
+            ),
+          ),
+        }),
+        v.description(
+          'Gateway the servers of this Station are routed through: an HTTPRoute per server, when the Gateway API is installed.',
+        ),
+      ),
+    ),
     template: freeForm('Pod template (PodTemplateSpec) for runs; the container named agent runs the recipe.'),
   }),
   v.description('Runtime template of the Station.'),

@@ -205,6 +205,14 @@ export async function awaitRun(o: AwaitOptions): Promise<number> {
   const check = (): void => {
     if (outcome !== undefined) return;
     const terminal = current.status.phase === 'Succeeded' || current.status.phase === 'Failed';
+    // A server never ends: waiting for it means waiting until it serves (Ready).
+    if (
+      current.status.phase === 'Serving' &&
+      current.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true
+    ) {
+      settle({ code: EXIT.ok });
+      return;
+    }
     const jobName = current.status.jobName;
     if (o.follow !== undefined && !logStarted && jobName !== undefined && jobName !== '') startLog(jobName);
     if (!terminal) return;

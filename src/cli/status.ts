@@ -113,6 +113,10 @@ export function runView(agent: Agent, queue: QueueInfo | undefined): RunView {
     const reason = message(agent.status.failureReason ?? ready?.message);
     detail = `exit ${exitCodeOf(agent)}${reason ? ` · ${reason}` : ''}`;
   } else if (agent.metadata.deletionTimestamp !== undefined) detail = 'being deleted';
+  else if (phase === 'Serving') {
+    const state = ready?.status === 'True' ? 'ready' : message(ready?.message) || 'starting';
+    detail = `${state} · ${agent.status.url ?? ''}`;
+  }
   else if (phase === 'Running') {
     const blocked = condition(agent, CONDITION_START_BLOCKED);
     if (blocked?.status === 'True')

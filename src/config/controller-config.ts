@@ -38,6 +38,8 @@ export interface ControllerConfig {
   readonly vendorBaseUrls: Readonly<Record<BatchProvider, string>>;
   /** `execution: realtime` runs are admitted and the prompt API is served (`REALTIME_ENABLED=true`). */
   readonly realtimeEnabled: boolean;
+  /** `execution: server` Agents are served (`SERVER_ENABLED=true`; issue 12). */
+  readonly serverEnabled: boolean;
   /** Port of the realtime prompt API (`--api-port`, `API_PORT`, default 8443), at `bindAddress`. */
   readonly apiPort: number;
   /** TLS of the prompt API (`--tls-cert-file`, `--tls-private-key-file`); plain HTTP only on a loopback address. */
@@ -157,6 +159,7 @@ const EnvSchema = v.object({
     ),
   ),
   REALTIME_ENABLED: v.optional(v.picklist(['true', 'false'], 'REALTIME_ENABLED must be true or false')),
+  SERVER_ENABLED: v.optional(v.picklist(['true', 'false'], 'SERVER_ENABLED must be true or false')),
   PRICES_FILE: v.optional(v.string()),
   API_PORT: v.optional(port('API_PORT')),
   CONSOLE_ENABLED: v.optional(v.picklist(['true', 'false'], 'CONSOLE_ENABLED must be true or false')),
@@ -303,6 +306,7 @@ export function parseControllerConfig(
         gemini: e.GEMINI_BASE_URL ?? DEFAULT_BASE_URL.gemini,
       },
       realtimeEnabled,
+      serverEnabled: e.SERVER_ENABLED === 'true',
       apiPort,
       apiTls,
       console: consoleServer,

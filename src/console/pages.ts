@@ -14,11 +14,12 @@ export interface Viewer {
 }
 
 /** Phases in the order the console lists them. */
-export const PHASES = ['Pending', 'Running', 'Succeeded', 'Failed'] as const;
+export const PHASES = ['Pending', 'Running', 'Serving', 'Succeeded', 'Failed'] as const;
 
 const PHASE_CLASS: Readonly<Record<string, string>> = {
   Pending: 'pending',
   Running: 'running',
+  Serving: 'running',
   Succeeded: 'succeeded',
   Failed: 'failed',
 };

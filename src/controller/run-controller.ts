@@ -675,6 +675,7 @@ export function startController(deps: ControllerDeps): RunningController {
       requeueMs: config.pollIntervalMs * RUN_RECHECK_POLLS,
       batch: { enabled: config.batchEnabled, pollMs: config.batchPollMs },
       realtime: { enabled: config.realtimeEnabled },
+      server: { enabled: config.serverEnabled },
       controllerNamespace: config.leaseNamespace,
       ...(config.tracing !== undefined ? { tracing: { runTracesUrl: config.tracing.runTracesUrl } } : {}),
     },
@@ -714,6 +715,9 @@ export function startController(deps: ControllerDeps): RunningController {
     // Changed Agents were re-queued by the re-list itself; Running ones re-check on their own timer. Only the
     // heads of each queue are woken here, as a backstop: the rest would only be told to wait again.
     for (const lane of book.lanes()) wakeHeads(lane);
+    // Servers, too: their objects are not watched, and drift is repaired within a poll whatever happened before.
+    if (book.phaseCount('Serving') > 0)
+      for (const agent of agents.store.list()) if (agent.status.phase === 'Serving') enqueue(objectKey(agent));
   }
 
   async function sweepHistory(): Promise<void> {
@@ -868,8 +872,8 @@ export function startController(deps: ControllerDeps): RunningController {
   }
 
   /**
-   * What a new term looks at: every Agent holding a slot (Running, or started by an earlier leader), the heads of
-   * every queue, and queued Agents never told they wait (no Ready=False/Queued yet). Queued Agents that already
+   * What a new term looks at: every Agent holding a slot (Running, or started by an earlier leader), every server,
+   * the heads of every queue, and queued Agents never told they wait (no Ready=False/Queued yet). Queued Agents that already
    * carry it would only be told to wait again.
    */
   function termStartKeys(): string[] {
@@ -878,6 +882,8 @@ export function startController(deps: ControllerDeps): RunningController {
       const key = objectKey(agent);
       const place = book.placeOf(key);
       if (place === 'holding') keys.push(key);
+      // A server is looked after for as long as it serves (issue 12): its objects are not watched.
+      else if (agent.status.phase === 'Serving') keys.push(key);
       else if (place === 'queued' && !isQueuedCondition(agent)) keys.push(key);
       else if (agent.metadata.finalizers.includes(BATCH_FINALIZER)) keys.push(key);
       else if (agent.metadata.finalizers.includes(RUN_CLEANUP_FINALIZER)) keys.push(key);

@@ -32,6 +32,7 @@ import { type PromptTokens, promptTokenSecret } from './realtime/tokens.ts';
 import { AGENTS } from './resources.ts';
 import { createRunBinding, deleteRunBindings } from './run-bindings.ts';
 import { createRunInput } from './run-input.ts';
+import { apiKeySecret, deleteServerObject, newApiKey, writeServerObject } from './server.ts';
 
 /** Field manager of every write the controller makes. */
 export const FIELD_MANAGER = 'agent-controller';
@@ -128,6 +129,8 @@ export type ExecuteOutcome =
   | { readonly kind: 'inputRefused'; readonly message: string }
   /** The API server refused the Job (422/400): decide again with `jobRejected`. */
   | { readonly kind: 'jobRejected'; readonly message: string }
+  /** The API server refused a server object (422/400): decide again with `serverRejected`. */
+  | { readonly kind: 'serverRejected'; readonly message: string }
   /** Any other failure: the reconcile is retried with backoff. */
   | { readonly kind: 'error'; readonly error: KubeError; readonly action: Action['kind'] }
   /** A vendor or credential failure to retry later (`afterMs` when the vendor said how long to wait). */
@@ -191,6 +194,7 @@ function outcomeError(outcome: ExecuteOutcome): string | undefined {
     case 'serviceAccountRefused':
     case 'inputRefused':
     case 'jobRejected':
+    case 'serverRejected':
     case 'batchRejected':
     case 'cleanupFailed':
       return outcome.message;
@@ -504,6 +508,58 @@ async function executeAction(action: Action, deps: ExecuteDeps): Promise<Execute
       const r = await createObject(deps.transport, SECRETS, ref.namespace, body, KubeObjectSchema, opts);
       if (!r.ok && !isAlreadyExists(r.error)) return { kind: 'error', error: r.error, action: action.kind };
       break;
+    }
+    case 'createServerApiKey': {
+      const { ref } = action;
+      const body = apiKeySecret(ref, action.secretName, newApiKey());
+      const r = await createObject(deps.transport, SECRETS, ref.namespace, body, KubeObjectSchema, opts);
+      if (r.ok)
+        deps.logger.info('Created server API-key Secret', {
+          namespace: ref.namespace,
+          secret: action.secretName,
+        });
+      else if (!isAlreadyExists(r.error)) return { kind: 'error', error: r.error, action: action.kind };
+      break;
+    }
+    case 'deleteServerObject': {
+      const { ref } = action;
+      const r = await deleteServerObject(
+        { transport: deps.transport, timeoutMs: deps.timeoutMs ?? 30_000 },
+        action.resource,
+        ref.namespace,
+        action.name,
+        action.uid,
+      );
+      if (!r.ok) return { kind: 'error', error: r.error, action: action.kind };
+      deps.logger.info('Deleted server object', {
+        namespace: ref.namespace,
+        resource: action.resource,
+        name: action.name,
+      });
+      break;
+    }
+    case 'applyServerObject': {
+      const { manifest } = action.object;
+      const w = await writeServerObject(
+        { transport: deps.transport, timeoutMs: deps.timeoutMs ?? 30_000, fieldManager: FIELD_MANAGER },
+        action.object,
+        action.replace?.resourceVersion,
+      );
+      const where = {
+        namespace: manifest.metadata.namespace,
+        kind: manifest.kind,
+        name: manifest.metadata.name,
+      };
+      if (w.kind === 'written') {
+        deps.logger.info(
+          action.replace === undefined ? 'Created server object' : 'Replaced server object',
+          where,
+        );
+        break;
+      }
+      if (w.kind === 'superseded') return { kind: 'superseded', what: w.what };
+      if (w.kind === 'rejected') return { kind: 'serverRejected', message: w.message };
+      return { kind: 'error', error: w.error, action: action.kind };
     }
     case 'observeMetric':
       try {

@@ -13,6 +13,7 @@ import {
   type StationBook,
 } from '../reconcile/index.ts';
 import type { PriceTable } from '../reconcile/results/prices.ts';
+import { desiredServerObjects } from '../reconcile/serving/decide.ts';
 import type { EndpointObservation, StartObservation } from '../reconcile/snapshot.ts';
 import type { WorkResult } from '../runtime/index.ts';
 import type { Logger } from '../shared/log.ts';
@@ -34,6 +35,7 @@ import {
   runJobName,
 } from './gather.ts';
 import { readMemory } from './memory.ts';
+import { observeServer } from './server.ts';
 
 export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
   /**
@@ -69,6 +71,9 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
  */
 export const MAX_ROUNDS = 8;
 
+/** How soon a server whose object changed between read and write is looked at again (issue 12). */
+export const SERVER_CONFLICT_RETRY_MS = 1000;
+
 /**
  * Reconciles one Agent by key (`namespace/name`): reads the cache and the few live objects the core needs, asks
  * `decide`, and executes the decision. Level-triggered: it never trusts the event that woke it.
@@ -76,6 +81,13 @@ export const MAX_ROUNDS = 8;
  * (the change that superseded it wakes the key again).
  */
 export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<WorkResult> {
+  const started = Date.now();
+  const result = await reconcileTraced(key, deps);
+  deps.logger.debug('Reconciled', { agent: key, result: result.kind, ms: Date.now() - started });
+  return result;
+}
+
+async function reconcileTraced(key: string, deps: ReconcileDeps): Promise<WorkResult> {
   const agent = deps.spans !== undefined ? deps.book.get(key) : undefined;
   if (deps.spans === undefined || agent === undefined || !needsReconcile(agent))
     return reconcileOnce(key, deps);
@@ -202,6 +214,20 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
       snapshot = { ...snapshot, start: { ...snapshot.start, pods: pods.value, live: true } };
       continue;
     }
+    if (decision.needs === 'server') {
+      if (snapshot.station === null || snapshot.definition === null)
+        return retry(log, 'Server objects needed without a Station and definition', 'internal');
+      const current = snapshot;
+      const read = await observeServer(
+        { transport: deps.transport, timeoutMs: deps.timeoutMs ?? 30_000 },
+        agent,
+        snapshot.definition,
+        (key) => desiredServerObjects(current, key),
+      );
+      if (!read.ok) return retry(log, "Reading the server's objects failed", read.error);
+      snapshot = { ...snapshot, server: read.value };
+      continue;
+    }
     if (decision.needs === 'runEvidence') {
       if (snapshot.job.kind !== 'present') return retry(log, 'Run evidence needed without a Job', 'internal');
       const evidence = await gatherEvidence(deps, snapshot.job.job);
@@ -227,6 +253,10 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
     switch (outcome.kind) {
       case 'done':
       case 'superseded':
+        // A server object changed between its read and its write (its controller writing status, a person's edit):
+        // nothing watched wakes the Agent for that, so it is looked at again shortly.
+        if (outcome.kind === 'superseded' && decision.actions.some((a) => a.kind === 'applyServerObject'))
+          return { kind: 'requeueAfter', ms: SERVER_CONFLICT_RETRY_MS };
         return decision.requeueAfterMs !== undefined && outcome.kind === 'done'
           ? { kind: 'requeueAfter', ms: decision.requeueAfterMs }
           : { kind: 'done' };
@@ -247,6 +277,9 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
         continue;
       case 'jobRejected':
         snapshot = { ...snapshot, jobRejected: { message: outcome.message } };
+        continue;
+      case 'serverRejected':
+        snapshot = { ...snapshot, serverRejected: { message: outcome.message } };
         continue;
       case 'error':
         return retry(log, `Action ${outcome.action} failed`, describeKubeError(outcome.error));
@@ -339,7 +372,11 @@ async function resolveRefs(
   }
   const withStation: Snapshot = { ...snapshot, station: station.value.value };
   // Batch runs read their definition in every phase (timeout, sinks, the key's Secret entry, the prompt).
-  const wantsDefinition = agent.status.phase === 'Pending' || isBatchRun(agent) || holdsBatchFinalizer(agent);
+  const wantsDefinition =
+    agent.status.phase === 'Pending' ||
+    agent.status.phase === 'Serving' ||
+    isBatchRun(agent) ||
+    holdsBatchFinalizer(agent);
   const namespace = agent.metadata.namespace ?? '';
   if (!wantsDefinition) {
     // A Running run reads it from the cache only: its output format and schema, the model its cost is priced by.
@@ -369,7 +406,9 @@ async function resolveRefs(
   const withDefinition: Snapshot = { ...withStation, definition: definition.value.value };
   // The policy concerns runs about to start: Pending ones, and batch runs falling back to a Job not yet created.
   const starting =
-    agent.status.phase === 'Pending' || (agent.status.batchFallback === true && !agent.status.jobName);
+    agent.status.phase === 'Pending' ||
+    agent.status.phase === 'Serving' ||
+    (agent.status.batchFallback === true && !agent.status.jobName);
   if (!starting) return { ok: true, snapshot: withDefinition };
   const policy = await lookupPolicy(deps, station.value.value);
   if (!policy.ok) return { ok: false, error: describeKubeError(policy.error) };

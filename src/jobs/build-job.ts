@@ -51,6 +51,7 @@ import {
   inputConfigMapName,
   parametersPlacement,
 } from './run-input.ts';
+import { SERVER_API_KEY_KEY, SERVER_PORT, serverApiKeySecretName } from './server-names.ts';
 import { buildSidecars, sidecarMcpServers } from './sidecars.ts';
 
 /** What a policy imposes on the parts of a run pod the controller writes: the seccomp profile, resource caps. */
@@ -214,20 +215,11 @@ function mcpForArgv(servers: readonly McpServerInput[]): McpServerInput[] {
  * from its own Secret.
  */
 function realtimeEnv(agent: Agent, definition: AgentDefinition): EnvVar[] {
-  const d = definition.spec;
-  const recipe = {
-    model: resolveModel(agent, definition),
-    permissionMode: d.permission_mode,
-    allowedTools: d.allowed_tools,
-    disallowedTools: d.disallowed_tools,
-    maxTurns: d.max_turns,
-    mcpServers: mcpForArgv([...d.resources.mcp_servers, ...sidecarMcpServers(definition)]),
-  };
   return [
     { name: 'AGENT_EXECUTION', value: 'realtime' },
     { name: 'AGENT_PROMPT_PORT', value: String(REALTIME_PORT) },
     { name: 'AGENT_POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
-    { name: 'AGENT_RUN_RECIPE', value: JSON.stringify(recipe) },
+    { name: 'AGENT_RUN_RECIPE', value: JSON.stringify(turnRecipe(agent, definition)) },
     ...(agent.spec.resumeSession ? [{ name: 'AGENT_RESUME_SESSION', value: agent.spec.resumeSession }] : []),
     {
       name: 'AGENT_PROMPT_TOKEN',
@@ -235,6 +227,45 @@ function realtimeEnv(agent: Agent, definition: AgentDefinition): EnvVar[] {
         secretKeyRef: {
           name: promptTokenSecretName(agent.metadata.name),
           key: PROMPT_TOKEN_KEY,
+          optional: false,
+        },
+      },
+    },
+  ];
+}
+
+/** What each turn's argv is built from (realtime and server pods): the vendor options, no prompt, no secret. */
+function turnRecipe(agent: Agent, definition: AgentDefinition) {
+  const d = definition.spec;
+  return {
+    model: resolveModel(agent, definition),
+    permissionMode: d.permission_mode,
+    allowedTools: d.allowed_tools,
+    disallowedTools: d.disallowed_tools,
+    maxTurns: d.max_turns,
+    mcpServers: mcpForArgv([...d.resources.mcp_servers, ...sidecarMcpServers(definition)]),
+  };
+}
+
+/**
+ * The agent container's extra env of a server (issue 12): the mode, the port, the recipe of each request's turn, the
+ * limits, and the API key from its Secret (never a literal).
+ */
+function serverEnv(agent: Agent, definition: AgentDefinition): EnvVar[] {
+  const server = definition.spec.server;
+  return [
+    { name: 'AGENT_EXECUTION', value: 'server' },
+    { name: 'AGENT_SERVER_PORT', value: String(SERVER_PORT) },
+    { name: 'AGENT_POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+    { name: 'AGENT_RUN_RECIPE', value: JSON.stringify(turnRecipe(agent, definition)) },
+    { name: 'AGENT_SERVER_CONCURRENCY', value: String(server.concurrency) },
+    { name: 'AGENT_SERVER_REQUEST_TIMEOUT_SECONDS', value: String(server.requestTimeoutSeconds) },
+    {
+      name: 'AGENT_SERVER_API_KEY',
+      valueFrom: {
+        secretKeyRef: {
+          name: serverApiKeySecretName(agent, definition),
+          key: SERVER_API_KEY_KEY,
           optional: false,
         },
       },
@@ -358,9 +389,10 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
   // Parameters too large for one env string are read from the input ConfigMap, or only through the prompt.
   const env = parameters === 'env' ? fullEnv : fullEnv.filter((e) => e.name !== 'AGENT_PARAMETERS');
   const realtime = d.execution === 'realtime';
+  const server = d.execution === 'server';
   const labels = {
     ...runLabels(agent.metadata.name, station.metadata.name),
-    ...(realtime ? { [LABEL_EXECUTION]: 'realtime' } : {}),
+    ...(realtime || server ? { [LABEL_EXECUTION]: d.execution } : {}),
   };
   const resume = agent.spec.resumeSession ?? '';
   const template = wirePodTemplate(station.spec.template as unknown, {
@@ -395,8 +427,10 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
       ...(parameters === 'file' ? [{ name: 'AGENT_PARAMETERS_FILE', value: INPUT_PARAMETERS_FILE }] : []),
       ...(input.tracing !== undefined ? tracingEnv(agent, input.tracing.tracesUrl) : []),
       ...(realtime ? realtimeEnv(agent, definition) : []),
+      ...(server ? serverEnv(agent, definition) : []),
     ],
     ...(realtime ? { agentPorts: [{ name: 'prompt', containerPort: REALTIME_PORT }] } : {}),
+    ...(server ? { agentPorts: [{ name: 'http', containerPort: SERVER_PORT }] } : {}),
   });
   if (!template.ok) return template;
   const nul = findNul(template.value);

@@ -144,6 +144,30 @@ export {
 } from './run-network-policy.ts';
 export { buildRunServiceAccount, type ServiceAccountManifest } from './run-service-account.ts';
 export {
+  ANNOTATION_API_KEY_VERSION,
+  ANNOTATION_INPUT_HASH,
+  buildServerObjects,
+  SERVER_HEALTH_PATH,
+  type ServerInput,
+  type ServerObject,
+  type ServerObjects,
+  serverPodSelector,
+  serverReplicas,
+  serverUrl,
+  specHash,
+} from './server.ts';
+export {
+  ANNOTATION_SPEC_HASH,
+  COMPONENT_SERVER,
+  generatedApiKeySecretName,
+  generatesApiKey,
+  HTTPROUTE_API_VERSION,
+  SERVER_API_KEY_KEY,
+  SERVER_PORT,
+  serverApiKeySecretName,
+  serverName,
+} from './server-names.ts';
+export {
   buildSidecars,
   DEFAULT_MCP_PATH,
   SIDECAR_DEFAULT_RESOURCES,

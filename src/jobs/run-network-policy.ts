@@ -17,6 +17,7 @@ import type { Agent, AgentDefinition, Station } from '../api/index.ts';
 import { type RunObjectMetadata, runObjectMetadata } from './build-job.ts';
 import { COMPONENT_JOB, LABEL_AGENT, LABEL_COMPONENT, safeName } from './names.ts';
 import { REALTIME_PORT } from './realtime.ts';
+import { SERVER_PORT } from './server-names.ts';
 
 /** apiVersion of the NetworkPolicy the controller creates. */
 export const NETWORK_POLICY_API_VERSION = 'networking.k8s.io/v1';
@@ -51,9 +52,9 @@ export interface NetworkPolicyEgressRule {
   readonly ports: readonly NetworkPolicyPort[];
 }
 
-/** One ingress rule: from these peers on these ports. */
+/** One ingress rule: from these peers (absent: from anywhere) on these ports. */
 export interface NetworkPolicyIngressRule {
-  readonly from: readonly NetworkPolicyPeer[];
+  readonly from?: readonly NetworkPolicyPeer[];
   readonly ports: readonly NetworkPolicyPort[];
 }
 
@@ -238,7 +239,8 @@ export function definitionDestinations(definition: AgentDefinition): Destination
  * Egress: DNS, public TCP 443, then one rule per distinct (destination, TCP port) the definition names that those
  * do not already cover: an IP literal → that address alone, a hostname → the port on every IPv4 and IPv6 address.
  * A URL without a port uses 80 for http, 443 for https, 22 for ssh. Ingress: none, or for a realtime run the
- * controller's pods (label `agents.re-cinq.com/component: controller` in `controllerNamespace`) on TCP 8090.
+ * controller's pods (label `agents.re-cinq.com/component: controller` in `controllerNamespace`) on TCP 8090, or for a
+ * server (issue 12) its clients, from anywhere, on TCP 8080.
  * A run holding a token (`apiServer` given) also reaches the API server's endpoints, each address alone; a traced
  * run (`tracesUrl`) its OTLP endpoint, like a sink.
  */
@@ -246,19 +248,21 @@ export function buildRunNetworkPolicy(input: RunNetworkPolicyInput): NetworkPoli
   const { agent, station, definition, controllerNamespace } = input;
   const api = input.apiServer !== undefined ? endpointsRule(input.apiServer) : undefined;
   const ingress: NetworkPolicyIngressRule[] =
-    definition.spec.execution === 'realtime' && controllerNamespace !== undefined
-      ? [
-          {
-            from: [
-              {
-                namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': controllerNamespace } },
-                podSelector: { matchLabels: { [LABEL_COMPONENT]: 'controller' } },
-              },
-            ],
-            ports: [{ protocol: 'TCP', port: REALTIME_PORT }],
-          },
-        ]
-      : [];
+    definition.spec.execution === 'server'
+      ? [{ ports: [{ protocol: 'TCP', port: SERVER_PORT }] }]
+      : definition.spec.execution === 'realtime' && controllerNamespace !== undefined
+        ? [
+            {
+              from: [
+                {
+                  namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': controllerNamespace } },
+                  podSelector: { matchLabels: { [LABEL_COMPONENT]: 'controller' } },
+                },
+              ],
+              ports: [{ protocol: 'TCP', port: REALTIME_PORT }],
+            },
+          ]
+        : [];
   return {
     apiVersion: NETWORK_POLICY_API_VERSION,
     kind: 'NetworkPolicy',

@@ -1,8 +1,9 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { AGENT_PHASES } from '../api/agent.ts';
 import { BATCH_PROVIDERS } from '../vendors/batch/port.ts';
 
-/** Agent phases, in lifecycle order; every gauge series is pre-initialised for each. */
-export const PHASES = ['Pending', 'Running', 'Succeeded', 'Failed'] as const;
+/** Agent phases, in lifecycle order; every gauge series is pre-initialised for each (Serving: servers, issue 12). */
+export const PHASES = AGENT_PHASES;
 /** Failure kinds counted by `controller_run_failures_total`. */
 export const FAILURE_KINDS = [
   'missing_ref',

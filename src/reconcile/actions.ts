@@ -6,6 +6,7 @@ import type {
   RunBindingManifest,
   ServiceAccountManifest,
 } from '../jobs/index.ts';
+import type { ServerObject } from '../jobs/server.ts';
 import type { BatchProvider, BatchRequest } from '../vendors/batch/port.ts';
 import type { TokenUsage } from '../vendors/cli/run-report.ts';
 import type { StatusCondition } from './conditions.ts';
@@ -63,6 +64,13 @@ import type { StatusCondition } from './conditions.ts';
  * - `cleanupBatch`: the vendor cleanup of one batch. Done → continue; pending (Anthropic: cancel sent, delete
  *   once ended) → stop, decide again with `cleanup: {kind: 'pending'}`; failure → stop, decide again with
  *   `cleanup: {kind: 'failed', message}`.
+ * - `createServerApiKey` (issue 12): POST the Secret with a random key (24 bytes, hex, `sk-` prefix); 201 or 409 →
+ *   continue. Other errors → stop, retried.
+ * - `deleteServerObject` (issue 12): DELETE with the uid precondition; 200/202/404/409 → continue; other errors →
+ *   stop, retried.
+ * - `applyServerObject` (issue 12): POST (or PUT with the resourceVersion precondition). 409 / 404 → superseded:
+ *   stop; the shell looks again shortly (nothing watched would wake the Agent). 422 / 400 → stop, call `decide` again with `serverRejected: {message}`. Other
+ *   errors → stop, retried.
  * - `notifySinks`: handed to a background deliverer (never awaited, never fails the decision); placed right after
  *   the status patch it reports, so it is sent only once that patch succeeded.
  * - `saveMemory` (issue 10 §3; after the terminal status patch of a Succeeded run and its Event): best effort,
@@ -99,6 +107,9 @@ export interface AgentStatusPatch {
   readonly batchId?: string;
   /** The CLI session of a realtime run (from its output at the end; the prompt API records it earlier). */
   readonly sessionId?: string;
+  /** Where a server answers, and its Service (issue 12). */
+  readonly url?: string;
+  readonly serviceName?: string;
   /** The run's trace (issue 10 §5), set when it starts and the controller traces. */
   readonly traceID?: string;
   readonly batchProvider?: BatchProvider;
@@ -203,6 +214,26 @@ export type Action =
   | { readonly kind: 'createRunInput'; readonly configMap: InputConfigMapManifest }
   | { readonly kind: 'createJob'; readonly job: JobManifest }
   /**
+   * A server's API-key Secret `secretName` (owned by the Agent) with a random key made by the shell; an existing one
+   * is kept (issue 12).
+   */
+  | { readonly kind: 'createServerApiKey'; readonly ref: AgentRef; readonly secretName: string }
+  /** A server object written: created, or (with `replace`) replaced with that resourceVersion as precondition. */
+  /** A server object no longer wanted (a route whose Gateway the Station dropped), deleted with a uid precondition. */
+  | {
+      readonly kind: 'deleteServerObject';
+      readonly ref: AgentRef;
+      readonly resource: 'httproutes';
+      readonly name: string;
+      readonly uid: string;
+    }
+  | {
+      readonly kind: 'applyServerObject';
+      readonly ref: AgentRef;
+      readonly object: ServerObject;
+      readonly replace?: { readonly resourceVersion: string } | undefined;
+    }
+  /**
    * The Secret `secretName` (owned by the Agent) holding the realtime run's prompt token, derived by the shell from
    * the Agent uid with the controller's key; emitted right before the Job that reads it. An existing one is kept.
    */
@@ -295,7 +326,7 @@ export interface Decision {
    * calls decide again: `job` → read the Job; `runEvidence` → the Job has finished: list its pods, pick one with
    * `pickRunPod`, read its agent log; `memory` → read the definition's memory ConfigMap (`Snapshot.memory`).
    */
-  readonly needs?: 'job' | 'runEvidence' | 'credentials' | 'batchLookup' | 'memory' | 'livePods';
+  readonly needs?: 'job' | 'runEvidence' | 'credentials' | 'batchLookup' | 'memory' | 'livePods' | 'server';
   /**
    * Set on the decision that writes a batch run's submission record (Running, batchProvider, no batchId): once
    * it is done, the shell knows nothing was submitted for the Agent yet, so the next reconcile submits at once

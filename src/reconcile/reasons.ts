@@ -77,6 +77,28 @@ export const REASON = {
   policyViolation: 'PolicyViolation',
   /** A realtime run refused at admission (controller without REALTIME_ENABLED, a field it cannot use, a resume). */
   realtimeRefused: 'RealtimeRefused',
+  /** A server refused at admission (controller without SERVER_ENABLED, no policy allowing it, a field it cannot use). */
+  serverRefused: 'ServerRefused',
+  /** A server's Deployment, Service (and HTTPRoute) were created: phase Serving. */
+  serverCreated: 'ServerCreated',
+  /** Ready: a server's Deployment has every replica available. */
+  serverAvailable: 'Available',
+  /** Ready=False: a server's Deployment is rolling out or has replicas unavailable. */
+  serverProgressing: 'Progressing',
+  /** Ready=False: a server scaled to zero by spec.suspend. */
+  serverSuspended: 'Suspended',
+  /** Ready=False: the API-key Secret named by the definition (or its key api-key) is missing. */
+  serverApiKeyMissing: 'ApiKeySecretMissing',
+  /** A server object was deleted or edited and has been written back. */
+  serverRepaired: 'ServerRepaired',
+  /** The recipe or the Station changed: the server's objects were updated (the Deployment rolls). */
+  serverUpdated: 'ServerUpdated',
+  /** The API server refused a server object (422/400). */
+  serverRejected: 'ServerRejected',
+  /** An object of the server's name exists and belongs to someone else. */
+  serverNameTaken: 'ServerNameTaken',
+  /** A server's objects cannot be built from the current recipe or Station (the running ones are kept). */
+  serverBuildFailed: 'ServerBuildFailed',
   /** A realtime run's CLI session id became known (status.sessionId). */
   sessionStarted: 'SessionStarted',
   /** Batch run asked of a controller without BATCH_ENABLED=true. */

@@ -31,6 +31,61 @@ export type MemoryObservation =
   /** The ConfigMap exists but is not marked as a memory (label agents.re-cinq.com/memory=true): never touched. */
   | { readonly kind: 'notMemory' };
 
+/** A Deployment's rollout as far as a server's readiness goes. */
+export interface DeploymentProgress {
+  readonly observedGeneration?: number | undefined;
+  readonly replicas: number;
+  readonly updatedReplicas: number;
+  readonly availableReplicas: number;
+}
+
+/** One object of a server (issue 12) as the shell read it. */
+export type ServerChildObservation =
+  | { readonly kind: 'absent' }
+  | {
+      readonly kind: 'present';
+      readonly uid: string;
+      readonly resourceVersion: string;
+      readonly generation?: number | undefined;
+      readonly annotations: Readonly<Record<string, string>>;
+      /** The uid of its controller ownerReference, if any. */
+      readonly controllerUid?: string | undefined;
+      /** The name and kind of its controller ownerReference, if any (an earlier Agent of the same name?). */
+      readonly controllerName?: string | undefined;
+      readonly deleting: boolean;
+      /**
+       * Whether its spec is what the controller would write now, as the API server itself decided on a dry-run
+       * replace of the desired object (defaults and canonical forms included); undefined when not asked.
+       */
+      readonly matches?: boolean | undefined;
+      /** Deployments only. */
+      readonly progress?: DeploymentProgress | undefined;
+    };
+
+/** What the shell read of a server's objects (live, on `needs: 'server'`). */
+export interface ServerObservation {
+  readonly deployment: ServerChildObservation;
+  readonly service: ServerChildObservation;
+  /** `unsupported`: the Gateway API (gateway.networking.k8s.io/v1 HTTPRoute) is not served. Absent: not read. */
+  readonly route?: ServerChildObservation | { readonly kind: 'unsupported' } | undefined;
+  /** The API-key Secret. */
+  readonly apiKey: ApiKeyObservation;
+  /** The input ConfigMap (its data, when this Agent's); absent: not read. */
+  readonly input?:
+    | { readonly kind: 'absent' }
+    | { readonly kind: 'present'; readonly data: Readonly<Record<string, string>> }
+    | undefined;
+}
+
+/** A server's API-key Secret as the shell read it (never its value). */
+export type ApiKeyObservation =
+  /** With its key `api-key`; `version` is the Secret's resourceVersion (a new key rolls the pods). */
+  | { readonly kind: 'present'; readonly version: string }
+  | { readonly kind: 'absent' }
+  | { readonly kind: 'noKey' }
+  /** A generated-key Secret that is not this Agent's: an earlier Agent's of the same name (`stale`) or another's. */
+  | { readonly kind: 'notOwned'; readonly stale: boolean };
+
 /** Controller settings the decisions depend on. */
 export interface ReconcileOptions {
   /** Image of the run pod's init container (controller env `AGENT_IMAGE`). */
@@ -46,6 +101,8 @@ export interface ReconcileOptions {
   readonly batch: BatchOptions;
   /** `execution: realtime` runs are admitted (`REALTIME_ENABLED=true`); otherwise they fail with a clear reason. */
   readonly realtime: { readonly enabled: boolean };
+  /** `execution: server` Agents are served (`SERVER_ENABLED=true`); otherwise they fail with a clear reason. */
+  readonly server?: { readonly enabled: boolean } | undefined;
   /** The controller's own namespace: its pods are admitted to realtime run pods by the run's NetworkPolicy. */
   readonly controllerNamespace?: string | undefined;
   /**
@@ -214,6 +271,10 @@ export interface Snapshot {
    * (undefined: not watched; the run then waits for its Job's verdict as before).
    */
   readonly start?: StartObservation | undefined;
+  /** A server's objects (issue 12), read live when decide asks (`needs: 'server'`). */
+  readonly server?: ServerObservation | undefined;
+  /** Set by the executor when the API server refused a server object (422/400): `message` names it and says why. */
+  readonly serverRejected?: { readonly message: string } | undefined;
   /** The AgentPolicy of the Agent's Station (Pending only; undefined reads as none). */
   readonly policy?: PolicyObservation | undefined;
   readonly options: ReconcileOptions;

@@ -55,7 +55,7 @@ const MASK64 = 0xffffffffffffffffn;
 const encoder = new TextEncoder();
 
 /** The 64-bit FNV-1a hash of the UTF-8 bytes of `s`, as 16 lowercase hex digits. */
-function fnv1a64(s: string): string {
+export function fnv1a64(s: string): string {
   let hash = FNV64_OFFSET;
   for (const byte of encoder.encode(s)) {
     hash ^= BigInt(byte);

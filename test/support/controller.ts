@@ -569,8 +569,10 @@ export const AgentSchema = v.looseObject({
   spec: v.looseObject({ stationRef: v.string() }),
   status: v.optional(
     v.looseObject({
-      phase: v.optional(v.picklist(['Pending', 'Running', 'Succeeded', 'Failed'])),
+      phase: v.optional(v.picklist(['Pending', 'Running', 'Succeeded', 'Failed', 'Serving'])),
       jobName: v.optional(v.string()),
+      url: v.optional(v.string()),
+      serviceName: v.optional(v.string()),
       startedAt: v.optional(v.string()),
       completedAt: v.optional(v.string()),
       exitCode: v.optional(v.number()),

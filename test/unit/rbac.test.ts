@@ -414,6 +414,46 @@ describe('deploy/components/realtime', () => {
   });
 });
 
+describe('deploy/components/server', () => {
+  const dir = ['deploy', 'components', 'server'];
+  const docs = load('server-rbac.yaml', dir);
+  const role = only(docs, 'Role');
+  const binding = only(docs, 'RoleBinding');
+  const controller = only(load('controller-rbac.yaml'), 'ServiceAccount');
+
+  it("writes servers' Deployments, Services and HTTPRoutes and their key Secrets, in its namespace: no list, no patch", () => {
+    assert.equal(docs.length, 2);
+    assertNoWildcards(role.rules);
+    assert.deepEqual(role.rules, [
+      { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'create', 'update'] },
+      { apiGroups: [''], resources: ['services'], verbs: ['get', 'create', 'update'] },
+      {
+        apiGroups: ['gateway.networking.k8s.io'],
+        resources: ['httproutes'],
+        verbs: ['get', 'create', 'update', 'delete'],
+      },
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create'] },
+    ]);
+    assert.equal(role.metadata.namespace, controller.metadata.namespace);
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: role.metadata.name,
+    });
+    assert.deepEqual(binding.subjects, [
+      { kind: 'ServiceAccount', name: controller.metadata.name, namespace: controller.metadata.namespace },
+    ]);
+  });
+
+  it('is a kustomize Component that turns SERVER_ENABLED on', () => {
+    const kustomization = readFileSync(join(ROOT, ...dir, 'kustomization.yaml'), 'utf8');
+    assert.match(kustomization, /^kind: Component$/m);
+    assert.match(kustomization, /- server-rbac\.yaml/);
+    const patch = readFileSync(join(ROOT, ...dir, 'server-env.yaml'), 'utf8');
+    assert.match(patch, /name: SERVER_ENABLED, value: "true"/);
+  });
+});
+
 describe('deploy/components/console', () => {
   const dir = ['deploy', 'components', 'console'];
   const docs = load('console-rbac.yaml', dir);

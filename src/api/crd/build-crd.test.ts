@@ -65,11 +65,12 @@ describe('buildCrd', () => {
       ['Batch', 'string', '.status.batchId'],
       ['Tokens', 'integer', '.status.tokenUsage.total'],
       ['Cost', 'string', '.status.costEstimate.usd'],
+      ['URL', 'string', '.status.url'],
     ]);
     const wide = buildCrd('Agent').spec.versions[0]?.additionalPrinterColumns.filter((c) => c.priority === 1);
     assert.deepEqual(
       wide?.map((c) => c.name),
-      ['Session', 'Batch', 'Tokens', 'Cost'],
+      ['Session', 'Batch', 'Tokens', 'Cost', 'URL'],
       'our columns only with -o wide',
     );
     assert.deepEqual(cols('Station'), [
@@ -114,15 +115,17 @@ describe('buildCrd', () => {
       'phase',
       'prUrl',
       'result',
+      'serviceName',
       'sessionId',
       'startedAt',
       'tokenUsage',
       'traceID',
+      'url',
     ]);
     // Any JSON value: a text answer or a structured one.
     assert.deepEqual(at(s, 'status.result').type, undefined);
     assert.equal(at(s, 'status.result')['x-kubernetes-preserve-unknown-fields'], true);
-    assert.deepEqual(at(s, 'status.phase').enum, ['Pending', 'Running', 'Succeeded', 'Failed']);
+    assert.deepEqual(at(s, 'status.phase').enum, ['Pending', 'Running', 'Succeeded', 'Failed', 'Serving']);
     assert.equal(at(s, 'status.phase').default, undefined);
     assert.equal(at(s, 'status.startedAt').format, 'date-time');
     assert.equal(at(s, 'status.exitCode').type, 'integer');
@@ -180,7 +183,7 @@ describe('buildCrd', () => {
     assert.deepEqual(at(s, 'spec.resources.env.[]').required, ['name', 'value']);
     assert.deepEqual(at(s, 'spec.resources.secrets.[]').required, ['name', 'ref']);
     assert.equal(at(s, 'spec.resources.conversation.headers_secret').type, 'string');
-    assert.deepEqual(at(s, 'spec.execution').enum, ['job', 'batch', 'realtime']);
+    assert.deepEqual(at(s, 'spec.execution').enum, ['job', 'batch', 'realtime', 'server']);
     assert.equal(at(s, 'spec.execution').default, 'job');
     assert.deepEqual(at(s, 'spec.batch.onTimeout').enum, ['fail', 'fallback']);
     assert.equal(at(s, 'spec.batch.onTimeout').default, 'fail');

@@ -61,6 +61,7 @@ const KINDS: Readonly<Record<CustomKind, KindDefinition>> = {
       { name: 'Batch', type: 'string', jsonPath: '.status.batchId', priority: 1 },
       { name: 'Tokens', type: 'integer', jsonPath: '.status.tokenUsage.total', priority: 1 },
       { name: 'Cost', type: 'string', jsonPath: '.status.costEstimate.usd', priority: 1 },
+      { name: 'URL', type: 'string', jsonPath: '.status.url', priority: 1 },
     ],
   },
   Station: {

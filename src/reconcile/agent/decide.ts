@@ -1,5 +1,7 @@
 import { buildJob } from '../../jobs/index.ts';
 import type { Decision } from '../actions.ts';
+import { failureBuild } from '../reasons.ts';
+import { decideServing, serverRequest } from '../serving/decide.ts';
 import type { Snapshot } from '../snapshot.ts';
 import {
   decideBatchCleanup,
@@ -81,7 +83,18 @@ export function decide(snapshot: Snapshot, now: Date, build: JobBuilder = buildJ
       return decideRunning(snapshot, now);
     case 'Pending':
       return decidePending(snapshot, now, build);
+    case 'Serving':
+      return decideServingAgent(snapshot, now, build);
   }
+}
+
+/** A server (issue 12): its objects rebuilt from the current recipe, Station and policy, then compared. */
+function decideServingAgent(s: Snapshot, now: Date, build: JobBuilder): Decision {
+  const request = serverRequest(s);
+  if (request === undefined) return decideServing(s, now, undefined, undefined);
+  const built = build(request);
+  if (!built.ok) return decideServing(s, now, undefined, failureBuild(built.error));
+  return decideServing(s, now, { request, job: built.value }, undefined);
 }
 
 /** What a finished or deleted Agent still has to do: the batch cleanup, then the run cleanup (issue 9 §6). */

@@ -20,6 +20,7 @@ import {
   preemptedMessage,
   REASON,
 } from '../reasons.ts';
+import { decideServerStart, isServer, serverBuildTime, serverProblem } from '../serving/decide.ts';
 import type { Snapshot } from '../snapshot.ts';
 import { decideAdmission } from '../station/admission.ts';
 import { decideBatchPending, holdsBatchFinalizer } from './batch.ts';
@@ -93,6 +94,13 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   if (realtime !== undefined) {
     return buildError(s, now, REASON.realtimeRefused, realtime);
   }
+  const serving = serverProblem(
+    agent,
+    definition,
+    s.options.server?.enabled === true,
+    policy.kind === 'found' ? policy.policy : undefined,
+  );
+  if (serving !== undefined) return buildError(s, now, REASON.serverRefused, serving);
   if (definition.spec.execution === 'batch' || holdsBatchFinalizer(agent)) {
     return decideBatchPending(s, now, station, definition);
   }
@@ -131,7 +139,8 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
     station,
     definition: withPolicyTools(definition, policy.kind === 'found' ? policy.policy : undefined),
     agentImage: s.options.agentImage,
-    now,
+    // A server's objects never move by themselves: they are built as of the Agent's creation.
+    now: isServer(definition) ? serverBuildTime(agent) : now,
     limits: runLimits(policy.kind === 'found' ? policy.policy : undefined),
     ...(memory !== undefined
       ? { memory: { content: memory.content, resourceVersion: memory.resourceVersion } }
@@ -146,6 +155,12 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   // The Services it depends on have ready endpoints (it waits before admission: no slot is taken meanwhile).
   const gate = dependencyGate(s, definition, now);
   if (gate !== undefined) return gate;
+  // A server takes no run slot: it is not a run of the Station's queue (issue 12).
+  if (isServer(definition)) {
+    return decideServerStart(s, now, station, definition, { request, job: built.value }, (reason, failure) =>
+      buildError(s, now, reason, failure),
+    );
+  }
   const verdict = decideAdmission(s.queue, stationConcurrency(station));
   if (verdict.kind === 'wait') return queuedDecision(s, station, verdict, now);
   // A run that will hold bindings holds the cleanup finalizer first (issue 9 §6): no binding can outlive its

@@ -277,6 +277,8 @@ export class StationBook<A extends AgentRunView> {
 
   #placeFor(e: Entry<A>): Place {
     if (e.agent.metadata.deletionTimestamp !== undefined || this.#deleting.has(e.uid)) return 'none';
+    // A server takes no run slot and waits for none (issue 12).
+    if (e.phase === 'Serving') return 'none';
     if (e.phase === 'Succeeded' || e.phase === 'Failed') return 'finished';
     if (this.#admitted.has(e.uid) || this.#jobsOf.has(e.uid)) return 'holding';
     if (e.phase === 'Running' && !awaitsFallbackSlot(e.agent)) return 'holding';

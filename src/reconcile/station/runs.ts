@@ -3,8 +3,8 @@
  * Structural, so any parsed Agent fits.
  */
 
-/** The run phases; an absent or unknown phase reads as `Pending` (reference §1.4). */
-export type RunPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed';
+/** The run phases; an absent or unknown phase reads as `Pending` (reference §1.4). `Serving`: a server (issue 12). */
+export type RunPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Serving';
 
 /** What admission and pruning read from an Agent. */
 export interface AgentRunView {
@@ -39,7 +39,7 @@ export function awaitsFallbackSlot(agent: AgentRunView): boolean {
 /** The Agent's phase; absent or unknown → `Pending`. */
 export function runPhase(agent: AgentRunView): RunPhase {
   const p = agent.status?.phase;
-  return p === 'Running' || p === 'Succeeded' || p === 'Failed' ? p : 'Pending';
+  return p === 'Running' || p === 'Succeeded' || p === 'Failed' || p === 'Serving' ? p : 'Pending';
 }
 
 /** True for `Succeeded` and `Failed`. */

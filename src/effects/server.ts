@@ -1,0 +1,370 @@
+// The shell of servers (execution: server, issue 12): reading a server's objects for the core (live GETs, validated
+// here), and the two writes the core asks for: the API-key Secret (a random key, made here) and a server object
+// (created or replaced, then its generation recorded on it).
+
+import { randomBytes } from 'node:crypto';
+import * as v from 'valibot';
+import { type Agent, type AgentDefinition, API_VERSION, KIND_AGENT } from '../api/index.ts';
+import {
+  generatesApiKey,
+  HTTPROUTE_API_VERSION,
+  inputConfigMapName,
+  SERVER_API_KEY_KEY,
+  type ServerObject,
+  type ServerObjects,
+  serverApiKeySecretName,
+  serverName,
+} from '../jobs/index.ts';
+import {
+  CONFIG_MAPS,
+  createObject,
+  decodeJson,
+  deleteObject,
+  describeKubeError,
+  getObject,
+  isAlreadyExists,
+  isConflict,
+  isInvalid,
+  isNotFound,
+  type KubeError,
+  ObjectMetaSchema,
+  replaceObject,
+  SECRETS,
+  type Transport,
+} from '../kube/index.ts';
+import { type ResourceType, resourcePath } from '../kube/paths.ts';
+import type { AgentRef } from '../reconcile/actions.ts';
+import type { ApiKeyObservation, ServerChildObservation, ServerObservation } from '../reconcile/snapshot.ts';
+import { err, ok, type Result } from '../shared/result.ts';
+
+export const DEPLOYMENTS: ResourceType = {
+  group: 'apps',
+  version: 'v1',
+  plural: 'deployments',
+  kind: 'Deployment',
+  namespaced: true,
+};
+export const SERVICES: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'services',
+  kind: 'Service',
+  namespaced: true,
+};
+export const HTTPROUTES: ResourceType = {
+  group: 'gateway.networking.k8s.io',
+  version: 'v1',
+  plural: 'httproutes',
+  kind: 'HTTPRoute',
+  namespaced: true,
+};
+
+const RESOURCES: Readonly<Record<ServerObject['resource'], ResourceType>> = {
+  deployments: DEPLOYMENTS,
+  services: SERVICES,
+  httproutes: HTTPROUTES,
+};
+
+const count = v.optional(v.pipe(v.number(), v.integer()), 0);
+
+/** The fields of a server object the core compares (anything else is ignored). */
+const ChildSchema = v.looseObject({
+  metadata: ObjectMetaSchema,
+  spec: v.optional(v.unknown()),
+  status: v.optional(
+    v.nullable(
+      v.looseObject({
+        observedGeneration: v.optional(v.number()),
+        replicas: count,
+        updatedReplicas: count,
+        availableReplicas: count,
+      }),
+    ),
+  ),
+});
+type Child = v.InferOutput<typeof ChildSchema>;
+
+const SecretDataSchema = v.looseObject({
+  metadata: ObjectMetaSchema,
+  data: v.optional(v.nullable(v.record(v.string(), v.string())), {}),
+});
+const InputSchema = v.looseObject({
+  metadata: ObjectMetaSchema,
+  data: v.optional(v.nullable(v.record(v.string(), v.string())), {}),
+});
+
+/** The Gateway API's group version as discovery lists it (404 when its CRDs are not installed). */
+const GatewayApiSchema = v.looseObject({
+  resources: v.optional(v.array(v.looseObject({ name: v.string() })), []),
+});
+
+function childOf(o: Child, withProgress: boolean): ServerChildObservation {
+  const owner = (o.metadata.ownerReferences ?? []).find((r) => r.controller === true);
+  const isAgent = owner !== undefined && owner.kind === KIND_AGENT && owner.apiVersion === API_VERSION;
+  const status = o.status ?? undefined;
+  return {
+    kind: 'present',
+    uid: o.metadata.uid ?? '',
+    resourceVersion: o.metadata.resourceVersion ?? '',
+    generation: o.metadata.generation,
+    annotations: o.metadata.annotations ?? {},
+    controllerUid: isAgent ? owner.uid : undefined,
+    controllerName: isAgent ? owner.name : undefined,
+    deleting: o.metadata.deletionTimestamp !== undefined && o.metadata.deletionTimestamp !== null,
+    ...(withProgress
+      ? {
+          progress: {
+            observedGeneration: status?.observedGeneration,
+            replicas: status?.replicas ?? 0,
+            updatedReplicas: status?.updatedReplicas ?? 0,
+            availableReplicas: status?.availableReplicas ?? 0,
+          },
+        }
+      : {}),
+  };
+}
+
+interface ReadDeps {
+  readonly transport: Transport;
+  readonly timeoutMs: number;
+}
+
+/** JSON with object keys sorted, so two specs compare by content. */
+function canonical(x: unknown): string {
+  return JSON.stringify(x, (_k, value: unknown) =>
+    typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? Object.fromEntries(
+          Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : value,
+  );
+}
+
+/**
+ * Reads one server object; when it is this Agent's and `desired` is given, asks the API server whether replacing it
+ * with `desired` would change its spec (a dry-run PUT: the server applies its defaults and canonical forms, so only
+ * a real difference counts). A refused dry run leaves `matches` unknown (the write itself then says why).
+ */
+async function readChild(
+  deps: ReadDeps,
+  rt: ResourceType,
+  namespace: string,
+  name: string,
+  agentUid: string,
+  desired: ServerObject | undefined,
+): Promise<Result<ServerChildObservation, KubeError>> {
+  const r = await getObject(deps.transport, rt, { namespace, name }, ChildSchema, {
+    timeoutMs: deps.timeoutMs,
+  });
+  if (!r.ok) return isNotFound(r.error) ? ok({ kind: 'absent' }) : r;
+  const child = childOf(r.value, rt === DEPLOYMENTS);
+  if (desired === undefined || child.kind !== 'present' || child.controllerUid !== agentUid || child.deleting)
+    return ok(child);
+  const dry = await deps.transport.request('PUT', resourcePath(rt, { namespace, name }), {
+    body: {
+      ...desired.manifest,
+      metadata: { ...desired.manifest.metadata, resourceVersion: child.resourceVersion },
+    },
+    query: { dryRun: 'All' },
+    timeoutMs: deps.timeoutMs,
+  });
+  if (!dry.ok) return ok(child);
+  const would = decodeJson(dry.value.text, ChildSchema, `dry-run ${rt.kind} ${name}`);
+  if (!would.ok) return ok(child);
+  return ok({ ...child, matches: canonical(would.value.spec) === canonical(r.value.spec) });
+}
+
+/** Whether the API server serves HTTPRoutes (gateway.networking.k8s.io/v1). */
+async function gatewayApiServed(deps: ReadDeps): Promise<Result<boolean, KubeError>> {
+  const r = await deps.transport.request('GET', `/apis/${HTTPROUTE_API_VERSION}`, {
+    timeoutMs: deps.timeoutMs,
+  });
+  if (!r.ok) return isNotFound(r.error) ? ok(false) : r;
+  let body: unknown;
+  try {
+    body = JSON.parse(r.value.text);
+  } catch {
+    return ok(false);
+  }
+  const parsed = v.safeParse(GatewayApiSchema, body);
+  return ok(parsed.success && parsed.output.resources.some((x) => x.name === 'httproutes'));
+}
+
+/** The API-key Secret as far as the core goes: its version, whether its key is there, and whose it is. */
+function apiKeyOf(
+  o: v.InferOutput<typeof SecretDataSchema>,
+  agent: Agent,
+  generated: boolean,
+): ApiKeyObservation {
+  if (generated) {
+    const owner = (o.metadata.ownerReferences ?? []).find((r) => r.controller === true);
+    if (owner?.uid !== agent.metadata.uid) {
+      const earlier = owner !== undefined && owner.kind === KIND_AGENT && owner.name === agent.metadata.name;
+      const deleting = o.metadata.deletionTimestamp !== undefined && o.metadata.deletionTimestamp !== null;
+      return { kind: 'notOwned', stale: earlier || deleting };
+    }
+  }
+  // Only whether the key is there: its value is never kept or compared here.
+  return (o.data?.[SERVER_API_KEY_KEY] ?? '') !== ''
+    ? { kind: 'present', version: o.metadata.resourceVersion ?? '' }
+    : { kind: 'noKey' };
+}
+
+/**
+ * Reads a server's objects: its API-key Secret (whether its key is there, and its version; the value is never
+ * kept), its input ConfigMap, then, with the objects `desiredFor` that key says the controller would write (each
+ * dry-run against what exists), its Deployment, Service and, where the Gateway API is served, its HTTPRoute (read
+ * also when the Station names no Gateway: a route left from before is deleted).
+ */
+export async function observeServer(
+  deps: ReadDeps,
+  agent: Agent,
+  definition: AgentDefinition,
+  desiredFor: (key: ApiKeyObservation) => ServerObjects | undefined,
+): Promise<Result<ServerObservation, string>> {
+  const namespace = agent.metadata.namespace;
+  const name = serverName(agent.metadata.name);
+  const uid = agent.metadata.uid;
+  const [secret, input] = await Promise.all([
+    getObject(
+      deps.transport,
+      SECRETS,
+      { namespace, name: serverApiKeySecretName(agent, definition) },
+      SecretDataSchema,
+      { timeoutMs: deps.timeoutMs },
+    ),
+    getObject(
+      deps.transport,
+      CONFIG_MAPS,
+      { namespace, name: inputConfigMapName(agent.metadata.name) },
+      InputSchema,
+      {
+        timeoutMs: deps.timeoutMs,
+      },
+    ),
+  ]);
+  if (!secret.ok && !isNotFound(secret.error))
+    return err(`reading the API-key Secret: ${describeKubeError(secret.error)}`);
+  if (!input.ok && !isNotFound(input.error))
+    return err(`reading the input ConfigMap: ${describeKubeError(input.error)}`);
+  const apiKey: ApiKeyObservation = secret.ok
+    ? apiKeyOf(secret.value, agent, generatesApiKey(definition))
+    : { kind: 'absent' };
+  // Another Agent's input (an earlier one of the same name) reads as absent: its create then waits it out.
+  const inputOwner = input.ok
+    ? (input.value.metadata.ownerReferences ?? []).find((r) => r.controller === true)
+    : undefined;
+  const observedInput: ServerObservation['input'] =
+    input.ok && inputOwner?.uid === uid
+      ? { kind: 'present', data: input.value.data ?? {} }
+      : { kind: 'absent' };
+  const desired = desiredFor(apiKey);
+  const [deployment, service, served] = await Promise.all([
+    readChild(deps, DEPLOYMENTS, namespace, name, uid, desired?.deployment),
+    readChild(deps, SERVICES, namespace, name, uid, desired?.service),
+    gatewayApiServed(deps),
+  ]);
+  if (!deployment.ok) return err(`reading Deployment ${name}: ${describeKubeError(deployment.error)}`);
+  if (!service.ok) return err(`reading Service ${name}: ${describeKubeError(service.error)}`);
+  if (!served.ok) return err(`reading the Gateway API's discovery: ${describeKubeError(served.error)}`);
+  let route: ServerObservation['route'] = { kind: 'unsupported' };
+  if (served.value) {
+    const read = await readChild(deps, HTTPROUTES, namespace, name, uid, desired?.route);
+    if (!read.ok) return err(`reading HTTPRoute ${name}: ${describeKubeError(read.error)}`);
+    route = read.value;
+  }
+  return ok({ deployment: deployment.value, service: service.value, route, apiKey, input: observedInput });
+}
+
+/** Deletes a server object no longer wanted, only the one with `uid`; gone already or replaced counts as done. */
+export async function deleteServerObject(
+  deps: ReadDeps,
+  resource: 'httproutes',
+  namespace: string,
+  name: string,
+  uid: string,
+): Promise<Result<void, KubeError>> {
+  const r = await deleteObject(
+    deps.transport,
+    RESOURCES[resource],
+    { namespace, name },
+    { uid, timeoutMs: deps.timeoutMs },
+  );
+  if (r.ok || isNotFound(r.error) || isConflict(r.error)) return ok(undefined);
+  return r;
+}
+
+/** A new API key: `sk-` and 48 hex digits (24 random bytes). */
+export function newApiKey(): string {
+  return `sk-${randomBytes(24).toString('hex')}`;
+}
+
+/** The API-key Secret of a server, owned by its Agent (garbage-collected with it). */
+export function apiKeySecret(ref: AgentRef, secretName: string, key: string): Record<string, unknown> {
+  return {
+    metadata: {
+      name: secretName,
+      namespace: ref.namespace,
+      labels: { 'agents.re-cinq.com/component': 'server-api-key' },
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: KIND_AGENT,
+          name: ref.name,
+          uid: ref.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    type: 'Opaque',
+    stringData: { [SERVER_API_KEY_KEY]: key },
+  };
+}
+
+/** How writing a server object went. */
+export type ServerWrite =
+  | { readonly kind: 'written'; readonly generation: number | undefined }
+  /** A precondition failed or the object appeared/vanished meanwhile: the next reconcile reads afresh. */
+  | { readonly kind: 'superseded'; readonly what: string }
+  | { readonly kind: 'rejected'; readonly message: string }
+  | { readonly kind: 'error'; readonly error: KubeError };
+
+/** Creates (or, with `replaceVersion`, replaces) a server object. */
+export async function writeServerObject(
+  deps: ReadDeps & { readonly fieldManager: string },
+  object: ServerObject,
+  replaceVersion: string | undefined,
+): Promise<ServerWrite> {
+  const rt = RESOURCES[object.resource];
+  const { metadata } = object.manifest;
+  const opts = { timeoutMs: deps.timeoutMs, fieldManager: deps.fieldManager };
+  const body = {
+    ...object.manifest,
+    metadata: { ...metadata, ...(replaceVersion !== undefined ? { resourceVersion: replaceVersion } : {}) },
+  };
+  const r =
+    replaceVersion === undefined
+      ? await createObject(deps.transport, rt, metadata.namespace, body, ChildSchema, opts)
+      : await replaceObject(
+          deps.transport,
+          rt,
+          { namespace: metadata.namespace, name: metadata.name },
+          body,
+          ChildSchema,
+          opts,
+        );
+  const what = `${object.manifest.kind} ${metadata.name}`;
+  if (!r.ok) {
+    if (isAlreadyExists(r.error) || isConflict(r.error) || isNotFound(r.error))
+      return { kind: 'superseded', what: `${what} (${describeKubeError(r.error)})` };
+    if (isInvalid(r.error) || (r.error.kind === 'api' && r.error.code === 400))
+      return {
+        kind: 'rejected',
+        message: `${what} rejected by the API server: ${r.error.kind === 'api' ? r.error.message : describeKubeError(r.error)}`,
+      };
+    return { kind: 'error', error: r.error };
+  }
+  const generation = r.value.metadata.generation;
+  return { kind: 'written', generation };
+}

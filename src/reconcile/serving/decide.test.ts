@@ -1,0 +1,593 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type Agent, type AgentDefinition, parseAgentPolicy } from '../../api/index.ts';
+import { ANNOTATION_SPEC_HASH, type ServerObject } from '../../jobs/index.ts';
+import type { Action, Decision } from '../actions.ts';
+import { decide } from '../agent/decide.ts';
+import type { ServerChildObservation, ServerObservation, Snapshot } from '../snapshot.ts';
+import { agent, at, definition, iso, queueOf, station } from '../test-fixtures.ts';
+import {
+  desiredServerObjects,
+  FAILURE_SERVER_DISABLED,
+  FAILURE_SERVER_NOT_ALLOWED,
+  planChild,
+  serverBuildTime,
+  serverProblem,
+} from './decide.ts';
+
+type Present = Extract<ServerChildObservation, { kind: 'present' }>;
+
+const OPTIONS = {
+  agentImage: 'agent-controller:e2e',
+  maxOutputBytes: 262144,
+  requeueMs: 15000,
+  batch: { enabled: false, pollMs: 60000 },
+  realtime: { enabled: false },
+  server: { enabled: true },
+};
+const NOW = at(60);
+
+const allowing = (() => {
+  const p = parseAgentPolicy({
+    metadata: { name: 'serve', uid: 'u', resourceVersion: '1', creationTimestamp: iso(0) },
+    spec: { executions: { allowed: ['job', 'server'] } },
+  });
+  assert.ok(p.ok);
+  return { kind: 'found', policy: p.value } as const;
+})();
+
+const serverDef = (spec: Record<string, unknown> = {}): AgentDefinition =>
+  definition('def', { execution: 'server', ...spec });
+
+/** Nothing but the key (made first, see the key test). */
+const ABSENT: ServerObservation = {
+  deployment: { kind: 'absent' },
+  service: { kind: 'absent' },
+  route: { kind: 'unsupported' },
+  apiKey: { kind: 'present', version: '5' },
+};
+
+function snap(a: Agent, over: Partial<Snapshot> = {}): Snapshot {
+  return {
+    agent: a,
+    station: station(),
+    definition: serverDef(),
+    job: { kind: 'unknown' },
+    queue: queueOf(a, [a]),
+    options: OPTIONS,
+    policy: allowing,
+    ...over,
+  };
+}
+
+const serving = (
+  name = 'a',
+  status: Record<string, unknown> = {},
+  spec: Record<string, unknown> = {},
+): Agent => {
+  const a = agent(name, { status: { phase: 'Serving', startedAt: iso(1), ...status } });
+  return { ...a, spec: { ...a.spec, ...spec } };
+};
+
+const KEY = { kind: 'present', version: '5' } as const;
+
+/** The objects the controller would write for `a` now (its key at version 5). */
+function objectsOf(a: Agent, s: Partial<Snapshot> = {}) {
+  const objects = desiredServerObjects(snap(a, s), KEY);
+  assert.ok(objects, 'the objects build');
+  return objects;
+}
+
+/** An object as the API server would answer it after the controller's own write (owned; `matches` its verdict). */
+function written(
+  a: Agent,
+  o: ServerObject,
+  over: { generation?: number; matches?: boolean; available?: number; hash?: string } = {},
+): Present {
+  const generation = over.generation ?? 1;
+  return {
+    kind: 'present',
+    uid: `uid-${o.resource}`,
+    resourceVersion: '7',
+    generation: o.resource === 'services' ? undefined : generation,
+    annotations: {
+      ...o.manifest.metadata.annotations,
+      ...(over.hash !== undefined ? { [ANNOTATION_SPEC_HASH]: over.hash } : {}),
+    },
+    controllerUid: a.metadata.uid,
+    controllerName: a.metadata.name,
+    deleting: false,
+    matches: over.matches ?? true,
+    ...(o.resource === 'deployments'
+      ? {
+          progress: {
+            observedGeneration: generation,
+            replicas: 1,
+            updatedReplicas: 1,
+            availableReplicas: over.available ?? 1,
+          },
+        }
+      : {}),
+  };
+}
+
+function allWritten(a: Agent, over: Partial<Snapshot> = {}, available = 1): ServerObservation {
+  const o = objectsOf(a, over);
+  return {
+    deployment: written(a, o.deployment, { available }),
+    service: written(a, o.service),
+    route: { kind: 'unsupported' },
+    apiKey: KEY,
+  };
+}
+
+const kinds = (d: Decision): string[] => d.actions.map((x) => x.kind);
+const patchOf = (d: Decision) => {
+  const p = d.actions.find((x): x is Extract<Action, { kind: 'patchStatus' }> => x.kind === 'patchStatus');
+  assert.ok(p, 'a status patch');
+  return p.status;
+};
+const applied = (d: Decision) =>
+  d.actions.filter(
+    (x): x is Extract<Action, { kind: 'applyServerObject' }> => x.kind === 'applyServerObject',
+  );
+const events = (d: Decision) =>
+  d.actions
+    .filter((x): x is Extract<Action, { kind: 'recordEvent' }> => x.kind === 'recordEvent')
+    .map((e) => `${e.type} ${e.reason}: ${e.message}`);
+
+describe('serverProblem: what keeps a server from being admitted', () => {
+  const a = agent('a');
+  const policy = allowing.policy;
+  it('is silent for other modes and for an allowed server', () => {
+    assert.equal(serverProblem(a, definition(), false, undefined), undefined);
+    assert.equal(serverProblem(a, serverDef(), true, policy), undefined);
+  });
+  it('needs SERVER_ENABLED, then a policy that lists server', () => {
+    assert.equal(serverProblem(a, serverDef(), false, policy), FAILURE_SERVER_DISABLED);
+    assert.equal(serverProblem(a, serverDef(), true, undefined), FAILURE_SERVER_NOT_ALLOWED);
+    const jobsOnly = parseAgentPolicy({
+      metadata: { name: 'p', uid: 'u', resourceVersion: '1', creationTimestamp: iso(0) },
+      spec: {},
+    });
+    assert.ok(jobsOnly.ok);
+    assert.equal(serverProblem(a, serverDef(), true, jobsOnly.value), FAILURE_SERVER_NOT_ALLOWED);
+  });
+  it('refuses fields a server has no use for, naming them', () => {
+    assert.match(
+      serverProblem(a, serverDef({ memory: { configMap: 'm' } }), true, policy) ?? '',
+      /spec\.memory/,
+    );
+    const resuming = { ...a, spec: { ...a.spec, resumeSession: 'abc' } };
+    assert.match(serverProblem(resuming, serverDef(), true, policy) ?? '', /resumeSession/);
+  });
+});
+
+describe('decide: a Pending server (issue 12)', () => {
+  it('fails a server on a controller without SERVER_ENABLED, with the reason and no objects', () => {
+    const d = decide(snap(agent('a'), { options: { ...OPTIONS, server: { enabled: false } } }), NOW);
+    assert.equal(patchOf(d).phase, 'Failed');
+    assert.equal(patchOf(d).failureReason, FAILURE_SERVER_DISABLED);
+    assert.ok(!kinds(d).includes('applyServerObject'));
+  });
+
+  it('fails a server whose Station has no policy allowing it', () => {
+    const d = decide(snap(agent('a'), { policy: { kind: 'none' } }), NOW);
+    assert.equal(patchOf(d).failureReason, FAILURE_SERVER_NOT_ALLOWED);
+  });
+
+  it('reads its objects first, then creates them and goes Serving: no Job, no run slot', () => {
+    const a = agent('a');
+    assert.deepEqual(decide(snap(a), NOW), { actions: [], needs: 'server' });
+    const d = decide(snap(a, { server: ABSENT }), NOW);
+    assert.deepEqual(kinds(d), [
+      'createServiceAccount',
+      'createNetworkPolicy',
+      'createRunInput',
+      'applyServerObject',
+      'applyServerObject',
+      'patchStatus',
+      'recordEvent',
+    ]);
+    assert.deepEqual(
+      applied(d).map((x) => [x.object.resource, x.replace]),
+      [
+        ['services', undefined],
+        ['deployments', undefined],
+      ],
+    );
+    const status = patchOf(d);
+    assert.equal(status.phase, 'Serving');
+    assert.equal(status.serviceName, 'a-server');
+    assert.equal(status.url, 'http://a-server.team.svc:8080/v1');
+    assert.equal(status.startedAt, NOW.toISOString());
+    const ready = status.conditions.find((c) => c.type === 'Ready');
+    assert.equal(ready?.status, 'False');
+    assert.equal(ready?.reason, 'Progressing');
+    assert.deepEqual(events(d), [
+      'Normal ServerCreated: Serving at http://a-server.team.svc:8080/v1 (Deployment a-server, Service a-server)',
+    ]);
+    assert.equal(d.requeueAfterMs, OPTIONS.requeueMs);
+  });
+
+  it('makes a generated key first, alone: the Deployment carries its version', () => {
+    const d = decide(snap(agent('a'), { server: { ...ABSENT, apiKey: { kind: 'absent' } } }), NOW);
+    assert.deepEqual(d, {
+      actions: [
+        {
+          kind: 'createServerApiKey',
+          ref: { namespace: 'team', name: 'a', uid: 'uid-a' },
+          secretName: 'a-server-api-key',
+        },
+      ],
+      requeueAfterMs: 1,
+    });
+    const next = decide(snap(agent('a'), { server: ABSENT }), NOW);
+    const deployment = applied(next).find((x) => x.object.resource === 'deployments');
+    const template = deployment?.object.manifest.spec.template as {
+      metadata: { annotations: Record<string, string> };
+    };
+    assert.equal(template.metadata.annotations['agents.re-cinq.com/api-key-version'], '5');
+  });
+
+  it('waits out objects an earlier Agent of the same name left, staying Pending', () => {
+    const a = agent('a');
+    const earlier = { ...written(a, objectsOf(a).deployment), controllerUid: 'old', controllerName: 'a' };
+    assert.deepEqual(decide(snap(a, { server: { ...ABSENT, deployment: earlier } }), NOW), {
+      actions: [],
+      requeueAfterMs: 2000,
+    });
+    const staleKey = decide(
+      snap(a, { server: { ...ABSENT, apiKey: { kind: 'notOwned', stale: true } } }),
+      NOW,
+    );
+    assert.deepEqual(staleKey, { actions: [], requeueAfterMs: 2000 });
+  });
+
+  it('is admitted while the Station is full: a server takes no run slot', () => {
+    const holder = agent('h', { status: { phase: 'Running', jobName: 'agent-job-h' } });
+    const a = agent('a', { created: 5 });
+    const full = station('stn', { maxConcurrentRuns: 1 });
+    const d = decide(snap(a, { station: full, queue: queueOf(a, [holder, a]), server: ABSENT }), NOW);
+    assert.equal(patchOf(d).phase, 'Serving');
+  });
+
+  it('with a named API-key Secret makes no key, and Ready says the Secret is missing', () => {
+    const def = serverDef({ server: { apiKeySecret: 'my-key' } });
+    const d = decide(
+      snap(agent('a'), { definition: def, server: { ...ABSENT, apiKey: { kind: 'absent' } } }),
+      NOW,
+    );
+    assert.ok(!kinds(d).includes('createServerApiKey'));
+    const ready = patchOf(d).conditions.find((c) => c.type === 'Ready');
+    assert.equal(ready?.reason, 'ApiKeySecretMissing');
+    assert.match(ready?.message ?? '', /Secret my-key not found/);
+  });
+
+  it("routes through the Station's Gateway when the Gateway API is served, and says so when it is not", () => {
+    const st = station('stn', {
+      gateway: { name: 'public', namespace: 'infra', hostname: 'bot.example.com' },
+    });
+    const routed = decide(
+      snap(agent('a'), { station: st, server: { ...ABSENT, route: { kind: 'absent' } } }),
+      NOW,
+    );
+    assert.deepEqual(
+      applied(routed).map((x) => x.object.resource),
+      ['services', 'deployments', 'httproutes'],
+    );
+    const route = applied(routed)[2]?.object.manifest;
+    assert.deepEqual(route?.spec, {
+      parentRefs: [{ name: 'public', namespace: 'infra' }],
+      hostnames: ['bot.example.com'],
+      rules: [
+        {
+          matches: [{ path: { type: 'PathPrefix', value: '/v1' } }],
+          backendRefs: [{ name: 'a-server', port: 8080 }],
+        },
+      ],
+    });
+    assert.equal(patchOf(routed).url, 'https://bot.example.com/v1');
+    const unrouted = decide(
+      snap(agent('a'), { station: st, server: { ...ABSENT, route: { kind: 'unsupported' } } }),
+      NOW,
+    );
+    assert.deepEqual(
+      applied(unrouted).map((x) => x.object.resource),
+      ['services', 'deployments'],
+    );
+    assert.equal(patchOf(unrouted).url, 'http://a-server.team.svc:8080/v1');
+    assert.match(
+      patchOf(unrouted).conditions.find((c) => c.type === 'Ready')?.message ?? '',
+      /the Gateway API is not installed/,
+    );
+  });
+
+  it('fails when an object of its name belongs to someone else', () => {
+    const a = agent('a');
+    const theirs: ServerChildObservation = {
+      ...written(a, objectsOf(a).service),
+      controllerUid: undefined,
+      controllerName: undefined,
+    };
+    const d = decide(snap(a, { server: { ...ABSENT, service: theirs } }), NOW);
+    assert.equal(patchOf(d).phase, 'Failed');
+    assert.match(
+      patchOf(d).failureReason ?? '',
+      /Service a-server already exists and is not owned by this Agent/,
+    );
+  });
+
+  it("fails with the API server's reason when it refuses an object", () => {
+    const d = decide(
+      snap(agent('a'), { server: ABSENT, serverRejected: { message: 'Deployment a-server rejected: bad' } }),
+      NOW,
+    );
+    assert.equal(patchOf(d).phase, 'Failed');
+  });
+});
+
+describe('decide: a Serving server (issue 12)', () => {
+  it('reads its objects, then with everything in place and available only reports Ready once', () => {
+    const a = serving('a');
+    assert.deepEqual(decide(snap(a), NOW), { actions: [], needs: 'server' });
+    const d = decide(snap(a, { server: allWritten(a) }), NOW);
+    assert.deepEqual(kinds(d), ['patchStatus', 'recordEvent']);
+    const ready = patchOf(d).conditions.find((c) => c.type === 'Ready');
+    assert.equal(ready?.status, 'True');
+    assert.equal(ready?.reason, 'Available');
+    assert.equal(ready?.message, '1 of 1 replica available');
+    assert.deepEqual(events(d), ['Normal Available: 1 of 1 replica available']);
+    // Patched: nothing more to write.
+    const settled = serving('a', {
+      url: patchOf(d).url,
+      serviceName: patchOf(d).serviceName,
+      conditions: patchOf(d).conditions,
+      observedGeneration: 1,
+    });
+    assert.deepEqual(decide(snap(settled, { server: allWritten(settled) }), NOW), {
+      actions: [],
+      requeueAfterMs: OPTIONS.requeueMs,
+    });
+  });
+
+  it('creates a deleted Service again, with a Warning', () => {
+    const a = serving('a');
+    const d = decide(snap(a, { server: { ...allWritten(a), service: { kind: 'absent' } } }), NOW);
+    assert.deepEqual(
+      applied(d).map((x) => [x.object.resource, x.replace]),
+      [['services', undefined]],
+    );
+    assert.ok(events(d).includes('Warning ServerRepaired: Service a-server was missing: created again'));
+  });
+
+  it('writes back an edited Deployment (the API server says the desired spec differs from it)', () => {
+    const a = serving('a');
+    const o = objectsOf(a);
+    const edited = written(a, o.deployment, { generation: 3, matches: false });
+    const d = decide(snap(a, { server: { ...allWritten(a), deployment: edited } }), NOW);
+    assert.deepEqual(
+      applied(d).map((x) => [x.object.resource, x.replace]),
+      [['deployments', { resourceVersion: '7' }]],
+    );
+    assert.ok(events(d).includes('Warning ServerRepaired: Deployment a-server was changed: written back'));
+  });
+
+  it('writes back an edited Service', () => {
+    const a = serving('a');
+    const o = objectsOf(a);
+    const d = decide(
+      snap(a, { server: { ...allWritten(a), service: written(a, o.service, { matches: false }) } }),
+      NOW,
+    );
+    assert.deepEqual(
+      applied(d).map((x) => [x.object.resource, x.replace]),
+      [['services', { resourceVersion: '7' }]],
+    );
+  });
+
+  it('leaves an object alone when its verdict is unknown (the dry run was refused)', () => {
+    const a = serving('a');
+    const o = objectsOf(a);
+    const { matches: _, ...unknown } = written(a, o.deployment);
+    const d = decide(snap(a, { server: { ...allWritten(a), deployment: unknown } }), NOW);
+    assert.deepEqual(applied(d), []);
+  });
+
+  it('rolls the Deployment when the recipe changes (a new spec hash), with a Normal Event', () => {
+    const a = serving('a');
+    const changed = serverDef({ model: 'claude-sonnet-5' });
+    const d = decide(snap(a, { definition: changed, server: allWritten(a) }), NOW);
+    const writes = applied(d);
+    assert.deepEqual(
+      writes.map((x) => x.object.resource),
+      ['deployments'],
+    );
+    assert.match(JSON.stringify(writes[0]?.object.manifest.spec), /claude-sonnet-5/);
+    assert.ok(
+      events(d).includes(
+        'Normal ServerUpdated: Deployment a-server updated to the current recipe, Station and key',
+      ),
+    );
+  });
+
+  it('scales to zero while suspended, and Ready says so', () => {
+    const a = serving('a', {}, { suspend: true });
+    const before = allWritten(serving('a'));
+    const d = decide(snap(a, { server: before }), NOW);
+    const writes = applied(d);
+    assert.equal(writes.length, 1);
+    assert.equal((writes[0]?.object.manifest.spec as { replicas?: number } | undefined)?.replicas, 0);
+    assert.equal(patchOf(d).conditions.find((c) => c.type === 'Ready')?.reason, 'Suspended');
+  });
+
+  it('reports a rollout and unavailable replicas as Progressing', () => {
+    const a = serving('a');
+    const d = decide(snap(a, { server: allWritten(a, {}, 0) }), NOW);
+    const ready = patchOf(d).conditions.find((c) => c.type === 'Ready');
+    assert.equal(ready?.status, 'False');
+    assert.equal(ready?.reason, 'Progressing');
+    assert.equal(ready?.message, '0 of 1 replica available');
+  });
+
+  it('keeps its objects and says why when the recipe can no longer be built or is gone', () => {
+    const a = serving('a');
+    const gone = decide(snap(a, { definition: null, server: allWritten(a) }), NOW);
+    assert.deepEqual(kinds(gone), ['patchStatus', 'recordEvent']);
+    assert.equal(patchOf(gone).conditions.find((c) => c.type === 'Ready')?.reason, 'ServerBuildFailed');
+    assert.equal(patchOf(gone).phase, undefined, 'still Serving');
+  });
+
+  it('never touches an object of its name that belongs to someone else', () => {
+    const a = serving('a');
+    const theirs = {
+      ...written(a, objectsOf(a).deployment),
+      controllerUid: 'other',
+      controllerName: 'other',
+    };
+    const d = decide(snap(a, { server: { ...allWritten(a), deployment: theirs } }), NOW);
+    assert.deepEqual(applied(d), []);
+    assert.equal(patchOf(d).conditions.find((c) => c.type === 'Ready')?.reason, 'ServerNameTaken');
+  });
+
+  it('deletes its route when the Station no longer names a Gateway', () => {
+    const a = serving('a');
+    const routedStation = station('stn', { gateway: { name: 'public' } });
+    const route = written(a, objectsOf(a, { station: routedStation }).route ?? objectsOf(a).service);
+    const d = decide(snap(a, { server: { ...allWritten(a), route } }), NOW);
+    assert.deepEqual(
+      d.actions.filter((x) => x.kind === 'deleteServerObject'),
+      [
+        {
+          kind: 'deleteServerObject',
+          ref: { namespace: 'team', name: 'a', uid: 'uid-a' },
+          resource: 'httproutes',
+          name: 'a-server',
+          uid: 'uid-httproutes',
+        },
+      ],
+    );
+  });
+
+  it('makes its input ConfigMap again when it was deleted, and replaces it when the system prompt changed', () => {
+    const a = serving('a');
+    const gone = decide(snap(a, { server: { ...allWritten(a), input: { kind: 'absent' } } }), NOW);
+    assert.ok(kinds(gone).includes('createRunInput'));
+    assert.ok(events(gone).some((e) => /ConfigMap agent-job-a-input was missing/.test(e)));
+    const old = decide(
+      snap(a, { server: { ...allWritten(a), input: { kind: 'present', data: { 'prompt.txt': 'old' } } } }),
+      NOW,
+    );
+    assert.ok(kinds(old).includes('createRunInput'));
+    const prompted = serverDef({ systemPrompt: 'Be brief.' });
+    const rolled = decide(snap(a, { definition: prompted, server: allWritten(a) }), NOW);
+    assert.deepEqual(
+      applied(rolled).map((x) => x.object.resource),
+      ['deployments'],
+      'a new input hash rolls the pods',
+    );
+  });
+
+  it('makes a new key when its generated API-key Secret was deleted', () => {
+    const a = serving('a');
+    const d = decide(snap(a, { server: { ...allWritten(a), apiKey: { kind: 'absent' } } }), NOW);
+    assert.ok(kinds(d).includes('createServerApiKey'));
+    assert.ok(
+      events(d).some((e) => /Warning ServerRepaired: API-key Secret a-server-api-key was missing/.test(e)),
+    );
+  });
+});
+
+describe('server objects (src/jobs/server.ts)', () => {
+  const a = agent('a', { created: 3 });
+  const o = objectsOf(a);
+  const deployment = o.deployment.manifest;
+  const podSpec = (deployment.spec.template as { spec: Record<string, unknown> }).spec;
+  const containers = podSpec.containers as {
+    name: string;
+    env: { name: string; value?: string; valueFrom?: unknown }[];
+  }[];
+  const agentContainer = containers.find((c) => c.name === 'agent');
+
+  it('are owned by the Agent, named <agent>-server, labelled as a server', () => {
+    for (const x of [o.deployment, o.service]) {
+      assert.equal(x.manifest.metadata.name, 'a-server');
+      assert.equal(x.manifest.metadata.labels['agents.re-cinq.com/component'], 'server');
+      assert.deepEqual(x.manifest.metadata.ownerReferences[0]?.uid, 'uid-a');
+      assert.equal(x.manifest.metadata.ownerReferences[0]?.controller, true);
+    }
+  });
+
+  it('run the run pod restarted always, with no deadline, probed, the key from its Secret', () => {
+    assert.equal(podSpec.restartPolicy, 'Always');
+    assert.equal(podSpec.automountServiceAccountToken, false);
+    const env = new Map(agentContainer?.env.map((e) => [e.name, e]));
+    assert.equal(env.has('AGENT_DEADLINE_AT'), false);
+    assert.equal(env.get('AGENT_EXECUTION')?.value, 'server');
+    assert.equal(env.get('AGENT_SERVER_PORT')?.value, '8080');
+    assert.deepEqual(env.get('AGENT_SERVER_API_KEY')?.valueFrom, {
+      secretKeyRef: { name: 'a-server-api-key', key: 'api-key', optional: false },
+    });
+    const probed = agentContainer as unknown as { readinessProbe: unknown; livenessProbe: unknown };
+    assert.deepEqual((probed.readinessProbe as { httpGet: unknown }).httpGet, {
+      path: '/healthz',
+      port: 8080,
+    });
+    assert.deepEqual((probed.livenessProbe as { httpGet: unknown }).httpGet, {
+      path: '/healthz',
+      port: 8080,
+    });
+    assert.equal(deployment.spec.replicas, 1);
+  });
+
+  it("are the same whenever they are built: the build time is the Agent's creation", () => {
+    const again = objectsOf(a);
+    assert.deepEqual(again, o);
+    assert.equal(serverBuildTime(a).toISOString(), iso(3));
+  });
+
+  it('select the server pods on the Service port 8080', () => {
+    assert.deepEqual(o.service.manifest.spec, {
+      type: 'ClusterIP',
+      selector: {
+        'agents.re-cinq.com/component': 'job',
+        'agents.re-cinq.com/agent': 'a',
+        'agents.re-cinq.com/execution': 'server',
+      },
+      ports: [{ name: 'http', protocol: 'TCP', port: 8080, targetPort: 8080 }],
+    });
+  });
+});
+
+describe('planChild and desiredServerObjects', () => {
+  it('waits for an object of an earlier Agent of the same name, or one being deleted', () => {
+    const a = agent('a');
+    const o = objectsOf(a);
+    const earlier = { ...written(a, o.service), controllerUid: 'old-uid', controllerName: 'a' };
+    assert.deepEqual(planChild(a, earlier, o.service), { kind: 'wait' });
+    assert.deepEqual(planChild(a, { ...written(a, o.service), deleting: true }, o.service), { kind: 'wait' });
+    assert.deepEqual(planChild(a, { ...earlier, controllerName: 'b' }, o.service), { kind: 'foreign' });
+  });
+
+  it("calls an object outdated when its spec hash is not the recipe's, edited when only the verdict differs", () => {
+    const a = agent('a');
+    const o = objectsOf(a);
+    assert.deepEqual(planChild(a, written(a, o.deployment, { hash: 'old' }), o.deployment), {
+      kind: 'replace',
+      resourceVersion: '7',
+      why: 'outdated',
+    });
+    assert.deepEqual(planChild(a, written(a, o.deployment, { matches: false }), o.deployment), {
+      kind: 'replace',
+      resourceVersion: '7',
+      why: 'edited',
+    });
+    assert.deepEqual(planChild(a, written(a, o.deployment), o.deployment), { kind: 'ok' });
+  });
+
+  it('desiredServerObjects are the objects decide writes (what the shell dry-runs)', () => {
+    const a = serving('a');
+    assert.deepEqual(desiredServerObjects(snap(a), { kind: 'present', version: '5' }), objectsOf(a));
+    assert.equal(desiredServerObjects(snap(a, { definition: null }), undefined), undefined);
+  });
+});

@@ -1,0 +1,510 @@
+// The decision rows of a server (execution: server, issue 12): an Agent whose recipe is served behind a URL instead
+// of run once. Pending → its objects (the run's ServiceAccount, bindings and NetworkPolicy; the API-key Secret; the
+// input ConfigMap; the Deployment, Service and, when the Station names a Gateway and the Gateway API is installed,
+// the HTTPRoute) and phase Serving. Serving → every poll, each object is compared with what it should be: a missing
+// one is created again, an edited one (its generation moved past the one the controller's write left) or an outdated
+// one (its spec hash is not the recipe's) is written back; Ready follows the Deployment's availability. It has no
+// deadline: it ends when its Agent is deleted (garbage collection removes the objects; the cleanup finalizer, if it
+// holds one, its cluster-scoped bindings).
+
+import type { Agent, AgentDefinition, AgentPolicy, Station } from '../../api/index.ts';
+import {
+  ANNOTATION_SPEC_HASH,
+  type BuildJobInput,
+  buildJob,
+  buildRunInput,
+  buildServerObjects,
+  generatesApiKey,
+  type JobManifest,
+  runHoldsToken,
+  type ServerObject,
+  type ServerObjects,
+  serverApiKeySecretName,
+  serverName,
+  serverReplicas,
+  serverUrl,
+} from '../../jobs/index.ts';
+import type { Action, Decision } from '../actions.ts';
+import { addCleanupFinalizer, holdsCleanupFinalizer } from '../agent/cleanup.ts';
+import { runObjectActions } from '../agent/run-objects.ts';
+import {
+  agentRef,
+  clip,
+  event,
+  formatStatusTime,
+  MAX_CONDITION_MESSAGE,
+  statusPatch,
+} from '../agent/status.ts';
+import { type ConditionUpdate, conditionsSatisfied } from '../conditions.ts';
+import { runLimits, withPolicyTools } from '../policy/check.ts';
+import { CONDITION_READY, REASON } from '../reasons.ts';
+import type { ApiKeyObservation, ServerChildObservation, ServerObservation, Snapshot } from '../snapshot.ts';
+
+/** The reason of a server on a controller without `SERVER_ENABLED=true`. */
+export const FAILURE_SERVER_DISABLED = 'server execution is disabled on this controller';
+/** The reason of a server whose Station has no AgentPolicy allowing `server`. */
+export const FAILURE_SERVER_NOT_ALLOWED =
+  "server execution needs the Station's AgentPolicy to allow it (spec.executions.allowed: [server])";
+
+/** True for an Agent whose definition serves it (execution: server). */
+export function isServer(definition: AgentDefinition | null): boolean {
+  return definition?.spec.execution === 'server';
+}
+
+/**
+ * Why a server cannot be admitted, naming the field; undefined when it can (or when the definition is no server).
+ * Checked in a fixed order: the controller setting, the policy (a server is reachable from outside the cluster's
+ * runs, so it must be allowed explicitly), then the fields a server has no use for.
+ */
+export function serverProblem(
+  agent: Agent,
+  definition: AgentDefinition,
+  enabled: boolean,
+  policy: AgentPolicy | undefined,
+): string | undefined {
+  if (!isServer(definition)) return undefined;
+  if (!enabled) return FAILURE_SERVER_DISABLED;
+  if (policy?.spec.executions?.allowed?.includes('server') !== true) return FAILURE_SERVER_NOT_ALLOWED;
+  if (definition.spec.memory !== undefined) return 'server execution cannot use spec.memory';
+  if ((agent.spec.resumeSession ?? '') !== '')
+    return 'server execution cannot use resumeSession (a client resumes a session with session_id)';
+  if ((definition.spec.resources.conversation?.id ?? '') !== '')
+    return 'server execution cannot use resources.conversation.id';
+  // The Service is named after the Agent, and Service names are DNS-1035 labels (no dots, a letter first).
+  const service = serverName(agent.metadata.name);
+  if (!/^[a-z]([-a-z0-9]*[a-z0-9])?$/.test(service))
+    return `a server's Agent name must make a valid Service name (${service}): letters, digits and '-', a letter first`;
+  return undefined;
+}
+
+/**
+ * The time a server's objects are built with: the Agent's creation, so the same Agent and recipe always give the
+ * same objects (a Job run's env counts its deadline from `now`; a server has none, but nothing may move by itself).
+ */
+export function serverBuildTime(agent: Agent): Date {
+  const created = Date.parse(agent.metadata.creationTimestamp);
+  return Number.isNaN(created) ? new Date(0) : new Date(created);
+}
+
+/** What to do about one server object. */
+type ChildPlan =
+  | { readonly kind: 'ok' }
+  | { readonly kind: 'create' }
+  | { readonly kind: 'replace'; readonly resourceVersion: string; readonly why: 'edited' | 'outdated' }
+  /** Left by an earlier Agent of the same name, or being deleted: garbage collection removes it first. */
+  | { readonly kind: 'wait' }
+  | { readonly kind: 'foreign' };
+
+/** Compares an object as read with the one the controller would write. */
+export function planChild(agent: Agent, observed: ServerChildObservation, desired: ServerObject): ChildPlan {
+  if (observed.kind === 'absent') return { kind: 'create' };
+  if (observed.controllerUid !== agent.metadata.uid) {
+    if (observed.deleting) return { kind: 'wait' };
+    return observed.controllerName === agent.metadata.name ? { kind: 'wait' } : { kind: 'foreign' };
+  }
+  if (observed.deleting) return { kind: 'wait' };
+  const replace = (why: 'edited' | 'outdated'): ChildPlan => ({
+    kind: 'replace',
+    resourceVersion: observed.resourceVersion,
+    why,
+  });
+  if (
+    observed.annotations[ANNOTATION_SPEC_HASH] !== desired.manifest.metadata.annotations[ANNOTATION_SPEC_HASH]
+  )
+    return replace('outdated');
+  // The API server's own verdict (a dry-run replace): defaults and canonical forms cannot look like an edit.
+  return observed.matches === false ? replace('edited') : { kind: 'ok' };
+}
+
+/** The objects to compare, with what was read of each (the route only when it should exist and can). */
+function children(
+  objects: ServerObjects,
+  observed: ServerObservation,
+): { readonly object: ServerObject; readonly observed: ServerChildObservation }[] {
+  const list = [
+    { object: objects.service, observed: observed.service },
+    { object: objects.deployment, observed: observed.deployment },
+  ];
+  const route = observed.route;
+  if (objects.route !== undefined && route !== undefined && route.kind !== 'unsupported')
+    list.push({ object: objects.route, observed: route });
+  return list;
+}
+
+/** Why the API key cannot be used, or undefined when it can (a generated key about to be made counts as usable). */
+function apiKeyProblem(
+  agent: Agent,
+  definition: AgentDefinition,
+  key: ApiKeyObservation,
+): string | undefined {
+  const name = serverApiKeySecretName(agent, definition);
+  switch (key.kind) {
+    case 'present':
+      return undefined;
+    case 'absent':
+      return generatesApiKey(definition) ? undefined : `Secret ${name} not found`;
+    case 'noKey':
+      return generatesApiKey(definition)
+        ? `Secret ${name} has no key api-key: delete it and a new key is made`
+        : `Secret ${name} has no key api-key`;
+    case 'notOwned':
+      return key.stale
+        ? `Secret ${name} of an earlier Agent is being removed`
+        : `Secret ${name} already exists and is not owned by this Agent`;
+  }
+}
+
+/** Ready of a server: the API key, then the Deployment's rollout and availability (only a Deployment of its own). */
+export function serverReadiness(
+  agent: Agent,
+  station: Station,
+  definition: AgentDefinition,
+  observed: ServerObservation,
+  notes: readonly string[],
+): ConditionUpdate {
+  const ready = (status: 'True' | 'False', reason: string, message: string): ConditionUpdate => ({
+    type: CONDITION_READY,
+    status,
+    reason,
+    message: clip([message, ...notes].join('; '), MAX_CONDITION_MESSAGE),
+  });
+  const keyProblem = apiKeyProblem(agent, definition, observed.apiKey);
+  if (keyProblem !== undefined) return ready('False', REASON.serverApiKeyMissing, keyProblem);
+  const desired = serverReplicas(agent, station);
+  if (desired === 0)
+    return ready(
+      'False',
+      REASON.serverSuspended,
+      agent.spec.suspend === true
+        ? 'Scaled to zero: spec.suspend is true'
+        : `Scaled to zero: Station ${station.metadata.name} asks for 0 replicas`,
+    );
+  const d = observed.deployment;
+  const progress = d.kind === 'present' && d.controllerUid === agent.metadata.uid ? d.progress : undefined;
+  if (d.kind === 'absent' || progress === undefined)
+    return ready('False', REASON.serverProgressing, 'Waiting for the Deployment');
+  const rolledOut =
+    (progress.observedGeneration ?? 0) >= (d.generation ?? 0) && progress.updatedReplicas >= desired;
+  const text = `${progress.availableReplicas} of ${desired} replica${desired === 1 ? '' : 's'} available`;
+  if (rolledOut && progress.availableReplicas >= desired) return ready('True', REASON.serverAvailable, text);
+  return ready('False', REASON.serverProgressing, rolledOut ? text : `${text}, rolling out`);
+}
+
+/**
+ * What a server of this snapshot is built from: the Job builder's input as of the Agent's creation, with the policy's
+ * tool gating and limits. Undefined without a Station and a definition.
+ */
+export function serverRequest(s: Snapshot): BuildJobInput | undefined {
+  const { agent, station, definition } = s;
+  if (station === null || definition === null) return undefined;
+  const policy = s.policy?.kind === 'found' ? s.policy.policy : undefined;
+  return {
+    agent,
+    station,
+    definition: withPolicyTools(definition, policy),
+    agentImage: s.options.agentImage,
+    now: serverBuildTime(agent),
+    limits: runLimits(policy),
+    ...(s.options.tracing !== undefined ? { tracing: { tracesUrl: s.options.tracing.runTracesUrl } } : {}),
+  };
+}
+
+/** The server objects of a build, with what the pods read at start (the key's version, the input) as known. */
+function objectsOf(s: Snapshot, build: ServerBuild, key: ApiKeyObservation | undefined): ServerObjects {
+  return buildServerObjects({
+    agent: s.agent,
+    station: build.request.station,
+    job: build.job,
+    apiKeyVersion: key?.kind === 'present' ? key.version : undefined,
+    inputData: buildRunInput(build.request).data,
+  });
+}
+
+/**
+ * The objects the controller would write for this server now, given the API key read (the shell dry-runs them to
+ * learn whether what exists still matches); undefined when they cannot be built.
+ */
+export function desiredServerObjects(
+  s: Snapshot,
+  key: ApiKeyObservation | undefined,
+  build: (request: BuildJobInput) => ReturnType<typeof buildJob> = buildJob,
+): ServerObjects | undefined {
+  const request = serverRequest(s);
+  if (request === undefined || !isServer(s.definition)) return undefined;
+  const built = build(request);
+  return built.ok ? objectsOf(s, { request, job: built.value }, key) : undefined;
+}
+
+/** What a server's build needs besides the Job builder's input. */
+export interface ServerBuild {
+  readonly request: BuildJobInput;
+  readonly job: JobManifest;
+}
+
+interface PlannedObjects {
+  readonly actions: Action[];
+  readonly notes: string[];
+  readonly foreign: string | undefined;
+  /** Some object of an earlier Agent of the same name is still there. */
+  readonly waiting: boolean;
+  readonly routed: boolean;
+}
+
+/** The writes that bring a server's objects to what they should be, with their Events, and the notes for Ready. */
+function reconcileObjects(
+  s: Snapshot,
+  build: ServerBuild,
+  objects: ServerObjects,
+  observed: ServerObservation,
+  definition: AgentDefinition,
+  starting: boolean,
+): PlannedObjects {
+  const { agent } = s;
+  const ref = agentRef(agent);
+  const actions: Action[] = [];
+  const notes: string[] = [];
+  let foreign: string | undefined;
+  let waiting = false;
+  const keyName = serverApiKeySecretName(agent, definition);
+  if (generatesApiKey(definition) && observed.apiKey.kind === 'absent') {
+    actions.push({ kind: 'createServerApiKey', ref, secretName: keyName });
+    if (!starting)
+      actions.push(
+        event(
+          ref,
+          'Warning',
+          REASON.serverRepaired,
+          `API-key Secret ${keyName} was missing: a new key was made`,
+        ),
+      );
+  }
+  if (observed.apiKey.kind === 'notOwned') {
+    if (observed.apiKey.stale) waiting = true;
+    else if (generatesApiKey(definition))
+      foreign = `Secret ${keyName} already exists and is not owned by this Agent`;
+  }
+  // The input (the system prompt): made again when deleted, replaced when the recipe changed it, before the
+  // Deployment that mounts it rolls.
+  const input = buildRunInput(build.request);
+  if (observed.input !== undefined) {
+    const current = observed.input.kind === 'present' && sameData(observed.input.data, input.data);
+    if (!current) {
+      actions.push({ kind: 'createRunInput', configMap: input });
+      if (!starting && observed.input.kind === 'absent')
+        actions.push(
+          event(
+            ref,
+            'Warning',
+            REASON.serverRepaired,
+            `ConfigMap ${input.metadata.name} was missing: created again`,
+          ),
+        );
+    }
+  }
+  for (const child of children(objects, observed)) {
+    const plan = planChild(agent, child.observed, child.object);
+    const what = `${child.object.manifest.kind} ${child.object.manifest.metadata.name}`;
+    switch (plan.kind) {
+      case 'ok':
+        break;
+      case 'create':
+        actions.push({ kind: 'applyServerObject', ref, object: child.object });
+        if (!starting && child.object.resource !== 'httproutes')
+          actions.push(event(ref, 'Warning', REASON.serverRepaired, `${what} was missing: created again`));
+        else if (!starting) actions.push(event(ref, 'Normal', REASON.serverUpdated, `${what} created`));
+        break;
+      case 'replace':
+        actions.push({
+          kind: 'applyServerObject',
+          ref,
+          object: child.object,
+          replace: { resourceVersion: plan.resourceVersion },
+        });
+        actions.push(
+          plan.why === 'edited'
+            ? event(ref, 'Warning', REASON.serverRepaired, `${what} was changed: written back`)
+            : event(
+                ref,
+                'Normal',
+                REASON.serverUpdated,
+                `${what} updated to the current recipe, Station and key`,
+              ),
+        );
+        break;
+      case 'wait':
+        waiting = true;
+        notes.push(`${what} of an earlier Agent is being removed`);
+        break;
+      case 'foreign':
+        foreign = `${what} already exists and is not owned by this Agent`;
+        break;
+    }
+  }
+  // A route no longer wanted (the Station names no Gateway now) goes: it would keep routing traffic here.
+  const route = observed.route;
+  if (
+    objects.route === undefined &&
+    route?.kind === 'present' &&
+    route.controllerUid === agent.metadata.uid
+  ) {
+    const name = objects.service.manifest.metadata.name;
+    actions.push(
+      { kind: 'deleteServerObject', ref, resource: 'httproutes', name, uid: route.uid },
+      event(ref, 'Normal', REASON.serverUpdated, `HTTPRoute ${name} deleted: the Station names no Gateway`),
+    );
+  }
+  if (objects.route !== undefined && route?.kind === 'unsupported')
+    notes.push('no HTTPRoute: the Gateway API is not installed');
+  const routed = objects.route !== undefined && route !== undefined && route.kind !== 'unsupported';
+  return { actions, notes, foreign, waiting, routed };
+}
+
+function sameData(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
+  const ka = Object.keys(a);
+  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k]);
+}
+
+/**
+ * Pending → Serving: the server's objects and the status. A generated API key is made first (its version goes into
+ * the pod template); objects an earlier Agent of the same name left are waited out; someone else's fail the Agent.
+ */
+export function decideServerStart(
+  s: Snapshot,
+  now: Date,
+  station: Station,
+  definition: AgentDefinition,
+  build: ServerBuild,
+  fail: (reason: string, failureReason: string) => Decision,
+): Decision {
+  const { agent } = s;
+  if (s.serverRejected !== undefined) return fail(REASON.serverRejected, s.serverRejected.message);
+  if (runHoldsToken(definition) && !holdsCleanupFinalizer(agent))
+    return { actions: [addCleanupFinalizer(agent)] };
+  const observed = s.server;
+  if (observed === undefined) return { actions: [], needs: 'server' };
+  if (generatesApiKey(definition) && observed.apiKey.kind === 'absent') {
+    // The key first: the Deployment's pods carry its version, so a key made later rolls them.
+    return {
+      actions: [
+        {
+          kind: 'createServerApiKey',
+          ref: agentRef(agent),
+          secretName: serverApiKeySecretName(agent, definition),
+        },
+      ],
+      requeueAfterMs: 1,
+    };
+  }
+  const objects = objectsOf(s, build, observed.apiKey);
+  const planned = reconcileObjects(s, build, objects, observed, definition, true);
+  if (planned.foreign !== undefined) return fail(REASON.serverNameTaken, planned.foreign);
+  if (planned.waiting) return { actions: [], requeueAfterMs: STALE_OBJECT_RETRY_MS };
+  const url = serverUrl(agent, station, planned.routed);
+  const serviceName = objects.service.manifest.metadata.name;
+  const ready = serverReadiness(agent, station, definition, observed, planned.notes);
+  const created = [
+    objects.deployment,
+    objects.service,
+    ...(planned.routed && objects.route ? [objects.route] : []),
+  ]
+    .map((o) => `${o.manifest.kind} ${o.manifest.metadata.name}`)
+    .join(', ');
+  const input = buildRunInput(build.request);
+  return {
+    actions: [
+      ...runObjectActions(s, station, definition),
+      // Made here unless the shell read it already (then planned.actions has it when it must change).
+      ...(observed.input === undefined ? [{ kind: 'createRunInput' as const, configMap: input }] : []),
+      ...planned.actions,
+      statusPatch(
+        agent,
+        { phase: 'Serving', startedAt: formatStatusTime(now), serviceName, url },
+        [ready],
+        now,
+      ),
+      event(agentRef(agent), 'Normal', REASON.serverCreated, `Serving at ${url} (${created})`),
+    ],
+    requeueAfterMs: s.options.requeueMs,
+  };
+}
+
+/** Re-check period while objects of an earlier Agent of the same name wait for garbage collection. */
+export const STALE_OBJECT_RETRY_MS = 2000;
+
+/**
+ * Serving: drift repair and Ready. `build` is undefined when the current recipe or Station cannot be built (then the
+ * running objects are kept and Ready says why: `buildProblem`).
+ */
+export function decideServing(
+  s: Snapshot,
+  now: Date,
+  build: ServerBuild | undefined,
+  buildProblem: string | undefined,
+): Decision {
+  const { agent, station, definition } = s;
+  const requeue = { requeueAfterMs: s.options.requeueMs };
+  const keep = (reason: string, message: string): Decision =>
+    readyOnly(
+      s,
+      now,
+      { type: CONDITION_READY, status: 'False', reason, message: clip(message, MAX_CONDITION_MESSAGE) },
+      requeue,
+    );
+  if (station === null || definition === null || build === undefined) {
+    // The recipe, the Station or their build is gone: the server keeps running as it is, and Ready says so.
+    const message =
+      buildProblem ??
+      (s.invalidReference !== undefined
+        ? `${s.invalidReference.kind} ${s.invalidReference.name} is invalid: ${s.invalidReference.message}`
+        : 'the Station or the AgentDefinition was deleted');
+    return keep(REASON.serverBuildFailed, `${message}; the server keeps its current objects`);
+  }
+  if (!isServer(definition))
+    return keep(
+      REASON.serverBuildFailed,
+      `AgentDefinition ${definition.metadata.name} is no longer execution: server; the server keeps its current objects (delete the Agent to stop it)`,
+    );
+  if (s.serverRejected !== undefined) return keep(REASON.serverRejected, s.serverRejected.message);
+  const observed = s.server;
+  if (observed === undefined) return { actions: [], needs: 'server' };
+  const objects = objectsOf(s, build, observed.apiKey);
+  const planned = reconcileObjects(s, build, objects, observed, definition, false);
+  if (planned.foreign !== undefined) return keep(REASON.serverNameTaken, planned.foreign);
+  const ready = serverReadiness(agent, station, definition, observed, planned.notes);
+  const url = serverUrl(agent, station, planned.routed);
+  const serviceName = objects.service.manifest.metadata.name;
+  const stamped = { ...ready, observedGeneration: agent.metadata.generation };
+  const statusCurrent =
+    conditionsSatisfied(agent.status.conditions, [stamped]) &&
+    agent.status.url === url &&
+    agent.status.serviceName === serviceName;
+  const actions: Action[] = [...planned.actions];
+  if (!statusCurrent) {
+    actions.push(statusPatch(agent, { url, serviceName }, [ready], now));
+    const was = agent.status.conditions?.find((c) => c.type === CONDITION_READY);
+    if (was?.status !== ready.status || was?.reason !== ready.reason)
+      actions.push(
+        event(agentRef(agent), ready.status === 'True' ? 'Normal' : 'Warning', ready.reason, ready.message),
+      );
+  }
+  return { actions, ...requeue };
+}
+
+/** Only Ready changes (patched and announced once), the objects are left as they are. */
+function readyOnly(
+  s: Snapshot,
+  now: Date,
+  ready: ConditionUpdate,
+  requeue: { requeueAfterMs: number },
+): Decision {
+  const { agent } = s;
+  const stamped = { ...ready, observedGeneration: agent.metadata.generation };
+  if (conditionsSatisfied(agent.status.conditions, [stamped])) return { actions: [], ...requeue };
+  return {
+    actions: [
+      statusPatch(agent, {}, [ready], now),
+      event(agentRef(agent), 'Warning', ready.reason, ready.message),
+    ],
+    ...requeue,
+  };
+}

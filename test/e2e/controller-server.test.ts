@@ -1,0 +1,490 @@
+// Server mode end to end on the control plane (issue 12), on the runtime named by AGENT_E2E_RUNTIME: an Agent whose
+// definition says `execution: server` becomes a Deployment, a Service and an API-key Secret owned by it, goes
+// Serving with Ready tracking the Deployment, and answers the plain OpenAI Chat Completions request shape (and its
+// streaming form) at the Service's endpoint (a ready pod it selects: the test node serves pod IPs on loopback), with
+// the generated key. A deleted Service is created again and an edited Deployment written back; an HTTPRoute appears
+// once the Gateway API CRDs (from the sigs.k8s.io/gateway-api module) are installed and not before; suspend scales
+// it to zero; deleting the Agent removes everything. The admission reasons: a controller without SERVER_ENABLED, a
+// Station whose policy does not allow servers. The controller runs as the deploy/ ServiceAccount plus
+// deploy/components/server.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { loadAll } from 'js-yaml';
+import * as v from 'valibot';
+import {
+  agentCondition,
+  agentManifest,
+  applyCrds,
+  applyRbacManifests,
+  type ControllerProcess,
+  controllerSkipReason,
+  e2eCluster,
+  e2eRuntime,
+  fakeClaudeImages,
+  GROUP_VERSION,
+  type Manifest,
+  pollUntil,
+  runScenario,
+  type Scenario,
+  stationManifest,
+} from '../support/index.ts';
+import type { KubeClient } from '../support/kube-client.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const cluster = e2eCluster();
+const skip = controllerSkipReason(cluster);
+const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
+const POLICIES = `/apis/${GROUP_VERSION}/agentpolicies`;
+const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+const GATEWAY_CRDS = ['gatewayclasses', 'gateways', 'httproutes', 'referencegrants'].map(
+  (r) => `${r}.gateway.networking.k8s.io`,
+);
+
+const NamedSchema = v.looseObject({ metadata: v.looseObject({ name: v.string(), uid: v.string() }) });
+const SecretSchema = v.looseObject({ data: v.record(v.string(), v.string()) });
+const VersionSchema = v.looseObject({ metadata: v.looseObject({ resourceVersion: v.string() }) });
+const DeploymentSchema = v.looseObject({
+  metadata: v.looseObject({ uid: v.string(), generation: v.number() }),
+  spec: v.looseObject({ replicas: v.number() }),
+});
+const PodSchema = v.looseObject({
+  metadata: v.looseObject({ deletionTimestamp: v.optional(v.nullable(v.string())) }),
+  status: v.looseObject({
+    podIP: v.optional(v.string()),
+    conditions: v.optional(v.array(v.looseObject({ type: v.string(), status: v.string() }))),
+  }),
+});
+const CompletionSchema = v.looseObject({
+  object: v.literal('chat.completion'),
+  model: v.string(),
+  choices: v.array(
+    v.looseObject({
+      index: v.number(),
+      message: v.looseObject({ role: v.literal('assistant'), content: v.string() }),
+      finish_reason: v.string(),
+    }),
+  ),
+});
+const ChunkSchema = v.looseObject({
+  object: v.literal('chat.completion.chunk'),
+  choices: v.array(v.looseObject({ delta: v.looseObject({ content: v.optional(v.string()) }) })),
+});
+
+function serverDefinition(name: string): Manifest {
+  return {
+    apiVersion: GROUP_VERSION,
+    kind: 'AgentDefinition',
+    metadata: { name },
+    spec: { model: 'claude-opus-5-5', prompt: 'unused by servers', execution: 'server' },
+  };
+}
+
+/** An AgentPolicy for this namespace only, allowing `executions`; deleted at the end. */
+async function createPolicy(s: Scenario, suffix: string, executions: readonly string[]): Promise<string> {
+  const name = `${s.ns}-${suffix}`;
+  await s.client.create(POLICIES, {
+    apiVersion: GROUP_VERSION,
+    kind: 'AgentPolicy',
+    metadata: { name },
+    spec: { namespaces: [s.ns], executions: { allowed: executions } },
+  });
+  s.defer(async () => {
+    await s.client.delete(`${POLICIES}/${name}`);
+  });
+  return name;
+}
+
+async function startServerReplica(
+  s: Scenario,
+  agentImage: string,
+  enabled = true,
+): Promise<ControllerProcess> {
+  return s.startReplica({
+    kubeconfig: await s.kubeconfigAs('agent-controller'),
+    env: {
+      AGENT_IMAGE: agentImage,
+      AGENT_POLL_INTERVAL_MS: '1000',
+      ...(enabled ? { SERVER_ENABLED: 'true' } : {}),
+    },
+  });
+}
+
+/**
+ * The address:port a Service sends to, found as kube-proxy would: its selector, a ready pod it selects, that pod's
+ * IP and the Service's targetPort. (The test node's pod IPs are loopback addresses, which EndpointSlices may not
+ * hold, so the test bed runs no EndpointSlice controller.)
+ */
+async function endpointOf(s: Scenario, service: string): Promise<string> {
+  const svc = await s.client.get(
+    `/api/v1/namespaces/${s.ns}/services/${service}`,
+    v.looseObject({
+      spec: v.looseObject({
+        selector: v.record(v.string(), v.string()),
+        ports: v.array(v.looseObject({ targetPort: v.number() })),
+      }),
+    }),
+  );
+  const selector = Object.entries(svc.spec.selector)
+    .map(([k, val]) => `${k}=${val}`)
+    .join(',');
+  const port = svc.spec.ports[0]?.targetPort;
+  return pollUntil(
+    async (observe) => {
+      const pods = await s.client.list(
+        `/api/v1/namespaces/${s.ns}/pods`,
+        { labelSelector: selector },
+        PodSchema,
+      );
+      observe(pods.items.map((p) => p.status));
+      // As an EndpointSlice would: ready pods that are not terminating.
+      const ready = pods.items.find(
+        (p) =>
+          (p.metadata.deletionTimestamp ?? undefined) === undefined &&
+          (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
+      );
+      return ready?.status.podIP !== undefined && port !== undefined
+        ? `${ready.status.podIP}:${port}`
+        : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 250, description: `a ready pod behind Service ${service}` },
+  );
+}
+
+async function chat(
+  endpoint: string,
+  key: string | undefined,
+  body: unknown,
+): Promise<{ status: number; text: string; type: string }> {
+  const res = await fetch(`http://${endpoint}/v1/chat/completions`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}),
+    },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(60_000),
+  });
+  return { status: res.status, text: await res.text(), type: res.headers.get('content-type') ?? '' };
+}
+
+/** The Gateway API's standard CRDs, fetched from their Go module into the cache by the project's script. */
+function gatewayCrdFiles(): string[] {
+  const out = execFileSync(join(ROOT, 'scripts', 'fetch-gateway-api-crds'), { encoding: 'utf8' });
+  const dir = out.trim().split('\n').at(-1) ?? '';
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .map((f) => join(dir, f));
+}
+
+async function gatewayApiServed(client: KubeClient): Promise<boolean> {
+  const res = await client.request('GET', '/apis/gateway.networking.k8s.io/v1');
+  return res.status === 200 && /"httproutes"/.test(res.body);
+}
+
+/** Removes the Gateway API CRDs (an earlier tier may have left them) and waits until they are no longer served. */
+async function removeGatewayApi(client: KubeClient): Promise<void> {
+  for (const crd of GATEWAY_CRDS) await client.delete(`${CRDS}/${crd}`);
+  await pollUntil(async () => ((await gatewayApiServed(client)) ? undefined : true), {
+    timeoutMs: 60_000,
+    intervalMs: 250,
+    description: 'the Gateway API no longer served',
+  });
+}
+
+async function installGatewayApi(client: KubeClient): Promise<void> {
+  for (const file of gatewayCrdFiles()) {
+    for (const doc of loadAll(readFileSync(file, 'utf8'))) {
+      if (typeof doc !== 'object' || doc === null) continue;
+      await client.create(CRDS, doc);
+    }
+  }
+  await pollUntil(async () => ((await gatewayApiServed(client)) ? true : undefined), {
+    timeoutMs: 60_000,
+    intervalMs: 250,
+    description: 'the Gateway API served',
+  });
+}
+
+describe(`controller: servers (${runtime})`, { skip }, () => {
+  if (typeof cluster === 'string') return;
+  before(() => applyCrds(cluster.client));
+  after(() => cluster.client.close());
+
+  it(
+    'a server goes Serving and answers OpenAI chat completions (plain and streamed) with its key; drift is repaired; the route follows the Gateway API; deletion cleans up',
+    { timeout: 300_000 },
+    () =>
+      runScenario(cluster, 'server', async (s) => {
+        await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
+        await applyRbacManifests(s, 'deploy/rbac/policy-reader-rbac.yaml');
+        await applyRbacManifests(s, 'deploy/components/server/server-rbac.yaml');
+        await removeGatewayApi(s.client);
+        s.defer(() => removeGatewayApi(s.client));
+        const images = fakeClaudeImages(s, runtime, { MOCK_ECHO_PROMPT: '1' });
+        let ctl = await startServerReplica(s, images.init);
+        await ctl.waitForMetric('controller_is_leader', {}, 1, 30_000);
+        const policy = await createPolicy(s, 'serve', ['job', 'server']);
+        await s.create(
+          serverDefinition('def'),
+          stationManifest('st', 'def', {
+            policyRef: policy,
+            gateway: { name: 'public', hostname: 'bot.example.test' },
+            template: {
+              spec: {
+                terminationGracePeriodSeconds: 2,
+                containers: [{ name: 'agent', image: images.agent }],
+              },
+            },
+          }),
+          agentManifest('bot', 'st'),
+        );
+
+        const served = await s.waitForAgent(
+          'bot',
+          (a) => a.status.phase === 'Serving' && agentCondition(a, 'Ready')?.status === 'True',
+          'Serving and Ready',
+          120_000,
+        );
+        assert.equal(served.status.serviceName, 'bot-server');
+        assert.equal(served.status.url, `http://bot-server.${s.ns}.svc:8080/v1`, 'no route: no Gateway API');
+        assert.match(agentCondition(served, 'Ready')?.message ?? '', /1 of 1 replica available/);
+        assert.match(agentCondition(served, 'Ready')?.message ?? '', /the Gateway API is not installed/);
+        await s.waitForEvents('bot', served.metadata.uid, ['Normal/ServerCreated', 'Normal/Available']);
+        const ns = `/api/v1/namespaces/${s.ns}`;
+        const routePath = `/apis/gateway.networking.k8s.io/v1/namespaces/${s.ns}/httproutes/bot-server`;
+        for (const path of [
+          `${ns}/services/bot-server`,
+          `/apis/apps/v1/namespaces/${s.ns}/deployments/bot-server`,
+        ]) {
+          const o = await s.client.get(
+            path,
+            v.looseObject({
+              metadata: v.looseObject({ ownerReferences: v.array(v.looseObject({ uid: v.string() })) }),
+            }),
+          );
+          assert.equal(o.metadata.ownerReferences[0]?.uid, served.metadata.uid, `${path} owned by the Agent`);
+        }
+
+        // The generated key, from its Secret; a client using the plain OpenAI request shape.
+        const secret = await s.client.get(`${ns}/secrets/bot-server-api-key`, SecretSchema);
+        const key = Buffer.from(secret.data['api-key'] ?? '', 'base64').toString('utf8');
+        assert.match(key, /^sk-[0-9a-f]{48}$/);
+        const endpoint = await endpointOf(s, 'bot-server');
+        const answer = await pollUntil(
+          async (observe) => {
+            const r = await chat(endpoint, key, {
+              model: 'claude-opus-5-5',
+              messages: [{ role: 'user', content: 'what is one plus one' }],
+            });
+            observe(`${r.status} ${r.text.slice(0, 200)}`);
+            return r.status === 200 ? r : undefined;
+          },
+          { timeoutMs: 60_000, intervalMs: 500, description: 'an answer from the server' },
+        );
+        const completion = v.parse(CompletionSchema, JSON.parse(answer.text));
+        assert.match(completion.choices[0]?.message.content ?? '', /echo: what is one plus one/);
+        assert.equal(
+          (await chat(endpoint, 'sk-wrong-key-000000000000', { messages: [{ role: 'user', content: 'x' }] }))
+            .status,
+          401,
+        );
+        assert.equal(
+          (await chat(endpoint, undefined, { messages: [{ role: 'user', content: 'x' }] })).status,
+          401,
+        );
+
+        const streamed = await chat(endpoint, key, {
+          model: 'claude-opus-5-5',
+          stream: true,
+          messages: [{ role: 'user', content: 'stream this please' }],
+        });
+        assert.equal(streamed.status, 200, streamed.text);
+        assert.match(streamed.type, /text\/event-stream/);
+        const data = streamed.text
+          .split('\n\n')
+          .map((b) => b.trim())
+          .filter((b) => b.startsWith('data: '))
+          .map((b) => b.slice('data: '.length));
+        assert.equal(data.at(-1), '[DONE]');
+        const text = data
+          .slice(0, -1)
+          .map((d) => v.parse(ChunkSchema, JSON.parse(d)))
+          .map((c) => c.choices[0]?.delta.content ?? '')
+          .join('');
+        assert.match(text, /echo: stream this please/);
+
+        // Steady: once it serves, the controller's polls write nothing (the API server's dry run finds no edit).
+        const deploymentPath = `/apis/apps/v1/namespaces/${s.ns}/deployments/bot-server`;
+        const before = {
+          deployment: (await s.client.get(deploymentPath, DeploymentSchema)).metadata.generation,
+          service: (await s.client.get(`${ns}/services/bot-server`, VersionSchema)).metadata.resourceVersion,
+        };
+        const reconciles = await ctl.metric('controller_reconciles_total');
+        await ctl.waitForMetric('controller_reconciles_total', {}, (n) => n >= reconciles + 4, 60_000);
+        assert.deepEqual(
+          {
+            deployment: (await s.client.get(deploymentPath, DeploymentSchema)).metadata.generation,
+            service: (await s.client.get(`${ns}/services/bot-server`, VersionSchema)).metadata
+              .resourceVersion,
+          },
+          before,
+          'four reconciles of a steady server wrote nothing',
+        );
+
+        // A new controller (a restart, a new leader) looks after the server too: a deleted Service comes back.
+        await ctl.stop();
+        ctl = await startServerReplica(s, images.init);
+        await ctl.waitForMetric('controller_is_leader', {}, 1, 60_000);
+
+        // Drift: a deleted Service is created again; an edited Deployment is written back.
+        const service = await s.client.get(`${ns}/services/bot-server`, NamedSchema);
+        await s.client.delete(`${ns}/services/bot-server`);
+        const again = await pollUntil(
+          async () => {
+            const o = await s.client.tryGet(`${ns}/services/bot-server`, NamedSchema);
+            return o !== undefined && o.metadata.uid !== service.metadata.uid ? o : undefined;
+          },
+          { timeoutMs: 30_000, intervalMs: 250, description: 'the Service created again' },
+        );
+        assert.notEqual(again.metadata.uid, service.metadata.uid);
+        await s.waitForEvents('bot', served.metadata.uid, ['Warning/ServerRepaired']);
+        await s.client.patch(deploymentPath, { spec: { replicas: 3 } });
+        await pollUntil(
+          async (observe) => {
+            const d = await s.client.get(deploymentPath, DeploymentSchema);
+            observe(d.spec.replicas);
+            return d.spec.replicas === 1 ? d : undefined;
+          },
+          { timeoutMs: 30_000, intervalMs: 250, description: 'the Deployment written back to 1 replica' },
+        );
+
+        // The Gateway API installed: the route appears and the URL follows it.
+        assert.equal(await s.client.tryGet(routePath), undefined, 'no HTTPRoute without the Gateway API');
+        await installGatewayApi(s.client);
+        const route = await pollUntil(
+          async () =>
+            s.client.tryGet(
+              routePath,
+              v.looseObject({ spec: v.looseObject({ hostnames: v.array(v.string()) }) }),
+            ),
+          { timeoutMs: 60_000, intervalMs: 250, description: 'the HTTPRoute' },
+        );
+        assert.deepEqual(route.spec.hostnames, ['bot.example.test']);
+        await s.waitForAgent(
+          'bot',
+          (a) => a.status.url === 'https://bot.example.test/v1',
+          'the routed URL',
+          30_000,
+        );
+
+        // Suspended: scaled to zero, Ready says so; resumed: available again.
+        await s.client.patch(`/apis/${GROUP_VERSION}/namespaces/${s.ns}/agents/bot`, {
+          spec: { suspend: true },
+        });
+        await s.waitForAgent(
+          'bot',
+          (a) => agentCondition(a, 'Ready')?.reason === 'Suspended',
+          'Suspended',
+          30_000,
+        );
+        assert.equal((await s.client.get(deploymentPath, DeploymentSchema)).spec.replicas, 0);
+        await s.client.patch(`/apis/${GROUP_VERSION}/namespaces/${s.ns}/agents/bot`, {
+          spec: { suspend: false },
+        });
+        await s.waitForAgent(
+          'bot',
+          (a) => agentCondition(a, 'Ready')?.status === 'True',
+          'Ready again',
+          120_000,
+        );
+
+        // A new key: the generated Secret deleted, the controller makes another, the pods roll to it; the old key is
+        // refused, the new one answers.
+        await s.client.delete(`${ns}/secrets/bot-server-api-key`);
+        const rotated = await pollUntil(
+          async () => {
+            const sec = await s.client.tryGet(`${ns}/secrets/bot-server-api-key`, SecretSchema);
+            const k =
+              sec === undefined ? '' : Buffer.from(sec.data['api-key'] ?? '', 'base64').toString('utf8');
+            return k !== '' && k !== key ? k : undefined;
+          },
+          { timeoutMs: 30_000, intervalMs: 250, description: 'a new API key' },
+        );
+        await pollUntil(
+          async (observe) => {
+            const at = await endpointOf(s, 'bot-server');
+            const r = await chat(at, rotated, { messages: [{ role: 'user', content: 'new key?' }] });
+            observe(`${at} ${r.status}`);
+            return r.status === 200 ? r : undefined;
+          },
+          { timeoutMs: 120_000, intervalMs: 500, description: 'the new key accepted (the pods rolled)' },
+        );
+        await s.waitForAgent(
+          'bot',
+          (a) => agentCondition(a, 'Ready')?.status === 'True',
+          'Ready after the new key',
+          120_000,
+        );
+        assert.equal(
+          (await chat(await endpointOf(s, 'bot-server'), key, { messages: [{ role: 'user', content: 'x' }] }))
+            .status,
+          401,
+        );
+
+        // Deleted: garbage collection takes every object of the server.
+        await s.client.delete(`/apis/${GROUP_VERSION}/namespaces/${s.ns}/agents/bot`);
+        await pollUntil(
+          async (observe) => {
+            const left: string[] = [];
+            for (const path of [
+              deploymentPath,
+              `${ns}/services/bot-server`,
+              `${ns}/secrets/bot-server-api-key`,
+              routePath,
+            ])
+              if ((await s.client.tryGet(path)) !== undefined) left.push(path);
+            observe(left);
+            return left.length === 0 ? true : undefined;
+          },
+          { timeoutMs: 60_000, intervalMs: 500, description: "the server's objects gone" },
+        );
+      }),
+  );
+
+  it(
+    'refuses a server on a controller without SERVER_ENABLED, and on a Station whose policy does not allow it',
+    { timeout: 120_000 },
+    () =>
+      runScenario(cluster, 'server-refused', async (s) => {
+        await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
+        await applyRbacManifests(s, 'deploy/rbac/policy-reader-rbac.yaml');
+        const images = fakeClaudeImages(s, runtime);
+        const jobsOnly = await createPolicy(s, 'jobs', ['job']);
+        const serve = await createPolicy(s, 'serve', ['job', 'server']);
+        const template = { spec: { containers: [{ name: 'agent', image: images.agent }] } };
+        const off = await startServerReplica(s, images.init, false);
+        await off.waitForMetric('controller_is_leader', {}, 1, 30_000);
+        await s.create(
+          serverDefinition('def'),
+          stationManifest('allowed', 'def', { policyRef: serve, template }),
+          stationManifest('no-servers', 'def', { policyRef: jobsOnly, template }),
+          agentManifest('disabled', 'allowed'),
+        );
+        const disabled = await s.waitTerminal('disabled', 60_000);
+        assert.equal(disabled.status.phase, 'Failed');
+        assert.equal(disabled.status.failureReason, 'server execution is disabled on this controller');
+        await off.stop();
+        const on = await startServerReplica(s, images.init);
+        await on.waitForMetric('controller_is_leader', {}, 1, 60_000);
+        await s.create(agentManifest('not-allowed', 'no-servers'));
+        const refused = await s.waitTerminal('not-allowed', 60_000);
+        assert.equal(refused.status.phase, 'Failed');
+        assert.match(refused.status.failureReason ?? '', /execution server is not allowed \(allowed: job\)/);
+        await s.waitForEvents('not-allowed', refused.metadata.uid, ['Warning/PolicyViolation']);
+      }),
+  );
+});
