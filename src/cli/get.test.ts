@@ -82,7 +82,7 @@ describe('get: output', () => {
     const lines = r.out.trimEnd().split('\n');
     assert.match(
       lines[0] ?? '',
-      /^NAMESPACE\s+NAME\s+PHASE\s+STATION\s+JOB\s+AGE\s+SESSION\s+BATCH\s+TOKENS\s+COST$/,
+      /^NAMESPACE\s+NAME\s+PHASE\s+STATION\s+JOB\s+AGE\s+SESSION\s+BATCH\s+TOKENS\s+COST\s+URL$/,
     );
     assert.equal(lines.length, 4);
     assert.ok(lines.some((l) => /^other\s+far\s+Running/.test(l)));
