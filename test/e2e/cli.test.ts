@@ -215,7 +215,7 @@ describe(`command line (${runtime})`, { skip }, () => {
         const wide = await cli(['get', 'agents', '-o', 'wide', ...at(s)]);
         assert.match(
           wide.stdout,
-          /^NAME\s+PHASE\s+STATION\s+JOB\s+AGE\s+SESSION\s+BATCH\s+TOKENS\s+COST$/m,
+          /^NAME\s+PHASE\s+STATION\s+JOB\s+AGE\s+SESSION\s+BATCH\s+TOKENS\s+COST\s+URL$/m,
           show(wide),
         );
         const stations = await cli(['get', 'stations', ...at(s)]);

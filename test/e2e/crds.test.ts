@@ -394,12 +394,13 @@ describe('CRDs on a real API server', { skip }, () => {
         ['Batch', 'string'],
         ['Tokens', 'integer'],
         ['Cost', 'string'],
+        ['URL', 'string'],
       ],
     );
     const row = table.rows.find((r) => r.cells[0] === 'cols');
     assert.ok(row, 'row for cols');
     assert.deepEqual(row.cells.slice(0, 4), ['cols', 'Succeeded', 'st-cols', 'cols-job']);
-    assert.deepEqual(row.cells.slice(7), [15, '0.0012'], 'tokens and cost (-o wide)');
+    assert.deepEqual(row.cells.slice(7, 9), [15, '0.0012'], 'tokens and cost (-o wide)');
   });
 
   it('rejects invalid objects with 422', async () => {
