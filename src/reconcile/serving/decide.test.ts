@@ -488,10 +488,46 @@ describe('decide: a Serving server (issue 12)', () => {
     );
   });
 
+  it("keeps up its own objects while one of its name is someone else's, and says so", () => {
+    const a = serving('a', {}, { suspend: true });
+    const theirs = { ...written(a, objectsOf(a).service), controllerUid: 'x', controllerName: 'x' };
+    const d = decide(snap(a, { server: { ...allWritten(serving('a')), service: theirs } }), NOW);
+    assert.deepEqual(
+      applied(d).map((x) => x.object.resource),
+      ['deployments'],
+      'scaled to zero all the same',
+    );
+    assert.equal(patchOf(d).conditions.find((c) => c.type === 'Ready')?.reason, 'ServerNameTaken');
+  });
+
+  it('says why when its input ConfigMap is refused, instead of retrying the same write', () => {
+    const a = serving('a');
+    const d = decide(snap(a, { server: allWritten(a), inputRefused: { message: 'forbidden' } }), NOW);
+    assert.deepEqual(kinds(d), ['patchStatus', 'recordEvent']);
+    assert.equal(patchOf(d).conditions.find((c) => c.type === 'Ready')?.reason, 'ServerRejected');
+  });
+
+  it('does not delete again a route that is already going away', () => {
+    const a = serving('a');
+    const routed = objectsOf(a, { station: station('stn', { gateway: { name: 'public' } }) }).route;
+    assert.ok(routed);
+    const going = { ...written(a, routed), deleting: true };
+    const d = decide(snap(a, { server: { ...allWritten(a), route: going } }), NOW);
+    assert.deepEqual(
+      d.actions.filter((x) => x.kind === 'deleteServerObject'),
+      [],
+    );
+  });
+
   it('makes a new key when its generated API-key Secret was deleted', () => {
     const a = serving('a');
     const d = decide(snap(a, { server: { ...allWritten(a), apiKey: { kind: 'absent' } } }), NOW);
-    assert.ok(kinds(d).includes('createServerApiKey'));
+    assert.deepEqual(
+      kinds(d),
+      ['createServerApiKey', 'recordEvent'],
+      'the key alone: the pods then roll once',
+    );
+    assert.equal(d.requeueAfterMs, 1);
     assert.ok(
       events(d).some((e) => /Warning ServerRepaired: API-key Secret a-server-api-key was missing/.test(e)),
     );

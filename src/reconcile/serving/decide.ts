@@ -37,7 +37,7 @@ import {
 } from '../agent/status.ts';
 import { type ConditionUpdate, conditionsSatisfied } from '../conditions.ts';
 import { runLimits, withPolicyTools } from '../policy/check.ts';
-import { CONDITION_READY, REASON } from '../reasons.ts';
+import { CONDITION_READY, failureInput, REASON } from '../reasons.ts';
 import type { ApiKeyObservation, ServerChildObservation, ServerObservation, Snapshot } from '../snapshot.ts';
 
 /** The reason of a server on a controller without `SERVER_ENABLED=true`. */
@@ -266,18 +266,6 @@ function reconcileObjects(
   let foreign: string | undefined;
   let waiting = false;
   const keyName = serverApiKeySecretName(agent, definition);
-  if (generatesApiKey(definition) && observed.apiKey.kind === 'absent') {
-    actions.push({ kind: 'createServerApiKey', ref, secretName: keyName });
-    if (!starting)
-      actions.push(
-        event(
-          ref,
-          'Warning',
-          REASON.serverRepaired,
-          `API-key Secret ${keyName} was missing: a new key was made`,
-        ),
-      );
-  }
   if (observed.apiKey.kind === 'notOwned') {
     if (observed.apiKey.stale) waiting = true;
     else if (generatesApiKey(definition))
@@ -345,7 +333,8 @@ function reconcileObjects(
   if (
     objects.route === undefined &&
     route?.kind === 'present' &&
-    route.controllerUid === agent.metadata.uid
+    route.controllerUid === agent.metadata.uid &&
+    !route.deleting
   ) {
     const name = objects.service.manifest.metadata.name;
     actions.push(
@@ -465,12 +454,38 @@ export function decideServing(
       `AgentDefinition ${definition.metadata.name} is no longer execution: server; the server keeps its current objects (delete the Agent to stop it)`,
     );
   if (s.serverRejected !== undefined) return keep(REASON.serverRejected, s.serverRejected.message);
+  if (s.inputRefused !== undefined) return keep(REASON.serverRejected, failureInput(s.inputRefused.message));
   const observed = s.server;
   if (observed === undefined) return { actions: [], needs: 'server' };
+  if (generatesApiKey(definition) && observed.apiKey.kind === 'absent') {
+    // A new key alone first: the Deployment then rolls once, to the pods that carry its version.
+    const ref = agentRef(agent);
+    const name = serverApiKeySecretName(agent, definition);
+    return {
+      actions: [
+        { kind: 'createServerApiKey', ref, secretName: name },
+        event(
+          ref,
+          'Warning',
+          REASON.serverRepaired,
+          `API-key Secret ${name} was missing: a new key was made`,
+        ),
+      ],
+      requeueAfterMs: 1,
+    };
+  }
   const objects = objectsOf(s, build, observed.apiKey);
   const planned = reconcileObjects(s, build, objects, observed, definition, false);
-  if (planned.foreign !== undefined) return keep(REASON.serverNameTaken, planned.foreign);
-  const ready = serverReadiness(agent, station, definition, observed, planned.notes);
+  // Someone else's object of its name is left alone, and said so; its own objects are still looked after.
+  const ready: ConditionUpdate =
+    planned.foreign !== undefined
+      ? {
+          type: CONDITION_READY,
+          status: 'False',
+          reason: REASON.serverNameTaken,
+          message: clip(planned.foreign, MAX_CONDITION_MESSAGE),
+        }
+      : serverReadiness(agent, station, definition, observed, planned.notes);
   const url = serverUrl(agent, station, planned.routed);
   const serviceName = objects.service.manifest.metadata.name;
   const stamped = { ...ready, observedGeneration: agent.metadata.generation };
