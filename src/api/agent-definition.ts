@@ -388,7 +388,9 @@ export const ServerSchema = v.pipe(
         v.integer(),
         v.minValue(1),
         v.maxValue(86400),
-        v.description('Longest a request may take; its agent CLI is then stopped and the client answered 504.'),
+        v.description(
+          'Longest a request may take; its agent CLI is then stopped and the client answered 504.',
+        ),
       ),
       DEFAULT_SERVER_REQUEST_TIMEOUT_SECONDS,
     ),

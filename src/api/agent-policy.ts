@@ -44,7 +44,11 @@ export const AgentPolicySpecSchema = v.pipe(
     ),
     executions: v.optional(
       v.pipe(
-        v.object({ allowed: names('Execution modes a run may use: job, batch, realtime, server. server must be listed: a Station without a policy that allows it cannot serve.') }),
+        v.object({
+          allowed: names(
+            'Execution modes a run may use: job, batch, realtime, server. server must be listed: a Station without a policy that allows it cannot serve.',
+          ),
+        }),
         v.description('Which execution modes runs may use.'),
       ),
     ),

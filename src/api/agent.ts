@@ -65,7 +65,12 @@ const count = (description: string) =>
 export const AgentStatusSchema = v.pipe(
   v.object({
     phase: parseDefault(
-      v.pipe(lenientEnum(AGENT_PHASES), v.description('Run phase: Pending, Running, Succeeded, Failed, or Serving (a server, until deleted).')),
+      v.pipe(
+        lenientEnum(AGENT_PHASES),
+        v.description(
+          'Run phase: Pending, Running, Succeeded, Failed, or Serving (a server, until deleted).',
+        ),
+      ),
       'Pending',
     ),
     jobName: v.optional(str('Name of the Job that executes the run.')),
@@ -99,7 +104,9 @@ export const AgentStatusSchema = v.pipe(
         v.description('Failed attempts to cancel or delete the vendor batch so far.'),
       ),
     ),
-    url: v.optional(str('Where a server answers (execution: server): its route, else its Service in the cluster.')),
+    url: v.optional(
+      str('Where a server answers (execution: server): its route, else its Service in the cluster.'),
+    ),
     serviceName: v.optional(str('The Service of a server (execution: server).')),
     sessionId: v.optional(str('Agent CLI session id of the run, usable as resumeSession of a later run.')),
     traceID: v.optional(

@@ -118,9 +118,17 @@ export const StationSpecSchema = v.pipe(
     gateway: v.optional(
       v.pipe(
         v.object({
-          name: v.pipe(v.string(), v.minLength(1), v.description('Name of the Gateway (gateway.networking.k8s.io).')),
+          name: v.pipe(
+            v.string(),
+            v.minLength(1),
+            v.description('Name of the Gateway (gateway.networking.k8s.io).'),
+          ),
           namespace: v.optional(
-            v.pipe(v.string(), v.minLength(1), v.description("Namespace of the Gateway; absent: the Station's.")),
+            v.pipe(
+              v.string(),
+              v.minLength(1),
+              v.description("Namespace of the Gateway; absent: the Station's."),
+            ),
           ),
           hostname: v.optional(
             v.pipe(

@@ -116,8 +116,7 @@ export function runView(agent: Agent, queue: QueueInfo | undefined): RunView {
   else if (phase === 'Serving') {
     const state = ready?.status === 'True' ? 'ready' : message(ready?.message) || 'starting';
     detail = `${state} · ${agent.status.url ?? ''}`;
-  }
-  else if (phase === 'Running') {
+  } else if (phase === 'Running') {
     const blocked = condition(agent, CONDITION_START_BLOCKED);
     if (blocked?.status === 'True')
       detail = `pod not starting: ${message(blocked.reason)}: ${message(blocked.message)}`;

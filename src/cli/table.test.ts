@@ -166,7 +166,19 @@ describe('get tables', () => {
       ],
       { wide: true, allNamespaces: true, now },
     );
-    assert.deepEqual(t.rows[0], ['team', 'a', 'Succeeded', 'hello', '', '60s', 's-1', '', '1790', '0.25', '']);
+    assert.deepEqual(t.rows[0], [
+      'team',
+      'a',
+      'Succeeded',
+      'hello',
+      '',
+      '60s',
+      's-1',
+      '',
+      '1790',
+      '0.25',
+      '',
+    ]);
   });
 
   it('colours the phase without counting the colour codes in the widths', () => {

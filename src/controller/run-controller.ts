@@ -717,7 +717,8 @@ export function startController(deps: ControllerDeps): RunningController {
     for (const lane of book.lanes()) wakeHeads(lane);
     // Servers, too: their objects are not watched, and drift is repaired within a poll whatever happened before.
     if (book.phaseCount('Serving') > 0)
-      for (const agent of agents.store.list()) if (agent.status.phase === 'Serving') enqueue(objectKey(agent));
+      for (const agent of agents.store.list())
+        if (agent.status.phase === 'Serving') enqueue(objectKey(agent));
   }
 
   async function sweepHistory(): Promise<void> {

@@ -162,7 +162,12 @@ export function buildServerObjects(input: ServerInput): ServerObjects {
           ],
           ...(gateway.hostname !== undefined ? { hostnames: [gateway.hostname] } : {}),
           // Only the API: the unauthenticated /healthz and /metrics stay inside the cluster.
-          rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/v1' } }], backendRefs: [{ name, port: SERVER_PORT }] }],
+          rules: [
+            {
+              matches: [{ path: { type: 'PathPrefix', value: '/v1' } }],
+              backendRefs: [{ name, port: SERVER_PORT }],
+            },
+          ],
         };
   return {
     deployment: {
