@@ -1,6 +1,6 @@
 // The shell of servers (execution: server, issue 12): reading a server's objects for the core (live GETs, validated
-// here), and the two writes the core asks for: the API-key Secret (a random key, made here) and a server object
-// (created or replaced, then its generation recorded on it).
+// here, each of its own objects compared with the desired one by a server-side dry run), and the writes the core asks
+// for: the API-key Secret (a random key, made here), a server object (created or replaced), a route deleted.
 
 import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
@@ -324,7 +324,7 @@ export function apiKeySecret(ref: AgentRef, secretName: string, key: string): Re
 
 /** How writing a server object went. */
 export type ServerWrite =
-  | { readonly kind: 'written'; readonly generation: number | undefined }
+  | { readonly kind: 'written' }
   /** A precondition failed or the object appeared/vanished meanwhile: the next reconcile reads afresh. */
   | { readonly kind: 'superseded'; readonly what: string }
   | { readonly kind: 'rejected'; readonly message: string }
@@ -365,6 +365,5 @@ export async function writeServerObject(
       };
     return { kind: 'error', error: r.error };
   }
-  const generation = r.value.metadata.generation;
-  return { kind: 'written', generation };
+  return { kind: 'written' };
 }

@@ -10,12 +10,12 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { capture } from './captured.ts';
+import { capture, freePort, waitFor } from './harness.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MOCK = join(ROOT, 'test', 'mock-agent', 'mock-agent.mjs');
@@ -34,31 +34,6 @@ interface Cli {
 }
 const CLAUDE: Cli = { name: 'claude', model: 'claude-opus-5-5' };
 const GEMINI: Cli = { name: 'gemini', model: 'gemini-3.8-flash' };
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitFor<T>(
-  probe: () => Promise<T | undefined> | T | undefined,
-  ms: number,
-  what: string,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) assert.fail(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /** True while a process with this pid exists. */
 function alive(pid: number): boolean {

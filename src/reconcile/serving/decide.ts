@@ -2,8 +2,8 @@
 // of run once. Pending → its objects (the run's ServiceAccount, bindings and NetworkPolicy; the API-key Secret; the
 // input ConfigMap; the Deployment, Service and, when the Station names a Gateway and the Gateway API is installed,
 // the HTTPRoute) and phase Serving. Serving → every poll, each object is compared with what it should be: a missing
-// one is created again, an edited one (its generation moved past the one the controller's write left) or an outdated
-// one (its spec hash is not the recipe's) is written back; Ready follows the Deployment's availability. It has no
+// one is created again, an edited one (the API server's dry run of the desired object differs from it) or an
+// outdated one (its spec hash is not the recipe's) is written back; Ready follows the Deployment's availability. It has no
 // deadline: it ends when its Agent is deleted (garbage collection removes the objects; the cleanup finalizer, if it
 // holds one, its cluster-scoped bindings).
 
