@@ -243,6 +243,28 @@ describe('run --wait', () => {
     assert.equal(c.watching(AGENTS_PATH), 0, 'the watch is closed');
   });
 
+  it('a server: waits until it serves (Serving and Ready), then exits 0', async () => {
+    const c = cluster();
+    const io = captureIo(['hello', '--wait']);
+    const done = guarded(runSpec, io, fakeDeps(c));
+    await until(() => agentWatch(c), 'the agents watch');
+    const url = 'http://hello-xxxx1-server.team.svc:8080/v1';
+    const ready = (status: string, reason: string, message: string) => ({
+      phase: 'Serving',
+      url,
+      conditions: [{ type: 'Ready', status, reason, message, lastTransitionTime: '2026-12-01T12:00:00Z' }],
+    });
+    setStatus(c, 'hello-xxxx1', ready('False', 'Progressing', '0 of 1 replica available'));
+    await until(() => io.stderrText().includes('Serving'), 'the Serving line');
+    assert.match(
+      io.stderrText(),
+      /hello-xxxx1 {2}Serving · 0 of 1 replica available · http:\/\/hello-xxxx1-server/,
+    );
+    setStatus(c, 'hello-xxxx1', ready('True', 'Available', '1 of 1 replica available'));
+    assert.equal(await done, 0);
+    assert.equal(c.watching(AGENTS_PATH), 0, 'the watch is closed');
+  });
+
   it("a failed run's exit code; 1 when it has none", async () => {
     for (const [status, code] of [
       [{ phase: 'Failed', exitCode: 7, failureReason: 'Job failed' }, 7],
