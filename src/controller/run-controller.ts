@@ -266,6 +266,10 @@ export function startController(deps: ControllerDeps): RunningController {
     maxLogBytes: FINISHED_LOG_BUDGET_BYTES,
     maxReads: 16,
     onEvidence: (source) => metrics.runEvidence.inc({ source }),
+    onHeld: (logs, bytes) => {
+      metrics.readAheadLogs.set(logs);
+      metrics.readAheadLogBytes.set(bytes);
+    },
   });
   const finishedPods = createInformer<Pod>({
     ...informerOptions,

@@ -225,6 +225,34 @@ describe('FinishedRunIndex: logs nobody takes', () => {
     assert.equal(x.logBytes, 0);
   });
 
+  it('tells onHeld the logs and bytes held on every change: start, settle, take, sweep, clear, a failed read', async () => {
+    let now = 0;
+    const held: string[] = [];
+    const x = new FinishedRunIndex({
+      maxLogBytes: 1 << 20,
+      maxReads: 4,
+      now: () => now,
+      onHeld: (logs, bytes) => held.push(`${logs}/${bytes}`),
+    });
+    const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((n) => pod(n, { job: `job-${n}` })) as [Pod, Pod, Pod, Pod];
+    for (const p of [a, b, c, d]) x.podChanged({ type: 'added', object: p });
+    x.readAhead(a, async () => ({ kind: 'read', text: 'aa' }));
+    x.readAhead(b, async () => ({ kind: 'unavailable', detail: 'HTTP 500', transient: true }));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(held, ['1/0', '2/0', '2/4', '1/4'], 'started, started, a settled (4 bytes), b failed');
+    x.take(job({ succeeded: 1 }, 'job-a'));
+    assert.deepEqual(held.at(-1), '0/0', 'taken by the verdict');
+    x.readAhead(c, async () => ({ kind: 'read', text: 'c' }));
+    now = 10_000;
+    x.readAhead(d, async () => ({ kind: 'read', text: 'd' }));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(held.at(-1), '2/4');
+    x.sweep(5_000);
+    assert.equal(held.at(-1), '1/2', 'the old one swept');
+    x.clearLogs();
+    assert.equal(held.at(-1), '0/0', 'cleared');
+  });
+
   it('a pod replaced by one of the same name (another uid) forgets the old log and is new', async () => {
     const x = index();
     const old = pod('p1');

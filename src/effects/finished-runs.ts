@@ -45,6 +45,7 @@ export class FinishedRunIndex {
   readonly #maxLogBytes: number;
   readonly #maxReads: number;
   readonly #onEvidence: ((source: EvidenceSource) => void) | undefined;
+  readonly #onHeld: ((logs: number, bytes: number) => void) | undefined;
   #reading = 0;
 
   /**
@@ -56,11 +57,14 @@ export class FinishedRunIndex {
     readonly maxReads: number;
     /** Told where each finished run's evidence came from. */
     readonly onEvidence?: (source: EvidenceSource) => void;
+    /** Told the logs held and their bytes whenever either changes (the gauges `controller_read_ahead_logs*`). */
+    readonly onHeld?: (logs: number, bytes: number) => void;
     readonly now?: () => number;
   }) {
     this.#maxLogBytes = opts.maxLogBytes;
     this.#maxReads = opts.maxReads;
     this.#onEvidence = opts.onEvidence;
+    this.#onHeld = opts.onHeld;
     this.#now = opts.now ?? Date.now;
   }
 
@@ -120,15 +124,17 @@ export class FinishedRunIndex {
         if (this.#logs.get(uid) !== pending) return result;
         const bytes = textBytes(result);
         if (result.kind !== 'read' || this.#logBytes + bytes > this.#maxLogBytes) {
-          this.#logs.delete(uid);
+          this.#forgetLog(uid);
           return result;
         }
         this.#logSizes.set(uid, bytes);
         this.#logBytes += bytes;
+        this.#heldChanged();
         return result;
       });
     this.#logs.set(uid, pending);
     this.#logStarted.set(uid, this.#now());
+    this.#heldChanged();
     return true;
   }
 
@@ -201,5 +207,10 @@ export class FinishedRunIndex {
     if (!this.#logs.delete(uid)) return;
     this.#logBytes -= this.#logSizes.get(uid) ?? 0;
     this.#logSizes.delete(uid);
+    this.#heldChanged();
+  }
+
+  #heldChanged(): void {
+    this.#onHeld?.(this.#logs.size, this.#logBytes);
   }
 }

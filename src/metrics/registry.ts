@@ -47,6 +47,8 @@ export interface ControllerMetrics {
   readonly promptFirstLine: Histogram;
   readonly realtimeSessions: Gauge;
   readonly batchesInFlight: Gauge;
+  readonly readAheadLogs: Gauge;
+  readonly readAheadLogBytes: Gauge;
   readonly isLeader: Gauge;
   readonly reconciles: Counter<'result'>;
   readonly reconcileDuration: Histogram;
@@ -168,6 +170,16 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
       help: 'Vendor batches this replica polls',
       registers,
     }),
+    readAheadLogs: new Gauge({
+      name: 'controller_read_ahead_logs',
+      help: 'Agent logs of finished run pods read ahead (or being read) and not yet taken by the run verdict',
+      registers,
+    }),
+    readAheadLogBytes: new Gauge({
+      name: 'controller_read_ahead_log_bytes',
+      help: 'Memory held by the agent logs read ahead and not yet taken (bounded by the read-ahead budget)',
+      registers,
+    }),
     isLeader: new Gauge({
       name: 'controller_is_leader',
       help: '1 while this replica holds the Lease',
@@ -219,6 +231,8 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
   for (const provider of BATCH_PROVIDERS) m.batchOrphans.inc({ provider }, 0);
   for (const result of ['success', 'error', 'requeue', 'conflict']) m.reconciles.inc({ result }, 0);
   m.isLeader.set(0);
+  m.readAheadLogs.set(0);
+  m.readAheadLogBytes.set(0);
   if (withProcessMetrics) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
   return m;
 }

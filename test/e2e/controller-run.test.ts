@@ -140,6 +140,9 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
           (await ctl.metric('controller_run_evidence_reads_total')) >= 1,
           'the run evidence was read',
         );
+        // A log read ahead is held only until the verdict takes it.
+        assert.equal(await ctl.metric('controller_read_ahead_logs'), 0, 'no log held after the verdict');
+        assert.equal(await ctl.metric('controller_read_ahead_log_bytes'), 0);
 
         assert.equal(await s.deleteAgent('mock-run'), true);
         await pollUntil(async () => ((await s.job('agent-job-mock-run')) === undefined ? true : undefined), {
