@@ -33,6 +33,7 @@ describe('parseBenchArgs', () => {
       timeoutMs: (10 + Math.ceil(DEFAULT_AGENTS / 20)) * 60_000,
       jsonOut: undefined,
       cpuProfDir: undefined,
+      apiPaths: false,
       help: false,
     });
   });
@@ -74,6 +75,19 @@ describe('parseBenchArgs', () => {
     assert.equal(r.value.cpuProfDir, '/tmp/prof');
     const deno = parseBenchArgs(['--cpu-prof', '/tmp/prof', '--runtime', 'deno'], { KUBECONFIG: '/k' });
     assert.deepEqual(deno, { ok: false, error: '--cpu-prof needs --runtime node' });
+  });
+
+  it('--api-paths belongs to the queue scenario and is off by default', () => {
+    const r = parseBenchArgs(['--scenario', 'queue-10k', '--api-paths'], { KUBECONFIG: '/k' });
+    assert.ok(r.ok);
+    assert.equal(r.value.apiPaths, true);
+    const off = parseBenchArgs(['--scenario', 'queue-10k'], { KUBECONFIG: '/k' });
+    assert.ok(off.ok);
+    assert.equal(off.value.apiPaths, false);
+    assert.deepEqual(parseBenchArgs(['--api-paths'], { KUBECONFIG: '/k' }), {
+      ok: false,
+      error: '--api-paths needs --scenario queue-10k',
+    });
   });
 
   it('an explicit --agent-image wins over the runtime default', () => {

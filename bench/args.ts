@@ -56,6 +56,8 @@ export interface BenchOptions {
   readonly jsonOut: string | undefined;
   /** Profile our controller (`node --cpu-prof`) into this folder and print where its CPU time went. */
   readonly cpuProfDir: string | undefined;
+  /** queue-10k: also measure raw read and request paths (streaming list, larger pages, HTTP/2), bench/api-paths.ts. */
+  readonly apiPaths: boolean;
   readonly help: boolean;
 }
 
@@ -87,6 +89,9 @@ Flags:
   --no-informer-baseline  skip the @kubernetes/client-node informer controller run on the same load
   --no-controller       only run the raw-bound client
   --timeout-minutes M   stop waiting for terminal Agents after M minutes (default 10 + N/20)
+  --api-paths           with --scenario queue-10k: also time reading the N Agents by LIST pages of 500 and
+                        2000, one LIST, a streaming list (watch with sendInitialEvents) and over HTTP/2, and
+                        2000 GETs and ConfigMap POSTs over HTTP/1.1 keep-alive and HTTP/2
   --json PATH           also write the figures as JSON to PATH
   --cpu-prof DIR        profile our controller (node --cpu-prof, written to DIR at its exit) and print the
                         functions with the most self time; needs --runtime node
@@ -123,6 +128,7 @@ const FlagsSchema = v.object({
   'timeout-minutes': v.optional(positiveInt('--timeout-minutes', 24 * 60)),
   json: v.optional(v.pipe(v.string(), v.minLength(1, '--json must not be empty'))),
   'cpu-prof': v.optional(v.pipe(v.string(), v.minLength(1, '--cpu-prof must not be empty'))),
+  'api-paths': v.optional(v.boolean()),
   help: v.optional(v.boolean()),
 });
 
@@ -161,6 +167,7 @@ export function parseBenchArgs(
         'timeout-minutes': { type: 'string' },
         json: { type: 'string' },
         'cpu-prof': { type: 'string' },
+        'api-paths': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     }).values;
@@ -185,6 +192,8 @@ export function parseBenchArgs(
   const agents = f.agents ?? (scenario === 'queue-10k' ? DEFAULT_QUEUE_AGENTS : DEFAULT_AGENTS);
   const runtime = f.runtime ?? 'node';
   if (f['cpu-prof'] !== undefined && runtime !== 'node') return err('--cpu-prof needs --runtime node');
+  if (f['api-paths'] === true && scenario !== 'queue-10k')
+    return err('--api-paths needs --scenario queue-10k');
   return ok({
     scenario,
     mode,
@@ -207,6 +216,7 @@ export function parseBenchArgs(
     timeoutMs: (f['timeout-minutes'] ?? 10 + Math.ceil(agents / 20)) * 60_000,
     jsonOut: f.json,
     cpuProfDir: f['cpu-prof'],
+    apiPaths: f['api-paths'] === true,
     help,
   });
 }

@@ -458,6 +458,7 @@ async function main(argv: readonly string[]): Promise<number> {
     opts,
     repoRoot: REPO_ROOT,
     client,
+    access,
     http,
     runId,
     live,

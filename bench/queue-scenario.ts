@@ -7,7 +7,8 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import * as v from 'valibot';
 import { API_VERSION } from '../src/api/index.ts';
-import { apiPath, type KubeClient, type KubeObject } from '../test/support/index.ts';
+import { apiPath, type ClusterAccess, type KubeClient, type KubeObject } from '../test/support/index.ts';
+import { type ApiPathsReport, formatApiPaths, measureApiPaths } from './api-paths.ts';
 import type { BenchOptions } from './args.ts';
 import { type ControllerProcess, scrape, startControllerProcess, waitLeader } from './controller-process.ts';
 import { agentName, BENCH_LABEL } from './fixtures.ts';
@@ -80,6 +81,8 @@ export interface QueueReport {
   readonly restartHandoverMs: number | undefined;
   readonly rawListMs: Summary;
   readonly rawPostJobMs: Summary;
+  /** Raw read and request paths the controller could take (streaming list, HTTP/2), with `--api-paths`. */
+  readonly apiPaths: ApiPathsReport | undefined;
   readonly notes: string[];
 }
 
@@ -154,6 +157,7 @@ export interface QueueContext {
   readonly opts: BenchOptions;
   readonly repoRoot: string;
   readonly client: KubeClient;
+  readonly access: ClusterAccess;
   readonly http: BenchHttp;
   readonly runId: string;
   readonly live: { controller: ControllerProcess | undefined; readonly namespaces: Set<string> };
@@ -281,6 +285,7 @@ export async function runQueueScenario(ctx: QueueContext): Promise<QueueReport> 
     restartHandoverMs: undefined,
     rawListMs: summarize([]),
     rawPostJobMs: summarize([]),
+    apiPaths: undefined,
     notes,
   };
   /** Stops the scenario between steps once Ctrl-C was pressed (the caller still cleans up). */
@@ -444,6 +449,18 @@ export async function runQueueScenario(ctx: QueueContext): Promise<QueueReport> 
       if (r.ok) posts.push(now() - t);
     }
     report.rawPostJobMs = summarize(posts);
+    if (opts.apiPaths) {
+      step('API paths');
+      report.apiPaths = await measureApiPaths({
+        access: ctx.access,
+        collection: group('agents'),
+        names: [...agents.keys()],
+        configMaps: apiPath('v1', 'configmaps', { namespace }),
+        requests: 2000,
+        concurrency: opts.concurrency,
+        info,
+      });
+    }
 
     // 6. Event-loop lag over the whole run so far.
     const metricsText = await fetch(`${base}/metrics`)
@@ -554,5 +571,6 @@ export function formatQueueReport(r: QueueReport): string {
     ...rows.map(([a, b, c]) => `| ${a} | ${b} | ${c} |`),
   ];
   if (r.notes.length > 0) lines.push('', 'Notes:', ...r.notes.map((x) => `- ${x}`));
+  if (r.apiPaths !== undefined) lines.push('', formatApiPaths(r.apiPaths));
   return `${lines.join('\n')}\n`;
 }
