@@ -18,6 +18,7 @@ import {
   controllerSkipReason,
   e2eCluster,
   e2eRuntime,
+  enforcePodSecurity,
   execDefinition,
   type Manifest,
   runScenario,
@@ -93,6 +94,8 @@ describe(`agent memory (${runtime})`, { skip }, () => {
     { timeout: 300_000 },
     () =>
       runScenario(cluster, 'memory', async (s) => {
+        // Every pod the controller builds here is admitted under the restricted Pod Security level.
+        await enforcePodSecurity(s, 'restricted');
         await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
         await applyRbacManifests(s, 'deploy/rbac/policy-reader-rbac.yaml');
         await applyRbacManifests(s, 'deploy/components/memory/memory-rbac.yaml');

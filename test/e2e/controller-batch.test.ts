@@ -22,6 +22,7 @@ import {
   controllerSkipReason,
   e2eCluster,
   e2eRuntime,
+  enforcePodSecurity,
   fakeClaudeImages,
   GROUP_VERSION,
   type HttpSink,
@@ -383,6 +384,8 @@ describe(`controller: batch runs (${runtime})`, { skip }, () => {
     { timeout: 180_000 },
     () =>
       runScenario(cluster, 'batch-fallback', async (s) => {
+        // Every pod the controller builds here is admitted under the restricted Pod Security level.
+        await enforcePodSecurity(s, 'restricted');
         const sink = await startHttpSink();
         s.defer(() => sink.close());
         await applyControllerRbac(s);

@@ -24,6 +24,7 @@ import {
   controllerSkipReason,
   e2eCluster,
   e2eRuntime,
+  enforcePodSecurity,
   fakeClaudeImages,
   GROUP_VERSION,
   type Manifest,
@@ -219,6 +220,8 @@ describe(`controller: servers (${runtime})`, { skip }, () => {
     { timeout: 300_000 },
     () =>
       runScenario(cluster, 'server', async (s) => {
+        // Every pod the controller builds here is admitted under the restricted Pod Security level.
+        await enforcePodSecurity(s, 'restricted');
         await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
         await applyRbacManifests(s, 'deploy/rbac/policy-reader-rbac.yaml');
         await applyRbacManifests(s, 'deploy/components/server/server-rbac.yaml');

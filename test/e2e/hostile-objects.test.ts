@@ -137,6 +137,17 @@ describe(`hostile objects (${runtime})`, { skip }, () => {
         assert.match(tooLarge.message, /too large/i, `${tooLarge.status}`);
         assert.equal(await s.agent('too-large'), undefined);
 
+        // A PriorityClass of the scenario's own for the full template (cluster-scoped: deleted at the end).
+        const priorityClass = `hostile-${s.ns}`;
+        const priorityClasses = '/apis/scheduling.k8s.io/v1/priorityclasses';
+        await s.client.create(priorityClasses, {
+          apiVersion: 'scheduling.k8s.io/v1',
+          kind: 'PriorityClass',
+          metadata: { name: priorityClass },
+          value: 1000,
+          preemptionPolicy: 'Never',
+        });
+        s.defer(async () => void (await s.client.delete(`${priorityClasses}/${priorityClass}`)));
         await s.create(
           digestDefinition('def'),
           digestDefinition(longDefinition),
@@ -163,7 +174,7 @@ describe(`hostile objects (${runtime})`, { skip }, () => {
                 dnsConfig: { options: [{ name: 'ndots', value: '2' }], searches: ['example.internal'] },
                 hostAliases: [{ ip: '127.0.0.2', hostnames: ['alias.internal'] }],
                 os: { name: 'linux' },
-                preemptionPolicy: 'PreemptLowerPriority',
+                preemptionPolicy: 'Never',
                 schedulerName: 'default-scheduler',
                 setHostnameAsFQDN: false,
                 subdomain: 'runs',
@@ -188,7 +199,26 @@ describe(`hostile objects (${runtime})`, { skip }, () => {
                 ],
                 imagePullSecrets: [{ name: 'registry-creds' }],
                 readinessGates: [],
+                nodeSelector: { 'kubernetes.io/os': 'linux' },
+                priorityClassName: priorityClass,
+                securityContext: {
+                  runAsNonRoot: true,
+                  runAsUser: 1000,
+                  runAsGroup: 1000,
+                  fsGroup: 1000,
+                  supplementalGroups: [1000],
+                  seccompProfile: { type: 'RuntimeDefault' },
+                },
                 volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '64Mi' } }],
+                initContainers: [
+                  {
+                    name: 'prepare',
+                    image: 'docker.io/library/busybox:1.37',
+                    command: ['sh', '-c', 'echo prepared > /scratch/prepared'],
+                    volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }],
+                    securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+                  },
+                ],
                 containers: [
                   {
                     name: 'agent',
@@ -200,6 +230,13 @@ describe(`hostile objects (${runtime})`, { skip }, () => {
                     volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }],
                     terminationMessagePolicy: 'FallbackToLogsOnError',
                     lifecycle: { preStop: { exec: { command: ['true'] } } },
+                    readinessProbe: { exec: { command: ['true'] }, periodSeconds: 5 },
+                    livenessProbe: { exec: { command: ['true'] }, periodSeconds: 30, failureThreshold: 10 },
+                    securityContext: {
+                      allowPrivilegeEscalation: false,
+                      capabilities: { drop: ['ALL'] },
+                      runAsNonRoot: true,
+                    },
                     stdin: false,
                     tty: false,
                   },

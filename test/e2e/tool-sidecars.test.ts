@@ -13,6 +13,7 @@ import {
   controllerSkipReason,
   e2eCluster,
   e2eRuntime,
+  enforcePodSecurity,
   execDefinition,
   runScenario,
   stationManifest,
@@ -32,6 +33,8 @@ describe(`tool sidecars (${runtime})`, { skip }, () => {
     { timeout: 180_000 },
     () =>
       runScenario(cluster, 'sidecar', async (s) => {
+        // Every pod the controller builds here is admitted under the restricted Pod Security level.
+        await enforcePodSecurity(s, 'restricted');
         // Pods of the test node share the host's loopback: a port of this scenario's own.
         const port = 20_000 + Math.floor(Math.random() * 20_000);
         const script = join(s.tempDir(), 'tool.mjs');
