@@ -34,6 +34,10 @@ export const supervisorCommand: Command = {
     'AGENT_POD_IP, AGENT_SERVER_CONCURRENCY (4 turns at once; more get 429), AGENT_SERVER_REQUEST_TIMEOUT_SECONDS',
     '(300; then 504), AGENT_SERVER_MAX_BODY_BYTES (1048576; more get 413). It runs until SIGTERM or SIGINT, lets the',
     'turns in flight finish within AGENT_EXIT_GRACE_MS, and exits 0; 1 when it cannot start.',
+    '',
+    'Examples:',
+    '  agent-controller supervisor -- claude --print --verbose --output-format stream-json',
+    '  AGENT_EXECUTION=server agent-controller supervisor          # the OpenAI-compatible API of a server run',
   ].join('\n'),
   /**
    * Runs the supervisor and then exits the process itself (a hard exit, after flushing stdout and stderr for at

@@ -4,8 +4,18 @@ import { type Command, parseFlags } from './usage.ts';
 export const versionCommand: Command = {
   name: 'version',
   summary: 'print the version and the runtime',
-  usage:
-    'Usage: agent-controller version [--json]\n\nPrints the product version and the JavaScript runtime it runs on.',
+  usage: [
+    'Usage: agent-controller version [--json]',
+    '',
+    'Prints the product version and the JavaScript runtime it runs on (also: agent-controller --version).',
+    '',
+    'Examples:',
+    '  agent-controller version',
+    '  agent-controller version --json | jq -r .version',
+    '',
+    'Flags:',
+    '  --json                print {"version": ..., "runtime": ...} as one JSON line',
+  ].join('\n'),
   async run(io) {
     const { values, help } = parseFlags(io.argv, { json: { type: 'boolean' } });
     if (help) {

@@ -2,15 +2,18 @@
 // `run --wait` (exit 0, the run's own code, 124 on --timeout), a run queued behind a Station limit of 1 showing its
 // place then finishing, `run --follow` turning the fake Claude's stream-JSON into readable text (and --json keeping
 // it raw), `get` (table, wide, json, yaml, name), `describe`, `logs`, `delete`, 404 and 403 exit codes, and the
-// bundle as kubectl's plugin (`kubectl agent …`, through a file named kubectl-agent on PATH).
+// bundle as kubectl's plugin (`kubectl agent …`, through a file named kubectl-agent on PATH); `version`, `get
+// agents --watch` (a row for an Agent created while it watches, until stopped) and `logs -f` (a running Agent's log
+// followed until the run ends).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { load } from 'js-yaml';
 import {
+  agentManifest,
   applyCrds,
   BUNDLE_PATH,
   bundleArgv,
@@ -21,6 +24,7 @@ import {
   fakeClaudeImages,
   GROUP_VERSION,
   type Manifest,
+  pollUntil,
   runScenario,
   type Scenario,
   stationManifest,
@@ -42,6 +46,8 @@ interface CliRun {
 interface Watchers {
   readonly stdout?: ((soFar: string) => void) | undefined;
   readonly stderr?: ((soFar: string) => void) | undefined;
+  /** Ends the program with SIGTERM when it fires (a command that runs until stopped, as `get --watch`). */
+  readonly stop?: AbortSignal | undefined;
 }
 
 /** Runs a program to its end (killed after `timeoutMs`), collecting its output; never rejects for an exit code. */
@@ -64,13 +70,18 @@ function exec(
     watch.stderr?.(stderr);
   });
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const stop = (): void => void child.kill('SIGTERM');
+  if (watch.stop?.aborted === true) stop();
+  else watch.stop?.addEventListener('abort', stop, { once: true });
   return new Promise((resolve, reject) => {
     child.once('error', (error) => {
       clearTimeout(timer);
+      watch.stop?.removeEventListener('abort', stop);
       reject(error);
     });
     child.once('close', (code) => {
       clearTimeout(timer);
+      watch.stop?.removeEventListener('abort', stop);
       resolve({ code, stdout, stderr });
     });
   });
@@ -115,6 +126,9 @@ function kubectlBinary(): string | undefined {
   return bin !== '' && existsSync(kubectl) ? kubectl : undefined;
 }
 
+/** `text` as a regular expression matching it literally. */
+const literally = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 /** A shell word. */
 const shq = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
@@ -145,6 +159,26 @@ describe(`command line (${runtime})`, { skip }, () => {
   if (typeof cluster === 'string') return;
   before(() => applyCrds(cluster.client));
   after(() => cluster.client.close());
+
+  it('version exits 0 and prints the version of package.json and the runtime', async () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const r = await cli(['version']);
+    assert.equal(r.code, 0, show(r));
+    assert.match(
+      r.stdout,
+      new RegExp(`^agent-controller ${literally(pkg.version)} \\(${runtime} v?\\d\\S*\\)\n$`),
+      show(r),
+    );
+    assert.equal(r.stderr, '', show(r));
+    const json = await cli(['version', '--json']);
+    assert.equal(json.code, 0, show(json));
+    const parsed = JSON.parse(json.stdout) as { version?: unknown; runtime?: unknown };
+    assert.equal(parsed.version, pkg.version, show(json));
+    assert.match(String(parsed.runtime), new RegExp(`^${runtime} `), show(json));
+    const flag = await cli(['--version']);
+    assert.equal(flag.code, 0, show(flag));
+    assert.equal(flag.stdout, r.stdout, '--version prints what version does');
+  });
 
   it(
     'run --wait exits with the run code (0, 7, 124 on --timeout); get, -o wide|json|yaml|name, describe, logs, delete; 404 is exit 4',
@@ -487,6 +521,114 @@ describe(`command line (${runtime})`, { skip }, () => {
         const described = await cli(['describe', 'agent', 'x', ...flags]);
         assert.equal(described.code, 3, show(described));
       }),
+  );
+
+  it(
+    'get agents --watch prints a row for an Agent created while it watches, a row per change, until stopped',
+    { timeout: 240_000 },
+    () =>
+      runScenario(cluster, 'cli-watch', async (s) => {
+        await s.startReplica();
+        await s.create(
+          execDefinition('hello', ['sh', '-c', 'echo "watched: $0"']),
+          stationManifest('hello', 'hello'),
+        );
+        let stdout = '';
+        let stderr = '';
+        let ended = false;
+        const stop = new AbortController();
+        const watching = cli(
+          ['get', 'agents', '--watch', ...at(s)],
+          {},
+          {
+            stdout: (soFar) => {
+              stdout = soFar;
+            },
+            stderr: (soFar) => {
+              stderr = soFar;
+            },
+            stop: stop.signal,
+          },
+        );
+        void watching.then(() => {
+          ended = true;
+        });
+        /** Waits until the watch's output so far passes `test`; its output is in the timeout error. */
+        const outputUntil = (test: () => boolean, description: string, timeoutMs = 60_000) =>
+          pollUntil(
+            (observe) => {
+              observe({ ended, stdout, stderr });
+              return test() ? true : undefined;
+            },
+            { timeoutMs, description },
+          );
+        try {
+          // The namespace has no Agent yet: the watch says so once it has listed, then waits for changes.
+          await outputUntil(
+            () => stderr.includes(`No resources found in ${s.ns} namespace.`),
+            'get --watch to list the empty namespace',
+          );
+          assert.equal(ended, false, 'the watch goes on after the empty list');
+          await s.create(agentManifest('watched', 'hello'));
+          await outputUntil(
+            () => /^NAME\s+PHASE\s+STATION\s+JOB\s+AGE\nwatched\s+\S/.test(stdout),
+            'the header and a row of the new Agent',
+          );
+          // The controller runs it: each change is a new row, up to the terminal phase.
+          await outputUntil(
+            () => /^watched\s+Succeeded\s+hello\s+agent-job-watched\s+\d+[smh]/m.test(stdout),
+            'a row of the Agent Succeeded',
+            150_000,
+          );
+        } finally {
+          stop.abort();
+        }
+        const r = await watching;
+        // SIGTERM stops the watch as Ctrl-C does: the watch is closed and the exit code is 0.
+        assert.equal(r.code, 0, show(r));
+        const rows = r.stdout.split('\n').filter((l) => /^watched\s/.test(l));
+        assert.ok(rows.length >= 2, `a row for the new Agent and one per change:\n${show(r)}`);
+        assert.equal(r.stdout.match(/^NAME\s/gm)?.length, 1, `one header:\n${show(r)}`);
+      }),
+  );
+
+  it("logs -f follows a running Agent's log until the run ends, then exits 0", { timeout: 240_000 }, () =>
+    runScenario(cluster, 'cli-logs-follow', async (s) => {
+      await s.startReplica();
+      // A line, then 8 s later the last one: the first is out long before the run ends.
+      await s.create(
+        execDefinition('paced', ['sh', '-c', 'echo "first line: $0"; sleep 8; echo "last line: $0"']),
+        stationManifest('paced', 'paced'),
+      );
+      const started = await cli(['run', 'paced', '--set', 'name=followed', ...at(s)]);
+      assert.equal(started.code, 0, show(started));
+      const name = started.stdout.trim();
+      assert.match(name, /^paced-[a-z0-9]{5}$/, show(started));
+      await s.waitForAgent(name, (a) => a.status.phase === 'Running', 'Running');
+
+      let firstSeen: Promise<string | undefined> | undefined;
+      const r = await cli(
+        ['logs', name, '-f', ...at(s)],
+        {},
+        {
+          stdout: (soFar) => {
+            if (firstSeen !== undefined || !/^first line: run followed$/m.test(soFar)) return;
+            // The first line has reached the CLI's stdout: what is the run's phase at this moment?
+            firstSeen = s.agent(name).then((a) => a?.status.phase);
+          },
+        },
+      );
+      assert.equal(r.code, 0, show(r));
+      assert.ok(firstSeen !== undefined, `the first line was printed:\n${show(r)}`);
+      assert.equal(await firstSeen, 'Running', 'the first line was streamed while the run was still running');
+      const first = r.stdout.indexOf('first line: run followed\n');
+      const last = r.stdout.indexOf('last line: run followed\n');
+      assert.ok(first >= 0 && last > first, `both lines, in order:\n${show(r)}`);
+      assert.equal(r.stdout.match(/^first line: /gm)?.length, 1, `no line twice:\n${show(r)}`);
+      // It followed to the end of the run: the run is over (its status may be written a moment after the log ends).
+      const done = await s.waitTerminal(name);
+      assert.equal(done.status.phase, 'Succeeded');
+    }),
   );
 
   it('kubectl agent: the bundle as a kubectl plugin (a file named kubectl-agent on PATH)', {
