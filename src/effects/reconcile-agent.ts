@@ -217,12 +217,11 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
     if (decision.needs === 'server') {
       if (snapshot.station === null || snapshot.definition === null)
         return retry(log, 'Server objects needed without a Station and definition', 'internal');
-      const current = snapshot;
       const read = await observeServer(
         { transport: deps.transport, timeoutMs: deps.timeoutMs ?? 30_000 },
         agent,
         snapshot.definition,
-        (key) => desiredServerObjects(current, key),
+        desiredServerObjects(snapshot),
       );
       if (!read.ok) return retry(log, "Reading the server's objects failed", read.error);
       snapshot = { ...snapshot, server: read.value };

@@ -1,12 +1,15 @@
 // The shell of servers (execution: server, issue 12): reading a server's objects for the core (live GETs, validated
 // here, each of its own objects compared with the desired one by a server-side dry run), and the writes the core asks
 // for: the API-key Secret (a random key, made here), a server object (created or replaced), a route deleted.
+//
+// Secrets are never read: the controller's grant on them is `create` only. Whether the API-key Secret exists is asked
+// with a dry-run create of a Secret of its name that carries no data (`dryRun=All`: authorised, admitted and checked
+// for a name collision like a real create, never stored): AlreadyExists says it exists, a success that it does not.
 
 import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { type Agent, type AgentDefinition, API_VERSION, KIND_AGENT } from '../api/index.ts';
 import {
-  generatesApiKey,
   HTTPROUTE_API_VERSION,
   inputConfigMapName,
   SERVER_API_KEY_KEY,
@@ -27,6 +30,7 @@ import {
   isInvalid,
   isNotFound,
   type KubeError,
+  KubeObjectSchema,
   ObjectMetaSchema,
   replaceObject,
   SECRETS,
@@ -84,10 +88,6 @@ const ChildSchema = v.looseObject({
 });
 type Child = v.InferOutput<typeof ChildSchema>;
 
-const SecretDataSchema = v.looseObject({
-  metadata: ObjectMetaSchema,
-  data: v.optional(v.nullable(v.record(v.string(), v.string())), {}),
-});
 const InputSchema = v.looseObject({
   metadata: ObjectMetaSchema,
   data: v.optional(v.nullable(v.record(v.string(), v.string())), {}),
@@ -190,49 +190,63 @@ async function gatewayApiServed(deps: ReadDeps): Promise<Result<boolean, KubeErr
   return ok(parsed.success && parsed.output.resources.some((x) => x.name === 'httproutes'));
 }
 
-/** The API-key Secret as far as the core goes: its version, whether its key is there, and whose it is. */
-function apiKeyOf(
-  o: v.InferOutput<typeof SecretDataSchema>,
-  agent: Agent,
-  generated: boolean,
-): ApiKeyObservation {
-  if (generated) {
-    const owner = (o.metadata.ownerReferences ?? []).find((r) => r.controller === true);
-    if (owner?.uid !== agent.metadata.uid) {
-      const earlier = owner !== undefined && owner.kind === KIND_AGENT && owner.name === agent.metadata.name;
-      const deleting = o.metadata.deletionTimestamp !== undefined && o.metadata.deletionTimestamp !== null;
-      return { kind: 'notOwned', stale: earlier || deleting };
-    }
-  }
-  // Only whether the key is there: its value is never kept or compared here.
-  return (o.data?.[SERVER_API_KEY_KEY] ?? '') !== ''
-    ? { kind: 'present', version: o.metadata.resourceVersion ?? '' }
-    : { kind: 'noKey' };
+/** Label value of `agents.re-cinq.com/component` on a server's generated API-key Secret. */
+const COMPONENT_API_KEY = 'server-api-key';
+
+/**
+ * The Secret a dry-run create of the API-key Secret sends: its name and labels, no data (nothing is stored; were
+ * it stored by mistake, it would hold no key).
+ */
+export function apiKeyProbe(namespace: string, secretName: string): Record<string, unknown> {
+  return {
+    metadata: {
+      name: secretName,
+      namespace,
+      labels: { 'agents.re-cinq.com/component': COMPONENT_API_KEY },
+    },
+    type: 'Opaque',
+  };
 }
 
 /**
- * Reads a server's objects: its API-key Secret (whether its key is there, and its version; the value is never
- * kept), its input ConfigMap, then, with the objects `desiredFor` that key says the controller would write (each
- * dry-run against what exists), its Deployment, Service and, where the Gateway API is served, its HTTPRoute (read
- * also when the Station names no Gateway: a route left from before is deleted).
+ * Whether the Secret `secretName` exists, without reading it: a dry-run create (`dryRun=All`) of a Secret of that
+ * name with no data. 409 AlreadyExists: present; a success: absent; any other answer is the error.
+ */
+export async function probeApiKeySecret(
+  deps: ReadDeps,
+  namespace: string,
+  secretName: string,
+): Promise<Result<ApiKeyObservation, KubeError>> {
+  const r = await createObject(
+    deps.transport,
+    SECRETS,
+    namespace,
+    apiKeyProbe(namespace, secretName),
+    KubeObjectSchema,
+    { timeoutMs: deps.timeoutMs, dryRun: true },
+  );
+  if (r.ok) return ok({ kind: 'absent' });
+  return isAlreadyExists(r.error) ? ok({ kind: 'present' }) : r;
+}
+
+/**
+ * Reads a server's objects: whether its API-key Secret exists (a dry-run create, see probeApiKeySecret: the
+ * Secret itself is never read), its input ConfigMap, and, each dry-run against the object the controller would
+ * write (`desired`), its Deployment, Service and, where the Gateway API is served, its HTTPRoute (read also when
+ * the Station names no Gateway: a route left from before is deleted).
  */
 export async function observeServer(
   deps: ReadDeps,
   agent: Agent,
   definition: AgentDefinition,
-  desiredFor: (key: ApiKeyObservation) => ServerObjects | undefined,
+  desired: ServerObjects | undefined,
 ): Promise<Result<ServerObservation, string>> {
   const namespace = agent.metadata.namespace;
   const name = serverName(agent.metadata.name);
   const uid = agent.metadata.uid;
-  const [secret, input] = await Promise.all([
-    getObject(
-      deps.transport,
-      SECRETS,
-      { namespace, name: serverApiKeySecretName(agent, definition) },
-      SecretDataSchema,
-      { timeoutMs: deps.timeoutMs },
-    ),
+  const secretName = serverApiKeySecretName(agent, definition);
+  const [apiKey, input, deployment, service, served] = await Promise.all([
+    probeApiKeySecret(deps, namespace, secretName),
     getObject(
       deps.transport,
       CONFIG_MAPS,
@@ -242,14 +256,16 @@ export async function observeServer(
         timeoutMs: deps.timeoutMs,
       },
     ),
+    readChild(deps, DEPLOYMENTS, namespace, name, uid, desired?.deployment),
+    readChild(deps, SERVICES, namespace, name, uid, desired?.service),
+    gatewayApiServed(deps),
   ]);
-  if (!secret.ok && !isNotFound(secret.error))
-    return err(`reading the API-key Secret: ${describeKubeError(secret.error)}`);
+  if (!apiKey.ok)
+    return err(
+      `checking whether the API-key Secret ${secretName} exists (a dry-run create): ${describeKubeError(apiKey.error)}`,
+    );
   if (!input.ok && !isNotFound(input.error))
     return err(`reading the input ConfigMap: ${describeKubeError(input.error)}`);
-  const apiKey: ApiKeyObservation = secret.ok
-    ? apiKeyOf(secret.value, agent, generatesApiKey(definition))
-    : { kind: 'absent' };
   // Another Agent's input (an earlier one of the same name) reads as absent: its create then waits it out.
   const inputOwner = input.ok
     ? (input.value.metadata.ownerReferences ?? []).find((r) => r.controller === true)
@@ -258,12 +274,6 @@ export async function observeServer(
     input.ok && inputOwner?.uid === uid
       ? { kind: 'present', data: input.value.data ?? {} }
       : { kind: 'absent' };
-  const desired = desiredFor(apiKey);
-  const [deployment, service, served] = await Promise.all([
-    readChild(deps, DEPLOYMENTS, namespace, name, uid, desired?.deployment),
-    readChild(deps, SERVICES, namespace, name, uid, desired?.service),
-    gatewayApiServed(deps),
-  ]);
   if (!deployment.ok) return err(`reading Deployment ${name}: ${describeKubeError(deployment.error)}`);
   if (!service.ok) return err(`reading Service ${name}: ${describeKubeError(service.error)}`);
   if (!served.ok) return err(`reading the Gateway API's discovery: ${describeKubeError(served.error)}`);
@@ -273,7 +283,13 @@ export async function observeServer(
     if (!read.ok) return err(`reading HTTPRoute ${name}: ${describeKubeError(read.error)}`);
     route = read.value;
   }
-  return ok({ deployment: deployment.value, service: service.value, route, apiKey, input: observedInput });
+  return ok({
+    deployment: deployment.value,
+    service: service.value,
+    route,
+    apiKey: apiKey.value,
+    input: observedInput,
+  });
 }
 
 /** Deletes a server object no longer wanted, only the one with `uid`; gone already or replaced counts as done. */
@@ -305,7 +321,7 @@ export function apiKeySecret(ref: AgentRef, secretName: string, key: string): Re
     metadata: {
       name: secretName,
       namespace: ref.namespace,
-      labels: { 'agents.re-cinq.com/component': 'server-api-key' },
+      labels: { 'agents.re-cinq.com/component': COMPONENT_API_KEY },
       ownerReferences: [
         {
           apiVersion: API_VERSION,

@@ -51,7 +51,7 @@ import {
   inputConfigMapName,
   parametersPlacement,
 } from './run-input.ts';
-import { SERVER_API_KEY_KEY, SERVER_PORT, serverApiKeySecretName } from './server-names.ts';
+import { SERVER_PORT } from './server-names.ts';
 import { buildSidecars, sidecarMcpServers } from './sidecars.ts';
 
 /** What a policy imposes on the parts of a run pod the controller writes: the seccomp profile, resource caps. */
@@ -248,8 +248,8 @@ function turnRecipe(agent: Agent, definition: AgentDefinition) {
 }
 
 /**
- * The agent container's extra env of a server (issue 12): the mode, the port, the recipe of each request's turn, the
- * limits, and the API key from its Secret (never a literal).
+ * The agent container's extra env of a server (issue 12): the mode, the port, the recipe of each request's turn and
+ * the limits. The API key reaches the pod as a mounted file (the server's pod template, src/jobs/server.ts).
  */
 function serverEnv(agent: Agent, definition: AgentDefinition): EnvVar[] {
   const server = definition.spec.server;
@@ -260,16 +260,6 @@ function serverEnv(agent: Agent, definition: AgentDefinition): EnvVar[] {
     { name: 'AGENT_RUN_RECIPE', value: JSON.stringify(turnRecipe(agent, definition)) },
     { name: 'AGENT_SERVER_CONCURRENCY', value: String(server.concurrency) },
     { name: 'AGENT_SERVER_REQUEST_TIMEOUT_SECONDS', value: String(server.requestTimeoutSeconds) },
-    {
-      name: 'AGENT_SERVER_API_KEY',
-      valueFrom: {
-        secretKeyRef: {
-          name: serverApiKeySecretName(agent, definition),
-          key: SERVER_API_KEY_KEY,
-          optional: false,
-        },
-      },
-    },
   ];
 }
 

@@ -144,10 +144,12 @@ export {
 } from './run-network-policy.ts';
 export { buildRunServiceAccount, type ServiceAccountManifest } from './run-service-account.ts';
 export {
-  ANNOTATION_API_KEY_VERSION,
   ANNOTATION_INPUT_HASH,
+  apiKeyVolume,
   buildServerObjects,
+  SERVER_API_KEY_MODE,
   SERVER_HEALTH_PATH,
+  SERVER_READY_PATH,
   type ServerInput,
   type ServerObject,
   type ServerObjects,
@@ -162,7 +164,11 @@ export {
   generatedApiKeySecretName,
   generatesApiKey,
   HTTPROUTE_API_VERSION,
+  SERVER_API_KEY_DIR,
+  SERVER_API_KEY_FILE,
+  SERVER_API_KEY_FILE_ENV,
   SERVER_API_KEY_KEY,
+  SERVER_API_KEY_VOLUME,
   SERVER_PORT,
   serverApiKeySecretName,
   serverName,

@@ -1,5 +1,6 @@
 // Names and numbers of a server (execution: server, issue 12): its port, the objects it is made of, the API key's
-// Secret, and the annotations that tell the controller whether an object still is what it wrote.
+// Secret and where the pods mount it, and the annotations that tell the controller whether an object still is what
+// it wrote.
 
 import type { Agent, AgentDefinition } from '../api/index.ts';
 import { safeName } from './names.ts';
@@ -10,6 +11,14 @@ export const SERVER_PORT = 8080;
 export const COMPONENT_SERVER = 'server';
 /** Key of the API-key Secret that holds the key clients present. */
 export const SERVER_API_KEY_KEY = 'api-key';
+/** Name of the server pod's volume of the API-key Secret (its key `api-key` only; the agent container only). */
+export const SERVER_API_KEY_VOLUME = 'server-api-key';
+/** Where the agent container of a server pod mounts the API-key Secret (read-only). */
+export const SERVER_API_KEY_DIR = '/var/run/agent-server';
+/** The file the server-mode supervisor reads the API key from (re-read while it runs: a new key needs no restart). */
+export const SERVER_API_KEY_FILE = `${SERVER_API_KEY_DIR}/${SERVER_API_KEY_KEY}`;
+/** The env variable naming that file (the key's value is never in the environment). */
+export const SERVER_API_KEY_FILE_ENV = 'AGENT_SERVER_API_KEY_FILE';
 /** Annotation on a server's objects: the hash of the spec the controller wrote (a changed recipe changes it). */
 export const ANNOTATION_SPEC_HASH = 'agents.re-cinq.com/spec-hash';
 /** API version of the HTTPRoute a server gets when the Gateway API is installed. */

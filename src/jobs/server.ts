@@ -1,7 +1,8 @@
 // The objects of a server (execution: server, issue 12), built from the same pod template as a Job run: a Deployment
 // `<agent>-server` whose pods run the supervisor in server mode, a Service of the same name, and, when the Station
 // names a Gateway, an HTTPRoute to the Service. Pure and total; the API-key Secret is made by the shell (it holds a
-// random key).
+// random key). The pods read the key from that Secret mounted as a file, never from their environment: the kubelet
+// refreshes the file when the Secret changes, so a new key reaches running pods without a rollout.
 
 import type { Agent, Station } from '../api/index.ts';
 import { fnv1a64 } from '../shared/trace-context.ts';
@@ -13,15 +14,33 @@ import {
   ANNOTATION_SPEC_HASH,
   COMPONENT_SERVER,
   HTTPROUTE_API_VERSION,
+  SERVER_API_KEY_DIR,
+  SERVER_API_KEY_FILE,
+  SERVER_API_KEY_FILE_ENV,
+  SERVER_API_KEY_KEY,
+  SERVER_API_KEY_VOLUME,
   SERVER_PORT,
   serverName,
 } from './server-names.ts';
 
-/** Env of a Job run that a server has no use for: it has no deadline (it ends when its Agent is deleted). */
-const NOT_FOR_SERVERS: ReadonlySet<string> = new Set(['AGENT_DEADLINE_AT', 'AGENT_DEADLINE_MS']);
+/**
+ * Env of a Job run that a server pod does not get: the run deadline (a server has none: it ends when its Agent is
+ * deleted), the API key's value (the pods read it from the mounted Secret) and any other value of the key file's
+ * variable (the controller's wins).
+ */
+const NOT_FOR_SERVERS: ReadonlySet<string> = new Set([
+  'AGENT_DEADLINE_AT',
+  'AGENT_DEADLINE_MS',
+  'AGENT_SERVER_API_KEY',
+  SERVER_API_KEY_FILE_ENV,
+]);
 
-/** Where the supervisor answers health checks (no authentication). */
+/** Where the supervisor answers the liveness probe (no authentication): the process serves. */
 export const SERVER_HEALTH_PATH = '/healthz';
+/** Where the supervisor answers the readiness probe (no authentication): it serves and has a usable API key. */
+export const SERVER_READY_PATH = '/readyz';
+/** Mode of the key file: read-only to its owner (root) and the pod's fsGroup (1000, the agent's user is in it). */
+export const SERVER_API_KEY_MODE = 0o440;
 
 /** Metadata of a server object: the run's, under the server's name, labelled as a server, with its spec hash. */
 export interface ServerObjectMetadata {
@@ -56,14 +75,12 @@ export interface ServerInput {
   readonly station: Station;
   /** The Job a run of this Agent would get (built with the Agent's creation time, so it never changes by itself). */
   readonly job: JobManifest;
-  /** The API-key Secret's resourceVersion, when known: a new key rolls the pods (they read it at start). */
-  readonly apiKeyVersion?: string | undefined;
+  /** The Secret holding the API key (`api-key`): mounted into the agent container, read by the supervisor live. */
+  readonly apiKeySecret: string;
   /** The input ConfigMap's data: a changed system prompt rolls the pods (they mount it at start). */
   readonly inputData?: Readonly<Record<string, string>> | undefined;
 }
 
-/** Pod-template annotation: the API-key Secret version the pods were started with. */
-export const ANNOTATION_API_KEY_VERSION = 'agents.re-cinq.com/api-key-version';
 /** Pod-template annotation: the hash of the input (system prompt) the pods were started with. */
 export const ANNOTATION_INPUT_HASH = 'agents.re-cinq.com/input-hash';
 
@@ -97,30 +114,70 @@ export function serverReplicas(agent: Agent, station: Station): number {
   return agent.spec.suspend === true ? 0 : station.spec.server.replicas;
 }
 
+const listOf = (x: unknown): JsonObject[] => (Array.isArray(x) ? (x as JsonObject[]) : []);
+
+/** The server pod's volume of the API-key Secret: its key `api-key` only, as the file `api-key`. */
+export function apiKeyVolume(secretName: string): JsonObject {
+  return {
+    name: SERVER_API_KEY_VOLUME,
+    secret: {
+      secretName,
+      defaultMode: SERVER_API_KEY_MODE,
+      items: [{ key: SERVER_API_KEY_KEY, path: SERVER_API_KEY_KEY }],
+    },
+  };
+}
+
 /**
- * The Job's pod template as a Deployment's: restarted always, no run deadline, probed on the health endpoint, and
- * annotated with what the pods read once at start (the key's version, the input's hash), so a change rolls them.
+ * The Job's pod template as a Deployment's: restarted always, no run deadline, probed (liveness on the health
+ * endpoint, readiness on the ready one), the API-key Secret mounted read-only into the agent container only (its
+ * file named by `AGENT_SERVER_API_KEY_FILE`; a volume or mount of the Station's at that name or path is replaced, and
+ * no other container mounts it), and annotated with the hash of the input the pods read once at start, so a changed
+ * input rolls them. A new key needs no rollout: the supervisor re-reads the file.
  */
 function serverPodTemplate(input: ServerInput): JsonObject {
   const template = structuredClone(input.job.spec.template);
   const metadata = (template.metadata ?? {}) as JsonObject;
   metadata.annotations = {
     ...((metadata.annotations ?? {}) as Record<string, string>),
-    ...(input.apiKeyVersion !== undefined ? { [ANNOTATION_API_KEY_VERSION]: input.apiKeyVersion } : {}),
     ...(input.inputData !== undefined ? { [ANNOTATION_INPUT_HASH]: specHash(input.inputData) } : {}),
   };
   template.metadata = metadata;
   const spec = template.spec as JsonObject;
   spec.restartPolicy = 'Always';
   delete spec.activeDeadlineSeconds;
-  const containers = Array.isArray(spec.containers) ? (spec.containers as JsonObject[]) : [];
+  spec.volumes = [
+    ...listOf(spec.volumes).filter((v) => v.name !== SERVER_API_KEY_VOLUME),
+    apiKeyVolume(input.apiKeySecret),
+  ];
+  const containers = listOf(spec.containers);
+  for (const c of [...listOf(spec.initContainers), ...containers]) {
+    if (c.name === 'agent' || !Array.isArray(c.volumeMounts)) continue;
+    c.volumeMounts = listOf(c.volumeMounts).filter((m) => m.name !== SERVER_API_KEY_VOLUME);
+  }
   const agent = containers.find((c) => c.name === 'agent');
   if (agent !== undefined) {
-    const env = Array.isArray(agent.env) ? (agent.env as JsonObject[]) : [];
-    agent.env = env.filter((e) => !NOT_FOR_SERVERS.has(String(e.name)));
-    const probe = { httpGet: { path: SERVER_HEALTH_PATH, port: SERVER_PORT } };
-    agent.readinessProbe = { ...probe, periodSeconds: 5, failureThreshold: 3 };
-    agent.livenessProbe = { ...probe, initialDelaySeconds: 10, periodSeconds: 10, failureThreshold: 3 };
+    agent.env = [
+      ...listOf(agent.env).filter((e) => !NOT_FOR_SERVERS.has(String(e.name))),
+      { name: SERVER_API_KEY_FILE_ENV, value: SERVER_API_KEY_FILE },
+    ];
+    agent.volumeMounts = [
+      ...listOf(agent.volumeMounts).filter(
+        (m) => m.name !== SERVER_API_KEY_VOLUME && m.mountPath !== SERVER_API_KEY_DIR,
+      ),
+      { name: SERVER_API_KEY_VOLUME, mountPath: SERVER_API_KEY_DIR, readOnly: true },
+    ];
+    agent.readinessProbe = {
+      httpGet: { path: SERVER_READY_PATH, port: SERVER_PORT },
+      periodSeconds: 5,
+      failureThreshold: 3,
+    };
+    agent.livenessProbe = {
+      httpGet: { path: SERVER_HEALTH_PATH, port: SERVER_PORT },
+      initialDelaySeconds: 10,
+      periodSeconds: 10,
+      failureThreshold: 3,
+    };
   }
   return template;
 }
@@ -130,8 +187,9 @@ function serverPodTemplate(input: ServerInput): JsonObject {
  * `<agent>-server`, controlled by the Agent (ownerReference with controller and blockOwnerDeletion, so garbage
  * collection removes it with the Agent), labelled `agents.re-cinq.com/component: server` and annotated with the hash
  * of its spec. The Deployment's pods are the run's pod template with restartPolicy Always, without the run deadline,
- * with liveness and readiness probes on `GET /healthz` at port 8080; the Service selects them on port 8080; the
- * route sends every request on the Station's Gateway (and hostname, if any) to the Service.
+ * with the API-key Secret mounted as a file, a liveness probe on `GET /healthz` and a readiness probe on
+ * `GET /readyz` at port 8080; the Service selects them on port 8080; the route sends every `/v1` request on the
+ * Station's Gateway (and hostname, if any) to the Service.
  */
 export function buildServerObjects(input: ServerInput): ServerObjects {
   const { agent, station } = input;

@@ -28,6 +28,16 @@ export async function getObject<T>(
   return r.ok ? decodeJson(r.value.text, schema, `${rt.kind} ${ref.name}`) : r;
 }
 
+/** Options of a create: the field manager, and `dryRun` (the server's `dryRun=All`: checked, never stored). */
+export interface CreateOptions extends CallOptions {
+  readonly fieldManager?: string | undefined;
+  /**
+   * Asks the API server to run the whole create (authorization, admission, validation, the name-collision check)
+   * without storing anything: a name taken is still `AlreadyExists`, a success answers the object it would make.
+   */
+  readonly dryRun?: boolean | undefined;
+}
+
 /**
  * POST a new object into `namespace` (apiVersion and kind are filled in from `rt` when missing). A name collision
  * is an `api` error with reason `AlreadyExists`.
@@ -38,13 +48,14 @@ export async function createObject<T>(
   namespace: string | undefined,
   body: Readonly<Record<string, unknown>>,
   schema: v.GenericSchema<unknown, T>,
-  opts: CallOptions & { readonly fieldManager?: string | undefined } = {},
+  opts: CreateOptions = {},
 ): Promise<Result<T, KubeError>> {
   const full = { apiVersion: apiVersionOf(rt), kind: rt.kind, ...body };
+  const { fieldManager, dryRun, ...call } = opts;
   const r = await t.request('POST', resourcePath(rt, { namespace }), {
-    ...opts,
+    ...call,
     body: full,
-    query: { fieldManager: opts.fieldManager },
+    query: { fieldManager, ...(dryRun === true ? { dryRun: 'All' } : {}) },
   });
   return r.ok ? decodeJson(r.value.text, schema, `created ${rt.kind}`) : r;
 }

@@ -1,6 +1,6 @@
 export type { ClusterConfig, InClusterOptions, KubeconfigOptions, ResolveOptions } from './config.ts';
 export { loadInClusterConfig, loadKubeconfig, resolveClusterConfig, SERVICE_ACCOUNT_DIR } from './config.ts';
-export type { CallOptions, ObjectRef } from './crud.ts';
+export type { CallOptions, CreateOptions, ObjectRef } from './crud.ts';
 export { createObject, getObject, replaceObject } from './crud.ts';
 export { decodeJson, validate } from './decode.ts';
 export type { KubeError, KubeErrorKind } from './errors.ts';

@@ -68,7 +68,7 @@ export interface ServerObservation {
   readonly service: ServerChildObservation;
   /** `unsupported`: the Gateway API (gateway.networking.k8s.io/v1 HTTPRoute) is not served. Absent: not read. */
   readonly route?: ServerChildObservation | { readonly kind: 'unsupported' } | undefined;
-  /** The API-key Secret. */
+  /** Whether the API-key Secret exists. */
   readonly apiKey: ApiKeyObservation;
   /** The input ConfigMap (its data, when this Agent's); absent: not read. */
   readonly input?:
@@ -77,14 +77,12 @@ export interface ServerObservation {
     | undefined;
 }
 
-/** A server's API-key Secret as the shell read it (never its value). */
-export type ApiKeyObservation =
-  /** With its key `api-key`; `version` is the Secret's resourceVersion (a new key rolls the pods). */
-  | { readonly kind: 'present'; readonly version: string }
-  | { readonly kind: 'absent' }
-  | { readonly kind: 'noKey' }
-  /** A generated-key Secret that is not this Agent's: an earlier Agent's of the same name (`stale`) or another's. */
-  | { readonly kind: 'notOwned'; readonly stale: boolean };
+/**
+ * Whether a server's API-key Secret exists: all the controller learns of it (it never reads Secrets; the shell asks
+ * with a dry-run create). Its contents, its owner and its version are not known: the pods read the key from a
+ * mounted file, so a new key reaches them without a rollout.
+ */
+export type ApiKeyObservation = { readonly kind: 'present' } | { readonly kind: 'absent' };
 
 /** Controller settings the decisions depend on. */
 export interface ReconcileOptions {

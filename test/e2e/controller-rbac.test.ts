@@ -1,7 +1,9 @@
 // The controller runs as the ServiceAccount of deploy/rbac/controller-rbac.yaml (a TokenRequest token in a
 // kubeconfig, never admin) and drives scenario A to Succeeded without a single Forbidden; the Agent itself is
 // created by the caller ServiceAccount of deploy/rbac/caller-rbac.yaml. Both tokens are held to least privilege:
-// the controller cannot read Secrets or create Pods, the caller can only create and read Agents.
+// the controller cannot read Secrets or create Pods, the caller can only create and read Agents. With the server
+// component the controller may create Secrets (API keys, and dry-run creates telling whether one exists) but still
+// read none; with the batch component it may get agent-secrets, by name.
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -187,7 +189,7 @@ describe(`controller RBAC proven with SubjectAccessReviews against deploy/ (issu
   before(() => applyCrds(cluster.client));
 
   it(
-    'no Secrets (but agent-secrets by name with the batch component), no pods, no escalation, no tokens',
+    'no Secrets read (but agent-secrets by name with the batch component; the server component only creates them), no pods, no escalation, no tokens',
     {
       timeout: 120_000,
     },
@@ -262,6 +264,31 @@ describe(`controller RBAC proven with SubjectAccessReviews against deploy/ (issu
             `may not ${verb} ${resource} ${JSON.stringify(o)}`,
           );
         }
+        // The server component: Secrets created (API keys; dry-run creates that tell whether one exists), never read.
+        await applyRbacManifests(s, 'deploy/components/server/server-rbac.yaml');
+        await pollUntil(async () => ((await can('create', 'secrets', {})) ? true : undefined), {
+          timeoutMs: 10_000,
+          description: 'the server grant to apply (it creates Secrets)',
+        });
+        const serverDenied: [string, string, Parameters<typeof can>[2]][] = [
+          ['get', 'secrets', {}],
+          ['get', 'secrets', { name: 'agent-secrets' }],
+          ['get', 'secrets', { name: 'bot-server-api-key' }],
+          ['list', 'secrets', {}],
+          ['watch', 'secrets', {}],
+          ['watch', 'secrets', { name: 'bot-server-api-key' }],
+          ['update', 'secrets', { name: 'bot-server-api-key' }],
+          ['patch', 'secrets', { name: 'bot-server-api-key' }],
+          ['delete', 'secrets', { name: 'bot-server-api-key' }],
+        ];
+        for (const [verb, resource, o] of serverDenied) {
+          assert.equal(
+            await can(verb, resource, o),
+            false,
+            `with the server component, may not ${verb} ${resource} ${JSON.stringify(o)}`,
+          );
+        }
+        assert.equal(await can('create', 'secrets', {}), true, 'with the server component: create Secrets');
         // The batch component: agent-secrets by name, get only.
         await applyRbacManifests(s, 'deploy/components/batch/batch-rbac.yaml');
         await pollUntil(

@@ -2,7 +2,10 @@
 // definition says `execution: server` becomes a Deployment, a Service and an API-key Secret owned by it, goes
 // Serving with Ready tracking the Deployment, and answers the plain OpenAI Chat Completions request shape (and its
 // streaming form) at the Service's endpoint (a ready pod it selects: the test node serves pod IPs on loopback), with
-// the generated key. A deleted Service is created again and an edited Deployment written back; an HTTPRoute appears
+// the generated key, which the pods read from the key Secret mounted as a file (no env var carries it). A deleted key
+// Secret is made again with a new key that the running pods take up without a rollout (the test node re-syncs Secret
+// volumes as the kubelet does), refusing the old one. A deleted Service is created again and an edited Deployment
+// written back; an HTTPRoute appears
 // once the Gateway API CRDs (from the sigs.k8s.io/gateway-api module) are installed and not before; suspend scales
 // it to zero; deleting the Agent removes everything. The admission reasons: a controller without SERVER_ENABLED, a
 // Station whose policy does not allow servers. The controller runs as the deploy/ ServiceAccount plus
@@ -53,7 +56,11 @@ const DeploymentSchema = v.looseObject({
   spec: v.looseObject({ replicas: v.number() }),
 });
 const PodSchema = v.looseObject({
-  metadata: v.looseObject({ deletionTimestamp: v.optional(v.nullable(v.string())) }),
+  metadata: v.looseObject({
+    uid: v.string(),
+    deletionTimestamp: v.optional(v.nullable(v.string())),
+    ownerReferences: v.optional(v.array(v.looseObject({ kind: v.string(), name: v.string() }))),
+  }),
   status: v.looseObject({
     podIP: v.optional(v.string()),
     conditions: v.optional(v.array(v.looseObject({ type: v.string(), status: v.string() }))),
@@ -112,6 +119,38 @@ async function startServerReplica(
       ...(enabled ? { SERVER_ENABLED: 'true' } : {}),
     },
   });
+}
+
+/** A pod a Service selects that is ready and not terminating: its uid, its ReplicaSet and its IP. */
+interface ReadyPod {
+  readonly uid: string;
+  readonly replicaSet: string | undefined;
+  readonly ip: string;
+}
+
+/** The ready pods a Service selects now (as an EndpointSlice would hold them). */
+async function readyPods(s: Scenario, service: string): Promise<ReadyPod[]> {
+  const svc = await s.client.get(
+    `/api/v1/namespaces/${s.ns}/services/${service}`,
+    v.looseObject({ spec: v.looseObject({ selector: v.record(v.string(), v.string()) }) }),
+  );
+  const selector = Object.entries(svc.spec.selector)
+    .map(([k, val]) => `${k}=${val}`)
+    .join(',');
+  const pods = await s.client.list(`/api/v1/namespaces/${s.ns}/pods`, { labelSelector: selector }, PodSchema);
+  return pods.items.flatMap((p) =>
+    (p.metadata.deletionTimestamp ?? undefined) === undefined &&
+    p.status.podIP !== undefined &&
+    (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True')
+      ? [
+          {
+            uid: p.metadata.uid,
+            replicaSet: p.metadata.ownerReferences?.find((o) => o.kind === 'ReplicaSet')?.name,
+            ip: p.status.podIP,
+          },
+        ]
+      : [],
+  );
 }
 
 /**
@@ -271,6 +310,48 @@ describe(`controller: servers (${runtime})`, { skip }, () => {
           );
           assert.equal(o.metadata.ownerReferences[0]?.uid, served.metadata.uid, `${path} owned by the Agent`);
         }
+        // The pods read the key from its Secret mounted as a file: no env var carries it, no key version rolls them.
+        const template = (
+          await s.client.get(
+            `/apis/apps/v1/namespaces/${s.ns}/deployments/bot-server`,
+            v.looseObject({
+              spec: v.looseObject({
+                template: v.looseObject({
+                  metadata: v.looseObject({ annotations: v.optional(v.record(v.string(), v.string())) }),
+                  spec: v.looseObject({
+                    volumes: v.array(v.looseObject({ name: v.string(), secret: v.optional(v.unknown()) })),
+                    containers: v.array(
+                      v.looseObject({
+                        name: v.string(),
+                        env: v.optional(
+                          v.array(v.looseObject({ name: v.string(), value: v.optional(v.string()) })),
+                        ),
+                        volumeMounts: v.optional(
+                          v.array(v.looseObject({ name: v.string(), mountPath: v.string() })),
+                        ),
+                      }),
+                    ),
+                  }),
+                }),
+              }),
+            }),
+          )
+        ).spec.template;
+        assert.equal(template.metadata.annotations?.['agents.re-cinq.com/api-key-version'], undefined);
+        assert.deepEqual(template.spec.volumes.find((x) => x.name === 'server-api-key')?.secret, {
+          secretName: 'bot-server-api-key',
+          defaultMode: 0o440,
+          items: [{ key: 'api-key', path: 'api-key' }],
+        });
+        const agentContainer = template.spec.containers.find((c) => c.name === 'agent');
+        const env = new Map((agentContainer?.env ?? []).map((e) => [e.name, e.value]));
+        assert.equal(env.has('AGENT_SERVER_API_KEY'), false, 'no env var carries the key');
+        assert.equal(env.get('AGENT_SERVER_API_KEY_FILE'), '/var/run/agent-server/api-key');
+        assert.ok(
+          (agentContainer?.volumeMounts ?? []).some(
+            (m) => m.name === 'server-api-key' && m.mountPath === '/var/run/agent-server',
+          ),
+        );
 
         // The generated key, from its Secret; a client using the plain OpenAI request shape.
         const secret = await s.client.get(`${ns}/secrets/bot-server-api-key`, SecretSchema);
@@ -405,8 +486,20 @@ describe(`controller: servers (${runtime})`, { skip }, () => {
           120_000,
         );
 
-        // A new key: the generated Secret deleted, the controller makes another, the pods roll to it; the old key is
-        // refused, the new one answers.
+        // A new key: the generated Secret deleted, the controller makes another, and the running pods take it up
+        // from their refreshed Secret volume without a rollout (the same pod, ReplicaSet and Deployment generation);
+        // the old key is refused, the new one answers.
+        const servingPods = await pollUntil(
+          async (observe) => {
+            const pods = await readyPods(s, 'bot-server');
+            observe(pods);
+            return pods.length === 1 ? pods : undefined;
+          },
+          { timeoutMs: 60_000, intervalMs: 250, description: 'the one ready pod' },
+        );
+        const [pod] = servingPods;
+        assert.ok(pod?.replicaSet, 'the pod belongs to a ReplicaSet');
+        const generation = (await s.client.get(deploymentPath, DeploymentSchema)).metadata.generation;
         await s.client.delete(`${ns}/secrets/bot-server-api-key`);
         const rotated = await pollUntil(
           async () => {
@@ -417,25 +510,44 @@ describe(`controller: servers (${runtime})`, { skip }, () => {
           },
           { timeoutMs: 30_000, intervalMs: 250, description: 'a new API key' },
         );
+        assert.match(rotated, /^sk-[0-9a-f]{48}$/);
         await pollUntil(
           async (observe) => {
-            const at = await endpointOf(s, 'bot-server');
+            const messages = (await s.agentEvents('bot', served.metadata.uid)).map((e) => e.message);
+            observe(messages);
+            return messages.some((m) =>
+              /API-key Secret bot-server-api-key was missing: a new key was made/.test(m ?? ''),
+            )
+              ? true
+              : undefined;
+          },
+          { timeoutMs: 30_000, intervalMs: 250, description: 'the Event of the new key' },
+        );
+        const at = `${pod.ip}:8080`;
+        await pollUntil(
+          async (observe) => {
             const r = await chat(at, rotated, { messages: [{ role: 'user', content: 'new key?' }] });
-            observe(`${at} ${r.status}`);
+            observe(`${r.status} ${r.text.slice(0, 200)}`);
             return r.status === 200 ? r : undefined;
           },
-          { timeoutMs: 120_000, intervalMs: 500, description: 'the new key accepted (the pods rolled)' },
+          { timeoutMs: 60_000, intervalMs: 250, description: 'the new key accepted by the same pod' },
+        );
+        assert.equal(
+          (await chat(at, key, { messages: [{ role: 'user', content: 'x' }] })).status,
+          401,
+          'the old key is refused',
+        );
+        assert.deepEqual(await readyPods(s, 'bot-server'), servingPods, 'the same pod serves: no rollout');
+        assert.equal(
+          (await s.client.get(deploymentPath, DeploymentSchema)).metadata.generation,
+          generation,
+          'the Deployment was not changed for the new key',
         );
         await s.waitForAgent(
           'bot',
           (a) => agentCondition(a, 'Ready')?.status === 'True',
-          'Ready after the new key',
-          120_000,
-        );
-        assert.equal(
-          (await chat(await endpointOf(s, 'bot-server'), key, { messages: [{ role: 'user', content: 'x' }] }))
-            .status,
-          401,
+          'Ready with the new key',
+          30_000,
         );
 
         // Deleted: garbage collection takes every object of the server.

@@ -1,6 +1,8 @@
 // The server-mode supervisor on the host (AGENT_EXECUTION=server): the real `supervisor` subcommand serving the
 // OpenAI-compatible API on a loopback port around a fake `claude` and `gemini` (the mock agent CLI in their styles,
-// on PATH), on Node from source and on Deno from the bundle. The API key (missing, wrong), /v1/models, an answer and
+// on PATH), on Node from source and on Deno from the bundle. The API key read from its file (AGENT_SERVER_API_KEY_FILE,
+// as the pod mounts its Secret): a rewritten file switching keys without a restart, a missing or empty one answering
+// 503 and failing /readyz until a key is there. The API key (missing, wrong), /v1/models, an answer and
 // its usage, a streamed answer, the concurrency limit (429), the request timeout (504, the CLI gone), a client leaving
 // mid-stream or before a plain answer (its CLI killed, its slot freed), an oversized body (413), a failing CLI (500),
 // a 401 or 413 closing the connection without reading the body, resuming a session, the request id on every line of
@@ -9,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -55,6 +57,9 @@ interface Served {
   linesOf(requestId: string): Json[];
 }
 
+/** Where each test file's fake bin folder keeps the key file every server reads unless told otherwise. */
+const keyFileIn = (bin: string): string => join(bin, 'api-key');
+
 /** Spawns the supervisor in server mode; resolves once it answers /healthz (or `ready: false`: at once). */
 async function startServer(
   runtime: Runtime,
@@ -78,7 +83,7 @@ async function startServer(
       POD_NAMESPACE: 'ns',
       AGENT_MODEL: cli.model,
       AGENT_EXECUTION: 'server',
-      AGENT_SERVER_API_KEY: KEY,
+      AGENT_SERVER_API_KEY_FILE: keyFileIn(bin),
       AGENT_SERVER_PORT: String(port),
       AGENT_POD_IP: '127.0.0.1',
       AGENT_RUN_RECIPE: JSON.stringify({ model: cli.model, permissionMode: 'bypass' }),
@@ -330,7 +335,7 @@ for (const runtime of ['node', 'deno'] as const) {
       // prompt saying please-stall hangs ignoring SIGTERM, please-slow takes about a second, please-fail exits 3.
       const script = [
         '#!/bin/sh',
-        'saw=""; [ -n "$AGENT_SERVER_API_KEY" ] && saw=yes',
+        'saw=""; [ -n "$AGENT_SERVER_API_KEY$AGENT_SERVER_API_KEY_FILE" ] && saw=yes',
         'echo "{\\"pid\\":$$,\\"sawApiKey\\":\\"$saw\\"}"',
         'case "$*" in',
         '  *please-stall*) export MOCK_MODE=wedge ;;',
@@ -345,6 +350,8 @@ for (const runtime of ['node', 'deno'] as const) {
         await writeFile(join(bin, name), script);
         await chmod(join(bin, name), 0o755);
       }
+      // As a Secret made with --from-file would hold it: with a trailing newline.
+      await writeFile(keyFileIn(bin), `${KEY}\n`);
     });
     after(() => rm(bin, { recursive: true, force: true }));
 
@@ -934,14 +941,135 @@ for (const runtime of ['node', 'deno'] as const) {
       });
     });
 
+    describe('the API key file', () => {
+      /** A folder laid out as the kubelet writes a Secret volume: `api-key -> ..data/api-key`, `..data -> <dir>`. */
+      async function secretVolume(key: string): Promise<{ file: string; swap(key: string): Promise<void> }> {
+        const dir = await mkdtemp(join(bin, 'vol-'));
+        let n = 0;
+        const swap = async (next: string): Promise<void> => {
+          const data = `..${++n}`;
+          await mkdir(join(dir, data));
+          await writeFile(join(dir, data, 'api-key'), next);
+          // One rename switches every file at once, as the kubelet's atomic writer does.
+          await symlink(data, join(dir, '..data_tmp'));
+          await rename(join(dir, '..data_tmp'), join(dir, '..data'));
+        };
+        await swap(key);
+        await symlink('..data/api-key', join(dir, 'api-key'));
+        return { file: join(dir, 'api-key'), swap };
+      }
+
+      const models = async (s: Served, key: string): Promise<number> =>
+        (await fetch(`${s.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status;
+      const readyz = async (s: Served): Promise<{ status: number; body: Json }> => {
+        const res = await fetch(`${s.url}/readyz`);
+        return { status: res.status, body: (await res.json()) as Json };
+      };
+
+      it('serves with the key its file holds; /readyz and /healthz pass', T, async () => {
+        const vol = await secretVolume(`${KEY}\n`);
+        const s = await startServer(runtime, bin, { AGENT_SERVER_API_KEY_FILE: vol.file });
+        try {
+          assert.equal(await models(s, KEY), 200);
+          assert.equal((await chat(s, ask('from the file'))).status, 200);
+          assert.equal(await models(s, `${KEY}x`), 401);
+          assert.deepEqual(await readyz(s), { status: 200, body: { ok: true, inFlight: 0 } });
+          assert.deepEqual(await health(s), { ok: true, inFlight: 0 });
+          assert.match(s.stderr(), /API key loaded/);
+        } finally {
+          await stop(s);
+        }
+      });
+
+      it(
+        'switches to a rewritten key without a restart: the new one answers, the old one is refused 401',
+        T,
+        async () => {
+          const vol = await secretVolume(KEY);
+          const s = await startServer(runtime, bin, { AGENT_SERVER_API_KEY_FILE: vol.file });
+          const next = 'sk-next-9876543210fedcba9876543210';
+          try {
+            assert.equal(await models(s, KEY), 200);
+            await vol.swap(`${next}\n`);
+            await waitFor(
+              async () => ((await models(s, next)) === 200 ? true : undefined),
+              10_000,
+              'the new key',
+            );
+            assert.equal(await models(s, KEY), 401, 'the old key is refused');
+            assert.equal((await chat(s, ask('new key'), { authorization: `Bearer ${next}` })).status, 200);
+            assert.equal((await chat(s, ask('old key'))).status, 401);
+            assert.equal(s.proc.exitCode, null, 'the same process: no restart');
+            assert.match(s.stderr(), /the API key changed; the new one is in use/);
+            for (const k of [KEY, next]) {
+              assert.ok(!s.stderr().includes(k), 'no key in the log');
+              assert.ok(!s.stdout.some((l) => l.includes(k)));
+            }
+          } finally {
+            await stop(s);
+          }
+        },
+      );
+
+      it(
+        'without a key file answers every API request 503 and is not ready; a key appearing makes it ready',
+        T,
+        async () => {
+          const dir = await mkdtemp(join(bin, 'nokey-'));
+          const file = join(dir, 'api-key');
+          const s = await startServer(runtime, bin, { AGENT_SERVER_API_KEY_FILE: file });
+          try {
+            assert.deepEqual(await health(s), { ok: true, inFlight: 0 }, 'alive: the liveness probe passes');
+            const ready = await readyz(s);
+            assert.equal(ready.status, 503);
+            assert.equal(ready.body.ok, false);
+            assert.match(String(ready.body.reason), /no usable API key: the API key file is missing/);
+            for (const headers of [auth, {}]) {
+              const r = await chat(s, ask('anyone?'), headers);
+              assert.equal(r.status, 503);
+              assert.equal(r.headers.get('retry-after'), '5');
+              assert.deepEqual(r.body, {
+                error: {
+                  message:
+                    'The server has no usable API key yet (its key file is missing, empty or too short); retry later',
+                  type: 'server_error',
+                  param: null,
+                  code: 'api_key_unavailable',
+                },
+              });
+            }
+            assert.equal(await models(s, KEY), 503);
+            assert.ok(!s.stdout.some((l) => l.includes('"pid"')), 'no CLI ran');
+            assert.match(s.stderr(), /no usable API key: the API key file is missing/);
+            // An empty file is no key either.
+            await writeFile(file, '\n');
+            await waitFor(
+              async () =>
+                /the API key file is empty/.test(String((await readyz(s)).body.reason)) ? true : undefined,
+              10_000,
+              'the empty file seen',
+            );
+            assert.equal(await models(s, KEY), 503);
+            // The key arrives: ready, and it answers.
+            await writeFile(file, KEY);
+            await waitFor(async () => ((await readyz(s)).status === 200 ? true : undefined), 10_000, 'ready');
+            assert.equal(await models(s, KEY), 200);
+            assert.equal((await chat(s, ask('now?'))).status, 200);
+            assert.equal(s.proc.exitCode, null);
+          } finally {
+            await stop(s);
+          }
+        },
+      );
+    });
+
     describe('unusable settings', () => {
       const cases: [string, Record<string, string>, RegExp][] = [
         [
-          'a short API key',
-          { AGENT_SERVER_API_KEY: 'short-key-1234' },
-          /AGENT_SERVER_API_KEY is missing or shorter/,
+          'no API key file named (a key in the environment is not read)',
+          { AGENT_SERVER_API_KEY_FILE: '', AGENT_SERVER_API_KEY: KEY },
+          /AGENT_SERVER_API_KEY_FILE is not set/,
         ],
-        ['no API key', { AGENT_SERVER_API_KEY: '' }, /AGENT_SERVER_API_KEY is missing/],
         [
           'a concurrency of 0',
           { AGENT_SERVER_CONCURRENCY: '0' },
@@ -965,7 +1093,6 @@ for (const runtime of ['node', 'deno'] as const) {
               .filter((l) => l.includes('"level":"error"'));
             assert.equal(errors.length, 1, s.stderr());
             assert.match(errors[0] ?? '', message);
-            if (env.AGENT_SERVER_API_KEY) assert.ok(!s.stderr().includes(env.AGENT_SERVER_API_KEY));
             assert.ok(!s.stderr().includes(KEY));
           } finally {
             await stop(s);

@@ -3,7 +3,16 @@
 // otherwise). The API server is replaced by a recorder of the pods/status patches the worker sends and fake
 // TokenRequest answers; the instant-mode test runs no process.
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -66,6 +75,7 @@ function startPod(
   tools?: HostTools,
   sources: VolumeSources = noSources,
   images: () => ImageTable = () => ({}),
+  volumeSyncMs?: number,
 ) {
   const uid = `uid-${process.pid}-${++seq}`;
   const pod = v.parse(NodePodSchema, {
@@ -93,6 +103,7 @@ function startPod(
       sources,
       trackProcess: () => undefined,
       now: Date.now,
+      ...(volumeSyncMs !== undefined ? { volumeSyncMs } : {}),
     },
     pod,
   );
@@ -595,6 +606,99 @@ describe('PodWorker token cache', () => {
     });
     assert.equal(requests, 1);
     await worker.terminate(0);
+    worker.cleanup();
+  });
+});
+
+describe('PodWorker keeps secret and configMap volumes in step with their objects, as the kubelet does', () => {
+  it('a changed Secret or ConfigMap is swapped in, an unchanged one is not rewritten, a deleted one leaves its files; nothing after the pod ended', {
+    timeout: 30_000,
+  }, async () => {
+    const noTools: HostTools = { unshare: '/x', sh: '/x', mount: '/x', mkdir: '/x', setpriv: '/x' };
+    let key: Record<string, string> | undefined = { 'api-key': 'one', other: 'not mounted' };
+    let cfg: Record<string, string> | undefined = { mode: 'fast' };
+    let reads = 0;
+    const sources: VolumeSources = {
+      ...noSources,
+      secret: async (_ns, name) => {
+        if (name !== 'key') return undefined;
+        reads++;
+        return key;
+      },
+      configMap: async (_ns, name) => (name === 'cfg' ? cfg : undefined),
+    };
+    const { worker } = startPod(
+      {
+        restartPolicy: 'Never',
+        volumes: [
+          {
+            name: 'key',
+            secret: { secretName: 'key', defaultMode: 0o440, items: [{ key: 'api-key', path: 'api-key' }] },
+          },
+          { name: 'cfg', projected: { sources: [{ configMap: { name: 'cfg' } }] } },
+        ],
+        containers: [{ name: 'agent', image: 'x' }],
+      },
+      // Runs no process: "runs" for a minute, until it is stopped.
+      { [INSTANT_ANNOTATION]: 'true', [INSTANT_DELAY_ANNOTATION]: '60000' },
+      noTools,
+      sources,
+      () => ({}),
+      50,
+    );
+    const volume = (name: string) => join(dir, 'pods', worker.uid, 'volumes', name);
+    const read = (name: string, file: string): string | undefined => {
+      try {
+        return readFileSync(join(volume(name), file), 'utf8');
+      } catch {
+        return undefined;
+      }
+    };
+    const dataOf = (name: string): string => readlinkSync(join(volume(name), '..data'));
+    /** Resolves once `n` more reads of the Secret (syncs) have happened. */
+    const syncs = async (n: number): Promise<void> => {
+      const target = reads + n;
+      await pollUntil(() => (reads >= target ? true : undefined), {
+        timeoutMs: 10_000,
+        intervalMs: 10,
+        description: `${n} more volume syncs`,
+      });
+    };
+    const until = (name: string, file: string, want: string | undefined, what: string) =>
+      pollUntil(() => (read(name, file) === want ? true : undefined), {
+        timeoutMs: 10_000,
+        intervalMs: 10,
+        description: what,
+      });
+    try {
+      await until('key', 'api-key', 'one', 'the Secret written');
+      assert.equal(read('key', 'other'), undefined, 'only the listed key');
+      // Unchanged: several syncs, the same data folder (nothing rewritten).
+      const first = dataOf('key');
+      await syncs(3);
+      assert.equal(dataOf('key'), first, 'an unchanged Secret is not rewritten');
+      // Changed: swapped in behind ..data, the old data folder gone.
+      key = { 'api-key': 'two' };
+      await until('key', 'api-key', 'two', 'the changed Secret');
+      const second = dataOf('key');
+      assert.notEqual(second, first);
+      assert.ok(!readdirSync(volume('key')).includes(first), 'the previous data folder is removed');
+      cfg = { mode: 'slow' };
+      await until('cfg', 'mode', 'slow', 'the changed ConfigMap of a projected volume');
+      // Deleted: the last files stay.
+      key = undefined;
+      await syncs(3);
+      assert.equal(read('key', 'api-key'), 'two', 'a deleted Secret leaves its files');
+      assert.equal(dataOf('key'), second);
+      // Back again, with a new value: written.
+      key = { 'api-key': 'three' };
+      await until('key', 'api-key', 'three', 'the Secret made again');
+    } finally {
+      await worker.terminate(0);
+    }
+    const after = reads;
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(reads, after, 'no syncs once the pod has ended');
     worker.cleanup();
   });
 });

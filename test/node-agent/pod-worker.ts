@@ -1,4 +1,5 @@
-// Runs one pod on the test node: volumes (projected tokens refreshed while it runs), init containers in
+// Runs one pod on the test node: volumes (projected tokens refreshed while it runs, secret and configMap contents
+// re-synced every VOLUME_SYNC_MS as the kubelet does, about every minute), init containers in
 // order (sidecars — init containers with restartPolicy Always — are started, probed and kept running beside
 // the app containers), then the containers, restarts by restartPolicy, activeDeadlineSeconds, graceful
 // termination (app containers first, then the sidecars in reverse order); keeps logs; reports status as it goes.
@@ -46,6 +47,9 @@ import {
 import {
   fsUserOf,
   type IssuedToken,
+  type Payload,
+  samePayload,
+  syncsWithObjects,
   type TokenRequestSpec,
   tokenRefreshAt,
   type VolumeContext,
@@ -76,7 +80,19 @@ export interface WorkerDeps {
   /** Called with each container process started / finished, for crash-safe cleanup by `testbed down`. */
   readonly trackProcess: (name: string, pid: number, running: boolean) => void;
   readonly now: () => number;
+  /** How often secret and configMap volumes are re-synced with their objects (default VOLUME_SYNC_MS). */
+  readonly volumeSyncMs?: number | undefined;
 }
+
+/**
+ * How often the test node re-syncs the secret and configMap volumes (and projected secret/configMap sources) of a
+ * running pod with their objects. The kubelet does it on its pod sync (every minute, `syncFrequency`) through its
+ * object cache, so a changed Secret reaches running pods within about a minute or two; the test node polls every
+ * 2 s, so tests of a rotated Secret need not wait that long. Changed files are swapped in atomically (the `..data`
+ * layout); unchanged ones are not rewritten; a Secret or ConfigMap that is gone (or a key that is) leaves the files
+ * as they were, as the kubelet's failed volume setup does (an optional one that is gone: its files are removed).
+ */
+export const VOLUME_SYNC_MS = 2000;
 
 type Kind = 'init' | 'app';
 
@@ -98,6 +114,13 @@ export interface ContainerLogInfo {
 
 /** How soon a failed token refresh is tried again (the files keep the previous token meanwhile). */
 const TOKEN_RETRY_MS = 10_000;
+
+/** A volume's files as last built, whether that build wrote them, and when its tokens are due (undefined: none). */
+interface Written {
+  readonly payload: Payload;
+  readonly refreshAt: number | undefined;
+  readonly written: boolean;
+}
 
 const DEADLINE = {
   reason: 'DeadlineExceeded',
@@ -132,7 +155,7 @@ export class PodWorker {
   readonly #sidecarLoops: Promise<void>[] = [];
   /** Aborted when the pod has ended: its volumes are no longer refreshed. */
   readonly #volumesStop = new AbortController();
-  /** The loops refreshing volumes that hold tokens. */
+  /** The loops refreshing volumes (tokens due, objects changed). */
   readonly #volumeLoops: Promise<void>[] = [];
   /** Tokens issued for the pod, by request: reused until due for a refresh (the kubelet's token manager). */
   readonly #tokens = new Map<string, IssuedToken>();
@@ -1051,8 +1074,9 @@ export class PodWorker {
    * Creates the pod's volumes under its folder: emptyDirs world-writable (setgid + group fsGroup when
    * set), API data volumes (secret, configMap, downwardAPI, projected) as files written like the kubelet's
    * (see ./volumes.ts). Waits (ContainerCreating, with the kubelet's MountVolume.SetUp message) while a
-   * referenced object is missing or a token is refused; undefined when the pod was stopped meanwhile. Volumes
-   * holding tokens are then rewritten whenever a token is due for a refresh, until the pod ends.
+   * referenced object is missing or a token is refused; undefined when the pod was stopped meanwhile. Until the pod
+   * ends, volumes holding tokens are then rebuilt whenever a token is due for a refresh, and those of Secrets and
+   * ConfigMaps every VOLUME_SYNC_MS (see #refreshVolume).
    */
   async #setupVolumes(): Promise<Map<string, string> | undefined> {
     const spec = this.#pod.spec;
@@ -1060,7 +1084,7 @@ export class PodWorker {
     for (;;) {
       if (this.#stopping) return undefined;
       const dirs = new Map<string, string>();
-      const refreshes: { vol: Volume; dir: string; at: number }[] = [];
+      const refreshes: { vol: Volume; dir: string; written: Written }[] = [];
       let problem: string | undefined;
       for (const vol of spec.volumes) {
         const dir = join(this.#dir, 'volumes', vol.name);
@@ -1071,15 +1095,16 @@ export class PodWorker {
           chmodSync(dir, fsGroup !== undefined ? 0o2777 : 0o777);
           continue;
         }
-        const written = await this.#writeVolume(vol, dir);
+        const written = await this.#writeVolume(vol, dir, undefined);
         if (!written.ok) {
           problem = `MountVolume.SetUp failed for volume "${vol.name}" : ${written.error}`;
           break;
         }
-        if (written.value !== undefined) refreshes.push({ vol, dir, at: written.value });
+        if (written.value.refreshAt !== undefined || syncsWithObjects(vol))
+          refreshes.push({ vol, dir, written: written.value });
       }
       if (!problem) {
-        for (const r of refreshes) this.#volumeLoops.push(this.#refreshVolume(r.vol, r.dir, r.at));
+        for (const r of refreshes) this.#volumeLoops.push(this.#refreshVolume(r.vol, r.dir, r.written));
         return dirs;
       }
       this.#log.info('Volume not ready', { problem });
@@ -1123,53 +1148,81 @@ export class PodWorker {
   }
 
   /**
-   * Builds an API data volume's files and writes them into `dir` (a plain folder for other kinds). Returns when
-   * a token in it is due for a refresh (undefined: never), or the MountVolume.SetUp error.
+   * Builds an API data volume's files and writes them into `dir` (a plain folder for other kinds), unless they are
+   * the files `previous` already wrote there. Returns the files, whether they were written, and when a token in them
+   * is due for a refresh (undefined: never); or the MountVolume.SetUp error (nothing written).
    */
-  async #writeVolume(vol: Volume, dir: string): Promise<Result<number | undefined, string>> {
+  async #writeVolume(
+    vol: Volume,
+    dir: string,
+    previous: Payload | undefined,
+  ): Promise<Result<Written, string>> {
     const content = await volumeContent(vol, this.#volumeContext());
     if (content === undefined) {
       mkdirSync(dir, { recursive: true });
-      return ok(undefined);
+      return ok({ payload: new Map(), refreshAt: undefined, written: false });
     }
     if (!content.ok) return content;
+    const { payload, refreshAt } = content.value;
+    if (previous !== undefined && samePayload(previous, payload))
+      return ok({ payload, refreshAt, written: false });
     try {
-      writeVolume(dir, content.value.payload, this.#pod.spec.securityContext.fsGroup, this.#deps.now());
+      writeVolume(dir, payload, this.#pod.spec.securityContext.fsGroup, this.#deps.now());
     } catch (error) {
       return err(error instanceof Error ? error.message : String(error));
     }
-    return ok(content.value.refreshAt);
+    return ok({ payload, refreshAt, written: true });
   }
 
   /**
-   * Keeps the tokens of a volume fresh, as the kubelet's token manager does: at `at` (80% of the token's
-   * lifetime, at most 24 h) the volume is rebuilt, with new tokens, and swapped in atomically; a failed refresh
-   * keeps the files and is retried shortly. Ends when the pod has ended.
+   * Keeps a volume in step until the pod ends, as the kubelet does: its tokens, as the kubelet's token manager, at
+   * their refresh time (80% of the lifetime, at most 24 h; a failed refresh keeps the files and is retried shortly);
+   * its Secrets and ConfigMaps every VOLUME_SYNC_MS (changed files swapped in atomically, unchanged ones left alone;
+   * an object that is gone or unreadable leaves the files as they are, retried at the next sync).
    */
-  async #refreshVolume(vol: Volume, dir: string, at: number): Promise<void> {
+  async #refreshVolume(vol: Volume, dir: string, first: Written): Promise<void> {
     const signal = this.#volumesStop.signal;
-    let next = at;
+    const syncMs = syncsWithObjects(vol) ? (this.#deps.volumeSyncMs ?? VOLUME_SYNC_MS) : undefined;
+    let payload = first.payload;
+    let tokenAt = first.refreshAt;
+    let failing: string | undefined;
     for (;;) {
-      await sleep(next - this.#deps.now(), [signal]);
+      const now = this.#deps.now();
+      const never = Number.POSITIVE_INFINITY;
+      const next = Math.min(tokenAt ?? never, syncMs === undefined ? never : now + syncMs);
+      if (next === never) return;
+      await sleep(next - now, [signal]);
       if (signal.aborted) return;
-      let written: Result<number | undefined, string>;
+      const tokensDue = tokenAt !== undefined && this.#deps.now() >= tokenAt;
+      let written: Result<Written, string>;
       try {
-        written = await this.#writeVolume(vol, dir);
+        written = await this.#writeVolume(vol, dir, payload);
       } catch (error) {
         written = err(error instanceof Error ? error.message : String(error));
       }
       if (signal.aborted) return;
       if (written.ok) {
-        this.#log.info('Volume tokens refreshed', { volume: vol.name });
-        if (written.value === undefined) return;
-        // At most one refresh a second, whatever lifetime the tokens claim.
-        next = Math.max(written.value, this.#deps.now() + 1000);
+        if (written.value.written)
+          this.#log.info(tokensDue ? 'Volume tokens refreshed' : 'Volume updated: its objects changed', {
+            volume: vol.name,
+          });
+        if (failing !== undefined) this.#log.info('Volume in step again', { volume: vol.name });
+        failing = undefined;
+        payload = written.value.payload;
+        // At most one token refresh a second, whatever lifetime the tokens claim.
+        tokenAt =
+          written.value.refreshAt === undefined
+            ? undefined
+            : Math.max(written.value.refreshAt, this.#deps.now() + 1000);
       } else {
-        this.#log.warn('Volume token refresh failed; the previous token stays', {
-          volume: vol.name,
-          problem: written.error,
-        });
-        next = this.#deps.now() + TOKEN_RETRY_MS;
+        // Logged once per problem: a deleted Secret fails every sync until it is back.
+        if (failing !== written.error)
+          this.#log.warn('Volume refresh failed; the previous files stay', {
+            volume: vol.name,
+            problem: written.error,
+          });
+        failing = written.error;
+        if (tokensDue) tokenAt = this.#deps.now() + TOKEN_RETRY_MS;
       }
     }
   }

@@ -11,6 +11,8 @@ import {
   formatMap,
   fsUserOf,
   type IssuedToken,
+  samePayload,
+  syncsWithObjects,
   type TokenRequestSpec,
   tokenRefreshAt,
   type VolumeContext,
@@ -328,6 +330,67 @@ describe('token refresh and owner', () => {
   it('formatMap: sorted key="value" lines', () => {
     assert.equal(formatMap({ b: '2', a: 'x\ny' }), 'a="x\\ny"\nb="2"');
     assert.equal(formatMap({}), '');
+  });
+});
+
+describe('keeping volumes in step with their objects', () => {
+  const vol = (spec: Record<string, unknown>): Volume =>
+    pod({ volumes: [{ name: 'v', ...spec }] }).spec.volumes[0] as Volume;
+
+  it('syncsWithObjects: secret and configMap volumes, projected ones with such a source; not tokens alone, downwardAPI or emptyDir', () => {
+    assert.equal(syncsWithObjects(vol({ secret: { secretName: 's' } })), true);
+    assert.equal(syncsWithObjects(vol({ configMap: { name: 'c' } })), true);
+    assert.equal(
+      syncsWithObjects(
+        vol({
+          projected: {
+            sources: [{ serviceAccountToken: { path: 't' } }, { configMap: { name: 'kube-root-ca.crt' } }],
+          },
+        }),
+      ),
+      true,
+    );
+    assert.equal(syncsWithObjects(vol({ projected: { sources: [{ secret: { name: 's' } }] } })), true);
+    assert.equal(
+      syncsWithObjects(vol({ projected: { sources: [{ serviceAccountToken: { path: 't' } }] } })),
+      false,
+    );
+    assert.equal(
+      syncsWithObjects(
+        vol({ downwardAPI: { items: [{ path: 'n', fieldRef: { fieldPath: 'metadata.name' } }] } }),
+      ),
+      false,
+    );
+    assert.equal(syncsWithObjects(vol({ emptyDir: {} })), false);
+  });
+
+  it('samePayload: the same paths with the same contents, modes and owners', () => {
+    const a = new Map<string, FileProjection>([
+      ['api-key', { data: 'k1', mode: 0o440 }],
+      ['x/y', { data: 'z', mode: 0o644, fsUser: 1000 }],
+    ]);
+    assert.equal(samePayload(a, new Map(a)), true);
+    assert.equal(samePayload(a, new Map([...a].map(([p, f]) => [p, { ...f }]))), true);
+    const changed = (path: string, f: FileProjection) => new Map([...a, [path, f]]);
+    assert.equal(samePayload(a, changed('api-key', { data: 'k2', mode: 0o440 })), false, 'content');
+    assert.equal(samePayload(a, changed('api-key', { data: 'k1', mode: 0o444 })), false, 'mode');
+    assert.equal(samePayload(a, changed('x/y', { data: 'z', mode: 0o644 })), false, 'owner');
+    assert.equal(samePayload(a, changed('more', { data: '', mode: 0o644 })), false, 'a file more');
+    assert.equal(samePayload(a, new Map([...a].slice(1))), false, 'a file less');
+    assert.equal(samePayload(new Map(), new Map()), true);
+  });
+
+  it('a Secret that is gone fails the build (the kubelet then keeps the files); an optional one empties the volume', async () => {
+    const p = pod();
+    const { sources: s } = sources(() => issued('t'));
+    const ctx = context(p, s);
+    assert.deepEqual(await volumeContent(vol({ secret: { secretName: 'gone' } }), ctx), {
+      ok: false,
+      error: 'secret "gone" not found',
+    });
+    const optional = await volumeContent(vol({ secret: { secretName: 'gone', optional: true } }), ctx);
+    assert.ok(optional?.ok);
+    assert.equal(optional.value.payload.size, 0);
   });
 });
 

@@ -1,7 +1,7 @@
 // What the kubelet writes into API data volumes (secret, configMap, downwardAPI, projected with
 // serviceAccountToken/configMap/secret/downwardAPI sources), and how: the kubelet's atomic writer layout, so a
-// rewrite (a refreshed token) never shows a reader a half-written file. The pod's objects and tokens come from
-// injected sources; only writeVolume touches the file system.
+// rewrite (a refreshed token, a changed Secret or ConfigMap) never shows a reader a half-written file. The pod's
+// objects and tokens come from injected sources; only writeVolume touches the file system.
 import {
   chmodSync,
   chownSync,
@@ -291,6 +291,26 @@ export async function volumeContent(
   }
   if (errors.length > 0) return err(aggregate(errors));
   return done(files, refreshAt);
+}
+
+/**
+ * Whether the kubelet keeps a volume in step with API objects while the pod runs: secret and configMap volumes,
+ * and projected volumes with a secret or configMap source (downwardAPI files are written once here; tokens are
+ * refreshed on their own schedule, see tokenRefreshAt).
+ */
+export function syncsWithObjects(vol: Volume): boolean {
+  if (vol.secret !== undefined || vol.configMap !== undefined) return true;
+  return (vol.projected?.sources ?? []).some((s) => s.secret !== undefined || s.configMap !== undefined);
+}
+
+/** Whether two payloads hold the same files (paths, contents, modes, owners): an unchanged one is not rewritten. */
+export function samePayload(a: Payload, b: Payload): boolean {
+  if (a.size !== b.size) return false;
+  for (const [path, f] of a) {
+    const g = b.get(path);
+    if (g === undefined || g.data !== f.data || g.mode !== f.mode || g.fsUser !== f.fsUser) return false;
+  }
+  return true;
 }
 
 /** Several errors as Kubernetes aggregates them: the one message alone, else `[a, b]`. */

@@ -421,7 +421,7 @@ describe('deploy/components/server', () => {
   const binding = only(docs, 'RoleBinding');
   const controller = only(load('controller-rbac.yaml'), 'ServiceAccount');
 
-  it("writes servers' Deployments, Services and HTTPRoutes and their key Secrets, in its namespace: no list, no patch", () => {
+  it("writes servers' Deployments, Services and HTTPRoutes and creates their key Secrets, in its namespace: no list, no patch", () => {
     assert.equal(docs.length, 2);
     assertNoWildcards(role.rules);
     assert.deepEqual(role.rules, [
@@ -432,7 +432,7 @@ describe('deploy/components/server', () => {
         resources: ['httproutes'],
         verbs: ['get', 'create', 'update', 'delete'],
       },
-      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create'] },
+      { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
     ]);
     assert.equal(role.metadata.namespace, controller.metadata.namespace);
     assert.deepEqual(binding.roleRef, {
@@ -443,6 +443,20 @@ describe('deploy/components/server', () => {
     assert.deepEqual(binding.subjects, [
       { kind: 'ServiceAccount', name: controller.metadata.name, namespace: controller.metadata.namespace },
     ]);
+  });
+
+  it('never reads Secrets: create only (a generated key, a dry-run create to tell one exists), no get, list or watch', () => {
+    assert.deepEqual(verbsOn(role.rules, '', 'secrets'), ['create']);
+    for (const verb of ['get', 'list', 'watch'])
+      assert.ok(
+        !role.rules.some(
+          (r) =>
+            r.apiGroups.includes('') &&
+            (r.resources.includes('secrets') || r.resources.includes('*')) &&
+            (r.verbs.includes(verb) || r.verbs.includes('*')),
+        ),
+        `no ${verb} on Secrets, by name or not`,
+      );
   });
 
   it('is a kustomize Component that turns SERVER_ENABLED on', () => {

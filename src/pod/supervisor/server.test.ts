@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { type IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import {
+  API_KEY_RELOAD_MS,
+  ApiKeyFile,
+  type ApiKeyState,
   ApiServer,
+  apiKeyOfText,
   DEFAULT_SERVER_CONCURRENCY,
   DEFAULT_SERVER_MAX_BODY_BYTES,
   DEFAULT_SERVER_PORT,
@@ -18,8 +22,9 @@ import {
 import { prepare, type SupervisorIo } from './supervise.ts';
 
 const KEY = 'k'.repeat(16);
+const KEY_FILE = '/var/run/agent-server/api-key';
 const RECIPE = JSON.stringify({ model: 'claude-opus-5-5', permissionMode: 'bypass', allowedTools: ['Bash'] });
-const base = { AGENT_SERVER_API_KEY: KEY, AGENT_RUN_RECIPE: RECIPE };
+const base = { AGENT_SERVER_API_KEY_FILE: KEY_FILE, AGENT_RUN_RECIPE: RECIPE };
 
 /** The error of settings that must be refused. */
 function refused(env: Record<string, string>): string {
@@ -29,11 +34,11 @@ function refused(env: Record<string, string>): string {
 }
 
 describe('server settings', () => {
-  it('defaults everything but the key and the recipe', () => {
+  it('defaults everything but the key file and the recipe', () => {
     const r = parseServerConfig(base);
     assert.ok(r.ok);
     assert.deepEqual(r.value, {
-      apiKey: KEY,
+      apiKeyFile: KEY_FILE,
       port: DEFAULT_SERVER_PORT,
       host: '0.0.0.0',
       concurrency: DEFAULT_SERVER_CONCURRENCY,
@@ -64,30 +69,105 @@ describe('server settings', () => {
     assert.equal(r.value.maxBodyBytes, DEFAULT_SERVER_MAX_BODY_BYTES);
   });
 
-  it('needs an API key of at least 16 characters, and never says what it was', () => {
-    for (const key of [undefined, '', 'k'.repeat(15)]) {
-      const env: Record<string, string> = { AGENT_RUN_RECIPE: RECIPE };
-      if (key !== undefined) env.AGENT_SERVER_API_KEY = key;
+  it('needs AGENT_SERVER_API_KEY_FILE, not a key in the environment', () => {
+    for (const file of [undefined, '', '  ']) {
+      const env: Record<string, string> = { AGENT_RUN_RECIPE: RECIPE, AGENT_SERVER_API_KEY: KEY };
+      if (file !== undefined) env.AGENT_SERVER_API_KEY_FILE = file;
       const error = refused(env);
-      assert.equal(error, 'AGENT_SERVER_API_KEY is missing or shorter than 16 characters');
+      assert.equal(
+        error,
+        'AGENT_SERVER_API_KEY_FILE is not set: the server reads its API key from the file it names',
+      );
+      assert.ok(!error.includes(KEY));
+    }
+  });
+});
+
+describe('the API key file', () => {
+  it('trims whitespace and newlines around the key (a Secret made --from-file ends in a newline)', () => {
+    for (const raw of [`${KEY}\n`, `  ${KEY}\r\n`, `\t${KEY} `])
+      assert.deepEqual(apiKeyOfText(raw), { kind: 'usable', key: KEY }, JSON.stringify(raw));
+  });
+
+  it('counts the length of the trimmed key; empty or short is unusable, saying why but never the content', () => {
+    assert.deepEqual(apiKeyOfText(''), { kind: 'unusable', why: 'the API key file is empty' });
+    assert.deepEqual(apiKeyOfText('\n'.repeat(20)), { kind: 'unusable', why: 'the API key file is empty' });
+    for (const raw of [`${'k'.repeat(15)}\n`, ` ${'k'.repeat(15)} `]) {
+      const state = apiKeyOfText(raw);
+      assert.equal(state.kind, 'unusable');
+      assert.ok(state.kind === 'unusable' && !state.why.includes('k'.repeat(15)));
+      assert.match(state.kind === 'unusable' ? state.why : '', /shorter than 16 characters/);
     }
   });
 
-  it('trims whitespace and newlines around the API key (a Secret made --from-file ends in a newline)', () => {
-    for (const raw of [`${KEY}\n`, `  ${KEY}\r\n`, `\t${KEY} `]) {
-      const r = parseServerConfig({ ...base, AGENT_SERVER_API_KEY: raw });
-      assert.ok(r.ok, JSON.stringify(raw));
-      assert.equal(r.value.apiKey, KEY);
+  it('is read again only once the last read is a second old, then sees a new key, a missing and a restored file', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'srv-key-'));
+    const file = join(dir, 'api-key');
+    let now = 1_000_000;
+    const changes: [ApiKeyState, ApiKeyState | undefined][] = [];
+    const key = new ApiKeyFile(
+      file,
+      () => now,
+      (state, previous) => changes.push([state, previous]),
+    );
+    try {
+      assert.deepEqual(await key.current(), { kind: 'unusable', why: 'the API key file is missing' });
+      await writeFile(file, `${KEY}\n`);
+      now += API_KEY_RELOAD_MS - 1;
+      assert.equal((await key.current()).kind, 'unusable', 'not read again within the second');
+      now += 1;
+      assert.deepEqual(await key.current(), { kind: 'usable', key: KEY });
+      const other = 'o'.repeat(20);
+      await writeFile(file, other);
+      assert.deepEqual(await key.current(), { kind: 'usable', key: KEY }, 'the old key within the second');
+      now += API_KEY_RELOAD_MS;
+      assert.deepEqual(await key.current(), { kind: 'usable', key: other });
+      now += API_KEY_RELOAD_MS;
+      assert.deepEqual(await key.current(), { kind: 'usable', key: other });
+      await unlink(file);
+      now += API_KEY_RELOAD_MS;
+      assert.equal((await key.current()).kind, 'unusable');
+      // Each new state heard once, with the one before; an unchanged read is not a change.
+      assert.deepEqual(
+        changes.map(([state, previous]) => [state.kind, previous?.kind]),
+        [
+          ['unusable', undefined],
+          ['usable', 'unusable'],
+          ['usable', 'usable'],
+          ['unusable', 'usable'],
+        ],
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 
-  it('counts the length of the trimmed API key', () => {
-    for (const raw of [`${'k'.repeat(15)}\n`, ` ${'k'.repeat(15)} `, '\n'.repeat(20), ' '.repeat(16)]) {
-      const error = refused({ ...base, AGENT_SERVER_API_KEY: raw });
-      assert.equal(error, 'AGENT_SERVER_API_KEY is missing or shorter than 16 characters');
+  it('reads once for callers that ask at the same time', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'srv-key-'));
+    const file = join(dir, 'api-key');
+    await writeFile(file, KEY);
+    let reads = 0;
+    const key = new ApiKeyFile(
+      file,
+      () => 0,
+      () => {
+        reads++;
+      },
+    );
+    try {
+      const all = await Promise.all([key.current(), key.current(), key.current()]);
+      assert.deepEqual(
+        all,
+        [0, 1, 2].map(() => ({ kind: 'usable', key: KEY })),
+      );
+      assert.equal(reads, 1);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
+});
 
+describe('server settings: unusable values', () => {
   const bad: [string, string, RegExp][] = [
     ['AGENT_SERVER_PORT', '0', /AGENT_SERVER_PORT must be an integer from 1 to 65535, got "0"/],
     ['AGENT_SERVER_PORT', '70000', /AGENT_SERVER_PORT/],
@@ -189,10 +269,16 @@ describe('the concurrency limit', () => {
   it('lets one of two requests read in the same tick through when the limit is 1, refusing the other', async () => {
     // No `claude` on PATH: a request let through is answered 500 (the CLI could not be started), one refused 429.
     const bin = await mkdtemp(join(tmpdir(), 'srv-unit-'));
+    await writeFile(join(bin, 'api-key'), KEY);
     const quiet = { write: () => true, once: () => undefined, on: () => undefined };
     const io: SupervisorIo = {
       argv: ['claude'],
-      env: { ...base, AGENT_SERVER_CONCURRENCY: '1', PATH: bin },
+      env: {
+        ...base,
+        AGENT_SERVER_API_KEY_FILE: join(bin, 'api-key'),
+        AGENT_SERVER_CONCURRENCY: '1',
+        PATH: bin,
+      },
       stdout: quiet,
       stderr: quiet,
       now: () => Date.now(),
@@ -208,7 +294,13 @@ describe('the concurrency limit', () => {
       );
       const responses = requests.map((req) => new ServerResponse(req.asRequest));
       const handled = requests.map((req, i) => server.handle(req.asRequest, responses[i] as ServerResponse));
-      await new Promise((resolve) => setImmediate(resolve));
+      // Both requests are reading their bodies (the key file read first, for each).
+      for (let i = 0; i < 1000 && requests.some((req) => req.listenerCount('data') === 0); i++)
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      assert.ok(
+        requests.every((req) => req.listenerCount('data') > 0),
+        'both requests read their bodies',
+      );
       // Both bodies end in one synchronous block: both requests are checked before either runs.
       for (const req of requests) req.emit('data', body);
       for (const req of requests) req.emit('end');

@@ -3,11 +3,20 @@
 // its own.
 //
 // Served on `AGENT_SERVER_PORT` (8080) at `AGENT_POD_IP` (else 0.0.0.0):
-// - `GET /healthz` (no auth): `{"ok":true,"inFlight":n}` (503 with `ok: false` while shutting down);
+// - `GET /healthz` (no auth; the liveness probe): `{"ok":true,"inFlight":n}` (503 with `ok: false` while shutting
+//   down);
+// - `GET /readyz` (no auth; the readiness probe): as /healthz, and 503 with `ok: false` and a `reason` also while
+//   there is no usable API key, so the pod is not Ready (no Service sends it requests it would refuse);
 // - `GET /metrics` (no auth): Prometheus text (server-metrics.ts);
-// - `GET /v1/models`, `GET /v1/models/{id}` and `POST /v1/chat/completions`, for holders of `AGENT_SERVER_API_KEY`
-//   (surrounding whitespace trimmed, at least 16 characters; `Authorization: Bearer <key>`, compared in constant
-//   time; anything else → 401 `invalid_api_key`, no detail).
+// - `GET /v1/models`, `GET /v1/models/{id}` and `POST /v1/chat/completions`, for holders of the API key
+//   (`Authorization: Bearer <key>`, compared in constant time; anything else → 401 `invalid_api_key`, no detail).
+//
+// The API key is read from the file `AGENT_SERVER_API_KEY_FILE` names (the pod's mounted Secret; its value is never
+// in the environment): its content with surrounding whitespace trimmed, at least 16 characters. The file is read
+// again at most once a second (when a request or a probe needs the key and the last read is older), so a key the
+// kubelet has refreshed in the volume is in use within a second, without a restart, and the old one is refused from
+// then on. While the file is missing, empty or too short, every API request is answered 503 `api_key_unavailable`
+// (its body never read) and /readyz fails; the server keeps running and takes a key as soon as one is there.
 // A 401 or 413 (a body over `AGENT_SERVER_MAX_BODY_BYTES`, refused as soon as it is declared or read past the limit)
 // is answered with `connection: close` and the socket destroyed after it, its body never read: no client can make
 // the server read an unbounded body (nor can one with a 404 or 405, whose connection is closed when it has a body).
@@ -20,10 +29,10 @@
 // `AGENT_SERVER_REQUEST_TIMEOUT_SECONDS` has its CLI's process group sent SIGTERM, then SIGKILL after the exit grace
 // (`AGENT_EXIT_GRACE_MS`), and is answered 504 (streamed: an error event); a client that goes away stops its turn the
 // same way. Every request has an id (`chatcmpl-…`, the completion's id and `X-Request-Id`), logged and carried by
-// every line of its turn on stdout and to the sinks (`requestId`, see `superviseChild`). The API key is removed
-// from the environment the CLI turns get, so it is not handed to the agent; the CLI runs as the same user as the
-// supervisor, though, so a process of the agent could still read it from the supervisor's own environment
-// (/proc/<pid>/environ): this keeps the key from being passed on, it is no boundary against a hostile agent. When a
+// every line of its turn on stdout and to the sinks (`requestId`, see `superviseChild`). The key file's name is
+// removed from the environment the CLI turns get, so the key is not pointed out to the agent; the CLI runs as the
+// same user as the supervisor, though, and the file is readable to that user: this keeps the key from being passed
+// on, it is no boundary against a hostile agent. When a
 // turn is over, whatever its CLI left running in its process group is killed. `agent_server_requests_total` counts
 // each request by how it ended (see `handle`): a stream's status line says 200 before its turn runs, its count says
 // 504, 500, 503 or 499 when it ended so.
@@ -33,6 +42,7 @@
 
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { err, ok, type Result } from '../../shared/result.ts';
 import { vendorCommand } from '../../vendors/cli/argv.ts';
@@ -97,14 +107,22 @@ export const DEFAULT_SERVER_REQUEST_TIMEOUT_SECONDS = 300;
 export const DEFAULT_SERVER_MAX_BODY_BYTES = 1024 * 1024;
 /** The shortest API key accepted. */
 export const MIN_API_KEY_LENGTH = 16;
+/** How long a key read from its file is used before the file is read again (when the key is next needed). */
+export const API_KEY_RELOAD_MS = 1000;
 /** How often a quiet stream gets an SSE comment, so proxies do not drop the connection. */
 const SSE_HEARTBEAT_MS = 15_000;
-/** The env variable holding the API key; never logged, removed from the CLI turns' environment. */
-const API_KEY_ENV = 'AGENT_SERVER_API_KEY';
+/** The env variable naming the API key file; removed from the CLI turns' environment. */
+const API_KEY_FILE_ENV = 'AGENT_SERVER_API_KEY_FILE';
+/**
+ * Env the CLI turns never get: the key file's name, and a key value in the environment (which the server no longer
+ * reads; a pod template of an older controller carried it).
+ */
+const NOT_FOR_TURNS: ReadonlySet<string> = new Set([API_KEY_FILE_ENV, 'AGENT_SERVER_API_KEY']);
 
 /** What the server-mode supervisor reads besides the Job run's configuration. */
 export interface ServerConfig {
-  readonly apiKey: string;
+  /** The file holding the API key (re-read while serving, see ApiKeyFile). */
+  readonly apiKeyFile: string;
   readonly port: number;
   readonly host: string;
   readonly concurrency: number;
@@ -129,13 +147,14 @@ function intSetting(
   return ok(n);
 }
 
-/** Reads the server settings; one line naming the variable when one is unusable (never the key's value). */
+/**
+ * Reads the server settings; one line naming the variable when one is unusable. The API key file need not exist
+ * yet: it is read while serving (see ApiKeyFile).
+ */
 export function parseServerConfig(env: Env): Result<ServerConfig, string> {
-  // A Secret made with `--from-file` usually ends in a newline, which no `Authorization: Bearer` header can carry:
-  // the key is what is between the surrounding whitespace, and that must be long enough.
-  const apiKey = (env[API_KEY_ENV] ?? '').trim();
-  if (apiKey.length < MIN_API_KEY_LENGTH)
-    return err(`${API_KEY_ENV} is missing or shorter than ${MIN_API_KEY_LENGTH} characters`);
+  const apiKeyFile = (env[API_KEY_FILE_ENV] ?? '').trim();
+  if (apiKeyFile === '')
+    return err(`${API_KEY_FILE_ENV} is not set: the server reads its API key from the file it names`);
   const port = intSetting(env, 'AGENT_SERVER_PORT', DEFAULT_SERVER_PORT, 1, 65535);
   if (!port.ok) return port;
   const concurrency = intSetting(env, 'AGENT_SERVER_CONCURRENCY', DEFAULT_SERVER_CONCURRENCY, 1, 1024);
@@ -159,7 +178,7 @@ export function parseServerConfig(env: Env): Result<ServerConfig, string> {
   const recipe = parseRecipe(env);
   if (!recipe.ok) return err(recipe.error);
   return ok({
-    apiKey,
+    apiKeyFile,
     port: port.value,
     host: env.AGENT_POD_IP || '0.0.0.0',
     concurrency: concurrency.value,
@@ -175,9 +194,9 @@ export function parseServerConfig(env: Env): Result<ServerConfig, string> {
  */
 export async function runServerSupervisor(io: SupervisorIo): Promise<number> {
   const parsed = parseServerConfig(io.env);
-  // The CLI turns get the environment without the API key, so it is not handed to the agent (a process of the same
-  // user could still read the supervisor's own environment; see the header).
-  const env = Object.fromEntries(Object.entries(io.env).filter(([name]) => name !== API_KEY_ENV));
+  // The CLI turns get the environment without the key file's name (the agent's user can still read the file; see
+  // the header).
+  const env = Object.fromEntries(Object.entries(io.env).filter(([name]) => !NOT_FOR_TURNS.has(name)));
   const base = prepare({ ...io, env });
   if (!parsed.ok) {
     base.log.error(`[supervisor] server: ${parsed.error}`);
@@ -203,6 +222,87 @@ export function serverContext(base: RunContext, config: ServerConfig): RunContex
     deadlineAt: undefined,
     budget: (want) => want,
   };
+}
+
+/** The API key as its file was last read: usable, or why not (never the content). */
+export type ApiKeyState =
+  | { readonly kind: 'usable'; readonly key: string }
+  | { readonly kind: 'unusable'; readonly why: string };
+
+/** What the key file's content says: the key between the surrounding whitespace, if it is long enough. */
+export function apiKeyOfText(text: string): ApiKeyState {
+  // A Secret made with `--from-file` usually ends in a newline, which no `Authorization: Bearer` header can carry.
+  const key = text.trim();
+  if (key === '') return { kind: 'unusable', why: 'the API key file is empty' };
+  if (key.length < MIN_API_KEY_LENGTH)
+    return {
+      kind: 'unusable',
+      why: `the API key in its file is shorter than ${MIN_API_KEY_LENGTH} characters`,
+    };
+  return { kind: 'usable', key };
+}
+
+/**
+ * The API key file, read when the key is needed and the last read is at least API_KEY_RELOAD_MS old (one read at a
+ * time; callers meanwhile share it), so a rewritten file (the kubelet swapping in a refreshed Secret) takes effect
+ * within a second and an unchanging one costs one small read a second at most. `onChange` hears of each new state
+ * (the first read included; never the key itself).
+ */
+export class ApiKeyFile {
+  readonly #path: string;
+  readonly #now: () => number;
+  readonly #onChange: (state: ApiKeyState, previous: ApiKeyState | undefined) => void;
+  #state: ApiKeyState | undefined;
+  #readAt = 0;
+  #reading: Promise<ApiKeyState> | undefined;
+
+  constructor(
+    path: string,
+    now: () => number,
+    onChange: (state: ApiKeyState, previous: ApiKeyState | undefined) => void = () => undefined,
+  ) {
+    this.#path = path;
+    this.#now = now;
+    this.#onChange = onChange;
+  }
+
+  /** The key as of at most API_KEY_RELOAD_MS ago. */
+  current(): Promise<ApiKeyState> {
+    const state = this.#state;
+    if (state !== undefined && this.#now() - this.#readAt < API_KEY_RELOAD_MS) return Promise.resolve(state);
+    this.#reading ??= this.#read().finally(() => {
+      this.#reading = undefined;
+    });
+    return this.#reading;
+  }
+
+  async #read(): Promise<ApiKeyState> {
+    let next: ApiKeyState;
+    try {
+      next = apiKeyOfText(await readFile(this.#path, 'utf8'));
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      next = {
+        kind: 'unusable',
+        why:
+          code === 'ENOENT'
+            ? 'the API key file is missing'
+            : `the API key file cannot be read (${code ?? describe(error)})`,
+      };
+    }
+    this.#readAt = this.#now();
+    const previous = this.#state;
+    this.#state = next;
+    if (!sameKeyState(previous, next)) this.#onChange(next, previous);
+    return next;
+  }
+}
+
+function sameKeyState(a: ApiKeyState | undefined, b: ApiKeyState): boolean {
+  if (a === undefined || a.kind !== b.kind) return false;
+  return a.kind === 'usable'
+    ? b.kind === 'usable' && a.key === b.key
+    : b.kind === 'unusable' && a.why === b.why;
 }
 
 /** Why a turn was stopped before it ended by itself. */
@@ -315,6 +415,18 @@ const NOT_STARTED = refusal(500, 'The agent CLI could not be started', 'server_e
 const SHUTTING_DOWN = refusal(503, 'The server is shutting down', 'server_error', 'shutting_down', null, {
   connection: 'close',
 });
+/** Every API request while the key file holds no usable key; the body is never read. */
+const NO_API_KEY: Refusal = {
+  ...refusal(
+    503,
+    'The server has no usable API key yet (its key file is missing, empty or too short); retry later',
+    'server_error',
+    'api_key_unavailable',
+    null,
+    { 'retry-after': '5' },
+  ),
+  close: true,
+};
 
 /** The API paths and the one method each takes. */
 function routeOf(path: string): { readonly method: 'GET' | 'POST'; readonly name: string } | undefined {
@@ -338,6 +450,7 @@ export class ApiServer {
   readonly #ctx: RunContext;
   readonly #cfg: ServerConfig;
   readonly #metrics: ServerMetrics;
+  readonly #key: ApiKeyFile;
   /** Unix seconds of the start (the model's `created`). */
   readonly #startedAt: number;
   /** The definition's system prompt (`AGENT_SYSTEM_PROMPT_FILE`), first in every turn's. */
@@ -353,6 +466,25 @@ export class ApiServer {
     this.#cfg = cfg;
     this.#metrics = createServerMetrics(cfg.concurrency);
     this.#startedAt = Math.floor(ctx.io.now() / 1000);
+    this.#key = new ApiKeyFile(
+      cfg.apiKeyFile,
+      () => ctx.io.now(),
+      (state, previous) => {
+        // Never the key: only that there is one, that it changed, or why there is none.
+        if (state.kind === 'usable')
+          ctx.log.info(
+            previous?.kind === 'usable'
+              ? '[supervisor] server: the API key changed; the new one is in use'
+              : '[supervisor] server: API key loaded',
+            { file: cfg.apiKeyFile },
+          );
+        else
+          ctx.log.warn(
+            `[supervisor] server: no usable API key: ${state.why}; API requests are answered 503 and /readyz fails until there is one`,
+            { file: cfg.apiKeyFile },
+          );
+      },
+    );
   }
 
   async run(): Promise<number> {
@@ -374,6 +506,8 @@ export class ApiServer {
     const system = await readSystemPrompt(ctx);
     if (system === 'unreadable') return failBeforeStart('input');
     this.#systemPrompt = system;
+    // Read once before serving, so the log says at once whether there is a key (missing: served all the same).
+    await this.#key.current();
     let server: Server;
     try {
       server = await listenHttp(this.#cfg.port, this.#cfg.host, (req, res) => this.handle(req, res), {
@@ -422,7 +556,7 @@ export class ApiServer {
   /** Answers one HTTP request (what the listener calls). */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '').split('?')[0] ?? '';
-    if (path === '/healthz' || path === '/metrics') {
+    if (path === '/healthz' || path === '/readyz' || path === '/metrics') {
       skipBody(req, res);
       if (req.method !== 'GET') {
         reply(res, 405, openAiError('Method not allowed', 'invalid_request_error'), { allow: 'GET' });
@@ -430,6 +564,20 @@ export class ApiServer {
       }
       if (path === '/healthz') {
         reply(res, this.#stopping ? 503 : 200, { ok: !this.#stopping, inFlight: this.#turns.size });
+        return;
+      }
+      if (path === '/readyz') {
+        const key = await this.#key.current();
+        const reason = this.#stopping
+          ? 'shutting down'
+          : key.kind === 'unusable'
+            ? `no usable API key: ${key.why}`
+            : undefined;
+        reply(res, reason === undefined ? 200 : 503, {
+          ok: reason === undefined,
+          inFlight: this.#turns.size,
+          ...(reason !== undefined ? { reason } : {}),
+        });
         return;
       }
       const metrics = await this.#metrics.render();
@@ -473,7 +621,13 @@ export class ApiServer {
       );
       return;
     }
-    if (!bearerMatches(this.#cfg.apiKey, req.headers.authorization)) {
+    const key = await this.#key.current();
+    if (key.kind !== 'usable') {
+      // Nobody can be told apart without a key: nothing is read, nothing runs.
+      send(req, res, NO_API_KEY);
+      return;
+    }
+    if (!bearerMatches(key.key, req.headers.authorization)) {
       // Not a byte of the body is read for a client without the key.
       send(req, res, UNAUTHORIZED);
       return;

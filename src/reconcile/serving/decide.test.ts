@@ -44,7 +44,7 @@ const ABSENT: ServerObservation = {
   deployment: { kind: 'absent' },
   service: { kind: 'absent' },
   route: { kind: 'unsupported' },
-  apiKey: { kind: 'present', version: '5' },
+  apiKey: { kind: 'present' },
 };
 
 function snap(a: Agent, over: Partial<Snapshot> = {}): Snapshot {
@@ -69,11 +69,11 @@ const serving = (
   return { ...a, spec: { ...a.spec, ...spec } };
 };
 
-const KEY = { kind: 'present', version: '5' } as const;
+const KEY = { kind: 'present' } as const;
 
-/** The objects the controller would write for `a` now (its key at version 5). */
+/** The objects the controller would write for `a` now. */
 function objectsOf(a: Agent, s: Partial<Snapshot> = {}) {
-  const objects = desiredServerObjects(snap(a, s), KEY);
+  const objects = desiredServerObjects(snap(a, s));
   assert.ok(objects, 'the objects build');
   return objects;
 }
@@ -210,7 +210,7 @@ describe('decide: a Pending server (issue 12)', () => {
     assert.equal(d.requeueAfterMs, OPTIONS.requeueMs);
   });
 
-  it('makes a generated key first, alone: the Deployment carries its version', () => {
+  it('makes a generated key first, alone, when its Secret is absent; the pods then mount it', () => {
     const d = decide(snap(agent('a'), { server: { ...ABSENT, apiKey: { kind: 'absent' } } }), NOW);
     assert.deepEqual(d, {
       actions: [
@@ -223,11 +223,35 @@ describe('decide: a Pending server (issue 12)', () => {
       requeueAfterMs: 1,
     });
     const next = decide(snap(agent('a'), { server: ABSENT }), NOW);
+    assert.ok(!kinds(next).includes('createServerApiKey'), 'present: no key is made');
     const deployment = applied(next).find((x) => x.object.resource === 'deployments');
     const template = deployment?.object.manifest.spec.template as {
       metadata: { annotations: Record<string, string> };
+      spec: { volumes: { name: string; secret?: { secretName: string } }[] };
     };
-    assert.equal(template.metadata.annotations['agents.re-cinq.com/api-key-version'], '5');
+    assert.equal(
+      template.metadata.annotations['agents.re-cinq.com/api-key-version'],
+      undefined,
+      'no key version on the pods: a new key needs no rollout',
+    );
+    assert.equal(
+      template.spec.volumes.find((x) => x.name === 'server-api-key')?.secret?.secretName,
+      'a-server-api-key',
+    );
+  });
+
+  it('with its key Secret present makes no key, whatever else it writes', () => {
+    const a = agent('a');
+    const d = decide(snap(a, { server: ABSENT }), NOW);
+    assert.equal(patchOf(d).phase, 'Serving');
+    assert.ok(!kinds(d).includes('createServerApiKey'));
+    const named = serverDef({ server: { apiKeySecret: 'my-key' } });
+    const withNamed = decide(snap(a, { definition: named, server: ABSENT }), NOW);
+    assert.ok(!kinds(withNamed).includes('createServerApiKey'));
+    assert.notEqual(
+      patchOf(withNamed).conditions.find((c) => c.type === 'Ready')?.reason,
+      'ApiKeySecretMissing',
+    );
   });
 
   it('waits out objects an earlier Agent of the same name left, staying Pending', () => {
@@ -237,11 +261,6 @@ describe('decide: a Pending server (issue 12)', () => {
       actions: [],
       requeueAfterMs: 2000,
     });
-    const staleKey = decide(
-      snap(a, { server: { ...ABSENT, apiKey: { kind: 'notOwned', stale: true } } }),
-      NOW,
-    );
-    assert.deepEqual(staleKey, { actions: [], requeueAfterMs: 2000 });
   });
 
   it('is admitted while the Station is full: a server takes no run slot', () => {
@@ -406,7 +425,7 @@ describe('decide: a Serving server (issue 12)', () => {
     assert.match(JSON.stringify(writes[0]?.object.manifest.spec), /claude-sonnet-5/);
     assert.ok(
       events(d).includes(
-        'Normal ServerUpdated: Deployment a-server updated to the current recipe, Station and key',
+        'Normal ServerUpdated: Deployment a-server updated to the current recipe and Station',
       ),
     );
   });
@@ -532,6 +551,31 @@ describe('decide: a Serving server (issue 12)', () => {
       events(d).some((e) => /Warning ServerRepaired: API-key Secret a-server-api-key was missing/.test(e)),
     );
   });
+
+  it('with a named API-key Secret gone makes no key: Ready False ApiKeySecretMissing, its objects kept up', () => {
+    const a = serving('a');
+    const named = serverDef({ server: { apiKeySecret: 'my-key' } });
+    const observed = allWritten(a, { definition: named });
+    const d = decide(
+      snap(a, { definition: named, server: { ...observed, apiKey: { kind: 'absent' } } }),
+      NOW,
+    );
+    assert.ok(!kinds(d).includes('createServerApiKey'));
+    assert.deepEqual(applied(d), [], 'nothing to rewrite: the key is not part of the objects');
+    const ready = patchOf(d).conditions.find((c) => c.type === 'Ready');
+    assert.equal(ready?.status, 'False');
+    assert.equal(ready?.reason, 'ApiKeySecretMissing');
+    assert.equal(ready?.message, 'Secret my-key not found');
+    const back = decide(snap(a, { definition: named, server: observed }), NOW);
+    assert.equal(patchOf(back).conditions.find((c) => c.type === 'Ready')?.reason, 'Available');
+  });
+
+  it('writes nothing when only its key changed: the key is not part of the Deployment', () => {
+    const a = serving('a');
+    assert.deepEqual(desiredServerObjects(snap(a, { server: allWritten(a) })), objectsOf(a));
+    const d = decide(snap(a, { server: allWritten(a) }), NOW);
+    assert.deepEqual(applied(d), []);
+  });
 });
 
 describe('server objects (src/jobs/server.ts)', () => {
@@ -554,19 +598,25 @@ describe('server objects (src/jobs/server.ts)', () => {
     }
   });
 
-  it('run the run pod restarted always, with no deadline, probed, the key from its Secret', () => {
+  it('run the run pod restarted always, with no deadline, probed, the key from its Secret as a file', () => {
     assert.equal(podSpec.restartPolicy, 'Always');
     assert.equal(podSpec.automountServiceAccountToken, false);
     const env = new Map(agentContainer?.env.map((e) => [e.name, e]));
     assert.equal(env.has('AGENT_DEADLINE_AT'), false);
     assert.equal(env.get('AGENT_EXECUTION')?.value, 'server');
     assert.equal(env.get('AGENT_SERVER_PORT')?.value, '8080');
-    assert.deepEqual(env.get('AGENT_SERVER_API_KEY')?.valueFrom, {
-      secretKeyRef: { name: 'a-server-api-key', key: 'api-key', optional: false },
+    assert.equal(env.has('AGENT_SERVER_API_KEY'), false, 'no env var carries the key');
+    assert.deepEqual(env.get('AGENT_SERVER_API_KEY_FILE'), {
+      name: 'AGENT_SERVER_API_KEY_FILE',
+      value: '/var/run/agent-server/api-key',
     });
+    assert.ok(
+      !JSON.stringify(deployment.spec).includes('secretKeyRef":{"name":"a-server-api-key'),
+      'the key Secret is never an env source',
+    );
     const probed = agentContainer as unknown as { readinessProbe: unknown; livenessProbe: unknown };
     assert.deepEqual((probed.readinessProbe as { httpGet: unknown }).httpGet, {
-      path: '/healthz',
+      path: '/readyz',
       port: 8080,
     });
     assert.deepEqual((probed.livenessProbe as { httpGet: unknown }).httpGet, {
@@ -574,6 +624,86 @@ describe('server objects (src/jobs/server.ts)', () => {
       port: 8080,
     });
     assert.equal(deployment.spec.replicas, 1);
+  });
+
+  it('mount the key Secret (its api-key only, 0440) read-only into the agent container only', () => {
+    const volumes = podSpec.volumes as { name: string; secret?: unknown }[];
+    assert.deepEqual(
+      volumes.filter((x) => x.name === 'server-api-key'),
+      [
+        {
+          name: 'server-api-key',
+          secret: {
+            secretName: 'a-server-api-key',
+            defaultMode: 0o440,
+            items: [{ key: 'api-key', path: 'api-key' }],
+          },
+        },
+      ],
+    );
+    const mounts = (c: unknown) =>
+      (
+        (c as { volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[] }).volumeMounts ?? []
+      ).filter((m) => m.name === 'server-api-key' || m.mountPath === '/var/run/agent-server');
+    assert.deepEqual(mounts(agentContainer), [
+      { name: 'server-api-key', mountPath: '/var/run/agent-server', readOnly: true },
+    ]);
+    const others = [
+      ...((podSpec.initContainers as unknown[] | undefined) ?? []),
+      ...containers.filter((c) => c.name !== 'agent'),
+    ];
+    assert.ok(others.length > 0, 'the init container at least');
+    for (const c of others) assert.deepEqual(mounts(c), [], 'no other container mounts the key');
+  });
+
+  it("mount the named Secret, replacing a Station's volume or mount of that name and path, and mounts of it elsewhere", () => {
+    const st = station('stn', {
+      template: {
+        spec: {
+          volumes: [
+            { name: 'server-api-key', emptyDir: {} },
+            { name: 'mine', emptyDir: {} },
+          ],
+          containers: [
+            {
+              name: 'agent',
+              image: 'agent:1',
+              volumeMounts: [
+                { name: 'mine', mountPath: '/var/run/agent-server' },
+                { name: 'mine', mountPath: '/data' },
+              ],
+            },
+            {
+              name: 'helper',
+              image: 'helper:1',
+              securityContext: { runAsNonRoot: true, allowPrivilegeEscalation: false },
+              volumeMounts: [{ name: 'server-api-key', mountPath: '/steal' }],
+            },
+          ],
+        },
+      },
+    });
+    const named = serverDef({ server: { apiKeySecret: 'my-key' } });
+    const built = desiredServerObjects(snap(a, { station: st, definition: named }));
+    assert.ok(built, 'the objects build');
+    const spec = (built.deployment.manifest.spec.template as { spec: Record<string, unknown> }).spec;
+    const volumes = spec.volumes as { name: string; secret?: { secretName: string }; emptyDir?: unknown }[];
+    assert.deepEqual(
+      volumes.filter((x) => x.name === 'server-api-key').map((x) => x.secret?.secretName),
+      ['my-key'],
+    );
+    assert.ok(volumes.some((x) => x.name === 'mine'));
+    const byName = new Map(
+      (spec.containers as { name: string; volumeMounts?: { name: string; mountPath: string }[] }[]).map(
+        (c) => [c.name, c.volumeMounts ?? []],
+      ),
+    );
+    assert.deepEqual(
+      byName.get('agent')?.filter((m) => m.mountPath === '/var/run/agent-server'),
+      [{ name: 'server-api-key', mountPath: '/var/run/agent-server', readOnly: true }],
+    );
+    assert.ok(byName.get('agent')?.some((m) => m.mountPath === '/data'));
+    assert.deepEqual(byName.get('helper'), []);
   });
 
   it("are the same whenever they are built: the build time is the Agent's creation", () => {
@@ -623,7 +753,7 @@ describe('planChild and desiredServerObjects', () => {
 
   it('desiredServerObjects are the objects decide writes (what the shell dry-runs)', () => {
     const a = serving('a');
-    assert.deepEqual(desiredServerObjects(snap(a), { kind: 'present', version: '5' }), objectsOf(a));
-    assert.equal(desiredServerObjects(snap(a, { definition: null }), undefined), undefined);
+    assert.deepEqual(desiredServerObjects(snap(a)), objectsOf(a));
+    assert.equal(desiredServerObjects(snap(a, { definition: null })), undefined);
   });
 });

@@ -131,27 +131,18 @@ function children(
   return list;
 }
 
-/** Why the API key cannot be used, or undefined when it can (a generated key about to be made counts as usable). */
+/**
+ * Why the API key cannot be used, or undefined when it can: only a named Secret that does not exist (a generated key
+ * about to be made counts as usable). What an existing Secret holds is not known here (the controller never reads
+ * Secrets): a named Secret without the key `api-key` keeps the pods from starting (the kubelet says why).
+ */
 function apiKeyProblem(
   agent: Agent,
   definition: AgentDefinition,
   key: ApiKeyObservation,
 ): string | undefined {
-  const name = serverApiKeySecretName(agent, definition);
-  switch (key.kind) {
-    case 'present':
-      return undefined;
-    case 'absent':
-      return generatesApiKey(definition) ? undefined : `Secret ${name} not found`;
-    case 'noKey':
-      return generatesApiKey(definition)
-        ? `Secret ${name} has no key api-key: delete it and a new key is made`
-        : `Secret ${name} has no key api-key`;
-    case 'notOwned':
-      return key.stale
-        ? `Secret ${name} of an earlier Agent is being removed`
-        : `Secret ${name} already exists and is not owned by this Agent`;
-  }
+  if (key.kind === 'present' || generatesApiKey(definition)) return undefined;
+  return `Secret ${serverApiKeySecretName(agent, definition)} not found`;
 }
 
 /** Ready of a server: the API key, then the Deployment's rollout and availability (only a Deployment of its own). */
@@ -209,30 +200,32 @@ export function serverRequest(s: Snapshot): BuildJobInput | undefined {
   };
 }
 
-/** The server objects of a build, with what the pods read at start (the key's version, the input) as known. */
-function objectsOf(s: Snapshot, build: ServerBuild, key: ApiKeyObservation | undefined): ServerObjects {
+/**
+ * The server objects of a build, with the input the pods read at start (its hash rolls them). The API key is not
+ * part of them: the pods read it from their mounted Secret, live.
+ */
+function objectsOf(s: Snapshot, build: ServerBuild): ServerObjects {
   return buildServerObjects({
     agent: s.agent,
     station: build.request.station,
     job: build.job,
-    apiKeyVersion: key?.kind === 'present' ? key.version : undefined,
+    apiKeySecret: serverApiKeySecretName(s.agent, build.request.definition),
     inputData: buildRunInput(build.request).data,
   });
 }
 
 /**
- * The objects the controller would write for this server now, given the API key read (the shell dry-runs them to
- * learn whether what exists still matches); undefined when they cannot be built.
+ * The objects the controller would write for this server now (the shell dry-runs them to learn whether what exists
+ * still matches); undefined when they cannot be built.
  */
 export function desiredServerObjects(
   s: Snapshot,
-  key: ApiKeyObservation | undefined,
   build: (request: BuildJobInput) => ReturnType<typeof buildJob> = buildJob,
 ): ServerObjects | undefined {
   const request = serverRequest(s);
   if (request === undefined || !isServer(s.definition)) return undefined;
   const built = build(request);
-  return built.ok ? objectsOf(s, { request, job: built.value }, key) : undefined;
+  return built.ok ? objectsOf(s, { request, job: built.value }) : undefined;
 }
 
 /** What a server's build needs besides the Job builder's input. */
@@ -256,7 +249,6 @@ function reconcileObjects(
   build: ServerBuild,
   objects: ServerObjects,
   observed: ServerObservation,
-  definition: AgentDefinition,
   starting: boolean,
 ): PlannedObjects {
   const { agent } = s;
@@ -265,12 +257,6 @@ function reconcileObjects(
   const notes: string[] = [];
   let foreign: string | undefined;
   let waiting = false;
-  const keyName = serverApiKeySecretName(agent, definition);
-  if (observed.apiKey.kind === 'notOwned') {
-    if (observed.apiKey.stale) waiting = true;
-    else if (generatesApiKey(definition))
-      foreign = `Secret ${keyName} already exists and is not owned by this Agent`;
-  }
   // The input (the system prompt): made again when deleted, replaced when the recipe changed it, before the
   // Deployment that mounts it rolls.
   const input = buildRunInput(build.request);
@@ -311,12 +297,7 @@ function reconcileObjects(
         actions.push(
           plan.why === 'edited'
             ? event(ref, 'Warning', REASON.serverRepaired, `${what} was changed: written back`)
-            : event(
-                ref,
-                'Normal',
-                REASON.serverUpdated,
-                `${what} updated to the current recipe, Station and key`,
-              ),
+            : event(ref, 'Normal', REASON.serverUpdated, `${what} updated to the current recipe and Station`),
         );
         break;
       case 'wait':
@@ -354,8 +335,9 @@ function sameData(a: Readonly<Record<string, string>>, b: Readonly<Record<string
 }
 
 /**
- * Pending → Serving: the server's objects and the status. A generated API key is made first (its version goes into
- * the pod template); objects an earlier Agent of the same name left are waited out; someone else's fail the Agent.
+ * Pending → Serving: the server's objects and the status. A generated API key is made first (the pods mount its
+ * Secret: made before them, they start at once); objects an earlier Agent of the same name left are waited out;
+ * someone else's fail the Agent.
  */
 export function decideServerStart(
   s: Snapshot,
@@ -372,7 +354,7 @@ export function decideServerStart(
   const observed = s.server;
   if (observed === undefined) return { actions: [], needs: 'server' };
   if (generatesApiKey(definition) && observed.apiKey.kind === 'absent') {
-    // The key first: the Deployment's pods carry its version, so a key made later rolls them.
+    // The key first: the pods mount its Secret, and wait for it while it is missing.
     return {
       actions: [
         {
@@ -384,8 +366,8 @@ export function decideServerStart(
       requeueAfterMs: 1,
     };
   }
-  const objects = objectsOf(s, build, observed.apiKey);
-  const planned = reconcileObjects(s, build, objects, observed, definition, true);
+  const objects = objectsOf(s, build);
+  const planned = reconcileObjects(s, build, objects, observed, true);
   if (planned.foreign !== undefined) return fail(REASON.serverNameTaken, planned.foreign);
   if (planned.waiting) return { actions: [], requeueAfterMs: STALE_OBJECT_RETRY_MS };
   const url = serverUrl(agent, station, planned.routed);
@@ -458,7 +440,8 @@ export function decideServing(
   const observed = s.server;
   if (observed === undefined) return { actions: [], needs: 'server' };
   if (generatesApiKey(definition) && observed.apiKey.kind === 'absent') {
-    // A new key alone first: the Deployment then rolls once, to the pods that carry its version.
+    // A new key first (the pods read it from their mounted Secret once their kubelet refreshes it: no rollout);
+    // the other objects are looked at right after.
     const ref = agentRef(agent);
     const name = serverApiKeySecretName(agent, definition);
     return {
@@ -474,8 +457,8 @@ export function decideServing(
       requeueAfterMs: 1,
     };
   }
-  const objects = objectsOf(s, build, observed.apiKey);
-  const planned = reconcileObjects(s, build, objects, observed, definition, false);
+  const objects = objectsOf(s, build);
+  const planned = reconcileObjects(s, build, objects, observed, false);
   // Someone else's object of its name is left alone, and said so; its own objects are still looked after.
   const ready: ConditionUpdate =
     planned.foreign !== undefined
