@@ -21,6 +21,12 @@
 
 /** Condition type: the run's result is available (True only once Succeeded). */
 export const CONDITION_READY = 'Ready';
+/**
+ * Condition type: the Services a run depends on have ready endpoints (issue 10 §4). False (reason
+ * WaitingForDependencies) from when a Pending run starts waiting for them, its lastTransitionTime the start of that
+ * wait; True once they are ready. Present only on runs whose definition names dependencies.
+ */
+export const CONDITION_DEPENDENCIES_READY = 'DependenciesReady';
 /** Condition type: the run finished successfully (present only on Succeeded). */
 export const CONDITION_COMPLETE = 'Complete';
 /** Condition type: the run failed (present only on Failed). */
@@ -63,6 +69,8 @@ export const REASON = {
   submitting: 'Submitting',
   /** A Pending run waits for the Services it depends on to have ready endpoints (issue 10 §4). */
   waitingForDependencies: 'WaitingForDependencies',
+  /** Every Service a run depends on has ready endpoints (condition DependenciesReady=True). */
+  dependenciesReady: 'DependenciesReady',
   /** A dependency had no ready endpoints within its timeout, or dependencies cannot be observed. */
   dependencyNotReady: 'DependencyNotReady',
   /** The run ended well but its result does not match the definition's output.schema (issue 10 §2). */

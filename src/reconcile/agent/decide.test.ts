@@ -4,7 +4,7 @@ import { type Agent, parseAgent, parseAgentPolicy } from '../../api/index.ts';
 import { DNS_RULE, jobNameFor, PUBLIC_HTTPS_RULE, RUN_CLEANUP_FINALIZER } from '../../jobs/index.ts';
 import { traceIdFromUid } from '../../shared/trace-context.ts';
 import type { Action, AgentStatusPatch, Decision, MetricObservation } from '../actions.ts';
-import { findCondition } from '../conditions.ts';
+import { findCondition, formatConditionTime } from '../conditions.ts';
 import {
   FAILURE_JOB_GONE,
   FAILURE_MISSING_REF,
@@ -1481,6 +1481,78 @@ describe('decide: the dependencies gate (issue 10 §4)', () => {
     ]);
   });
 
+  it('counts the wait from DependenciesReady=False, not from a Ready=False that came before (queued for a slot)', () => {
+    // Queued since -500 s (Ready=False/Queued); now the dependency has no ready endpoint: the wait starts now.
+    const queued = agent('a', {
+      created: -600,
+      status: {
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'False',
+            reason: 'Queued',
+            message: 'Waiting',
+            lastTransitionTime: iso(-500),
+          },
+        ],
+      },
+    });
+    const told = run(snap(queued, { definition: withDeps, endpoints: observed([]) }));
+    assert.deepEqual(kinds(told), ['patchStatus', 'recordEvent']);
+    const conditions = onlyPatch(told).conditions;
+    assert.equal(conditions.find((c) => c.type === 'DependenciesReady')?.status, 'False');
+    assert.equal(
+      conditions.find((c) => c.type === 'DependenciesReady')?.lastTransitionTime,
+      formatConditionTime(NOW),
+    );
+    assert.equal(told.requeueAfterMs, 120_000);
+    // Decided again on its own patch, at the same instant: nothing more (it waits; it does not fail).
+    const after = { ...queued, status: { ...queued.status, conditions: [...conditions] } };
+    assert.deepEqual(run(snap(after, { definition: withDeps, endpoints: observed([]) })), {
+      actions: [],
+      requeueAfterMs: 120_000,
+    });
+  });
+
+  it('says DependenciesReady=True once they are ready after a wait, then admits; a later wait starts afresh', () => {
+    const waited = agent('a', {
+      created: -500,
+      status: {
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'False',
+            reason: REASON.waitingForDependencies,
+            message: 'Waiting',
+            lastTransitionTime: iso(-400),
+            observedGeneration: 1,
+          },
+          {
+            type: 'DependenciesReady',
+            status: 'False',
+            reason: REASON.waitingForDependencies,
+            message: 'Waiting',
+            lastTransitionTime: iso(-100),
+            observedGeneration: 1,
+          },
+        ],
+      },
+    });
+    const d = run(snap(waited, { definition: withDeps, endpoints: both }));
+    assert.deepEqual(kinds(d), ['patchStatus', 'recordEvent']);
+    const deps = onlyPatch(d).conditions.find((c) => c.type === 'DependenciesReady');
+    assert.equal(deps?.status, 'True');
+    assert.equal(deps?.reason, REASON.dependenciesReady);
+    const readyNow = { ...waited, status: { ...waited.status, conditions: [...onlyPatch(d).conditions] } };
+    assert.equal(onlyPatch(run(snap(readyNow, { definition: withDeps, endpoints: both }))).phase, 'Running');
+    // Gone again: a new wait, from now.
+    const again = run(snap(readyNow, { definition: withDeps, endpoints: observed([]) }));
+    const restarted = onlyPatch(again).conditions.find((c) => c.type === 'DependenciesReady');
+    assert.equal(restarted?.status, 'False');
+    assert.equal(restarted?.lastTransitionTime, formatConditionTime(NOW));
+    assert.equal(again.requeueAfterMs, 120_000);
+  });
+
   it('fails past the timeout, and when EndpointSlices cannot be watched', () => {
     const waitingSince = agent('a', {
       created: -500,
@@ -1492,6 +1564,15 @@ describe('decide: the dependencies gate (issue 10 §4)', () => {
             reason: REASON.waitingForDependencies,
             message: 'Waiting',
             lastTransitionTime: iso(-60),
+            observedGeneration: 1,
+          },
+          {
+            type: 'DependenciesReady',
+            status: 'False',
+            reason: REASON.waitingForDependencies,
+            message: 'Waiting',
+            lastTransitionTime: iso(-60),
+            observedGeneration: 1,
           },
         ],
       },

@@ -2,8 +2,10 @@
 // those Services of its namespace has ready endpoints (EndpointSlices, from the shell's watch: no API polling). It
 // waits before admission (it takes no run slot), with Ready=False/WaitingForDependencies patched and announced
 // once, woken by EndpointSlice changes and re-checked at its deadline; past `timeoutSeconds` after it started waiting
-// (the condition's lastTransitionTime: time spent queued for a slot does not count) it fails with
-// `dependency <service> not ready after <n>s`. Until the shell's watch has listed, nothing is known and nothing
+// it fails with `dependency <service> not ready after <n>s`. The start of the wait is the lastTransitionTime of the
+// condition DependenciesReady=False, which the gate owns alone: Ready's would not do, since Ready is already False
+// while a run is queued for a slot (time spent queued does not count), and a run whose dependencies were ready and
+// then went away starts a new wait (DependenciesReady is put back to True once they are ready, before admission). Until the shell's watch has listed, nothing is known and nothing
 // fails. Pure.
 import {
   type AgentDefinition,
@@ -12,7 +14,7 @@ import {
 } from '../../api/index.ts';
 import type { Decision } from '../actions.ts';
 import { conditionsSatisfied } from '../conditions.ts';
-import { CONDITION_READY, REASON } from '../reasons.ts';
+import { CONDITION_DEPENDENCIES_READY, CONDITION_READY, REASON } from '../reasons.ts';
 import type { EndpointView, Snapshot } from '../snapshot.ts';
 import { failBeforeStart } from './pending.ts';
 import { agentRef, event, statusPatch } from './status.ts';
@@ -59,11 +61,31 @@ export function dependencyGate(s: Snapshot, definition: AgentDefinition, now: Da
         s.endpoints?.kind === 'observed' ? s.endpoints.byService.get(d.service) : undefined,
       ),
   );
-  if (waiting.length === 0) return undefined;
-  // The wait started when the run was first told it waits (else now: this is the first time).
-  const told = agent.status.conditions.find(
-    (c) => c.type === CONDITION_READY && c.reason === REASON.waitingForDependencies,
+  const waitedBefore = agent.status.conditions.find(
+    (c) => c.type === CONDITION_DEPENDENCIES_READY && c.status === 'False',
   );
+  if (waiting.length === 0) {
+    if (waitedBefore === undefined) return undefined;
+    // They are ready now: say so first (the patch wakes the run, which is then admitted), so that a later wait
+    // starts afresh instead of counting from this one.
+    const message = `${deps.map(describe).join(', ')} ha${deps.length === 1 ? 's' : 've'} ready endpoints`;
+    const ready = [
+      {
+        type: CONDITION_DEPENDENCIES_READY,
+        status: 'True' as const,
+        reason: REASON.dependenciesReady,
+        message,
+      },
+    ];
+    return {
+      actions: [
+        statusPatch(agent, { phase: 'Pending' }, ready, now),
+        event(agentRef(agent), 'Normal', REASON.dependenciesReady, message),
+      ],
+    };
+  }
+  // The wait started when the run was told it waits (else now: this is the first time).
+  const told = waitedBefore;
   const since = told !== undefined ? Date.parse(told.lastTransitionTime) : Number.NaN;
   const start = Number.isNaN(since) ? now.getTime() : since;
   const deadlineOf = (d: Dependency) =>
@@ -82,6 +104,12 @@ export function dependencyGate(s: Snapshot, definition: AgentDefinition, now: Da
   const message = `Waiting for ${waiting.map(describe).join(', ')} to have ready endpoints`;
   const updates = [
     { type: CONDITION_READY, status: 'False' as const, reason: REASON.waitingForDependencies, message },
+    {
+      type: CONDITION_DEPENDENCIES_READY,
+      status: 'False' as const,
+      reason: REASON.waitingForDependencies,
+      message,
+    },
   ];
   const stamped = updates.map((u) => ({ ...u, observedGeneration: agent.metadata.generation }));
   const requeueAfterMs = Math.min(
