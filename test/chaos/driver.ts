@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import * as v from 'valibot';
+import { startFakeAnthropic } from '../support/fake-vendors/anthropic.ts';
 import { startFaultProxy } from '../support/fault-proxy.ts';
 import {
   agentManifest,
@@ -17,6 +18,7 @@ import {
   collectionPath,
   type E2eCluster,
   type E2eRuntime,
+  fakeClaudeImages,
   GROUP_VERSION,
   kubeconfigWithToken,
   type Manifest,
@@ -28,7 +30,7 @@ import {
   stationManifest,
 } from '../support/index.ts';
 import { type AuditRecord, readAuditLog } from './audit.ts';
-import { checkInvariants, type InvariantResult, identityOf } from './invariants.ts';
+import { checkInvariants, type InvariantResult, identityOf, oneBatchPerRun } from './invariants.ts';
 import { between, type FaultKind, type PlannedFault, planFaults, seededRandom } from './schedule.ts';
 
 export interface ChaosProfile {
@@ -92,8 +94,25 @@ const DEFINITIONS: Readonly<Record<string, string>> = {
   slow: 'echo "<<$TASK_ID>>"; sleep 600',
 };
 
+/** The batch recipe: the controller submits the prompt to the fake Anthropic batch API, which echoes it. */
+const BATCH_DEFINITION = 'batch';
+/**
+ * The realtime recipe: a session whose pod runs the supervisor around the mock Claude CLI (echoing each prompt); the
+ * driver prompts it once through a replica's prompt API, then closes it.
+ */
+const REALTIME_DEFINITION = 'realtime';
+
 const STATIONS: readonly StationPlan[] = [
   { name: 'allow', definition: 'ok', policy: 'Allow', limit: 2, deadlineMinutes: 5, weight: 35 },
+  { name: 'batch', definition: BATCH_DEFINITION, policy: 'Allow', limit: 3, deadlineMinutes: 5, weight: 10 },
+  {
+    name: 'realtime',
+    definition: REALTIME_DEFINITION,
+    policy: 'Allow',
+    limit: 2,
+    deadlineMinutes: 5,
+    weight: 6,
+  },
   { name: 'failing', definition: 'fail', policy: 'Allow', limit: 2, deadlineMinutes: 5, weight: 15 },
   { name: 'forbid', definition: 'long', policy: 'Forbid', limit: 1, deadlineMinutes: 5, weight: 12 },
   { name: 'replace', definition: 'long', policy: 'Replace', limit: 1, deadlineMinutes: 5, weight: 20 },
@@ -114,6 +133,8 @@ interface Replica {
   readonly identity: string;
   readonly runtime: E2eRuntime;
   readonly proc: ControllerProcess;
+  /** Its realtime prompt API (`http://127.0.0.1:<port>`). */
+  readonly api: string;
 }
 
 /** A fault as it happened. */
@@ -144,6 +165,26 @@ function definition(name: string, script: string): Manifest {
     kind: 'AgentDefinition',
     metadata: { name },
     spec: { model: 'exec', prompt: 'run {name}', tool_config: { command: ['sh', '-c', script] } },
+  };
+}
+
+/** A batch AgentDefinition: its prompt carries the run's marker, and the fake vendor's answer echoes the prompt. */
+function batchDefinition(name: string): Manifest {
+  return {
+    apiVersion: GROUP_VERSION,
+    kind: 'AgentDefinition',
+    metadata: { name },
+    spec: { model: 'claude-opus-5-5', prompt: 'run {marker}', execution: 'batch' },
+  };
+}
+
+/** A realtime AgentDefinition: the first turn's prompt carries the run's marker (the mock CLI echoes it). */
+function realtimeDefinition(name: string): Manifest {
+  return {
+    apiVersion: GROUP_VERSION,
+    kind: 'AgentDefinition',
+    metadata: { name },
+    spec: { model: 'claude-opus-5-5', prompt: 'run {marker}', execution: 'realtime' },
   };
 }
 
@@ -191,6 +232,16 @@ async function chaosScenario(
     random: seededRandom(profile.seed ^ 0x5eed),
   });
   s.defer(() => proxy.close());
+  // Batch runs go to a loopback fake of Anthropic's batch API (not through the fault proxy: the faults are the
+  // control plane's); each batch ends on its own 1.5 s after creation with the prompt echoed.
+  await applyRbacManifests(s, 'deploy/components/batch/batch-rbac.yaml');
+  // Realtime sessions: the realtime component's grants, a caller allowed agents/prompt and agents/close, and run
+  // pods with the mock Claude CLI (its init image is the run-pod image plus the CLI, for every Station).
+  await applyRbacManifests(s, 'deploy/components/realtime/realtime-rbac.yaml');
+  await applyRbacManifests(s, 'deploy/rbac/caller-rbac.yaml');
+  const images = fakeClaudeImages(s, 'node', { MOCK_ECHO_PROMPT: '1' });
+  const vendor = await startFakeAnthropic({ autoFinishMs: 1500 });
+  s.defer(() => vendor.close());
   const kubeconfig = kubeconfigWithToken(
     s.cluster.kubeconfig,
     await s.serviceAccountToken('agent-controller', 24 * 3600),
@@ -201,6 +252,14 @@ async function chaosScenario(
 
   const history = { successfulRunsHistoryLimit: 100_000, failedRunsHistoryLimit: 100_000 };
   await s.create(
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'agent-secrets' },
+      stringData: { ANTHROPIC_API_KEY: vendor.apiKey },
+    },
+    batchDefinition(BATCH_DEFINITION),
+    realtimeDefinition(REALTIME_DEFINITION),
     ...Object.entries(DEFINITIONS).map(([name, script]) => definition(name, script)),
     ...STATIONS.map((st) =>
       stationManifest(st.name, st.definition, {
@@ -208,6 +267,16 @@ async function chaosScenario(
         maxConcurrentRuns: st.limit,
         deadlineMinutes: st.deadlineMinutes,
         ...history,
+        ...(st.definition === REALTIME_DEFINITION
+          ? {
+              template: {
+                spec: {
+                  terminationGracePeriodSeconds: 2,
+                  containers: [{ name: 'agent', image: images.agent }],
+                },
+              },
+            }
+          : {}),
       }),
     ),
   );
@@ -227,12 +296,21 @@ async function chaosScenario(
       identity,
       runtime,
       pollIntervalMs: profile.pollMs,
+      env: {
+        BATCH_ENABLED: 'true',
+        BATCH_POLL_SECONDS: '1',
+        ANTHROPIC_BASE_URL: vendor.baseUrl,
+        REALTIME_ENABLED: 'true',
+        API_PORT: '0',
+        AGENT_IMAGE: images.init,
+      },
     });
     s.replicas.push(proc);
     void proc.exited.then((exit) => {
       if (!killed.has(proc)) unexpected.push(`${identity} (${runtime}) exited: ${JSON.stringify(exit)}`);
     });
-    const replica = { identity, runtime, proc };
+    const served = await proc.waitForLog('Serving the realtime prompt API', {}, 90_000);
+    const replica = { identity, runtime, proc, api: `http://127.0.0.1:${String(served.port)}` };
     replicas.push(replica);
     await proc.waitReady(90_000);
     return replica;
@@ -259,6 +337,51 @@ async function chaosScenario(
     return undefined;
   };
 
+  // Realtime sessions: prompt once through a live replica's prompt API (any replica answers; the call is retried on
+  // another after an error, a 503 before the pod listens, or a paused replica's silence), then close the session.
+  const launcher = await s.serviceAccountToken('agent-launcher', 24 * 3600);
+  const sessions: Promise<void>[] = [];
+  const callApi = async (name: string, action: 'prompt' | 'close', body: unknown): Promise<number> => {
+    const live = replicas.filter((r) => r.proc.running);
+    const r = live[Math.floor(burstRandom() * live.length)];
+    if (r === undefined) return 0;
+    try {
+      const res = await fetch(`${r.api}/apis/${GROUP_VERSION}/namespaces/${s.ns}/agents/${name}/${action}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${launcher}` },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(15_000),
+      });
+      await res.text();
+      return res.status;
+    } catch {
+      return 0;
+    }
+  };
+  /**
+   * Prompts the session once, then closes it, until the Agent is terminal (a fault or a deleted pod may end it
+   * first). A 409 or 503 means the session is not taking prompts yet (or the run just ended): asked again 2 s later.
+   * Gives up after 4 minutes (the run then ends by its deadline, and invariant 6 says so).
+   */
+  const converse = async (name: string): Promise<void> => {
+    const giveUp = Date.now() + 4 * 60_000;
+    let prompted = false;
+    while (Date.now() < giveUp) {
+      const phase = await s.client
+        .get(`${agents}/${name}`, AgentItemSchema)
+        .then((a) => a.status.phase)
+        .catch(() => undefined);
+      if (phase === 'Succeeded' || phase === 'Failed') return;
+      if (phase === 'Running') {
+        if (!prompted)
+          prompted = (await callApi(name, 'prompt', { prompt: `again ${markerOf(name)}` })) === 200;
+        else if ((await callApi(name, 'close', {})) === 200) return;
+      }
+      await delay(2000);
+    }
+    say(`realtime ${name}: not closed within 4 minutes`);
+  };
+
   // The workload: Agents arrive until the end of the fault window.
   const windowMs = profile.minutes * 60_000;
   const end = started + windowMs;
@@ -283,7 +406,11 @@ async function chaosScenario(
       if (station.name === 'deadline') deadlineRuns++;
       const name = `r-${++created}`;
       try {
-        await s.client.create(agents, agentManifest(name, station.name, { taskId: name }));
+        await s.client.create(
+          agents,
+          agentManifest(name, station.name, { taskId: name, parameters: { marker: markerOf(name) } }),
+        );
+        if (station.definition === REALTIME_DEFINITION) sessions.push(converse(name));
       } catch (error) {
         // The API server may be restarting, or the request refused under load: try the next one later.
         created--;
@@ -459,6 +586,8 @@ async function chaosScenario(
     } catch {}
     await delay(2000);
   }
+  // Realtime sessions still being closed end now (each gives up after its 4 minutes).
+  await Promise.all(sessions);
   phases.deleted = created - Object.values(phases).reduce((n, x) => n + x, 0);
 
   // (7) No replica exited unless killed on purpose; nothing unhandled logged.
@@ -494,6 +623,7 @@ async function chaosScenario(
       checked: replicas.length,
       violations: crashes,
     },
+    oneBatchPerRun(vendor.batches()),
   ];
   const recovery = recoveries(faults, records, `system:serviceaccount:${s.ns}:agent-controller`, s.ns);
   const violations = invariants.reduce((n, i) => n + i.violations.length, 0);

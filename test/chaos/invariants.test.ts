@@ -3,7 +3,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { userAgentFor } from '../../src/kube/transport.ts';
 import type { AuditRecord } from './audit.ts';
-import { checkInvariants, type InvariantInput, type InvariantResult, identityOf } from './invariants.ts';
+import {
+  checkInvariants,
+  type InvariantInput,
+  type InvariantResult,
+  identityOf,
+  oneBatchPerRun,
+} from './invariants.ts';
 
 const NS = 'chaos';
 const CONTROLLER = 'system:serviceaccount:agents:agent-controller';
@@ -28,7 +34,7 @@ interface Opts {
 function record(
   o: Opts,
   fields: Pick<AuditRecord, 'verb' | 'apiGroup' | 'resource'> &
-    Partial<Pick<AuditRecord, 'subresource' | 'namespace' | 'name' | 'responseObject'>>,
+    Partial<Pick<AuditRecord, 'subresource' | 'namespace' | 'name' | 'responseObject' | 'requestObject'>>,
 ): AuditRecord {
   const received = T0 + o.at;
   return {
@@ -529,6 +535,31 @@ describe('invariant 5: only the Lease holder writes', () => {
     ]);
   });
 
+  it("accepts the prompt API's session-id patch from any replica, and nothing more in the same shape", () => {
+    const sessionPatch = (at: number, name: string, body: unknown): AuditRecord =>
+      record(
+        { at, replica: 'b' },
+        {
+          verb: 'patch',
+          apiGroup: 'agents.re-cinq.com',
+          resource: 'agents',
+          subresource: 'status',
+          name,
+          requestObject: body,
+        },
+      );
+    const log = [
+      ...cleanLog(),
+      sessionPatch(80, 'a-2', { metadata: { resourceVersion: '7' }, status: { sessionId: 's-1' } }),
+      sessionPatch(81, 'a-2', { status: { sessionId: 's-1', phase: 'Succeeded' } }),
+      sessionPatch(82, 'a-2', { metadata: { labels: { x: 'y' } }, status: { sessionId: 's-1' } }),
+    ];
+    expectViolations(check(log), 5, [
+      [/patch agents\/status a-2 by b/, /replica b is not the leader/],
+      [/patch agents\/status a-2 by b/, /replica b is not the leader/],
+    ]);
+  });
+
   it('reports a write by the old holder after the new holder acquired', () => {
     const log = [
       ...cleanLog(),
@@ -604,5 +635,23 @@ describe('identityOf', () => {
     assert.equal(identityOf('kubectl/v1.36.3 (linux/amd64) kubernetes/abc'), undefined);
     assert.equal(identityOf('other/1 (agent-controller/0.1.0 (x))'), undefined);
     assert.equal(identityOf(''), undefined);
+  });
+});
+
+describe('invariant 8: one vendor batch per batch run', () => {
+  it('passes one batch per request id and names every run with more', () => {
+    const ok = oneBatchPerRun([
+      { id: 'msgbatch_1', customId: 'run-a' },
+      { id: 'msgbatch_2', customId: 'run-b' },
+    ]);
+    assert.equal(ok.id, 8);
+    assert.equal(ok.checked, 2);
+    assert.deepEqual(ok.violations, []);
+    const twice = oneBatchPerRun([
+      { id: 'msgbatch_1', customId: 'run-a' },
+      { id: 'msgbatch_2', customId: 'run-b' },
+      { id: 'msgbatch_3', customId: 'run-a' },
+    ]);
+    assert.deepEqual(twice.violations, ['run-a: 2 batches (msgbatch_1, msgbatch_3)']);
   });
 });

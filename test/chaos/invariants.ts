@@ -549,6 +549,9 @@ function onlyLeaseHolderWrites(m: Model): InvariantResult {
     }
     const entry = holderAt(r.received);
     if (entry?.holder === identity && r.received <= entry.expires) continue;
+    // Every replica serves the realtime prompt API, and the one that relayed a session's first answer records its
+    // session id: a patch of that one field, fenced by the Agent's resourceVersion, not a decision of the leader's.
+    if (isSessionIdPatch(r)) continue;
     if (entry?.holder === identity) {
       violations.push(
         `${describe(r)}: replica ${identity}'s Lease ${leaseName} had expired at ${at(entry.expires)} (last written ${at(entry.r.received)})`,
@@ -566,6 +569,25 @@ function onlyLeaseHolderWrites(m: Model): InvariantResult {
   return { id: 5, name: 'only the Lease holder writes', checked, violations };
 }
 
+/**
+ * A status patch that sets `status.sessionId` and nothing else (with at most a resourceVersion precondition): the
+ * prompt API's record of a realtime session, which any replica may write (see invariant 5).
+ */
+export function isSessionIdPatch(r: AuditRecord): boolean {
+  if (r.verb !== 'patch' || r.subresource !== 'status' || r.resource !== 'agents') return false;
+  const body = r.requestObject;
+  if (typeof body !== 'object' || body === null) return false;
+  const { status, metadata, ...rest } = body as Record<string, unknown>;
+  if (Object.keys(rest).length > 0) return false;
+  if (metadata !== undefined) {
+    if (typeof metadata !== 'object' || metadata === null) return false;
+    if (Object.keys(metadata).some((k) => k !== 'resourceVersion')) return false;
+  }
+  if (typeof status !== 'object' || status === null) return false;
+  const keys = Object.keys(status);
+  return keys.length === 1 && keys[0] === 'sessionId';
+}
+
 /** Checks the five invariants (ids 1-5) on an audit log. */
 export function checkInvariants(input: InvariantInput): InvariantResult[] {
   const m = buildModel(input);
@@ -576,4 +598,23 @@ export function checkInvariants(input: InvariantInput): InvariantResult[] {
     resultsNotCrossed(m),
     onlyLeaseHolderWrites(m),
   ];
+}
+
+/**
+ * Invariant 8, from the fake vendor's own record: no run submitted its prompt twice (one batch per request id
+ * `run-<Agent uid>` ever created, whatever leader changes and lost answers happened meanwhile).
+ */
+export function oneBatchPerRun(
+  batches: readonly { readonly id: string; readonly customId: string }[],
+): InvariantResult {
+  const byRun = new Map<string, string[]>();
+  for (const b of batches) byRun.set(b.customId, [...(byRun.get(b.customId) ?? []), b.id]);
+  return {
+    id: 8,
+    name: 'one vendor batch per batch run (from the vendor fake)',
+    checked: byRun.size,
+    violations: [...byRun]
+      .filter(([, ids]) => ids.length > 1)
+      .map(([run, ids]) => `${run}: ${ids.length} batches (${ids.join(', ')})`),
+  };
 }
