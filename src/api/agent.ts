@@ -108,6 +108,11 @@ export const AgentStatusSchema = v.pipe(
       str('Where a server answers (execution: server): its route, else its Service in the cluster.'),
     ),
     serviceName: v.optional(str('The Service of a server (execution: server).')),
+    apiKeySecretUID: v.optional(
+      str(
+        'The uid of the API-key Secret the controller generated for this server (execution: server), recorded when its create succeeded: a Secret of that name the controller did not create is never used.',
+      ),
+    ),
     sessionId: v.optional(str('Agent CLI session id of the run, usable as resumeSession of a later run.')),
     traceID: v.optional(
       str(

@@ -1147,3 +1147,43 @@ describe('executeActions: what became of each action, for the run spans (issue 1
     );
   });
 });
+
+describe('executeActions: a server API key (issue 12)', () => {
+  const SECRETS_PATH = `/api/v1/namespaces/${NS}/secrets`;
+  const action: Action = { kind: 'createServerApiKey', ref: ref('srv'), secretName: 'srv-server-api-key' };
+
+  it("records the created Secret's uid on the Agent's status, and never logs the key", async () => {
+    const h = harness((req) => {
+      if (req.method === 'POST' && req.path === SECRETS_PATH) {
+        const body = req.body as { metadata: Record<string, unknown> };
+        return { status: 201, body: { ...body, metadata: { ...body.metadata, uid: 'uid-secret-1' } } };
+      }
+      return success(req);
+    });
+    assert.deepEqual(await executeActions([action], h.deps), { kind: 'done' });
+    assert.deepEqual(h.timeline, [`POST ${SECRETS_PATH}`, `PATCH ${agentPath('srv')}/status`]);
+    const posted = h.requests[0]?.body as { stringData: Record<string, string> };
+    const key = posted.stringData['api-key'] ?? '';
+    assert.match(key, /^sk-[0-9a-f]{48}$/);
+    assert.deepEqual(h.requests[1]?.body, { status: { apiKeySecretUID: 'uid-secret-1' } });
+    assert.ok(!JSON.stringify(h.logs).includes(key), 'the key is not logged');
+  });
+
+  it('records nothing when the name is taken (409: not its own), and stops on another error', async () => {
+    const taken = harness((req) =>
+      req.method === 'POST' && req.path === SECRETS_PATH
+        ? { status: 409, body: status(409, 'AlreadyExists', 'secrets "srv-server-api-key" already exists') }
+        : success(req),
+    );
+    assert.deepEqual(await executeActions([action], taken.deps), { kind: 'done' });
+    assert.deepEqual(taken.timeline, [`POST ${SECRETS_PATH}`]);
+    const refused = harness((req) =>
+      req.method === 'POST' && req.path === SECRETS_PATH
+        ? { status: 403, body: status(403, 'Forbidden', 'no') }
+        : success(req),
+    );
+    const out = await executeActions([action], refused.deps);
+    assert.equal(out.kind, 'error');
+    assert.deepEqual(refused.timeline, [`POST ${SECRETS_PATH}`]);
+  });
+});

@@ -513,12 +513,27 @@ async function executeAction(action: Action, deps: ExecuteDeps): Promise<Execute
       const { ref } = action;
       const body = apiKeySecret(ref, action.secretName, newApiKey());
       const r = await createObject(deps.transport, SECRETS, ref.namespace, body, KubeObjectSchema, opts);
-      if (r.ok)
-        deps.logger.info('Created server API-key Secret', {
-          namespace: ref.namespace,
-          secret: action.secretName,
-        });
-      else if (!isAlreadyExists(r.error)) return { kind: 'error', error: r.error, action: action.kind };
+      if (!r.ok) {
+        // Someone else's, or an earlier Agent's: not recorded, so the next decision does not use it.
+        if (isAlreadyExists(r.error)) break;
+        return { kind: 'error', error: r.error, action: action.kind };
+      }
+      deps.logger.info('Created server API-key Secret', {
+        namespace: ref.namespace,
+        secret: action.secretName,
+      });
+      // Recorded on the Agent: only a Secret this controller created for it is ever used.
+      const recorded = await patchStatus(
+        deps.transport,
+        AGENTS,
+        ref,
+        { apiKeySecretUID: r.value.metadata.uid ?? '' },
+        KubeObjectSchema,
+        opts,
+      );
+      if (!recorded.ok) return { kind: 'error', error: recorded.error, action: action.kind };
+      deps.metrics.statusPatches.inc();
+      deps.onAgentWritten?.(recorded.value);
       break;
     }
     case 'deleteServerObject': {

@@ -278,8 +278,8 @@ describe('deadlines', () => {
 });
 
 describe('reserved names and header env names', () => {
-  it('reserves the 23 reference names plus AGENT_DEADLINE_AT, the input files, the trace context, the 6 realtime names and the 5 server names', () => {
-    assert.equal(RESERVED_ENV_NAMES.size, 40);
+  it('reserves the 23 reference names plus AGENT_DEADLINE_AT, the input files, the trace context, the 6 realtime names and the 6 server names', () => {
+    assert.equal(RESERVED_ENV_NAMES.size, 41);
     assert.ok(isReservedEnvName('AGENT_SYSTEM_PROMPT_FILE'));
     assert.ok(isReservedEnvName('TRACEPARENT'));
     assert.ok(isReservedEnvName('AGENT_OTLP_TRACES_ENDPOINT'));
@@ -287,7 +287,8 @@ describe('reserved names and header env names', () => {
     assert.ok(isReservedEnvName('AGENT_PARAMETERS_FILE'));
     assert.equal(REALTIME_ENV_NAMES.size, 6);
     for (const name of REALTIME_ENV_NAMES) assert.ok(isReservedEnvName(name), name);
-    assert.equal(SERVER_ENV_NAMES.size, 5);
+    assert.equal(SERVER_ENV_NAMES.size, 6);
+    assert.ok(isReservedEnvName('AGENT_SERVER_API_KEY_FILE'));
     for (const name of SERVER_ENV_NAMES) assert.ok(isReservedEnvName(name), name);
     assert.ok(isReservedEnvName('AGENT_DEADLINE_AT'));
     assert.ok(isReservedEnvName('POD_NAMESPACE'));

@@ -116,7 +116,12 @@ export function serverReplicas(agent: Agent, station: Station): number {
 
 const listOf = (x: unknown): JsonObject[] => (Array.isArray(x) ? (x as JsonObject[]) : []);
 
-/** The server pod's volume of the API-key Secret: its key `api-key` only, as the file `api-key`. */
+/**
+ * The server pod's volume of the API-key Secret: its key `api-key` only, as the file `api-key`. Optional, so a
+ * missing Secret (or one without `api-key`) does not hold the pod in ContainerCreating: the pod starts with an
+ * empty volume, the supervisor answers 503 and fails /readyz, and once the key appears the kubelet writes the
+ * file and the supervisor picks it up without a restart.
+ */
 export function apiKeyVolume(secretName: string): JsonObject {
   return {
     name: SERVER_API_KEY_VOLUME,
@@ -124,6 +129,7 @@ export function apiKeyVolume(secretName: string): JsonObject {
       secretName,
       defaultMode: SERVER_API_KEY_MODE,
       items: [{ key: SERVER_API_KEY_KEY, path: SERVER_API_KEY_KEY }],
+      optional: true,
     },
   };
 }

@@ -64,8 +64,9 @@ import type { StatusCondition } from './conditions.ts';
  * - `cleanupBatch`: the vendor cleanup of one batch. Done → continue; pending (Anthropic: cancel sent, delete
  *   once ended) → stop, decide again with `cleanup: {kind: 'pending'}`; failure → stop, decide again with
  *   `cleanup: {kind: 'failed', message}`.
- * - `createServerApiKey` (issue 12): POST the Secret with a random key (24 bytes, hex, `sk-` prefix); 201 or 409 →
- *   continue. Other errors → stop, retried.
+ * - `createServerApiKey` (issue 12): POST the Secret with a random key (24 bytes, hex, `sk-` prefix); 201 → patch
+ *   the Agent's `status.apiKeySecretUID` with the created Secret's uid (only a Secret the controller created is
+ *   used), continue; 409 → continue (not recorded: someone else's). Other errors → stop, retried.
  * - `deleteServerObject` (issue 12): DELETE with the uid precondition; 200/202/404/409 → continue; other errors →
  *   stop, retried.
  * - `applyServerObject` (issue 12): POST (or PUT with the resourceVersion precondition). 409 / 404 → superseded:

@@ -219,6 +219,7 @@ async function chaosScenario(
   const random = seededRandom(profile.seed);
   const handRandom = seededRandom(profile.seed ^ 0x4a4d);
   const burstRandom = seededRandom(profile.seed ^ 0xb0b);
+  const sessionRandom = seededRandom(profile.seed ^ 0x5e55);
   const testbed = s.cluster.testbed;
   if (testbed === undefined) throw new Error('no testbed');
   const certs = join(testbed.logDir, '..', 'certs');
@@ -343,7 +344,7 @@ async function chaosScenario(
   const sessions: Promise<void>[] = [];
   const callApi = async (name: string, action: 'prompt' | 'close', body: unknown): Promise<number> => {
     const live = replicas.filter((r) => r.proc.running);
-    const r = live[Math.floor(burstRandom() * live.length)];
+    const r = live[Math.floor(sessionRandom() * live.length)];
     if (r === undefined) return 0;
     try {
       const res = await fetch(`${r.api}/apis/${GROUP_VERSION}/namespaces/${s.ns}/agents/${name}/${action}`, {

@@ -553,8 +553,10 @@ describe('invariant 5: only the Lease holder writes', () => {
       sessionPatch(80, 'a-2', { metadata: { resourceVersion: '7' }, status: { sessionId: 's-1' } }),
       sessionPatch(81, 'a-2', { status: { sessionId: 's-1', phase: 'Succeeded' } }),
       sessionPatch(82, 'a-2', { metadata: { labels: { x: 'y' } }, status: { sessionId: 's-1' } }),
+      sessionPatch(83, 'a-2', { status: { sessionId: 's-1' } }),
     ];
     expectViolations(check(log), 5, [
+      [/patch agents\/status a-2 by b/, /replica b is not the leader/],
       [/patch agents\/status a-2 by b/, /replica b is not the leader/],
       [/patch agents\/status a-2 by b/, /replica b is not the leader/],
     ]);

@@ -342,6 +342,7 @@ describe(`controller: servers (${runtime})`, { skip }, () => {
           secretName: 'bot-server-api-key',
           defaultMode: 0o440,
           items: [{ key: 'api-key', path: 'api-key' }],
+          optional: true,
         });
         const agentContainer = template.spec.containers.find((c) => c.name === 'agent');
         const env = new Map((agentContainer?.env ?? []).map((e) => [e.name, e.value]));
@@ -577,6 +578,7 @@ describe(`controller: servers (${runtime})`, { skip }, () => {
       runScenario(cluster, 'server-refused', async (s) => {
         await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
         await applyRbacManifests(s, 'deploy/rbac/policy-reader-rbac.yaml');
+        await applyRbacManifests(s, 'deploy/components/server/server-rbac.yaml');
         const images = fakeClaudeImages(s, runtime);
         const jobsOnly = await createPolicy(s, 'jobs', ['job']);
         const serve = await createPolicy(s, 'serve', ['job', 'server']);
@@ -600,6 +602,32 @@ describe(`controller: servers (${runtime})`, { skip }, () => {
         assert.equal(refused.status.phase, 'Failed');
         assert.match(refused.status.failureReason ?? '', /execution server is not allowed \(allowed: job\)/);
         await s.waitForEvents('not-allowed', refused.metadata.uid, ['Warning/PolicyViolation']);
+
+        // A Secret of the generated name made by someone else beforehand (whose key they know) is never used: the
+        // server waits with Ready False, and no Deployment is made until that Secret is gone.
+        await s.create({
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: 'squatted-server-api-key' },
+          stringData: { 'api-key': 'sk-known-to-someone-else-0000' },
+        });
+        await s.create(agentManifest('squatted', 'allowed'));
+        const waiting = await s.waitForAgent(
+          'squatted',
+          (a) => (a.status.conditions ?? []).some((c) => c.type === 'Ready' && c.reason === 'ServerNameTaken'),
+          'Ready False ServerNameTaken',
+          60_000,
+        );
+        assert.equal(waiting.status.phase, 'Pending');
+        assert.equal(waiting.status.apiKeySecretUID, undefined);
+        assert.equal(
+          await s.client.tryGet(`/apis/apps/v1/namespaces/${s.ns}/deployments/squatted-server`),
+          undefined,
+          'no Deployment mounts a key someone else knows',
+        );
+        await s.client.delete(`/api/v1/namespaces/${s.ns}/secrets/squatted-server-api-key`);
+        const served = await s.waitForAgent('squatted', (a) => a.status.phase === 'Serving', 'Serving', 90_000);
+        assert.ok(served.status.apiKeySecretUID, 'the key it made is recorded');
       }),
   );
 });

@@ -392,6 +392,36 @@ describe('keeping volumes in step with their objects', () => {
     assert.ok(optional?.ok);
     assert.equal(optional.value.payload.size, 0);
   });
+
+  it("an optional Secret volume skips a listed key the Secret lacks (the server's API-key volume before its key exists)", async () => {
+    const p = pod();
+    const { sources: s } = sources(() => issued('t'));
+    const ctx = context(p, s);
+    const items = [{ key: 'api-key', path: 'api-key' }];
+    assert.deepEqual(await volumeContent(vol({ secret: { secretName: 'creds', items } }), ctx), {
+      ok: false,
+      error: 'key "api-key" not found in secret "creds"',
+    });
+    const lacking = await volumeContent(
+      vol({ secret: { secretName: 'creds', defaultMode: 0o440, items, optional: true } }),
+      ctx,
+    );
+    assert.ok(lacking?.ok);
+    assert.equal(lacking.value.payload.size, 0, 'no file, no error: the pod starts');
+    const partly = await volumeContent(
+      vol({
+        secret: {
+          secretName: 'creds',
+          defaultMode: 0o440,
+          items: [...items, { key: 'user', path: 'user' }],
+          optional: true,
+        },
+      }),
+      ctx,
+    );
+    assert.ok(partly?.ok);
+    assert.deepEqual(plain(partly.value.payload), { user: ['u', '440'] }, 'the keys it has are written');
+  });
 });
 
 describe('writeVolume (the kubelet atomic writer layout)', () => {

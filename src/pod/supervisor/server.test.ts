@@ -105,11 +105,10 @@ describe('the API key file', () => {
     const file = join(dir, 'api-key');
     let now = 1_000_000;
     const changes: [ApiKeyState, ApiKeyState | undefined][] = [];
-    const key = new ApiKeyFile(
-      file,
-      () => now,
-      (state, previous) => changes.push([state, previous]),
-    );
+    const key = new ApiKeyFile(file, {
+      now: () => now,
+      onChange: (state, previous) => changes.push([state, previous]),
+    });
     try {
       assert.deepEqual(await key.current(), { kind: 'unusable', why: 'the API key file is missing' });
       await writeFile(file, `${KEY}\n`);
@@ -142,25 +141,111 @@ describe('the API key file', () => {
     }
   });
 
-  it('reads once for callers that ask at the same time', async () => {
+  it('reads once for callers that ask at the same time; not again within the second, then once more', async () => {
+    let now = 5_000;
+    const reads: ((text: string) => void)[] = [];
+    const key = new ApiKeyFile(KEY_FILE, {
+      now: () => now,
+      readFile: (path) => {
+        assert.equal(path, KEY_FILE);
+        return new Promise((resolve) => reads.push(resolve));
+      },
+    });
+    const asked = [key.current(), key.current(), key.current()];
+    assert.equal(reads.length, 1, 'one read while it is under way');
+    reads[0]?.(KEY);
+    assert.deepEqual(
+      await Promise.all(asked),
+      [0, 1, 2].map(() => ({ kind: 'usable', key: KEY })),
+    );
+    assert.deepEqual(await key.current(), { kind: 'usable', key: KEY });
+    assert.equal(reads.length, 1, 'the read is reused within the second');
+    now += API_KEY_RELOAD_MS;
+    const again = [key.current(), key.current()];
+    assert.equal(reads.length, 2, 'one more read once the second is over, shared again');
+    reads[1]?.(`${'n'.repeat(16)}\n`);
+    assert.deepEqual(
+      await Promise.all(again),
+      [0, 1].map(() => ({ kind: 'usable', key: 'n'.repeat(16) })),
+    );
+  });
+
+  it('reads the file by default, and says why it cannot: missing, or the errno of another failure', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'srv-key-'));
+    try {
+      const file = join(dir, 'api-key');
+      await writeFile(file, ` ${KEY}\n`);
+      assert.deepEqual(await new ApiKeyFile(file).current(), { kind: 'usable', key: KEY });
+      assert.deepEqual(await new ApiKeyFile(join(dir, 'none')).current(), {
+        kind: 'unusable',
+        why: 'the API key file is missing',
+      });
+      assert.deepEqual(await new ApiKeyFile(dir).current(), {
+        kind: 'unusable',
+        why: 'the API key file cannot be read (EISDIR)',
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is read again at once when its clock runs backwards', async () => {
+    let now = 1_000_000;
+    let text = KEY;
+    let reads = 0;
+    const key = new ApiKeyFile(KEY_FILE, {
+      now: () => now,
+      readFile: async () => {
+        reads++;
+        return text;
+      },
+    });
+    assert.deepEqual(await key.current(), { kind: 'usable', key: KEY });
+    text = '';
+    now -= 3_600_000;
+    assert.deepEqual(await key.current(), { kind: 'unusable', why: 'the API key file is empty' });
+    assert.equal(reads, 2);
+  });
+
+  it('an API server times its re-reads on the monotonic clock: a wall clock stepped back does not stop them', async (t) => {
     const dir = await mkdtemp(join(tmpdir(), 'srv-key-'));
     const file = join(dir, 'api-key');
-    await writeFile(file, KEY);
-    let reads = 0;
-    const key = new ApiKeyFile(
-      file,
-      () => 0,
-      () => {
-        reads++;
-      },
-    );
+    // Both clocks move only when the test says so; the wall clock is stepped an hour back once.
+    let wall = Date.parse('2025-06-01T12:00:00Z');
+    let mono = 1_000;
+    t.mock.method(performance, 'now', () => mono);
+    const quiet = { write: () => true, once: () => undefined, on: () => undefined };
+    const io: SupervisorIo = {
+      argv: ['claude'],
+      env: { ...base, AGENT_SERVER_API_KEY_FILE: file },
+      stdout: quiet,
+      stderr: quiet,
+      now: () => wall,
+      onSignal: () => () => undefined,
+    };
+    const readyz = async (server: ApiServer): Promise<number> => {
+      const req = new FakeRequest({}, 'GET', '/readyz');
+      const res = new ServerResponse(req.asRequest);
+      await server.handle(req.asRequest, res);
+      return res.statusCode;
+    };
     try {
-      const all = await Promise.all([key.current(), key.current(), key.current()]);
-      assert.deepEqual(
-        all,
-        [0, 1, 2].map(() => ({ kind: 'usable', key: KEY })),
+      const config = parseServerConfig(io.env);
+      assert.ok(config.ok);
+      const server = new ApiServer(serverContext(prepare(io), config.value), config.value);
+      assert.equal(await readyz(server), 503, 'no key file yet');
+      await writeFile(file, KEY);
+      assert.equal(await readyz(server), 503, 'not read again within the second');
+      wall -= 3_600_000;
+      mono += API_KEY_RELOAD_MS;
+      assert.equal(await readyz(server), 200, 'read again a second later');
+      await unlink(file);
+      mono += API_KEY_RELOAD_MS;
+      assert.equal(
+        await readyz(server),
+        503,
+        'a revoked key stops working a second later, though the wall clock is an hour behind the last read',
       );
-      assert.equal(reads, 1);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -201,17 +286,19 @@ describe('server settings: unusable values', () => {
 
 /** A request whose body the test hands over, event by event. */
 class FakeRequest extends EventEmitter {
-  readonly method = 'POST';
-  readonly url = '/v1/chat/completions';
+  readonly method: string;
+  readonly url: string;
   readonly httpVersionMajor = 1;
   readonly httpVersionMinor = 1;
   readonly headers: Record<string, string>;
   readonly socket = { destroy: () => undefined };
   paused = false;
 
-  constructor(headers: Record<string, string> = {}) {
+  constructor(headers: Record<string, string> = {}, method = 'POST', url = '/v1/chat/completions') {
     super();
     this.headers = headers;
+    this.method = method;
+    this.url = url;
   }
 
   pause(): this {

@@ -13,10 +13,11 @@
 //
 // The API key is read from the file `AGENT_SERVER_API_KEY_FILE` names (the pod's mounted Secret; its value is never
 // in the environment): its content with surrounding whitespace trimmed, at least 16 characters. The file is read
-// again at most once a second (when a request or a probe needs the key and the last read is older), so a key the
-// kubelet has refreshed in the volume is in use within a second, without a restart, and the old one is refused from
-// then on. While the file is missing, empty or too short, every API request is answered 503 `api_key_unavailable`
-// (its body never read) and /readyz fails; the server keeps running and takes a key as soon as one is there.
+// again at most once a second (when a request or a probe needs the key and the last read is older, on the monotonic
+// clock: a wall clock set back cannot stop it), so a key the kubelet has refreshed in the volume is in use within a
+// second, without a restart, and the old one is refused from then on. While the file is missing, empty or too
+// short, every API request is answered 503 `api_key_unavailable` (its body never read) and /readyz fails; the server
+// keeps running and takes a key as soon as one is there.
 // A 401 or 413 (a body over `AGENT_SERVER_MAX_BODY_BYTES`, refused as soon as it is declared or read past the limit)
 // is answered with `connection: close` and the socket destroyed after it, its body never read: no client can make
 // the server read an unbounded body (nor can one with a 404 or 405, whose connection is closed when it has a body).
@@ -242,34 +243,47 @@ export function apiKeyOfText(text: string): ApiKeyState {
   return { kind: 'usable', key };
 }
 
+/** What an ApiKeyFile reads with and reports to; every field has a default (the real ones). */
+export interface ApiKeyFileOptions {
+  /**
+   * A monotonic clock in ms (default `performance.now()`): the age of the last read is measured with it, so a wall
+   * clock stepping backwards cannot stop the re-reads (and keep a revoked key in use).
+   */
+  readonly now?: () => number;
+  /** Reads the file's text (default `fs.promises.readFile(path, 'utf8')`); rejects with the errno error. */
+  readonly readFile?: (path: string) => Promise<string>;
+  /** Hears of each new state (the first read included; never the key itself), with the one before. */
+  readonly onChange?: (state: ApiKeyState, previous: ApiKeyState | undefined) => void;
+}
+
 /**
  * The API key file, read when the key is needed and the last read is at least API_KEY_RELOAD_MS old (one read at a
  * time; callers meanwhile share it), so a rewritten file (the kubelet swapping in a refreshed Secret) takes effect
- * within a second and an unchanging one costs one small read a second at most. `onChange` hears of each new state
- * (the first read included; never the key itself).
+ * within a second and an unchanging one costs one small read a second at most. The age is measured on a monotonic
+ * clock; should the clock given ever run backwards, the key is read again at once. `onChange` hears of each new
+ * state (the first read included; never the key itself).
  */
 export class ApiKeyFile {
   readonly #path: string;
   readonly #now: () => number;
+  readonly #readFile: (path: string) => Promise<string>;
   readonly #onChange: (state: ApiKeyState, previous: ApiKeyState | undefined) => void;
   #state: ApiKeyState | undefined;
   #readAt = 0;
   #reading: Promise<ApiKeyState> | undefined;
 
-  constructor(
-    path: string,
-    now: () => number,
-    onChange: (state: ApiKeyState, previous: ApiKeyState | undefined) => void = () => undefined,
-  ) {
+  constructor(path: string, options: ApiKeyFileOptions = {}) {
     this.#path = path;
-    this.#now = now;
-    this.#onChange = onChange;
+    this.#now = options.now ?? (() => performance.now());
+    this.#readFile = options.readFile ?? ((file) => readFile(file, 'utf8'));
+    this.#onChange = options.onChange ?? (() => undefined);
   }
 
   /** The key as of at most API_KEY_RELOAD_MS ago. */
   current(): Promise<ApiKeyState> {
     const state = this.#state;
-    if (state !== undefined && this.#now() - this.#readAt < API_KEY_RELOAD_MS) return Promise.resolve(state);
+    const age = this.#now() - this.#readAt;
+    if (state !== undefined && age >= 0 && age < API_KEY_RELOAD_MS) return Promise.resolve(state);
     this.#reading ??= this.#read().finally(() => {
       this.#reading = undefined;
     });
@@ -279,7 +293,7 @@ export class ApiKeyFile {
   async #read(): Promise<ApiKeyState> {
     let next: ApiKeyState;
     try {
-      next = apiKeyOfText(await readFile(this.#path, 'utf8'));
+      next = apiKeyOfText(await this.#readFile(this.#path));
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       next = {
@@ -466,10 +480,10 @@ export class ApiServer {
     this.#cfg = cfg;
     this.#metrics = createServerMetrics(cfg.concurrency);
     this.#startedAt = Math.floor(ctx.io.now() / 1000);
-    this.#key = new ApiKeyFile(
-      cfg.apiKeyFile,
-      () => ctx.io.now(),
-      (state, previous) => {
+    // The key file's age on the monotonic clock (the default), not the wall clock `io.now`: a clock stepped back
+    // would otherwise stop the re-reads, and a revoked key would keep working.
+    this.#key = new ApiKeyFile(cfg.apiKeyFile, {
+      onChange: (state, previous) => {
         // Never the key: only that there is one, that it changed, or why there is none.
         if (state.kind === 'usable')
           ctx.log.info(
@@ -484,7 +498,7 @@ export class ApiServer {
             { file: cfg.apiKeyFile },
           );
       },
-    );
+    });
   }
 
   async run(): Promise<number> {

@@ -350,10 +350,18 @@ function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefine
       return undefined;
     }
     case 'createServerApiKey': {
-      // An existing Secret is kept (409 counts as done).
+      // An existing Secret is kept and not recorded (409: someone else's); a created one's uid is recorded on the
+      // Agent's status (the executor's second write, without a precondition).
       if (s.server !== undefined && s.server.apiKey.kind === 'absent') {
         const apiKey: ApiKeyObservation = { kind: 'present' };
         d.snapshot = { ...s, server: { ...s.server, apiKey } };
+        if (!d.gone && action.ref.uid === d.agent.metadata.uid) {
+          const before = agentWire(d.agent);
+          rewrite(d, {
+            ...before,
+            status: mergePatch(before.status, { apiKeySecretUID: `uid-secret-${next(d)}` }),
+          });
+        }
       }
       d.objects.add(objectKey('Secret', action.ref.namespace, action.secretName));
       return undefined;

@@ -47,9 +47,13 @@ const ABSENT: ServerObservation = {
   apiKey: { kind: 'present' },
 };
 
+/** The Agent with the uid of the key Secret the controller made for it on its status (see the key tests). */
+const keyRecorded = (a: Agent): Agent =>
+  a.status.apiKeySecretUID === undefined ? { ...a, status: { ...a.status, apiKeySecretUID: 'uid-key' } } : a;
+
 function snap(a: Agent, over: Partial<Snapshot> = {}): Snapshot {
   return {
-    agent: a,
+    agent: keyRecorded(a),
     station: station(),
     definition: serverDef(),
     job: { kind: 'unknown' },
@@ -238,6 +242,31 @@ describe('decide: a Pending server (issue 12)', () => {
       template.spec.volumes.find((x) => x.name === 'server-api-key')?.secret?.secretName,
       'a-server-api-key',
     );
+  });
+
+  it('never uses a Secret of the generated name it did not create for this Agent: Ready False, nothing written, looked at every poll', () => {
+    const a = agent('a');
+    const s = { ...snap(a, { server: ABSENT }), agent: a };
+    assert.equal(s.agent.status.apiKeySecretUID, undefined, 'no key recorded');
+    const d = decide(s, NOW);
+    assert.deepEqual(kinds(d), ['patchStatus', 'recordEvent']);
+    const ready = d.actions.find((x) => x.kind === 'patchStatus');
+    assert.ok(ready?.kind === 'patchStatus');
+    assert.equal(ready.status.phase, 'Pending', 'it stays Pending');
+    const condition = ready.status.conditions?.find((c) => c.type === 'Ready');
+    assert.equal(condition?.reason, 'ServerNameTaken');
+    assert.match(
+      condition?.message ?? '',
+      /Secret a-server-api-key exists, but this controller did not create it/,
+    );
+    assert.equal(d.requeueAfterMs, OPTIONS.requeueMs);
+    // Told once: decided again on its own patch, nothing more.
+    const told = { ...a, status: { ...a.status, conditions: [...(ready.status.conditions ?? [])] } };
+    assert.deepEqual(decide({ ...s, agent: told }, NOW), { actions: [], requeueAfterMs: OPTIONS.requeueMs });
+    // A named Secret is the user's own: used as it is.
+    const named = serverDef({ server: { apiKeySecret: 'my-key' } });
+    const n = decide({ ...snap(a, { server: ABSENT, definition: named }), agent: a }, NOW);
+    assert.ok(kinds(n).includes('applyServerObject'), kinds(n).join(','));
   });
 
   it('with its key Secret present makes no key, whatever else it writes', () => {
@@ -626,7 +655,7 @@ describe('server objects (src/jobs/server.ts)', () => {
     assert.equal(deployment.spec.replicas, 1);
   });
 
-  it('mount the key Secret (its api-key only, 0440) read-only into the agent container only', () => {
+  it('mount the key Secret (its api-key only, 0440, optional so a missing key leaves the pod unready, not stuck) read-only into the agent container only', () => {
     const volumes = podSpec.volumes as { name: string; secret?: unknown }[];
     assert.deepEqual(
       volumes.filter((x) => x.name === 'server-api-key'),
@@ -637,6 +666,7 @@ describe('server objects (src/jobs/server.ts)', () => {
             secretName: 'a-server-api-key',
             defaultMode: 0o440,
             items: [{ key: 'api-key', path: 'api-key' }],
+            optional: true,
           },
         },
       ],

@@ -366,6 +366,33 @@ export function decideServerStart(
       requeueAfterMs: 1,
     };
   }
+  if (
+    generatesApiKey(definition) &&
+    observed.apiKey.kind === 'present' &&
+    agent.status.apiKeySecretUID === undefined
+  ) {
+    // A Secret of the generated name that this controller did not create for this Agent (it records the uid of the
+    // one it creates): never used, since whoever made it knows its key. An earlier Agent's goes with that Agent (the
+    // garbage collector), then the key is made; any other stays until someone deletes it. Looked at every poll.
+    const name = serverApiKeySecretName(agent, definition);
+    const taken: ConditionUpdate = {
+      type: CONDITION_READY,
+      status: 'False',
+      reason: REASON.serverNameTaken,
+      message: `Secret ${name} exists, but this controller did not create it for this Agent: its key is not used (an earlier Agent's is deleted with it; delete any other and a new key is made)`,
+    };
+    const requeueAfterMs = s.options.requeueMs;
+    const stamped = { ...taken, observedGeneration: agent.metadata.generation };
+    if (agent.status.phase === 'Pending' && conditionsSatisfied(agent.status.conditions, [stamped]))
+      return { actions: [], requeueAfterMs };
+    return {
+      actions: [
+        statusPatch(agent, { phase: 'Pending' }, [taken], now),
+        event(agentRef(agent), 'Warning', taken.reason, taken.message),
+      ],
+      requeueAfterMs,
+    };
+  }
   const objects = objectsOf(s, build);
   const planned = reconcileObjects(s, build, objects, observed, true);
   if (planned.foreign !== undefined) return fail(REASON.serverNameTaken, planned.foreign);
