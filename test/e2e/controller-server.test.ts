@@ -614,7 +614,8 @@ describe(`controller: servers (${runtime})`, { skip }, () => {
         await s.create(agentManifest('squatted', 'allowed'));
         const waiting = await s.waitForAgent(
           'squatted',
-          (a) => (a.status.conditions ?? []).some((c) => c.type === 'Ready' && c.reason === 'ServerNameTaken'),
+          (a) =>
+            (a.status.conditions ?? []).some((c) => c.type === 'Ready' && c.reason === 'ServerNameTaken'),
           'Ready False ServerNameTaken',
           60_000,
         );
@@ -626,7 +627,12 @@ describe(`controller: servers (${runtime})`, { skip }, () => {
           'no Deployment mounts a key someone else knows',
         );
         await s.client.delete(`/api/v1/namespaces/${s.ns}/secrets/squatted-server-api-key`);
-        const served = await s.waitForAgent('squatted', (a) => a.status.phase === 'Serving', 'Serving', 90_000);
+        const served = await s.waitForAgent(
+          'squatted',
+          (a) => a.status.phase === 'Serving',
+          'Serving',
+          90_000,
+        );
         assert.ok(served.status.apiKeySecretUID, 'the key it made is recorded');
       }),
   );
