@@ -1150,7 +1150,12 @@ describe('executeActions: what became of each action, for the run spans (issue 1
 
 describe('executeActions: a server API key (issue 12)', () => {
   const SECRETS_PATH = `/api/v1/namespaces/${NS}/secrets`;
-  const action: Action = { kind: 'createServerApiKey', ref: ref('srv'), secretName: 'srv-server-api-key' };
+  const action: Action = {
+    kind: 'createServerApiKey',
+    ref: ref('srv'),
+    secretName: 'srv-server-api-key',
+    recorded: false,
+  };
 
   it("records the created Secret's uid on the Agent's status, and never logs the key", async () => {
     const h = harness((req) => {
@@ -1185,5 +1190,41 @@ describe('executeActions: a server API key (issue 12)', () => {
     const out = await executeActions([action], refused.deps);
     assert.equal(out.kind, 'error');
     assert.deepEqual(refused.timeline, [`POST ${SECRETS_PATH}`]);
+  });
+
+  it('tries recording the uid again in place, and reports an error when it cannot', async () => {
+    let patches = 0;
+    const h = harness((req) => {
+      if (req.method === 'POST' && req.path === SECRETS_PATH) {
+        const body = req.body as { metadata: Record<string, unknown> };
+        return { status: 201, body: { ...body, metadata: { ...body.metadata, uid: 'uid-secret-2' } } };
+      }
+      if (req.method === 'PATCH') {
+        patches++;
+        if (patches < 3) return { status: 500, body: status(500, 'InternalError', 'etcd hiccup') };
+      }
+      return success(req);
+    });
+    assert.deepEqual(await executeActions([action], h.deps), { kind: 'done' });
+    assert.equal(patches, 3, 'recorded on the third try');
+    const failing = harness((req) =>
+      req.method === 'POST' && req.path === SECRETS_PATH
+        ? { status: 201, body: { ...(req.body as object), metadata: { name: 'x', uid: 'uid-secret-3' } } }
+        : { status: 500, body: status(500, 'InternalError', 'down') },
+    );
+    const out = await executeActions([action], failing.deps);
+    assert.equal(out.kind, 'error');
+    assert.equal(failing.requests.filter((r) => r.method === 'PATCH').length, 3);
+  });
+
+  it('clears a recorded uid when a new key meets a Secret it did not create (a rotation someone raced)', async () => {
+    const h = harness((req) =>
+      req.method === 'POST' && req.path === SECRETS_PATH
+        ? { status: 409, body: status(409, 'AlreadyExists', 'exists') }
+        : success(req),
+    );
+    assert.deepEqual(await executeActions([{ ...action, recorded: true }], h.deps), { kind: 'done' });
+    assert.deepEqual(h.timeline, [`POST ${SECRETS_PATH}`, `PATCH ${agentPath('srv')}/status`]);
+    assert.deepEqual(h.requests[1]?.body, { status: { apiKeySecretUID: null } });
   });
 });

@@ -23,7 +23,7 @@ import {
 import type { ControllerMetrics } from '../metrics/index.ts';
 import { type Action, type AgentRef, type MetricObservation, REASON } from '../reconcile/index.ts';
 import type { Logger } from '../shared/log.ts';
-import { assertNever, err } from '../shared/result.ts';
+import { assertNever, err, ok, type Result } from '../shared/result.ts';
 import { describeBatchError } from '../vendors/batch/http.ts';
 import { type BatchRuntime, vendorCall } from './batch/runtime.ts';
 import type { SinkDispatcher } from './batch/sinks.ts';
@@ -514,26 +514,32 @@ async function executeAction(action: Action, deps: ExecuteDeps): Promise<Execute
       const body = apiKeySecret(ref, action.secretName, newApiKey());
       const r = await createObject(deps.transport, SECRETS, ref.namespace, body, KubeObjectSchema, opts);
       if (!r.ok) {
-        // Someone else's, or an earlier Agent's: not recorded, so the next decision does not use it.
-        if (isAlreadyExists(r.error)) break;
-        return { kind: 'error', error: r.error, action: action.kind };
+        if (!isAlreadyExists(r.error)) return { kind: 'error', error: r.error, action: action.kind };
+        // Someone else's (or an earlier Agent's): never used. A uid recorded before (a rotation) is cleared, so the
+        // next decision sees the name taken.
+        if (!action.recorded) break;
+        const cleared = await recordApiKeySecret(deps, ref, null, opts);
+        if (!cleared.ok) return { kind: 'error', error: cleared.error, action: action.kind };
+        deps.logger.warn('Server API-key Secret name taken by a Secret this controller did not create', {
+          namespace: ref.namespace,
+          secret: action.secretName,
+        });
+        break;
       }
+      const uid = r.value.metadata.uid;
+      if (uid === undefined || uid === '')
+        return {
+          kind: 'error',
+          error: { kind: 'decode', message: 'the created API-key Secret has no uid' },
+          action: action.kind,
+        };
       deps.logger.info('Created server API-key Secret', {
         namespace: ref.namespace,
         secret: action.secretName,
       });
       // Recorded on the Agent: only a Secret this controller created for it is ever used.
-      const recorded = await patchStatus(
-        deps.transport,
-        AGENTS,
-        ref,
-        { apiKeySecretUID: r.value.metadata.uid ?? '' },
-        KubeObjectSchema,
-        opts,
-      );
+      const recorded = await recordApiKeySecret(deps, ref, uid, opts);
       if (!recorded.ok) return { kind: 'error', error: recorded.error, action: action.kind };
-      deps.metrics.statusPatches.inc();
-      deps.onAgentWritten?.(recorded.value);
       break;
     }
     case 'deleteServerObject': {
@@ -593,6 +599,38 @@ async function executeAction(action: Action, deps: ExecuteDeps): Promise<Execute
 }
 
 /** Records one Event on the Agent; best effort (a failure is logged), in the background when so configured. */
+/**
+ * Writes (or, with null, clears) `status.apiKeySecretUID` of a server's Agent: a merge patch of that one field, so
+ * repeating it is harmless; tried up to three times (a key Secret created and not recorded would never be used).
+ */
+async function recordApiKeySecret(
+  deps: ExecuteDeps,
+  ref: AgentRef,
+  uid: string | null,
+  opts: { readonly timeoutMs?: number | undefined; readonly fieldManager: string },
+): Promise<Result<void, KubeError>> {
+  let last: KubeError | undefined;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+    const r = await patchStatus(
+      deps.transport,
+      AGENTS,
+      ref,
+      { apiKeySecretUID: uid },
+      KubeObjectSchema,
+      opts,
+    );
+    if (r.ok) {
+      deps.metrics.statusPatches.inc();
+      deps.onAgentWritten?.(r.value);
+      return ok(undefined);
+    }
+    last = r.error;
+    if (isNotFound(r.error)) break;
+  }
+  return err(last ?? { kind: 'decode', message: 'the API-key Secret could not be recorded' });
+}
+
 async function recordNote(deps: ExecuteDeps, ref: AgentRef, note: EventNote): Promise<void> {
   const recording = Promise.resolve()
     .then(() => deps.events.record(involved(ref), note))

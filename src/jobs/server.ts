@@ -117,10 +117,11 @@ export function serverReplicas(agent: Agent, station: Station): number {
 const listOf = (x: unknown): JsonObject[] => (Array.isArray(x) ? (x as JsonObject[]) : []);
 
 /**
- * The server pod's volume of the API-key Secret: its key `api-key` only, as the file `api-key`. Optional, so a
- * missing Secret (or one without `api-key`) does not hold the pod in ContainerCreating: the pod starts with an
- * empty volume, the supervisor answers 503 and fails /readyz, and once the key appears the kubelet writes the
- * file and the supervisor picks it up without a restart.
+ * The server pod's volume of the API-key Secret: its key `api-key` only, as the file `api-key`. Not optional, on
+ * purpose: while a generated key is made again after its Secret was deleted (a rotation), running pods keep the last
+ * files the kubelet wrote and go on serving with the old key until the new one reaches them (an optional volume would
+ * be emptied meanwhile: an outage). A missing Secret, or one without `api-key`, holds a new pod in ContainerCreating
+ * with the kubelet's FailedMount Event saying why; an empty or too short key gives 503 and a failing /readyz.
  */
 export function apiKeyVolume(secretName: string): JsonObject {
   return {
@@ -129,7 +130,6 @@ export function apiKeyVolume(secretName: string): JsonObject {
       secretName,
       defaultMode: SERVER_API_KEY_MODE,
       items: [{ key: SERVER_API_KEY_KEY, path: SERVER_API_KEY_KEY }],
-      optional: true,
     },
   };
 }

@@ -65,8 +65,9 @@ import type { StatusCondition } from './conditions.ts';
  *   once ended) → stop, decide again with `cleanup: {kind: 'pending'}`; failure → stop, decide again with
  *   `cleanup: {kind: 'failed', message}`.
  * - `createServerApiKey` (issue 12): POST the Secret with a random key (24 bytes, hex, `sk-` prefix); 201 → patch
- *   the Agent's `status.apiKeySecretUID` with the created Secret's uid (only a Secret the controller created is
- *   used), continue; 409 → continue (not recorded: someone else's). Other errors → stop, retried.
+ *   the Agent's `status.apiKeySecretUID` with the created Secret's uid (retried in place a few times: only a Secret
+ *   the controller created is used), continue; 409 → someone else's: with `recorded`, clear the recorded uid (null),
+ *   then continue. Other errors → stop, retried.
  * - `deleteServerObject` (issue 12): DELETE with the uid precondition; 200/202/404/409 → continue; other errors →
  *   stop, retried.
  * - `applyServerObject` (issue 12): POST (or PUT with the resourceVersion precondition). 409 / 404 → superseded:
@@ -218,7 +219,13 @@ export type Action =
    * A server's API-key Secret `secretName` (owned by the Agent) with a random key made by the shell; an existing one
    * is kept (issue 12).
    */
-  | { readonly kind: 'createServerApiKey'; readonly ref: AgentRef; readonly secretName: string }
+  | {
+      readonly kind: 'createServerApiKey';
+      readonly ref: AgentRef;
+      readonly secretName: string;
+      /** A key Secret's uid is recorded on the Agent now (a rotation): a 409 then clears it (not its own any more). */
+      readonly recorded: boolean;
+    }
   /** A server object written: created, or (with `replace`) replaced with that resourceVersion as precondition. */
   /** A server object no longer wanted (a route whose Gateway the Station dropped), deleted with a uid precondition. */
   | {

@@ -342,7 +342,6 @@ describe(`controller: servers (${runtime})`, { skip }, () => {
           secretName: 'bot-server-api-key',
           defaultMode: 0o440,
           items: [{ key: 'api-key', path: 'api-key' }],
-          optional: true,
         });
         const agentContainer = template.spec.containers.find((c) => c.name === 'agent');
         const env = new Map((agentContainer?.env ?? []).map((e) => [e.name, e.value]));

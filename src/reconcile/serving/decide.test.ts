@@ -215,13 +215,18 @@ describe('decide: a Pending server (issue 12)', () => {
   });
 
   it('makes a generated key first, alone, when its Secret is absent; the pods then mount it', () => {
-    const d = decide(snap(agent('a'), { server: { ...ABSENT, apiKey: { kind: 'absent' } } }), NOW);
+    const fresh = agent('a');
+    const d = decide(
+      { ...snap(fresh, { server: { ...ABSENT, apiKey: { kind: 'absent' } } }), agent: fresh },
+      NOW,
+    );
     assert.deepEqual(d, {
       actions: [
         {
           kind: 'createServerApiKey',
           ref: { namespace: 'team', name: 'a', uid: 'uid-a' },
           secretName: 'a-server-api-key',
+          recorded: false,
         },
       ],
       requeueAfterMs: 1,
@@ -257,7 +262,7 @@ describe('decide: a Pending server (issue 12)', () => {
     assert.equal(condition?.reason, 'ServerNameTaken');
     assert.match(
       condition?.message ?? '',
-      /Secret a-server-api-key exists, but this controller did not create it/,
+      /Secret a-server-api-key is not the key Secret this controller made for this Agent .*not started until it is gone; delete it and a new key is made/,
     );
     assert.equal(d.requeueAfterMs, OPTIONS.requeueMs);
     // Told once: decided again on its own patch, nothing more.
@@ -469,6 +474,21 @@ describe('decide: a Serving server (issue 12)', () => {
     assert.equal(patchOf(d).conditions.find((c) => c.type === 'Ready')?.reason, 'Suspended');
   });
 
+  it('scales to zero when its key Secret is not the one it made (the record cleared by a raced rotation)', () => {
+    const a = serving('a');
+    const before = allWritten(a);
+    const d = decide({ ...snap(a, { server: before }), agent: a }, NOW);
+    const writes = applied(d);
+    assert.equal(writes.length, 1);
+    assert.equal((writes[0]?.object.manifest.spec as { replicas?: number } | undefined)?.replicas, 0);
+    const ready = patchOf(d).conditions.find((c) => c.type === 'Ready');
+    assert.equal(ready?.reason, 'ServerNameTaken');
+    assert.match(ready?.message ?? '', /scaled to zero until it is gone/);
+    // With its own key recorded again, the replicas come back.
+    const back = decide(snap(a, { server: before }), NOW);
+    assert.equal(applied(back).length, 0, 'its objects as written: nothing to change');
+  });
+
   it('reports a rollout and unavailable replicas as Progressing', () => {
     const a = serving('a');
     const d = decide(snap(a, { server: allWritten(a, {}, 0) }), NOW);
@@ -655,7 +675,7 @@ describe('server objects (src/jobs/server.ts)', () => {
     assert.equal(deployment.spec.replicas, 1);
   });
 
-  it('mount the key Secret (its api-key only, 0440, optional so a missing key leaves the pod unready, not stuck) read-only into the agent container only', () => {
+  it('mount the key Secret (its api-key only, 0440, not optional: running pods keep the last key through a rotation) read-only into the agent container only', () => {
     const volumes = podSpec.volumes as { name: string; secret?: unknown }[];
     assert.deepEqual(
       volumes.filter((x) => x.name === 'server-api-key'),
@@ -666,7 +686,6 @@ describe('server objects (src/jobs/server.ts)', () => {
             secretName: 'a-server-api-key',
             defaultMode: 0o440,
             items: [{ key: 'api-key', path: 'api-key' }],
-            optional: true,
           },
         },
       ],

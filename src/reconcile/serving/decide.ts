@@ -361,6 +361,7 @@ export function decideServerStart(
           kind: 'createServerApiKey',
           ref: agentRef(agent),
           secretName: serverApiKeySecretName(agent, definition),
+          recorded: agent.status.apiKeySecretUID !== undefined,
         },
       ],
       requeueAfterMs: 1,
@@ -379,7 +380,7 @@ export function decideServerStart(
       type: CONDITION_READY,
       status: 'False',
       reason: REASON.serverNameTaken,
-      message: `Secret ${name} exists, but this controller did not create it for this Agent: its key is not used (an earlier Agent's is deleted with it; delete any other and a new key is made)`,
+      message: apiKeyTakenMessage(name, 'not started until it is gone'),
     };
     const requeueAfterMs = s.options.requeueMs;
     const stamped = { ...taken, observedGeneration: agent.metadata.generation };
@@ -473,19 +474,27 @@ export function decideServing(
     const name = serverApiKeySecretName(agent, definition);
     return {
       actions: [
-        { kind: 'createServerApiKey', ref, secretName: name },
-        event(
+        {
+          kind: 'createServerApiKey',
           ref,
-          'Warning',
-          REASON.serverRepaired,
-          `API-key Secret ${name} was missing: a new key was made`,
-        ),
+          secretName: name,
+          recorded: agent.status.apiKeySecretUID !== undefined,
+        },
+        event(ref, 'Warning', REASON.serverRepaired, `API-key Secret ${name} was missing: making a new key`),
       ],
       requeueAfterMs: 1,
     };
   }
-  const objects = objectsOf(s, build);
-  const planned = reconcileObjects(s, build, objects, observed, false);
+  // A key Secret of the generated name that is not the one this controller made (its record was cleared when its
+  // create of a new key met someone else's Secret, or was never made): the pods must not serve with a key someone
+  // else knows, so the server is scaled to zero until that Secret is gone.
+  const keyTaken =
+    generatesApiKey(definition) &&
+    observed.apiKey.kind === 'present' &&
+    agent.status.apiKeySecretUID === undefined;
+  const view = keyTaken ? { ...s, agent: { ...agent, spec: { ...agent.spec, suspend: true } } } : s;
+  const objects = objectsOf(view, build);
+  const planned = reconcileObjects(view, build, objects, observed, false);
   // Someone else's object of its name is left alone, and said so; its own objects are still looked after.
   const ready: ConditionUpdate =
     planned.foreign !== undefined
@@ -495,7 +504,17 @@ export function decideServing(
           reason: REASON.serverNameTaken,
           message: clip(planned.foreign, MAX_CONDITION_MESSAGE),
         }
-      : serverReadiness(agent, station, definition, observed, planned.notes);
+      : keyTaken
+        ? {
+            type: CONDITION_READY,
+            status: 'False',
+            reason: REASON.serverNameTaken,
+            message: apiKeyTakenMessage(
+              serverApiKeySecretName(agent, definition),
+              'scaled to zero until it is gone',
+            ),
+          }
+        : serverReadiness(agent, station, definition, observed, planned.notes);
   const url = serverUrl(agent, station, planned.routed);
   const serviceName = objects.service.manifest.metadata.name;
   const stamped = { ...ready, observedGeneration: agent.metadata.generation };
@@ -513,6 +532,11 @@ export function decideServing(
       );
   }
   return { actions, ...requeue };
+}
+
+/** Why a Secret of the generated key's name is not used, and what to do. */
+function apiKeyTakenMessage(name: string, consequence: string): string {
+  return `Secret ${name} is not the key Secret this controller made for this Agent (status.apiKeySecretUID does not record it: someone else's, an earlier Agent's, or a create whose record failed): its key is not used, the server is ${consequence}; delete it and a new key is made`;
 }
 
 /** Only Ready changes (patched and announced once), the objects are left as they are. */
