@@ -100,6 +100,7 @@ describe('buildCrd', () => {
     const status = at(s, 'status');
     assert.equal(status.required, undefined);
     assert.deepEqual(Object.keys(status.properties ?? {}), [
+      'apiKeySecretUID',
       'batchCleanupAttempts',
       'batchFallback',
       'batchId',
