@@ -516,7 +516,7 @@ describe(`controller: servers (${runtime})`, { skip }, () => {
             const messages = (await s.agentEvents('bot', served.metadata.uid)).map((e) => e.message);
             observe(messages);
             return messages.some((m) =>
-              /API-key Secret bot-server-api-key was missing: a new key was made/.test(m ?? ''),
+              /API-key Secret bot-server-api-key was missing: making a new key/.test(m ?? ''),
             )
               ? true
               : undefined;
