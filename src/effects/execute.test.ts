@@ -755,7 +755,7 @@ describe('executeActions', () => {
         assert.equal(h.events.calls.length, 0);
         assert.equal(
           await sample(h.metrics, 'controller_runs_completed_total{exit_code="0",phase="Succeeded"}'),
-          undefined,
+          0,
         );
         assert.equal(await sample(h.metrics, 'controller_status_patches_total'), 0);
       });

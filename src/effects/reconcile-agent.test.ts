@@ -1135,7 +1135,7 @@ describe('reconcileAgent', () => {
       assert.deepEqual(h.events, []);
       assert.equal(
         await counter(h.metrics, 'controller_runs_completed_total', '{phase="Succeeded",exit_code="0"}'),
-        undefined,
+        0,
       );
     });
   });

@@ -230,6 +230,17 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
   for (const kind of FAILURE_KINDS) m.runFailures.inc({ kind }, 0);
   for (const provider of BATCH_PROVIDERS) m.batchOrphans.inc({ provider }, 0);
   for (const result of ['success', 'error', 'requeue', 'conflict']) m.reconciles.inc({ result }, 0);
+  // The usual endings exist from the start, so `increase()` and the failure-ratio alert count a series' first run
+  // (a counter that appears at 1 has no earlier sample to increase from). Other exit codes appear when they happen.
+  for (const [phase, exitCode] of [
+    ['Succeeded', '0'],
+    ['Succeeded', ''],
+    ['Failed', '1'],
+    ['Failed', ''],
+  ] as const) {
+    m.runsCompleted.inc({ phase, exit_code: exitCode }, 0);
+  }
+  for (const phase of ['Succeeded', 'Failed'] as const) m.runDuration.zero({ phase });
   m.isLeader.set(0);
   m.readAheadLogs.set(0);
   m.readAheadLogBytes.set(0);
