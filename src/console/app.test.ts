@@ -13,7 +13,7 @@ import {
   SESSION_COOKIE,
   sameOrigin,
 } from './app.ts';
-import { SessionStore } from './session.ts';
+import { SessionStore, SIGN_IN_FAILURES_PER_WINDOW } from './session.ts';
 
 const ALICE: CallerIdentity = { username: 'alice', groups: ['devs', 'system:authenticated'] };
 const ORIGIN = 'http://console.test';
@@ -198,6 +198,33 @@ describe('console: signing in', () => {
       { origin: 'http://evil.test' },
     );
     assert.equal(crossSite.status, 403);
+  });
+
+  it('refuses token sign-ins with 429 and Retry-After once SIGN_IN_FAILURES_PER_WINDOW failed; a one-time link still works', async () => {
+    const { app, sessions } = setup();
+    const attempt = (token: string) =>
+      app.request(`${ORIGIN}/login`, {
+        method: 'POST',
+        headers: {
+          cookie: `${LOGIN_COOKIE}=expected`,
+          origin: ORIGIN,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: new URLSearchParams({ _csrf: 'expected', token }).toString(),
+      });
+    const statuses = await Promise.all(
+      Array.from({ length: SIGN_IN_FAILURES_PER_WINDOW }, (_, i) =>
+        Promise.resolve(attempt(`guess-${i}`)).then((r) => r.status),
+      ),
+    );
+    assert.deepEqual(new Set(statuses), new Set([401]));
+    const refused = await attempt('good-token');
+    assert.equal(refused.status, 429);
+    assert.equal(refused.headers.get('retry-after'), '60');
+    assert.match(await refused.text(), /Too many failed sign-ins; try again in 60 s/);
+    assert.equal(cookieValue(refused, SESSION_COOKIE), undefined);
+    const code = sessions.issueLoginCode({ username: 'kubernetes-admin', groups: ['system:masters'] });
+    assert.equal((await app.request(`${ORIGIN}/login?code=${code}`)).status, 303);
   });
 
   it('the one-time link of a local run signs in once, then never again', async () => {

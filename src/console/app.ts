@@ -40,7 +40,14 @@ import {
   statusFragment,
   type Viewer,
 } from './pages.ts';
-import { csrfMatches, randomToken, type Session, type SessionStore, tokenExpiry } from './session.ts';
+import {
+  csrfMatches,
+  randomToken,
+  type Session,
+  type SessionStore,
+  SignInLimiter,
+  tokenExpiry,
+} from './session.ts';
 
 export const SESSION_COOKIE = 'agent_console_session';
 export const LOGIN_COOKIE = 'agent_console_login';
@@ -149,6 +156,7 @@ export function createConsoleApp(ports: ConsolePorts): Hono<Env> {
   const failed = (c: Context, s: Session | undefined, message: string, status = 500) =>
     page(c, messagePage('Something went wrong', message, s === undefined ? undefined : viewer(s)), status);
   const cookieOptions = { httpOnly: true, sameSite: 'Lax' as const, path: '/', secure: ports.secure };
+  const signIns = new SignInLimiter(ports.now);
 
   app.use('*', async (c, next) => {
     await next();
@@ -202,7 +210,17 @@ export function createConsoleApp(ports: ConsolePorts): Hono<Env> {
       return page(c, loginPage('The sign-in form expired; try again.', csrf), 403);
     const token = (form.get('token') ?? '').trim();
     if (token === '') return page(c, loginPage('Paste a token.', csrf), 400);
-    const identity = await ports.authenticateToken(token);
+    const waitSeconds = signIns.begin();
+    if (waitSeconds !== undefined) {
+      c.header('retry-after', String(waitSeconds));
+      return page(c, loginPage(`Too many failed sign-ins; try again in ${waitSeconds} s.`, csrf), 429);
+    }
+    let identity: Awaited<ReturnType<ConsolePorts['authenticateToken']>>;
+    try {
+      identity = await ports.authenticateToken(token);
+    } finally {
+      signIns.end(identity !== undefined && !('error' in identity));
+    }
     if (identity === undefined)
       return page(c, loginPage('The API server does not accept that token.', csrf), 401);
     if ('error' in identity)

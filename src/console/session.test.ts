@@ -7,6 +7,7 @@ import {
   SESSION_IDLE_MS,
   SESSION_MAX_MS,
   SessionStore,
+  SignInLimiter,
   tokenExpiry,
 } from './session.ts';
 
@@ -109,5 +110,42 @@ describe('console sessions: token expiry', () => {
     assert.equal(tokenExpiry(jwt(null)), undefined);
     assert.equal(tokenExpiry('a.%%%.c'), undefined);
     assert.equal(tokenExpiry('static-token'), undefined);
+  });
+});
+
+describe('console sign-ins: the failure limit', () => {
+  it('allows `limit` failures per window, counting attempts still under review, then says how long to wait', () => {
+    let now = 0;
+    const l = new SignInLimiter(() => now, 3, 60_000);
+    assert.equal(l.begin(), undefined);
+    assert.equal(l.begin(), undefined);
+    assert.equal(l.begin(), undefined);
+    assert.equal(l.begin(), 1, 'three under review: a fourth waits');
+    l.end(true);
+    assert.equal(l.begin(), undefined, 'a success frees its place');
+    now = 10_000;
+    l.end(false);
+    l.end(false);
+    l.end(false);
+    assert.equal(l.begin(), 60, 'three failures at 10 s: wait until 70 s');
+    now = 69_500;
+    assert.equal(l.begin(), 1);
+    now = 70_000;
+    assert.equal(l.begin(), undefined, 'the failures left the window');
+  });
+
+  it('successes never count; end() without begin() cannot go below zero', () => {
+    let now = 0;
+    const l = new SignInLimiter(() => now, 2, 1_000);
+    for (let i = 0; i < 10; i += 1) {
+      assert.equal(l.begin(), undefined);
+      l.end(true);
+      now += 1;
+    }
+    l.end(true);
+    l.end(true);
+    assert.equal(l.begin(), undefined);
+    assert.equal(l.begin(), undefined);
+    assert.equal(l.begin(), 1);
   });
 });

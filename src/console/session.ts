@@ -143,3 +143,45 @@ export function tokenExpiry(token: string): number | undefined {
 export function csrfMatches(session: Session, presented: string | undefined): boolean {
   return presented !== undefined && presented !== '' && constantTimeEqual(session.csrf, presented);
 }
+
+/** Token sign-ins that may fail (or be under review) per window, for this replica. */
+export const SIGN_IN_FAILURES_PER_WINDOW = 30;
+export const SIGN_IN_WINDOW_MS = 60 * 1000;
+
+/**
+ * Bounds token sign-ins that fail: each attempt costs a TokenReview on the API server, so guessing or flooding is
+ * refused (429) once SIGN_IN_FAILURES_PER_WINDOW attempts failed, or are still being reviewed, within the window.
+ * Signed-in people and one-time links are not affected.
+ */
+export class SignInLimiter {
+  readonly #now: () => number;
+  readonly #limit: number;
+  readonly #windowMs: number;
+  #failures: number[] = [];
+  #inReview = 0;
+
+  constructor(now: () => number, limit = SIGN_IN_FAILURES_PER_WINDOW, windowMs = SIGN_IN_WINDOW_MS) {
+    this.#now = now;
+    this.#limit = limit;
+    this.#windowMs = windowMs;
+  }
+
+  /** Starts an attempt: undefined when allowed, else the seconds to wait (for Retry-After). */
+  begin(): number | undefined {
+    const now = this.#now();
+    this.#failures = this.#failures.filter((t) => now - t < this.#windowMs);
+    if (this.#failures.length + this.#inReview < this.#limit) {
+      this.#inReview += 1;
+      return undefined;
+    }
+    const oldest = this.#failures[0];
+    const waitMs = oldest === undefined ? 1000 : oldest + this.#windowMs - now;
+    return Math.max(1, Math.ceil(waitMs / 1000));
+  }
+
+  /** Ends an attempt begun with `begin()`; a failed one counts for the window. */
+  end(succeeded: boolean): void {
+    this.#inReview = Math.max(0, this.#inReview - 1);
+    if (!succeeded) this.#failures.push(this.#now());
+  }
+}
