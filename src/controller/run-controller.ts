@@ -985,9 +985,9 @@ export function startController(deps: ControllerDeps): RunningController {
       await tracing.shutdown(2000);
       if (elector) {
         const released = await elector.release();
+        // The elector logs the release itself ("Released the lease", with the Lease and identity).
         if (!released.ok)
           log.warn('Releasing the Lease failed', { error: describeKubeError(released.error) });
-        else log.info('Released the Lease');
       }
     },
   };
