@@ -4,6 +4,7 @@ import { createFakeTransport } from './fake-transport.ts';
 import { CONFIG_MAPS } from './resources.ts';
 import {
   createLineDecoder,
+  DEFAULT_WATCH_IDLE_MS,
   parseWatchLine,
   type WatchEvent,
   watchOnce,
@@ -118,11 +119,13 @@ describe('parseWatchLine', () => {
 });
 
 describe('watchTimeoutSeconds', () => {
-  it('stays within 300..599', () => {
-    assert.equal(watchTimeoutSeconds(0), 300);
-    assert.equal(watchTimeoutSeconds(0.5), 450);
-    assert.equal(watchTimeoutSeconds(0.9999999), 599);
-    assert.equal(watchTimeoutSeconds(1), 599);
+  it('stays within 60..79 s, below the idle limit, so the server ends a quiet watch before it counts as dead', () => {
+    assert.equal(watchTimeoutSeconds(0), 60);
+    assert.equal(watchTimeoutSeconds(0.5), 70);
+    assert.equal(watchTimeoutSeconds(0.9999999), 79);
+    assert.equal(watchTimeoutSeconds(1), 79);
+    assert.equal(watchTimeoutSeconds(-1), 60);
+    assert.ok(watchTimeoutSeconds(1) * 1000 < DEFAULT_WATCH_IDLE_MS - 10_000);
   });
 });
 

@@ -6,7 +6,12 @@ import type { Transport } from './transport.ts';
 
 /** Largest accepted watch line (one object); the reference caps it at 4 MiB too. */
 export const MAX_WATCH_LINE_BYTES = 4 * 1024 * 1024;
-/** Default idle limit: bookmarks arrive about every 60 s, so 90 s of silence means the connection is dead. */
+/**
+ * Default idle limit. A quiet watch can be silent for its whole life: the API server sends no bookmark for a resource
+ * that has not changed since its watch cache started, and Events have no watch cache at all. So every watch asks the
+ * server to end it well before this (see {@link watchTimeoutSeconds}), and silence past it means the connection is
+ * dead (a half-open connection, a stalled proxy).
+ */
 export const DEFAULT_WATCH_IDLE_MS = 90_000;
 
 /** Splits a byte stream into lines. */
@@ -133,9 +138,13 @@ export function parseWatchLine(line: string): WatchLine {
   }
 }
 
-/** Server-side watch lifetime: 300 s plus up to 300 s of jitter (client-go picks 5–10 min). */
+/**
+ * Server-side watch lifetime: 60 s plus up to 20 s of jitter, below {@link DEFAULT_WATCH_IDLE_MS}, so a quiet watch
+ * is ended cleanly by the server (and simply opened again) instead of being torn down as idle. (client-go picks
+ * 5–10 min, but has no idle limit: it relies on HTTP/2 pings, which our HTTP/1.1 watches do not have.)
+ */
 export function watchTimeoutSeconds(random: number): number {
-  return 300 + Math.floor(Math.min(Math.max(random, 0), 0.999999) * 300);
+  return 60 + Math.floor(Math.min(Math.max(random, 0), 0.999999) * 20);
 }
 
 export interface WatchOptions extends SelectorOptions {

@@ -72,7 +72,7 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
     }),
     watchReconnects: new Counter({
       name: 'controller_watch_reconnects_total',
-      help: 'Watch connections opened after the first, per watched resource',
+      help: 'Watches opened again after one was lost (it failed or went silent, or a LIST failed), per watched resource; the routine restart after the API server ends a watch is not counted',
       labelNames: ['resource'],
       registers,
     }),

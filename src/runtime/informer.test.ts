@@ -8,6 +8,7 @@ import {
 } from '../kube/fake-transport.ts';
 import type { KubeObject } from '../kube/meta.ts';
 import { CONFIG_MAPS } from '../kube/resources.ts';
+import { DEFAULT_WATCH_IDLE_MS } from '../kube/watch.ts';
 import { createLogger } from '../shared/log.ts';
 import { flushMicrotasks, ManualClock } from './clock.ts';
 import { createInformer } from './informer.ts';
@@ -120,7 +121,11 @@ describe('createInformer', () => {
     assert.equal(watches(srv.t)[2]?.query.resourceVersion, '20');
     assert.deepEqual(inf.store.keys().sort(), ['n/a', 'n/c', 'n/e']);
     assert.deepEqual(counters.lists, ['initial', 'gone']);
-    assert.equal(counters.reconnects, 2);
+    assert.equal(
+      counters.reconnects,
+      1,
+      'the watch after the dropped connection; the re-list after 410 is a list',
+    );
     assert.equal(counters.watchErrors, 1);
     assert.deepEqual(changes, [
       'added:a@1',
@@ -133,6 +138,70 @@ describe('createInformer', () => {
       'added:e@18',
       'deleted:d@12',
     ]);
+    ctl.abort();
+    await running;
+  });
+
+  it('asks the server to end each watch below the idle limit, and opens a watch the server ended without counting a reconnect', async () => {
+    const srv = scriptedServer([cm('a', '1')], '5');
+    const clock = new ManualClock();
+    const counters = { reconnects: 0, watchErrors: 0 };
+    const inf = createInformer<KubeObject>({
+      transport: srv.t,
+      resource: CONFIG_MAPS,
+      namespace: 'n',
+      clock,
+      random: () => 0.999,
+      logger,
+      hooks: { onReconnect: () => counters.reconnects++, onWatchError: () => counters.watchErrors++ },
+    });
+    // Two quiet watches that the server ends on schedule, then one that stays open.
+    srv.streams.push(async () => 'end');
+    srv.streams.push(async (_r, ctl) => {
+      ctl.push(line('ADDED', cm('b', '6')));
+      return 'end';
+    });
+    const ctl = new AbortController();
+    const running = inf.run(ctl.signal);
+    await inf.ready;
+    // A watch that ends within a second without an event is re-opened after a backoff (a misbehaving server).
+    await until(() => watches(srv.t).length >= 1, clock, 'the first watch');
+    await clock.advance(5_000);
+    await until(() => watches(srv.t).length >= 3, clock, 'three watches');
+    const asked = watches(srv.t).map((w) => Number(w.query.timeoutSeconds));
+    assert.ok(
+      asked.every((t) => t >= 60 && t * 1000 < DEFAULT_WATCH_IDLE_MS),
+      `timeoutSeconds ${asked} below the idle limit`,
+    );
+    assert.deepEqual(
+      watches(srv.t).map((w) => w.query.resourceVersion),
+      ['5', '5', '6'],
+      'each re-watch resumes where the last one ended, without a LIST',
+    );
+    assert.equal(counters.reconnects, 0);
+    assert.equal(counters.watchErrors, 0);
+    ctl.abort();
+    await running;
+  });
+
+  it('keeps a custom lifetime below 90% of a custom idle limit', async () => {
+    const srv = scriptedServer([], '5');
+    const clock = new ManualClock();
+    const inf = createInformer<KubeObject>({
+      transport: srv.t,
+      resource: CONFIG_MAPS,
+      namespace: 'n',
+      clock,
+      random: () => 0,
+      logger,
+      idleTimeoutMs: 20_000,
+      watchTimeoutSeconds: () => 600,
+    });
+    const ctl = new AbortController();
+    const running = inf.run(ctl.signal);
+    await inf.ready;
+    await until(() => watches(srv.t).length >= 1, clock, 'a watch');
+    assert.equal(watches(srv.t)[0]?.query.timeoutSeconds, 18);
     ctl.abort();
     await running;
   });

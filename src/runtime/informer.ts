@@ -26,8 +26,9 @@ export interface InformerHooks {
   /** A LIST starts (initial, after a 410, on request, or retrying a failed LIST). */
   readonly onList?: (reason: ListReason) => void;
   /**
-   * A WATCH connects after the first one (a reconnect); the restart after a requested resync() does not count,
-   * unless the watch before it had broken (a resync during the backoff after an outage is still a reconnect).
+   * A WATCH connects after one was lost: the watch before it failed (network, idle timeout, an error answer) or a
+   * LIST failed. A watch the server ended on schedule (every minute or so), the restart after a requested resync()
+   * and the re-list after a 410 (counted by onList) are not reconnects.
    */
   readonly onReconnect?: () => void;
   readonly onListError?: (error: KubeError) => void;
@@ -51,7 +52,7 @@ export interface InformerOptions<T extends KubeObject> {
   readonly pageSize?: number;
   /** Watch idle limit (default 90 000 ms). */
   readonly idleTimeoutMs?: number;
-  /** Server-side watch lifetime (default 300 s + up to 300 s jitter). */
+  /** Server-side watch lifetime (default 60 s + up to 20 s jitter); kept below 90% of the idle limit. */
   readonly watchTimeoutSeconds?: (random: number) => number;
   readonly backoff?: BackoffPolicy;
   /** Receives every change to the cache, in order, synchronously; must not throw. */
@@ -95,17 +96,15 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
   const emit = (c: Change<T>): void => opts.onChange?.(c);
   let running = false;
   let watches = 0;
-  let plannedRestart = false;
+  const idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_WATCH_IDLE_MS;
   let rv: string | undefined;
   let waiters: Array<(r: Result<ListSummary, KubeError>) => void> = [];
   /** Aborts the current watch or backoff sleep when a resync is requested. */
   let interrupt: AbortController | undefined;
-  /** The last watch broke (not aborted for a resync): the next one is a reconnect even after a resync. */
+  /** The last watch broke, or a LIST failed: the next watch is a reconnect (also after a resync). */
   let lostWatch = false;
 
   const list = async (reason: ListReason, signal: AbortSignal): Promise<WatcherOutcome | undefined> => {
-    // The watch that follows a requested re-list is a planned restart, not a reconnect.
-    plannedRestart = reason === 'resync';
     const served = waiters;
     waiters = [];
     hooks.onList?.(reason);
@@ -167,8 +166,7 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
   };
 
   const watch = async (from: string, signal: AbortSignal): Promise<WatcherOutcome | undefined> => {
-    if (watches++ > 0 && (!plannedRestart || lostWatch)) hooks.onReconnect?.();
-    plannedRestart = false;
+    if (watches++ > 0 && lostWatch) hooks.onReconnect?.();
     lostWatch = false;
     interrupt = new AbortController();
     const both = anySignal(signal, interrupt.signal);
@@ -182,8 +180,15 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
         labelSelector: opts.labelSelector,
         fieldSelector: opts.fieldSelector,
         resourceVersion: from,
-        timeoutSeconds: (opts.watchTimeoutSeconds ?? watchTimeoutSeconds)(opts.random()),
-        idleTimeoutMs: opts.idleTimeoutMs ?? DEFAULT_WATCH_IDLE_MS,
+        // The server ends the watch before the idle limit could: a quiet watch is not mistaken for a dead one.
+        timeoutSeconds: Math.max(
+          1,
+          Math.min(
+            (opts.watchTimeoutSeconds ?? watchTimeoutSeconds)(opts.random()),
+            Math.floor((0.9 * idleTimeoutMs) / 1000),
+          ),
+        ),
+        idleTimeoutMs,
         signal: both.signal,
       },
       applyEvent,
