@@ -138,22 +138,8 @@ if (!hasCluster) {
 }
 
 const [cmd, ...cmdArgs] = runScript('dist/agent-controller.mjs', ...controllerArgs);
-// The controller runs in its own process group (and session): a terminal's Ctrl-C reaches this script (and npm,
-// which passes it on here again) but not the controller itself, so the controller sees one signal per key press.
-// The first starts its graceful shutdown (it releases its Lease); a second, pressed more than a second later,
-// forces it.
-const child = spawn(cmd, cmdArgs, { cwd: root, env, stdio: 'inherit', detached: true });
-let lastForwarded = Number.NEGATIVE_INFINITY;
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    const now = performance.now();
-    if (now - lastForwarded < 1000) return;
-    lastForwarded = now;
-    child.kill(sig);
-  });
-}
-// Its own session too (detached), so a closed terminal's hang-up reaches only this script: pass it on as SIGTERM.
-process.on('SIGHUP', () => child.kill('SIGTERM'));
+const child = spawn(cmd, cmdArgs, { cwd: root, env, stdio: 'inherit' });
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
 child.on('exit', (code, signal) => {
   fakeVendors?.kill('SIGTERM');
   if (fakeCliTable) rmSync(fakeCliTable, { force: true });

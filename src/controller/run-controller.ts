@@ -984,10 +984,8 @@ export function startController(deps: ControllerDeps): RunningController {
       ]);
       await tracing.shutdown(2000);
       if (elector) {
-        const released = await elector.release();
-        // The elector logs the release itself ("Released the lease", with the Lease and identity).
-        if (!released.ok)
-          log.warn('Releasing the Lease failed', { error: describeKubeError(released.error) });
+        // The elector logs the release and its failure itself, with the Lease and identity.
+        await elector.release();
       }
     },
   };
