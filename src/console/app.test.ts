@@ -212,6 +212,9 @@ describe('console: signing in', () => {
         },
         body: new URLSearchParams({ _csrf: 'expected', token }).toString(),
       });
+    // Reviews that could not be made (the API server away) do not use the budget.
+    for (let i = 0; i <= SIGN_IN_FAILURES_PER_WINDOW; i += 1)
+      assert.equal((await attempt('broken')).status, 500);
     const statuses = await Promise.all(
       Array.from({ length: SIGN_IN_FAILURES_PER_WINDOW }, (_, i) =>
         Promise.resolve(attempt(`guess-${i}`)).then((r) => r.status),
@@ -220,8 +223,8 @@ describe('console: signing in', () => {
     assert.deepEqual(new Set(statuses), new Set([401]));
     const refused = await attempt('good-token');
     assert.equal(refused.status, 429);
-    assert.equal(refused.headers.get('retry-after'), '60');
-    assert.match(await refused.text(), /Too many failed sign-ins; try again in 60 s/);
+    assert.match(refused.headers.get('retry-after') ?? '', /^(59|60)$/);
+    assert.match(await refused.text(), /Too many failed sign-ins; try again in (59|60) s/);
     assert.equal(cookieValue(refused, SESSION_COOKIE), undefined);
     const code = sessions.issueLoginCode({ username: 'kubernetes-admin', groups: ['system:masters'] });
     assert.equal((await app.request(`${ORIGIN}/login?code=${code}`)).status, 303);

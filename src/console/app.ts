@@ -156,7 +156,7 @@ export function createConsoleApp(ports: ConsolePorts): Hono<Env> {
   const failed = (c: Context, s: Session | undefined, message: string, status = 500) =>
     page(c, messagePage('Something went wrong', message, s === undefined ? undefined : viewer(s)), status);
   const cookieOptions = { httpOnly: true, sameSite: 'Lax' as const, path: '/', secure: ports.secure };
-  const signIns = new SignInLimiter(ports.now);
+  const signIns = new SignInLimiter(() => performance.now());
 
   app.use('*', async (c, next) => {
     await next();
@@ -219,7 +219,7 @@ export function createConsoleApp(ports: ConsolePorts): Hono<Env> {
     try {
       identity = await ports.authenticateToken(token);
     } finally {
-      signIns.end(identity !== undefined && !('error' in identity));
+      signIns.end(identity === undefined);
     }
     if (identity === undefined)
       return page(c, loginPage('The API server does not accept that token.', csrf), 401);

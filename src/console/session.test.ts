@@ -121,12 +121,12 @@ describe('console sign-ins: the failure limit', () => {
     assert.equal(l.begin(), undefined);
     assert.equal(l.begin(), undefined);
     assert.equal(l.begin(), 1, 'three under review: a fourth waits');
-    l.end(true);
+    l.end(false);
     assert.equal(l.begin(), undefined, 'a success frees its place');
     now = 10_000;
-    l.end(false);
-    l.end(false);
-    l.end(false);
+    l.end(true);
+    l.end(true);
+    l.end(true);
     assert.equal(l.begin(), 60, 'three failures at 10 s: wait until 70 s');
     now = 69_500;
     assert.equal(l.begin(), 1);
@@ -134,16 +134,16 @@ describe('console sign-ins: the failure limit', () => {
     assert.equal(l.begin(), undefined, 'the failures left the window');
   });
 
-  it('successes never count; end() without begin() cannot go below zero', () => {
+  it('accepted tokens (and reviews that could not be made) never count; end() without begin() cannot go below zero', () => {
     let now = 0;
     const l = new SignInLimiter(() => now, 2, 1_000);
     for (let i = 0; i < 10; i += 1) {
       assert.equal(l.begin(), undefined);
-      l.end(true);
+      l.end(false);
       now += 1;
     }
-    l.end(true);
-    l.end(true);
+    l.end(false);
+    l.end(false);
     assert.equal(l.begin(), undefined);
     assert.equal(l.begin(), undefined);
     assert.equal(l.begin(), 1);

@@ -150,8 +150,10 @@ export const SIGN_IN_WINDOW_MS = 60 * 1000;
 
 /**
  * Bounds token sign-ins that fail: each attempt costs a TokenReview on the API server, so guessing or flooding is
- * refused (429) once SIGN_IN_FAILURES_PER_WINDOW attempts failed, or are still being reviewed, within the window.
- * Signed-in people and one-time links are not affected.
+ * refused (429) once SIGN_IN_FAILURES_PER_WINDOW tokens were refused, or are still being reviewed, within the
+ * window (a review that could not be made, the API server being away, does not count). One budget per replica:
+ * the console sees no client address it could trust behind a port-forward or proxy. Signed-in people and one-time
+ * links are not affected. `now` is monotonic milliseconds.
  */
 export class SignInLimiter {
   readonly #now: () => number;
@@ -179,9 +181,9 @@ export class SignInLimiter {
     return Math.max(1, Math.ceil(waitMs / 1000));
   }
 
-  /** Ends an attempt begun with `begin()`; a failed one counts for the window. */
-  end(succeeded: boolean): void {
+  /** Ends an attempt begun with `begin()`; one whose token was refused counts for the window. */
+  end(refused: boolean): void {
     this.#inReview = Math.max(0, this.#inReview - 1);
-    if (!succeeded) this.#failures.push(this.#now());
+    if (refused) this.#failures.push(this.#now());
   }
 }

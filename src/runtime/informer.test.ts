@@ -155,8 +155,11 @@ describe('createInformer', () => {
       logger,
       hooks: { onReconnect: () => counters.reconnects++, onWatchError: () => counters.watchErrors++ },
     });
-    // Two quiet watches that the server ends on schedule, then one that stays open.
-    srv.streams.push(async () => 'end');
+    // A quiet watch the server ends on its schedule, one with an event, then one that stays open.
+    srv.streams.push(async () => {
+      await clock.sleep(79_000);
+      return 'end';
+    });
     srv.streams.push(async (_r, ctl) => {
       ctl.push(line('ADDED', cm('b', '6')));
       return 'end';
@@ -164,9 +167,8 @@ describe('createInformer', () => {
     const ctl = new AbortController();
     const running = inf.run(ctl.signal);
     await inf.ready;
-    // A watch that ends within a second without an event is re-opened after a backoff (a misbehaving server).
     await until(() => watches(srv.t).length >= 1, clock, 'the first watch');
-    await clock.advance(5_000);
+    await clock.advance(79_000);
     await until(() => watches(srv.t).length >= 3, clock, 'three watches');
     const asked = watches(srv.t).map((w) => Number(w.query.timeoutSeconds));
     assert.ok(
@@ -184,7 +186,32 @@ describe('createInformer', () => {
     await running;
   });
 
-  it('keeps a custom lifetime below 90% of a custom idle limit', async () => {
+  it('counts a watch the server ended at once without an event as lost (a misbehaving server or proxy)', async () => {
+    const srv = scriptedServer([cm('a', '1')], '5');
+    const clock = new ManualClock();
+    const counters = { reconnects: 0 };
+    const inf = createInformer<KubeObject>({
+      transport: srv.t,
+      resource: CONFIG_MAPS,
+      namespace: 'n',
+      clock,
+      random: () => 0,
+      logger,
+      hooks: { onReconnect: () => counters.reconnects++ },
+    });
+    srv.streams.push(async () => 'end');
+    const ctl = new AbortController();
+    const running = inf.run(ctl.signal);
+    await inf.ready;
+    await until(() => watches(srv.t).length >= 1, clock, 'the first watch');
+    await clock.advance(5_000);
+    await until(() => watches(srv.t).length >= 2, clock, 'the watch after the backoff');
+    assert.equal(counters.reconnects, 1);
+    ctl.abort();
+    await running;
+  });
+
+  it('keeps a custom lifetime at most 90% of a custom idle limit', async () => {
     const srv = scriptedServer([], '5');
     const clock = new ManualClock();
     const inf = createInformer<KubeObject>({

@@ -13,6 +13,7 @@ import type { Clock } from './clock.ts';
 import { anySignal } from './signals.ts';
 import { type Change, Store, type StoreReader } from './store.ts';
 import {
+  closedTooSoon,
   INITIAL_WATCHER_STATE,
   type ListReason,
   nextWatcherStep,
@@ -26,8 +27,8 @@ export interface InformerHooks {
   /** A LIST starts (initial, after a 410, on request, or retrying a failed LIST). */
   readonly onList?: (reason: ListReason) => void;
   /**
-   * A WATCH connects after one was lost: the watch before it failed (network, idle timeout, an error answer) or a
-   * LIST failed. A watch the server ended on schedule (every minute or so), the restart after a requested resync()
+   * A WATCH connects after one was lost: the watch before it failed (network, idle timeout, an error answer), was
+   * ended by the server within a second without an event, or a LIST failed. A watch the server ended on schedule (every minute or so), the restart after a requested resync()
    * and the re-list after a 410 (counted by onList) are not reconnects.
    */
   readonly onReconnect?: () => void;
@@ -52,7 +53,7 @@ export interface InformerOptions<T extends KubeObject> {
   readonly pageSize?: number;
   /** Watch idle limit (default 90 000 ms). */
   readonly idleTimeoutMs?: number;
-  /** Server-side watch lifetime (default 60 s + up to 20 s jitter); kept below 90% of the idle limit. */
+  /** Server-side watch lifetime (default 60 s + up to 20 s jitter); at most 90% of the idle limit (and 1 s). */
   readonly watchTimeoutSeconds?: (random: number) => number;
   readonly backoff?: BackoffPolicy;
   /** Receives every change to the cache, in order, synchronously; must not throw. */
@@ -196,7 +197,10 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
     );
     both.dispose();
     interrupt = undefined;
+    const durationMs = opts.clock.now() - started;
     if (end.kind === 'aborted') return signal.aborted ? undefined : { kind: 'resyncRequested' };
+    // A server or proxy that keeps ending watches at once is losing them too (the watcher backs off from it).
+    if (closedTooSoon(end, durationMs)) lostWatch = true;
     if (end.kind === 'failed') {
       lostWatch = true;
       hooks.onWatchError?.(end.error);
@@ -207,7 +211,7 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
     } else if (end.kind === 'gone') {
       log.info('Watch expired, re-listing', { message: end.message });
     }
-    return { kind: 'watchEnded', end, resourceVersion: rv ?? from, durationMs: opts.clock.now() - started };
+    return { kind: 'watchEnded', end, resourceVersion: rv ?? from, durationMs };
   };
 
   const execute = async (step: WatcherStep, signal: AbortSignal): Promise<WatcherOutcome | undefined> => {

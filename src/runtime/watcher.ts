@@ -12,6 +12,11 @@ import { type BackoffPolicy, type BackoffState, INITIAL_BACKOFF_STATE, nextBacko
  * - any other watch failure (network, idle timeout, 5xx, 403, …) → back off, WATCH again from the last
  *   resourceVersion — never a re-list.
  */
+/** A watch the server ended within a second without any event: a misbehaving server or proxy, not a schedule. */
+export function closedTooSoon(end: WatchEnd, durationMs: number): boolean {
+  return end.kind === 'closed' && end.events === 0 && durationMs < 1000;
+}
+
 export type WatcherStep =
   | { readonly kind: 'list'; readonly reason: ListReason }
   | { readonly kind: 'watch'; readonly resourceVersion: string }
@@ -78,7 +83,7 @@ export function nextWatcherStep(
           return { state: { ...state, resourceVersion: undefined }, step: { kind: 'list', reason: 'gone' } };
         case 'closed': {
           const watch: WatcherStep = { kind: 'watch', resourceVersion: rv };
-          if (end.events === 0 && outcome.durationMs < 1000) {
+          if (closedTooSoon(end, outcome.durationMs)) {
             const b = nextBackoff(policy, state.backoff, now, random);
             return {
               state: { resourceVersion: rv, backoff: b.state },

@@ -142,7 +142,7 @@ export const ALERT_GROUPS: readonly RuleGroup[] = [
             'agent-controller {{ $labels.instance }} in {{ $labels.namespace }} lost its watches {{ $value | printf "%.0f" }} times in 10 minutes',
           description:
             'Watches are ended by the API server about every minute and opened again, which is not counted; this ' +
-            'replica keeps losing them (failed or silent connections) ' +
+            'replica keeps losing them to failed or silent connections ' +
             '(controller_watch_reconnects_total by resource on the dashboard), and a lost watch can cost a full ' +
             're-list (controller_resyncs_total) that loads the API server. Look for API server restarts or overload, ' +
             'a proxy or load balancer cutting long requests, or network trouble between the pod and the API server.',
