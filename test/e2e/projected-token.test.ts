@@ -206,6 +206,17 @@ describe('projected ServiceAccount tokens on the test node', { skip }, () => {
     t.after(ns.cleanup);
     const mock = mockImage(cluster, ns.name);
     t.after(mock.remove);
+    // kube-controller-manager publishes the cluster CA into a new namespace a moment after it exists; until then the
+    // mount also names the missing kube-root-ca.crt. This test is about the ServiceAccount alone.
+    await pollUntil(
+      async () =>
+        (await client.tryGet(
+          apiPath('v1', 'configmaps', { namespace: ns.name, name: 'kube-root-ca.crt' }),
+        )) !== undefined
+          ? true
+          : undefined,
+      { timeoutMs: 30_000, description: 'kube-root-ca.crt in the new namespace' },
+    );
     await client.create(
       apiPath('v1', 'pods', { namespace: ns.name }),
       tokenPod('early', 'late', mock.image, 'get pods'),
