@@ -130,6 +130,24 @@ function cookieValue(res: Response, name: string): string | undefined {
   return line?.slice(name.length + 1).split(';')[0];
 }
 
+/** A sign-in form post whose login cookie holds the CSRF token `expected`. */
+async function postLogin(
+  app: ReturnType<typeof setup>['app'],
+  form: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return app.request(`${ORIGIN}/login`, {
+    method: 'POST',
+    headers: {
+      cookie: `${LOGIN_COOKIE}=expected`,
+      origin: ORIGIN,
+      'content-type': 'application/x-www-form-urlencoded',
+      ...headers,
+    },
+    body: new URLSearchParams(form).toString(),
+  });
+}
+
 describe('console: signing in', () => {
   it('sends a page request without a session to the sign-in page, and a fragment or stream request gets 401', async () => {
     const { app } = setup();
@@ -174,16 +192,7 @@ describe('console: signing in', () => {
   it('refuses a sign-in without the form token, an unknown token, a failed review, and a cross-site post', async () => {
     const { app } = setup();
     const attempt = (form: Record<string, string>, headers: Record<string, string> = {}) =>
-      app.request(`${ORIGIN}/login`, {
-        method: 'POST',
-        headers: {
-          cookie: `${LOGIN_COOKIE}=expected`,
-          origin: ORIGIN,
-          'content-type': 'application/x-www-form-urlencoded',
-          ...headers,
-        },
-        body: new URLSearchParams(form).toString(),
-      });
+      postLogin(app, form, headers);
     const noCsrf = await attempt({ token: 'good-token' });
     assert.equal(noCsrf.status, 403);
     assert.equal(cookieValue(noCsrf, SESSION_COOKIE), undefined);
@@ -202,22 +211,13 @@ describe('console: signing in', () => {
 
   it('refuses token sign-ins with 429 and Retry-After once SIGN_IN_FAILURES_PER_WINDOW failed; a one-time link still works', async () => {
     const { app, sessions } = setup();
-    const attempt = (token: string) =>
-      app.request(`${ORIGIN}/login`, {
-        method: 'POST',
-        headers: {
-          cookie: `${LOGIN_COOKIE}=expected`,
-          origin: ORIGIN,
-          'content-type': 'application/x-www-form-urlencoded',
-        },
-        body: new URLSearchParams({ _csrf: 'expected', token }).toString(),
-      });
+    const attempt = (token: string) => postLogin(app, { _csrf: 'expected', token });
     // Reviews that could not be made (the API server away) do not use the budget.
     for (let i = 0; i <= SIGN_IN_FAILURES_PER_WINDOW; i += 1)
       assert.equal((await attempt('broken')).status, 500);
     const statuses = await Promise.all(
       Array.from({ length: SIGN_IN_FAILURES_PER_WINDOW }, (_, i) =>
-        Promise.resolve(attempt(`guess-${i}`)).then((r) => r.status),
+        attempt(`guess-${i}`).then((r) => r.status),
       ),
     );
     assert.deepEqual(new Set(statuses), new Set([401]));

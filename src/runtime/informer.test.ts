@@ -11,7 +11,7 @@ import { CONFIG_MAPS } from '../kube/resources.ts';
 import { DEFAULT_WATCH_IDLE_MS } from '../kube/watch.ts';
 import { createLogger } from '../shared/log.ts';
 import { flushMicrotasks, ManualClock } from './clock.ts';
-import { createInformer } from './informer.ts';
+import { createInformer, type InformerOptions } from './informer.ts';
 import type { Change } from './store.ts';
 
 const cm = (name: string, rv: string) => ({
@@ -59,6 +59,36 @@ async function until(cond: () => boolean, clock: ManualClock, what: string): Pro
 
 describe('createInformer', () => {
   const logger = createLogger('error', () => {});
+
+  /** Runs a ConfigMap informer on `srv` with a manual clock, counting reconnects and watch errors. */
+  async function runCounting(
+    srv: ReturnType<typeof scriptedServer>,
+    extra: Partial<Pick<InformerOptions<KubeObject>, 'idleTimeoutMs' | 'watchTimeoutSeconds'>> & {
+      random?: number;
+      clock?: ManualClock;
+    } = {},
+  ) {
+    const counters = { reconnects: 0, watchErrors: 0 };
+    const { random = 0, clock = new ManualClock(), ...options } = extra;
+    const inf = createInformer<KubeObject>({
+      transport: srv.t,
+      resource: CONFIG_MAPS,
+      namespace: 'n',
+      clock,
+      random: () => random,
+      logger,
+      ...options,
+      hooks: { onReconnect: () => counters.reconnects++, onWatchError: () => counters.watchErrors++ },
+    });
+    const ctl = new AbortController();
+    const running = inf.run(ctl.signal);
+    await inf.ready;
+    const stop = async (): Promise<void> => {
+      ctl.abort();
+      await running;
+    };
+    return { clock, counters, stop };
+  }
 
   it('lists (paginated), watches from the list rv, applies events, resumes after failures without re-listing, re-lists on 410', async () => {
     const srv = scriptedServer([cm('a', '1'), cm('b', '2'), cm('c', '3')], '10');
@@ -145,16 +175,6 @@ describe('createInformer', () => {
   it('asks the server to end each watch below the idle limit, and opens a watch the server ended without counting a reconnect', async () => {
     const srv = scriptedServer([cm('a', '1')], '5');
     const clock = new ManualClock();
-    const counters = { reconnects: 0, watchErrors: 0 };
-    const inf = createInformer<KubeObject>({
-      transport: srv.t,
-      resource: CONFIG_MAPS,
-      namespace: 'n',
-      clock,
-      random: () => 0.999,
-      logger,
-      hooks: { onReconnect: () => counters.reconnects++, onWatchError: () => counters.watchErrors++ },
-    });
     // A quiet watch the server ends on its schedule, one with an event, then one that stays open.
     srv.streams.push(async () => {
       await clock.sleep(79_000);
@@ -164,9 +184,7 @@ describe('createInformer', () => {
       ctl.push(line('ADDED', cm('b', '6')));
       return 'end';
     });
-    const ctl = new AbortController();
-    const running = inf.run(ctl.signal);
-    await inf.ready;
+    const inf = await runCounting(srv, { random: 0.999, clock });
     await until(() => watches(srv.t).length >= 1, clock, 'the first watch');
     await clock.advance(79_000);
     await until(() => watches(srv.t).length >= 3, clock, 'three watches');
@@ -180,57 +198,28 @@ describe('createInformer', () => {
       ['5', '5', '6'],
       'each re-watch resumes where the last one ended, without a LIST',
     );
-    assert.equal(counters.reconnects, 0);
-    assert.equal(counters.watchErrors, 0);
-    ctl.abort();
-    await running;
+    assert.equal(inf.counters.reconnects, 0);
+    assert.equal(inf.counters.watchErrors, 0);
+    await inf.stop();
   });
 
   it('counts a watch the server ended at once without an event as lost (a misbehaving server or proxy)', async () => {
     const srv = scriptedServer([cm('a', '1')], '5');
-    const clock = new ManualClock();
-    const counters = { reconnects: 0 };
-    const inf = createInformer<KubeObject>({
-      transport: srv.t,
-      resource: CONFIG_MAPS,
-      namespace: 'n',
-      clock,
-      random: () => 0,
-      logger,
-      hooks: { onReconnect: () => counters.reconnects++ },
-    });
     srv.streams.push(async () => 'end');
-    const ctl = new AbortController();
-    const running = inf.run(ctl.signal);
-    await inf.ready;
-    await until(() => watches(srv.t).length >= 1, clock, 'the first watch');
-    await clock.advance(5_000);
-    await until(() => watches(srv.t).length >= 2, clock, 'the watch after the backoff');
-    assert.equal(counters.reconnects, 1);
-    ctl.abort();
-    await running;
+    const inf = await runCounting(srv);
+    await until(() => watches(srv.t).length >= 1, inf.clock, 'the first watch');
+    await inf.clock.advance(5_000);
+    await until(() => watches(srv.t).length >= 2, inf.clock, 'the watch after the backoff');
+    assert.equal(inf.counters.reconnects, 1);
+    await inf.stop();
   });
 
   it('keeps a custom lifetime at most 90% of a custom idle limit', async () => {
     const srv = scriptedServer([], '5');
-    const clock = new ManualClock();
-    const inf = createInformer<KubeObject>({
-      transport: srv.t,
-      resource: CONFIG_MAPS,
-      namespace: 'n',
-      clock,
-      random: () => 0,
-      logger,
-      idleTimeoutMs: 20_000,
-      watchTimeoutSeconds: () => 600,
-    });
-    const ctl = new AbortController();
-    const running = inf.run(ctl.signal);
-    await inf.ready;
-    await until(() => watches(srv.t).length >= 1, clock, 'a watch');
+    const inf = await runCounting(srv, { idleTimeoutMs: 20_000, watchTimeoutSeconds: () => 600 });
+    await until(() => watches(srv.t).length >= 1, inf.clock, 'a watch');
     assert.equal(watches(srv.t)[0]?.query.timeoutSeconds, 18);
-    ctl.abort();
-    await running;
+    await inf.stop();
   });
 
   it('resync stops the watch, re-lists, and resumes from the new rv (a planned restart, not a reconnect)', async () => {

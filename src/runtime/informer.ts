@@ -28,8 +28,9 @@ export interface InformerHooks {
   readonly onList?: (reason: ListReason) => void;
   /**
    * A WATCH connects after one was lost: the watch before it failed (network, idle timeout, an error answer), was
-   * ended by the server within a second without an event, or a LIST failed. A watch the server ended on schedule (every minute or so), the restart after a requested resync()
-   * and the re-list after a 410 (counted by onList) are not reconnects.
+   * ended by the server within a second without an event, or a LIST failed. A watch the server ended on schedule
+   * (every minute or so), the restart after a requested resync() and the re-list after a 410 (counted by onList)
+   * are not reconnects.
    */
   readonly onReconnect?: () => void;
   readonly onListError?: (error: KubeError) => void;
@@ -98,6 +99,8 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
   let running = false;
   let watches = 0;
   const idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_WATCH_IDLE_MS;
+  // The server ends each watch before the idle limit could: a quiet watch is not mistaken for a dead one.
+  const longestWatchSeconds = Math.max(1, Math.floor((0.9 * idleTimeoutMs) / 1000));
   let rv: string | undefined;
   let waiters: Array<(r: Result<ListSummary, KubeError>) => void> = [];
   /** Aborts the current watch or backoff sleep when a resync is requested. */
@@ -181,13 +184,9 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
         labelSelector: opts.labelSelector,
         fieldSelector: opts.fieldSelector,
         resourceVersion: from,
-        // The server ends the watch before the idle limit could: a quiet watch is not mistaken for a dead one.
-        timeoutSeconds: Math.max(
-          1,
-          Math.min(
-            (opts.watchTimeoutSeconds ?? watchTimeoutSeconds)(opts.random()),
-            Math.floor((0.9 * idleTimeoutMs) / 1000),
-          ),
+        timeoutSeconds: Math.min(
+          (opts.watchTimeoutSeconds ?? watchTimeoutSeconds)(opts.random()),
+          longestWatchSeconds,
         ),
         idleTimeoutMs,
         signal: both.signal,
