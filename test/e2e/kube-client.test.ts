@@ -408,6 +408,45 @@ describe('kube client on the control plane', { skip }, () => {
     await stop();
   });
 
+  it('a quiet watch is ended by the API server before the idle limit and opened again: no error, reconnect or LIST', async () => {
+    const ns = await namespace('kube-quiet');
+    // Counts the watch requests; the API server ends each after timeoutSeconds (3 s: 90% of the 4 s idle limit).
+    const ended: string[] = [];
+    const counting: Transport = {
+      ...direct,
+      stream: async (path, opts) => {
+        const r = await direct.stream(path, opts);
+        ended.push(r.ok ? 'ended by the server' : r.error.kind);
+        return r;
+      },
+    };
+    const { inf, seen, stop } = startInformer({
+      transport: counting,
+      resource: CONFIG_MAPS,
+      namespace: ns,
+      idleTimeoutMs: 4_000,
+    });
+    await inf.ready;
+    await pollUntil(() => (ended.length >= 3 ? true : undefined), {
+      timeoutMs: 30_000,
+      description: 'three quiet watches ended',
+    });
+    await createConfigMap(direct, ns, 'after-quiet');
+    await pollUntil(() => (inf.store.get(`${ns}/after-quiet`) ? true : undefined), {
+      timeoutMs: 10_000,
+      description: 'the reopened watch to deliver a change',
+    });
+    assert.deepEqual(ended.slice(0, 3), [
+      'ended by the server',
+      'ended by the server',
+      'ended by the server',
+    ]);
+    assert.deepEqual(seen.watchErrors, []);
+    assert.equal(seen.reconnects, 0);
+    assert.deepEqual(seen.lists, ['initial']);
+    await stop();
+  });
+
   it('records an Event on an object and aggregates a repeat into count 2', async () => {
     const ns = await namespace('kube-events');
     const cm = await createConfigMap(direct, ns, 'target');
