@@ -313,14 +313,14 @@ describe('executeActions', () => {
     assert.deepEqual(recorded, ['Started']);
   });
 
-  it('writes nothing once this replica may no longer write (a lost Lease): superseded, metrics still observed', async () => {
+  it('writes nothing once this replica may no longer write (a lost Lease): notLeading, metrics still observed', async () => {
     const h = harness();
     let allowed = 1;
     const out = await executeActions(
       [patch(), metric({ metric: 'runQueue', seconds: 5 }), createJob(), ev('a1', 'Started')],
       { ...h.deps, mayWrite: () => allowed-- > 0 },
     );
-    assert.equal(out.kind, 'superseded');
+    assert.equal(out.kind, 'notLeading');
     assert.deepEqual(
       h.timeline,
       [`PATCH ${agentPath('a1')}/status`],

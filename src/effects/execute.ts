@@ -63,14 +63,14 @@ export interface ExecuteDeps {
    */
   readonly backgroundEvents?: boolean;
   /**
-   * Asked right before a Job create is sent: false drops it and the rest of the decision (outcome `superseded`),
+   * Asked right before a Job create is sent: false drops it and the rest of the decision (outcome `notLeading`),
    * e.g. once leadership was lost. Called once per create actually attempted.
    */
   readonly beforeCreateJob?: () => boolean;
   /**
    * Asked before every action but metrics: false once this replica may no longer write (it stopped leading, or its
-   * Lease's renew deadline passed while it was paused). The decision then stops as superseded: the next leader
-   * decides again.
+   * Lease's renew deadline passed while it was paused or the API server was away). The decision then stops as
+   * `notLeading`: the key is looked at again, by this replica if its renewal is confirmed, else by the next leader.
    */
   readonly mayWrite?: () => boolean;
   /** Called with the Agent as the API server returned it after a successful status patch (read your writes). */
@@ -119,6 +119,12 @@ export type ExecuteOutcome =
   | { readonly kind: 'done' }
   /** A precondition failed (409): the rest was dropped; the next reconcile recomputes from fresh state. */
   | { readonly kind: 'superseded'; readonly what: string }
+  /**
+   * This replica may not write now (it stopped leading, or its Lease's renew deadline passed and the renewal is
+   * not yet confirmed): the rest was dropped. The key must be looked at again: a replica whose renewal then
+   * succeeds is still leading, in the same term, and nothing else would wake it.
+   */
+  | { readonly kind: 'notLeading'; readonly what: string }
   /** The Job already exists: read it and decide again. */
   | { readonly kind: 'jobExists' }
   /** A binding of the run could not be created: decide again with `bindingRefused`. */
@@ -163,7 +169,7 @@ export type ActionResult =
 export async function executeActions(actions: readonly Action[], deps: ExecuteDeps): Promise<ExecuteOutcome> {
   for (const action of actions) {
     if (action.kind !== 'observeMetric' && deps.mayWrite !== undefined && !deps.mayWrite())
-      return { kind: 'superseded', what: 'leadership (this replica may no longer write)' };
+      return { kind: 'notLeading', what: 'leadership (this replica may no longer write)' };
     const started = Date.now();
     const outcome = await executeAction(action, deps);
     if (deps.onAction !== undefined) {
@@ -328,7 +334,7 @@ async function executeAction(action: Action, deps: ExecuteDeps): Promise<Execute
     case 'createJob': {
       const { metadata } = action.job;
       if (deps.beforeCreateJob !== undefined && !deps.beforeCreateJob())
-        return { kind: 'superseded', what: 'job creation (no longer leading)' };
+        return { kind: 'notLeading', what: 'job creation (no longer leading)' };
       const r = await createObject(
         deps.transport,
         JOBS,
@@ -444,7 +450,7 @@ async function executeAction(action: Action, deps: ExecuteDeps): Promise<Execute
       const rt = deps.batch;
       if (rt === undefined) return { kind: 'retryLater', reason: 'batch execution is not configured' };
       if (deps.beforeCreateJob !== undefined && !deps.beforeCreateJob())
-        return { kind: 'superseded', what: 'batch submission (no longer leading)' };
+        return { kind: 'notLeading', what: 'batch submission (no longer leading)' };
       const call = await vendorCall(rt, action.provider, action.ref.namespace, action.secretKey);
       if (!call.ok) {
         return call.error.kind === 'missing'

@@ -22,7 +22,7 @@ import {
 } from '../reconcile/index.ts';
 import { Store, type WorkResult } from '../runtime/index.ts';
 import { createLogger } from '../shared/log.ts';
-import { MAX_ROUNDS, type ReconcileDeps, reconcileAgent } from './reconcile-agent.ts';
+import { MAX_ROUNDS, NOT_LEADING_RECHECK_MS, type ReconcileDeps, reconcileAgent } from './reconcile-agent.ts';
 
 const NS = 'team';
 const GROUP_PATH = `/apis/agents.re-cinq.com/v1alpha1/namespaces/${NS}`;
@@ -883,7 +883,8 @@ describe('reconcileAgent', () => {
     it('after leadership ended no Job is created; the admission is given back', async () => {
       const h = harness({ ...PENDING_WORLD, agents: [rawAgent('a1')] });
       const result = await reconcileAgent(`${NS}/a1`, { ...h.deps, leading: () => false });
-      assert.deepEqual(result, { kind: 'done' });
+      // Looked at again shortly: should the Lease's renewal be confirmed after all, the run still starts.
+      assert.deepEqual(result, { kind: 'requeueAfter', ms: NOT_LEADING_RECHECK_MS });
       // The fence is at the Job: the run's own objects before it (owned by the Agent, like its ServiceAccount and
       // NetworkPolicy) are still written, and a later leader finds them as this run's.
       assert.deepEqual(h.calls(), [`POST ${CONFIG_MAPS_PATH}`]);
@@ -953,6 +954,36 @@ describe('reconcileAgent', () => {
         await counter(h.metrics, 'controller_run_duration_seconds_count', '{phase="Succeeded"}'),
         1,
       );
+    });
+
+    it('a finished Job while this replica may not write (renewal unconfirmed) → nothing written, looked at again; then Succeeded', async () => {
+      // Found by the chaos run: the Job finished while the API server restarted, the Lease's renew deadline passed,
+      // the decision was dropped as "superseded" and the key forgotten; the renewal then succeeded, the replica led
+      // on in the same term, and the run stayed Running (and its Station's slot held) for good.
+      const h = harness({
+        stations: [rawStation()],
+        jobs: [rawJob({ status: COMPLETE })],
+        agents: [runningAgent()],
+        router: (req) => {
+          if (req.method === 'GET' && req.path === PODS_PATH) return { status: 200, body: podList(0) };
+          if (req.method === 'GET' && req.path === LOG_PATH) return { status: 200, body: 'DONE: 42\n' };
+          return undefined;
+        },
+      });
+      let writable = false;
+      const deps = { ...h.deps, mayWrite: () => writable };
+      assert.deepEqual(await reconcileAgent(`${NS}/a1`, deps), {
+        kind: 'requeueAfter',
+        ms: NOT_LEADING_RECHECK_MS,
+      });
+      assert.equal(
+        h.calls().filter((c) => !c.startsWith('GET')).length,
+        0,
+        'no write while the Lease is in doubt',
+      );
+      writable = true;
+      assert.deepEqual(await reconcileAgent(`${NS}/a1`, deps), { kind: 'done' });
+      assert.equal(statusOf(h.patched()).phase, 'Succeeded');
     });
 
     it('finished Job not cached → live GET of the Job first', async () => {

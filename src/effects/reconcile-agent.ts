@@ -71,6 +71,9 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
  */
 export const MAX_ROUNDS = 8;
 
+/** How soon an Agent whose decision was dropped because this replica could not write is looked at again. */
+export const NOT_LEADING_RECHECK_MS = 1000;
+
 /** How soon a server whose object changed between read and write is looked at again (issue 12). */
 export const SERVER_CONFLICT_RETRY_MS = 1000;
 
@@ -246,7 +249,8 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
     // Agent is seen Running, finished or gone (the create may have landed even if its answer was lost). A batch
     // admission (the finalizer, then the submission record) is given back when its write was refused.
     const createsJob = decision.actions.some((a) => a.kind === 'createJob');
-    if (starts && (createsJob ? !createSent : outcome.kind === 'superseded')) deps.book.release(key);
+    if (starts && (createsJob ? !createSent : outcome.kind === 'superseded' || outcome.kind === 'notLeading'))
+      deps.book.release(key);
     if (decision.submissionRecord === true && outcome.kind === 'done')
       deps.batch?.nothingOutstanding.add(uid);
     switch (outcome.kind) {
@@ -259,6 +263,12 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
         return decision.requeueAfterMs !== undefined && outcome.kind === 'done'
           ? { kind: 'requeueAfter', ms: decision.requeueAfterMs }
           : { kind: 'done' };
+      case 'notLeading':
+        // Not a reason to forget the key: when the Lease's renewal is confirmed after all, this replica goes on
+        // leading in the same term and nothing else would wake it (found by the chaos run: a run whose Job finished
+        // while the API server restarted stayed Running). When leadership did end, the queue is shut down and drops
+        // the key; the next term looks at every run again.
+        return { kind: 'requeueAfter', ms: NOT_LEADING_RECHECK_MS };
       case 'jobExists': {
         const job = await observeJob(deps, agent);
         if (!job.ok) return retry(log, 'Reading the existing Job failed', describeKubeError(job.error));
@@ -301,6 +311,11 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
         deps.batch?.cleanupNotBefore.set(uid, deps.now().getTime() + cleanupBackoffMs(attempt));
         snapshot = { ...snapshot, cleanup: { kind: 'failed', message: outcome.message } };
         continue;
+      }
+      default: {
+        // Every outcome is handled above: a new one fails to compile here instead of deciding again silently.
+        const unhandled: never = outcome;
+        return retry(log, 'Unhandled outcome', JSON.stringify(unhandled));
       }
     }
   }
