@@ -128,6 +128,14 @@ const AgentItemSchema = v.looseObject({
   status: v.optional(v.looseObject({ phase: v.optional(v.string()), jobName: v.optional(v.string()) }), {}),
 });
 const NamedSchema = v.looseObject({ metadata: v.looseObject({ name: v.string() }) });
+const RawSchema = v.looseObject({
+  metadata: v.looseObject({
+    name: v.string(),
+    finalizers: v.optional(v.array(v.string())),
+    deletionTimestamp: v.optional(v.string()),
+  }),
+  status: v.optional(v.unknown()),
+});
 
 interface Replica {
   readonly identity: string;
@@ -587,6 +595,8 @@ async function chaosScenario(
     } catch {}
     await delay(2000);
   }
+  // Where each unfinished Agent stands (at most 5), read before the namespace goes: its Job's and pods' status.
+  const standing = unfinished.length === 0 ? [] : await whereStuck(s.client, s.ns, unfinished);
   // Realtime sessions still being closed end now (each gives up after its 4 minutes).
   await Promise.all(sessions);
   phases.deleted = created - Object.values(phases).reduce((n, x) => n + x, 0);
@@ -638,6 +648,7 @@ async function chaosScenario(
     // CI keeps only what is printed: the story of each Agent named in a violation, from the audit log (its writes,
     // its Job's, its pods' and the reads of its pod's log) and from the replicas' own log lines.
     for (const line of violationStories(invariants, records, replicas)) say(line);
+    for (const line of standing) say(line);
   }
   return {
     profile,
@@ -651,6 +662,44 @@ async function chaosScenario(
   };
 }
 
+/** The Job and pods of the first unfinished Agents, as the API server has them now (one line each). */
+async function whereStuck(
+  client: Scenario['client'],
+  ns: string,
+  unfinished: readonly string[],
+): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of unfinished.slice(0, 5)) {
+    const name = entry.split(' ')[0] ?? '';
+    try {
+      const agent = await client.get(apiPath(GROUP_VERSION, 'agents', { namespace: ns, name }), RawSchema);
+      out.push(`now ${name}: Agent status ${JSON.stringify(agent.status ?? {}).slice(0, 600)}`);
+      const jobs = await client.list(
+        apiPath('batch/v1', 'jobs', { namespace: ns }),
+        { labelSelector: `agents.re-cinq.com/agent=${name}` },
+        RawSchema,
+      );
+      for (const j of jobs.items)
+        out.push(
+          `now ${name}: Job ${j.metadata.name} status ${JSON.stringify(j.status ?? {}).slice(0, 800)}`,
+        );
+      const pods = await client.list(
+        apiPath('v1', 'pods', { namespace: ns }),
+        { labelSelector: `job-name=${jobs.items[0]?.metadata.name ?? `agent-job-${name}`}` },
+        RawSchema,
+      );
+      for (const p of pods.items)
+        out.push(
+          `now ${name}: pod ${p.metadata.name} finalizers ${JSON.stringify(p.metadata.finalizers ?? [])} ` +
+            `deleting ${p.metadata.deletionTimestamp ?? 'no'} status ${JSON.stringify(p.status ?? {}).slice(0, 600)}`,
+        );
+    } catch (error) {
+      out.push(`now ${name}: could not be read (${String(error).slice(0, 200)})`);
+    }
+  }
+  return out;
+}
+
 /** The Agents named in the violations (at most 5), each with its audit trail and the replicas' lines about it. */
 function violationStories(
   invariants: readonly InvariantResult[],
@@ -659,8 +708,7 @@ function violationStories(
 ): string[] {
   const names = new Set<string>();
   for (const inv of invariants)
-    for (const text of inv.violations)
-      for (const m of text.matchAll(/\bAgent (r-\d+)\b/g)) names.add(m[1] ?? '');
+    for (const text of inv.violations) for (const m of text.matchAll(/\b(r-\d+)\b/g)) names.add(m[1] ?? '');
   const out: string[] = [];
   for (const name of [...names].filter((n) => n !== '').slice(0, 5)) {
     // The Agent, its Job (`<prefix><name>`) and the Job's pods (`<job>-<suffix>`): names ending in the Agent's.
