@@ -716,7 +716,8 @@ export function startController(deps: ControllerDeps): RunningController {
     await sweepLeftoverJobs();
     await sweepBindings();
     prices.refresh();
-    // Changed Agents were re-queued by the re-list itself; Running ones re-check on their own timer. Only the
+    // Changed Agents were re-queued by the re-list itself; Running ones re-check on their own timer (so a reconcile
+    // of a Running Agent must never end `done` while it still runs: nothing would wake it again). Only the
     // heads of each queue are woken here, as a backstop: the rest would only be told to wait again.
     for (const lane of book.lanes()) wakeHeads(lane);
     // Servers, too: their objects are not watched, and drift is repaired within a poll whatever happened before.

@@ -329,6 +329,32 @@ describe('executeActions', () => {
     assert.equal(await sample(h.metrics, 'controller_run_queue_seconds_count'), 1);
   });
 
+  it('a status patch that landed is still reported once this replica may no longer write; other writes are not made', async () => {
+    // The renew deadline passes while the terminal patch is in flight (an API-server restart): the patch landed
+    // under its resourceVersion precondition, so its Event is this decision's to record (nobody else would); a
+    // prune of another Agent is a decision of its own and waits for the next leader's sweep.
+    const h = harness();
+    let writable = true;
+    const out = await executeActions(
+      [patch(), ev('a1', 'Succeeded'), metric({ metric: 'runQueue', seconds: 5 }), del('old', 'prune')],
+      {
+        ...h.deps,
+        mayWrite: () => writable,
+        onAgentWritten: () => {
+          writable = false;
+        },
+      },
+    );
+    assert.equal(out.kind, 'notLeading');
+    assert.deepEqual(h.timeline, [`PATCH ${agentPath('a1')}/status`, 'event Succeeded']);
+    assert.equal(await sample(h.metrics, 'controller_run_queue_seconds_count'), 1);
+    // Without a landed patch, the same Event is fenced like any write.
+    const before = harness();
+    const fenced = await executeActions([ev('a1', 'Succeeded')], { ...before.deps, mayWrite: () => false });
+    assert.equal(fenced.kind, 'notLeading');
+    assert.deepEqual(before.timeline, []);
+  });
+
   it('an empty decision makes no request', async () => {
     const h = harness();
     assert.deepEqual(await executeActions([], h.deps), { kind: 'done' });

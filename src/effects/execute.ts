@@ -165,13 +165,24 @@ export type ActionResult =
   | { readonly kind: 'notApplied' }
   | { readonly kind: 'failed'; readonly error: string };
 
+/**
+ * What reports a status change rather than decides anything: once the decision's status patch landed (under its
+ * resourceVersion precondition, so the transition is this decision's), these run even if this replica may no longer
+ * write. Nobody else would: another leader sees the Agent already changed. Writes to Agents, Jobs and the rest stay
+ * fenced; whatever of them is dropped, the next reconcile or sweep does again.
+ */
+const REPORTS_A_PATCH: ReadonlySet<Action['kind']> = new Set(['recordEvent', 'notifySinks', 'saveMemory']);
+
 /** Performs the actions of one decision in order; the only code that writes on behalf of the reconcile core. */
 export async function executeActions(actions: readonly Action[], deps: ExecuteDeps): Promise<ExecuteOutcome> {
+  let patched = false;
   for (const action of actions) {
-    if (action.kind !== 'observeMetric' && deps.mayWrite !== undefined && !deps.mayWrite())
+    const fenced = action.kind !== 'observeMetric' && !(patched && REPORTS_A_PATCH.has(action.kind));
+    if (fenced && deps.mayWrite !== undefined && !deps.mayWrite())
       return { kind: 'notLeading', what: 'leadership (this replica may no longer write)' };
     const started = Date.now();
     const outcome = await executeAction(action, deps);
+    if (outcome === undefined && action.kind === 'patchStatus') patched = true;
     if (deps.onAction !== undefined) {
       const error = outcome === undefined ? undefined : outcomeError(outcome);
       const result: ActionResult =

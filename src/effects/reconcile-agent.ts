@@ -81,7 +81,8 @@ export const SERVER_CONFLICT_RETRY_MS = 1000;
  * Reconciles one Agent by key (`namespace/name`): reads the cache and the few live objects the core needs, asks
  * `decide`, and executes the decision. Level-triggered: it never trusts the event that woke it.
  * Guarantees: never throws; an API failure yields `retry` (per-key backoff); a superseded write yields `done`
- * (the change that superseded it wakes the key again).
+ * (the change that superseded it wakes the key again); while this replica may not write (its Lease renewal in
+ * doubt) nothing is read or written and the key is looked at again after NOT_LEADING_RECHECK_MS.
  */
 export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<WorkResult> {
   const started = Date.now();
@@ -120,6 +121,9 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
   if (agent === undefined) return { kind: 'done' };
   const log = deps.logger.with({ agent: key });
   if (!needsReconcile(agent)) return { kind: 'done' };
+  // Nothing decided now could be written: no live reads (Job, pods, log, memory, vendor) are spent on it.
+  if (deps.mayWrite !== undefined && !deps.mayWrite())
+    return { kind: 'requeueAfter', ms: NOT_LEADING_RECHECK_MS };
   // This replica deleted it (pruned or preempted) and the cache has not caught up: nothing is decided on the version
   // before the delete (issue 13 §1: a preempted Agent got a Job after its deletion). Its deletion, or its
   // deletionTimestamp when a finalizer holds it, wakes it again.

@@ -53,6 +53,10 @@ import type { StatusCondition } from './conditions.ts';
  * - `deleteAgent` (preconditions.resourceVersion, default propagation): 200/202 → continue; 404 → already gone,
  *   continue. 409 → for `purpose: 'preempt'` stop and drop the rest (the victim changed, perhaps it finished;
  *   the next reconcile recomputes); for `purpose: 'prune'` skip it and continue with the next action.
+ * - Before every action but `observeMetric` the executor asks whether this replica may still write (it leads and
+ *   its Lease renewal is confirmed); when not, it stops with `notLeading` and the shell looks at the key again
+ *   shortly. Once the decision's status patch landed, the actions that report it (`recordEvent`, `notifySinks`,
+ *   `saveMemory`) are not fenced: the transition is this decision's, and nobody else would report it.
  * - `recordEvent` and `observeMetric` are best effort: a failure is logged and never stops the decision.
  * - `addFinalizer` / `removeFinalizer`: a JSON patch of the Agent that tests and touches only the one finalizer
  *   entry (add: tests the resourceVersion; remove: tests the entry at `index`). 200 → continue; 404 → stop (gone);

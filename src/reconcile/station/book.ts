@@ -189,7 +189,8 @@ export class StationBook<A extends AgentRunView> {
 
   /**
    * Gives an admission back: the decision to start the Agent was dropped before its Job was asked for (a
-   * precondition failed first, or leadership ended). Never call it once the Job create was sent.
+   * precondition failed first, or this replica may not write: leadership ended or its renewal is in doubt). Never
+   * call it once the Job create was sent.
    */
   release(key: string): void {
     const e = this.#agents.get(key);
