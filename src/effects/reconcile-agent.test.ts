@@ -916,19 +916,21 @@ describe('reconcileAgent', () => {
 
   describe('Running', () => {
     const runningAgent = () => rawAgent('a1', { status: RUNNING_STATUS });
-
-    it('finished (Complete) Job in the cache → pod list + log read → Succeeded with the log as output', async () => {
-      const h = harness({
+    /** A Running Agent whose Job is Complete in the cache; its pod lists and its log reads `log`. */
+    const finishedJobHarness = (log: string) =>
+      harness({
         stations: [rawStation()],
         jobs: [rawJob({ status: COMPLETE })],
         agents: [runningAgent()],
         router: (req) => {
           if (req.method === 'GET' && req.path === PODS_PATH) return { status: 200, body: podList(0) };
-          if (req.method === 'GET' && req.path === LOG_PATH)
-            return { status: 200, body: 'working…\nDONE: 42\n' };
+          if (req.method === 'GET' && req.path === LOG_PATH) return { status: 200, body: log };
           return undefined;
         },
       });
+
+    it('finished (Complete) Job in the cache → pod list + log read → Succeeded with the log as output', async () => {
+      const h = finishedJobHarness('working…\nDONE: 42\n');
       assert.deepEqual(await h.run(), { kind: 'done' });
       assert.deepEqual(h.calls(), [`GET ${PODS_PATH}`, `GET ${LOG_PATH}`, `PATCH ${STATUS_PATH}`]);
       assert.equal(h.requests[0]?.query.labelSelector, 'job-name=agent-job-a1');
@@ -960,16 +962,7 @@ describe('reconcileAgent', () => {
       // Found by the chaos run: the Job finished while the API server restarted, the Lease's renew deadline passed,
       // the decision was dropped as "superseded" and the key forgotten; the renewal then succeeded, the replica led
       // on in the same term, and the run stayed Running (and its Station's slot held) for good.
-      const h = harness({
-        stations: [rawStation()],
-        jobs: [rawJob({ status: COMPLETE })],
-        agents: [runningAgent()],
-        router: (req) => {
-          if (req.method === 'GET' && req.path === PODS_PATH) return { status: 200, body: podList(0) };
-          if (req.method === 'GET' && req.path === LOG_PATH) return { status: 200, body: 'DONE: 42\n' };
-          return undefined;
-        },
-      });
+      const h = finishedJobHarness('DONE: 42\n');
       let writable = false;
       const deps = { ...h.deps, mayWrite: () => writable };
       assert.deepEqual(await reconcileAgent(`${NS}/a1`, deps), {
