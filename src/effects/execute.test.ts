@@ -18,9 +18,12 @@ import {
   NETWORK_POLICIES,
 } from '../kube/index.ts';
 import { type ControllerMetrics, createControllerMetrics } from '../metrics/index.ts';
+import { batchRequestFor } from '../reconcile/batch/plan.ts';
 import type { Action, AgentRef, MetricObservation } from '../reconcile/index.ts';
 import { agent, at, definition, NS, station } from '../reconcile/test-fixtures.ts';
 import { createLogger } from '../shared/log.ts';
+import type { BatchVendor } from '../vendors/batch/port.ts';
+import { createBatchRuntime } from './batch/runtime.ts';
 import { createTombstones, type ExecuteOutcome, executeActions, FIELD_MANAGER, observe } from './execute.ts';
 
 const GROUP_PATH = '/apis/agents.re-cinq.com/v1alpha1';
@@ -353,6 +356,52 @@ describe('executeActions', () => {
     const fenced = await executeActions([ev('a1', 'Succeeded')], { ...before.deps, mayWrite: () => false });
     assert.equal(fenced.kind, 'notLeading');
     assert.deepEqual(before.timeline, []);
+  });
+
+  it('a batch submission is fenced again right before the create: leadership lost while the key was read → nothing sent', async () => {
+    // Chaos seed 66: the leader passed the fence, was paused while reading the vendor key, and sent its create after
+    // another leader had searched, found nothing and submitted: two vendor batches for one run.
+    const h = harness();
+    let leading = true;
+    let pauseOnRead = true;
+    const submitted: string[] = [];
+    const vendor = {
+      submit: (request: { customId: string }) => {
+        submitted.push(request.customId);
+        return Promise.resolve({ ok: true as const, value: { id: 'msgbatch_1' } });
+      },
+    } as unknown as BatchVendor;
+    const batch = createBatchRuntime({
+      baseUrls: {
+        anthropic: 'http://127.0.0.1:9',
+        gemini: 'http://127.0.0.1:9',
+        openai: 'http://127.0.0.1:9',
+      },
+      secrets: {
+        read: () => {
+          // Paused here the first time; the Lease went to another replica meanwhile.
+          if (pauseOnRead) leading = false;
+          return Promise.resolve({ ok: true as const, value: new Map([['ANTHROPIC_API_KEY', 'sk-test']]) });
+        },
+        forget: () => {},
+      },
+      vendors: { anthropic: vendor, gemini: vendor, openai: vendor },
+    });
+    const a = agent('a1', { status: { phase: 'Running', batchProvider: 'anthropic' } });
+    const submit: Action = {
+      kind: 'submitBatch',
+      ref: ref('a1'),
+      provider: 'anthropic',
+      secretKey: 'ANTHROPIC_API_KEY',
+      request: batchRequestFor(a, definition(), 'claude-sonnet-5'),
+    };
+    const deps = { ...h.deps, batch, beforeCreateJob: () => leading };
+    assert.equal((await executeActions([submit], deps)).kind, 'notLeading');
+    assert.deepEqual(submitted, [], 'no create sent by a replica that stopped leading');
+    leading = true;
+    pauseOnRead = false;
+    assert.deepEqual(await executeActions([submit], deps), { kind: 'batchSubmitted', id: 'msgbatch_1' });
+    assert.equal(submitted.length, 1);
   });
 
   it('an empty decision makes no request', async () => {

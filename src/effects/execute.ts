@@ -468,6 +468,11 @@ async function executeAction(action: Action, deps: ExecuteDeps): Promise<Execute
           ? { kind: 'batchRejected', message: call.error.message }
           : { kind: 'retryLater', reason: call.error.message };
       }
+      // Asked again right before the create: reading the key may have taken long enough (a replica paused, an API
+      // server away) for another leader to have searched, found nothing and submitted (chaos seed 66: a second
+      // vendor batch). No await between this check and the request.
+      if (deps.beforeCreateJob !== undefined && !deps.beforeCreateJob())
+        return { kind: 'notLeading', what: 'batch submission (no longer leading)' };
       const uid = action.ref.uid;
       // While the create is in flight its outcome is unknown: a crash or a lost answer means "search first".
       rt.nothingOutstanding.delete(uid);
