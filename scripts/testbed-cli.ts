@@ -64,9 +64,8 @@ const AUDIT_LOG = join(LOGS, 'audit.log');
  * The audit policy: writes (create, update, patch, delete, whatever their outcome) to what the chaos suite checks
  * (Agents and their status, Jobs, Leases, NetworkPolicies), with request and response bodies; the run pods' writes
  * and the Job controller's writes of Job status with their request bodies, and the reads of the pods' logs (metadata),
- * which tell a violation's story; nothing else is
- * logged. One event per request (stage ResponseComplete; RequestReceived is omitted). `resources` names match the
- * resource alone, `agents/status` the status subresource.
+ * which tell a violation's story; nothing else is logged. One event per request (stage ResponseComplete;
+ * RequestReceived is omitted). `resources` names match the resource alone, `agents/status` the status subresource.
  */
 const AUDIT_POLICY_YAML = `apiVersion: audit.k8s.io/v1
 kind: Policy

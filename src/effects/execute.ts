@@ -460,17 +460,15 @@ async function executeAction(action: Action, deps: ExecuteDeps): Promise<Execute
     case 'submitBatch': {
       const rt = deps.batch;
       if (rt === undefined) return { kind: 'retryLater', reason: 'batch execution is not configured' };
-      if (deps.beforeCreateJob !== undefined && !deps.beforeCreateJob())
-        return { kind: 'notLeading', what: 'batch submission (no longer leading)' };
       const call = await vendorCall(rt, action.provider, action.ref.namespace, action.secretKey);
       if (!call.ok) {
         return call.error.kind === 'missing'
           ? { kind: 'batchRejected', message: call.error.message }
           : { kind: 'retryLater', reason: call.error.message };
       }
-      // Asked again right before the create: reading the key may have taken long enough (a replica paused, an API
-      // server away) for another leader to have searched, found nothing and submitted (chaos seed 66: a second
-      // vendor batch). No await between this check and the request.
+      // Asked right before the create, after the key was read: that read may have taken long enough (a replica
+      // paused, an API server away) for another leader to have searched, found nothing and submitted (chaos seed 66:
+      // a second vendor batch). No await between this check and the request.
       if (deps.beforeCreateJob !== undefined && !deps.beforeCreateJob())
         return { kind: 'notLeading', what: 'batch submission (no longer leading)' };
       const uid = action.ref.uid;

@@ -577,7 +577,7 @@ async function chaosScenario(
     }
   } catch {}
   const settle = 60_000 + profile.pollMs + 60_000 + backlog;
-  let unfinished: string[] = [];
+  let unfinished: v.InferOutput<typeof AgentItemSchema>[] = [];
   const settleBy = Date.now() + settle;
   let phases: Record<string, number> = {};
   while (Date.now() < settleBy) {
@@ -588,15 +588,17 @@ async function chaosScenario(
         const p = a.status.phase ?? 'Pending';
         phases[p] = (phases[p] ?? 0) + 1;
       }
-      unfinished = list.items
-        .filter((a) => a.status.phase !== 'Succeeded' && a.status.phase !== 'Failed')
-        .map((a) => `${a.metadata.name} (${a.spec.stationRef}: ${a.status.phase ?? 'Pending'})`);
+      unfinished = list.items.filter((a) => a.status.phase !== 'Succeeded' && a.status.phase !== 'Failed');
       if (unfinished.length === 0) break;
     } catch {}
     await delay(2000);
   }
   // Where each unfinished Agent stands (at most 5), read before the namespace goes: its Job's and pods' status.
-  const standing = unfinished.length === 0 ? [] : await whereStuck(s.client, s.ns, unfinished);
+  const standing = await whereStuck(
+    s.client,
+    s.ns,
+    unfinished.map((a) => a.metadata.name),
+  );
   // Realtime sessions still being closed end now (each gives up after its 4 minutes).
   await Promise.all(sessions);
   phases.deleted = created - Object.values(phases).reduce((n, x) => n + x, 0);
@@ -626,7 +628,9 @@ async function chaosScenario(
       id: 6,
       name: `every Agent terminal within ${Math.round(settle / 1000)} s after the faults stop (deadline, poll, queue)`,
       checked: created,
-      violations: unfinished,
+      violations: unfinished.map(
+        (a) => `${a.metadata.name} (${a.spec.stationRef}: ${a.status.phase ?? 'Pending'})`,
+      ),
     },
     {
       id: 7,
@@ -662,15 +666,14 @@ async function chaosScenario(
   };
 }
 
-/** The Job and pods of the first unfinished Agents, as the API server has them now (one line each). */
+/** The Job and pods of the first unfinished Agents (by name), as the API server has them now (one line each). */
 async function whereStuck(
   client: Scenario['client'],
   ns: string,
-  unfinished: readonly string[],
+  names: readonly string[],
 ): Promise<string[]> {
   const out: string[] = [];
-  for (const entry of unfinished.slice(0, 5)) {
-    const name = entry.split(' ')[0] ?? '';
+  for (const name of names.slice(0, 5)) {
     try {
       const agent = await client.get(apiPath(GROUP_VERSION, 'agents', { namespace: ns, name }), RawSchema);
       out.push(`now ${name}: Agent status ${JSON.stringify(agent.status ?? {}).slice(0, 600)}`);
