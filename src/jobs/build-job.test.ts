@@ -246,8 +246,6 @@ const expectedJob = {
               'Edit',
               '--disallowedTools',
               'WebFetch',
-              '--settings',
-              '/agent/.claude/settings.json',
               '--max-turns',
               '12',
               '--',
@@ -588,6 +586,27 @@ describe('buildJob rewrite details', () => {
       });
       assert.deepEqual(agentContainer(job).resources, want);
     }
+  });
+
+  it('starts the agent in the workspace unless the Station names a working directory', () => {
+    const cases: ReadonlyArray<readonly [unknown, string]> = [
+      [undefined, '/workspace'],
+      ['', '/workspace'],
+      ['/workspace/app', '/workspace/app'],
+      ['/srv', '/srv'],
+    ];
+    for (const [workingDir, want] of cases) {
+      const container = workingDir === undefined ? { name: 'agent' } : { name: 'agent', workingDir };
+      const job = built({ ...input, station: withTemplate({ spec: { containers: [container] } }) });
+      assert.equal(agentContainer(job).workingDir, want, `Station workingDir ${JSON.stringify(workingDir)}`);
+    }
+  });
+
+  it('never names a Claude Code settings file in the argv (the CLI exits 1 when it is missing)', () => {
+    const job = built({ ...input, station: withTemplate({ spec: { containers: [{ name: 'agent' }] } }) });
+    const argv = agentContainer(job).command as string[];
+    assert.ok(argv.includes('claude'), 'a claude run');
+    assert.ok(!argv.includes('--settings'), argv.join(' '));
   });
 
   it('tolerates null or non-object metadata and labels; our labels win', () => {

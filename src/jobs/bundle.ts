@@ -16,7 +16,7 @@ export const OPENCODE_BIN_DIR = '/agent/.opencode/bin';
 export const CLAUDE_CONFIG_DIR = '/agent/.claude';
 /** Claude Code skills folder filled by the init container. */
 export const CLAUDE_SKILLS_DIR = '/agent/.claude/skills';
-/** Settings file passed to Claude Code with `--settings` (defined beside the Claude argv). */
+/** Claude Code's user settings file under the run's HOME (defined beside the Claude argv). */
 export { CLAUDE_SETTINGS_PATH } from '../vendors/cli/claude.ts';
 /** Mount point of the `workspace` emptyDir; value of `WORKSPACE_DIR`. */
 export const DEFAULT_WORKSPACE = '/workspace';

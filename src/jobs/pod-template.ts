@@ -404,8 +404,8 @@ const stringMap = (u: unknown): Record<string, unknown> => (isObject(u) ? u : {}
  * template; the input is never modified. The `agent` container gets the supervisor command, the run env, the
  * `agent`/`workspace` mounts (replacing Station mounts of those names), the memory mount of a definition with
  * memory (`agent-memory` at `/agent/memory`, read-only, agent only), the run's input (`run-input` at `/agent/input`,
- * read-only, agent only), the hardened security context, the
- * termination message file of the run report (`File` policy) and default resources when it has no `resources`;
+ * read-only, agent only), the workspace as its working directory when the Station sets none, the hardened security
+ * context, the termination message file of the run report (`File` policy) and default resources when it has no `resources`;
  * init containers are replaced by the injecting `init` container; the `agent`/`workspace` emptyDirs replace Station
  * volumes of those names; restartPolicy Never, the pod security context, no service-account token, merged labels
  * (ours win) and `safe-to-evict: "false"` are forced. Sidecars, nodeSelector, tolerations, affinity and other fields
@@ -435,6 +435,9 @@ export function wirePodTemplate(template: unknown, wiring: PodWiring): Result<Js
   const agent = containers[index] as JsonObject;
   agent.command = [...wiring.command];
   delete agent.args;
+  // The CLI works on the repositories cloned into the workspace: it starts there unless the Station chose another
+  // directory (a restricted run's uid cannot write `/`, the container runtime's default working directory).
+  if (typeof agent.workingDir !== 'string' || agent.workingDir === '') agent.workingDir = DEFAULT_WORKSPACE;
   agent.env = clone([...wiring.env, ...(wiring.agentEnv ?? [])]) as unknown[];
   if (wiring.agentPorts !== undefined && wiring.agentPorts.length > 0) {
     const ports = Array.isArray(agent.ports) ? (agent.ports as JsonObject[]) : [];

@@ -118,6 +118,27 @@ describe('realtime admission reasons', () => {
       true,
       undefined,
     ],
+    [
+      'resumeSession on a job run of opencode keeps its --session',
+      agentWith('a', { resumeSession: 's-1', model: 'opencode/x/y' }),
+      definition(),
+      true,
+      undefined,
+    ],
+    [
+      'resumeSession on a job run of the exec model is refused',
+      agentWith('a', { resumeSession: 's-1' }),
+      definition('def', { model: 'exec', tool_config: { command: ['true'] } }),
+      true,
+      'exec cannot resume a session',
+    ],
+    [
+      'an exec job run without resumeSession',
+      agent('a'),
+      definition('def', { model: 'exec', tool_config: { command: ['true'] } }),
+      true,
+      undefined,
+    ],
     ['a job run on a controller without realtime', agent('a'), definition(), false, undefined],
   ];
   for (const [name, a, def, enabled, want] of cases) {
@@ -153,6 +174,15 @@ describe('decide: a realtime Agent at Pending', () => {
       action?.kind === 'createPromptToken' && [action.uid, action.secretName, action.ref.name],
       ['uid-a', 'agent-prompt-a', 'a'],
     );
+  });
+
+  it('an exec Job run asked to resume a session fails at Pending with the reason and no Job', () => {
+    const execDef = definition('def', { model: 'exec', tool_config: { command: ['true'] } });
+    const d = decide(snap(agentWith('a', { resumeSession: 's-1' }), execDef), at(10), buildJob);
+    const patch = d.actions.find((x) => x.kind === 'patchStatus');
+    assert.equal(patch?.kind === 'patchStatus' && patch.status.phase, 'Failed');
+    assert.equal(patch?.kind === 'patchStatus' && patch.status.failureReason, 'exec cannot resume a session');
+    assert.ok(!d.actions.some((x) => x.kind === 'createJob'));
   });
 
   it('a job run gets no prompt token', () => {

@@ -18,8 +18,13 @@ export const FAILURE_REALTIME_DISABLED = 'realtime execution is disabled on this
 /** The reason of a resumeSession on a run that has no CLI session to continue (a batch run). */
 export const FAILURE_RESUME_NEEDS_REALTIME = 'resumeSession requires realtime execution';
 
-/** Vendors whose CLI continues a session by id (vendors.md 6.4); opencode and exec keep no session. */
+/**
+ * Vendors whose CLI continues a session by id in a realtime run (vendors.md 6.4): the supervisor must learn the
+ * session id from the CLI's output, which opencode does not print; exec keeps no session.
+ */
 const RESUMABLE: ReadonlySet<string> = new Set(['claude', 'codex', 'gemini']);
+/** Vendors whose Job-run argv carries a resume id (opencode's `--session` included); an exec command has none. */
+const RESUMABLE_IN_JOB: ReadonlySet<string> = new Set([...RESUMABLE, 'opencode']);
 
 /** True for a run the controller serves prompts to. */
 export function isRealtime(definition: AgentDefinition | null): boolean {
@@ -28,7 +33,8 @@ export function isRealtime(definition: AgentDefinition | null): boolean {
 
 /**
  * Why a realtime run (or a resumeSession) cannot be admitted, naming the field; undefined when it can. Checked in a
- * fixed order so the reason is stable. Job runs keep the reference's `resumeSession` (the CLI's own `--resume`).
+ * fixed order so the reason is stable. Job runs keep the reference's `resumeSession` (the CLI's own `--resume`), except
+ * on a CLI that cannot take one (exec): refused in every execution mode rather than silently ignored.
  */
 export function realtimeProblem(
   agent: Agent,
@@ -37,8 +43,13 @@ export function realtimeProblem(
 ): string | undefined {
   const resume = agent.spec.resumeSession ?? '';
   const execution = definition.spec.execution;
-  if (execution !== 'realtime')
-    return execution === 'batch' && resume !== '' ? FAILURE_RESUME_NEEDS_REALTIME : undefined;
+  if (execution === 'batch') return resume !== '' ? FAILURE_RESUME_NEEDS_REALTIME : undefined;
+  if (execution !== 'realtime') {
+    if (resume === '') return undefined;
+    // A Job run passes the id to its CLI; one whose CLI takes none is refused, never run as if fresh.
+    const vendor = vendorForModel(resolveModel(agent, definition));
+    return RESUMABLE_IN_JOB.has(vendor) ? undefined : `${vendor} cannot resume a session`;
+  }
   if (!enabled) return FAILURE_REALTIME_DISABLED;
   const conversation = definition.spec.resources.conversation;
   if ((conversation?.id ?? '') !== '') return 'realtime execution cannot use resources.conversation.id';

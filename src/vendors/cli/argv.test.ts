@@ -45,7 +45,6 @@ describe('DEFAULT_MODEL', () => {
 
 const base: VendorRunInput = { model: DEFAULT_MODEL, prompt: 'Fix it' };
 const CLAUDE_HEAD = ['claude', '--print', '--verbose', '--output-format', 'stream-json'];
-const SETTINGS = ['--settings', '/agent/.claude/settings.json'];
 
 describe('vendorCommand argv', () => {
   const cases: ReadonlyArray<readonly [string, VendorRunInput, Vendor, string[]]> = [
@@ -53,7 +52,7 @@ describe('vendorCommand argv', () => {
       'claude minimal (auto mode, no tools)',
       base,
       'claude',
-      [...CLAUDE_HEAD, '--model', 'claude-opus-5-5', ...SETTINGS, '--', 'Fix it'],
+      [...CLAUDE_HEAD, '--model', 'claude-opus-5-5', '--', 'Fix it'],
     ],
     [
       'claude auto with allow and deny lists, max turns',
@@ -75,7 +74,7 @@ describe('vendorCommand argv', () => {
         'Bash(git:*)',
         '--disallowedTools',
         'WebFetch',
-        ...SETTINGS,
+
         '--max-turns',
         '7',
         '--',
@@ -93,7 +92,7 @@ describe('vendorCommand argv', () => {
         '--dangerously-skip-permissions',
         '--disallowedTools',
         'Bash',
-        ...SETTINGS,
+
         '--',
         'Fix it',
       ],
@@ -102,19 +101,19 @@ describe('vendorCommand argv', () => {
       'claude unknown permission mode reads as auto',
       { ...base, permissionMode: 'yolo', allowedTools: ['Read'] },
       'claude',
-      [...CLAUDE_HEAD, '--model', 'claude-opus-5-5', '--allowedTools', 'Read', ...SETTINGS, '--', 'Fix it'],
+      [...CLAUDE_HEAD, '--model', 'claude-opus-5-5', '--allowedTools', 'Read', '--', 'Fix it'],
     ],
     [
       'claude resume alone',
       { ...base, resumeSession: 'sess-1' },
       'claude',
-      [...CLAUDE_HEAD, '--model', 'claude-opus-5-5', ...SETTINGS, '--resume', 'sess-1', '--', 'Fix it'],
+      [...CLAUDE_HEAD, '--model', 'claude-opus-5-5', '--resume', 'sess-1', '--', 'Fix it'],
     ],
     [
       'claude pin alone',
       { ...base, conversationPin: 'pin-1' },
       'claude',
-      [...CLAUDE_HEAD, '--model', 'claude-opus-5-5', ...SETTINGS, '--session-id', 'pin-1', '--', 'Fix it'],
+      [...CLAUDE_HEAD, '--model', 'claude-opus-5-5', '--session-id', 'pin-1', '--', 'Fix it'],
     ],
     [
       'claude resume and pin fork the session',
@@ -124,7 +123,7 @@ describe('vendorCommand argv', () => {
         ...CLAUDE_HEAD,
         '--model',
         'claude-haiku-5-5',
-        ...SETTINGS,
+
         '--max-turns',
         '3',
         '--resume',
@@ -140,7 +139,7 @@ describe('vendorCommand argv', () => {
       'claude prompt starting with a dash stays fenced',
       { ...base, prompt: '--help me' },
       'claude',
-      [...CLAUDE_HEAD, '--model', 'claude-opus-5-5', ...SETTINGS, '--', '--help me'],
+      [...CLAUDE_HEAD, '--model', 'claude-opus-5-5', '--', '--help me'],
     ],
     [
       'codex fresh, auto',
@@ -368,7 +367,7 @@ describe('claudeMcpConfig', () => {
       '{"mcpServers":{"fs":{"type":"stdio","command":"fs-mcp","args":[]}}}',
       '--strict-mcp-config',
     ]);
-    assert.ok(at < argv.indexOf('--settings'));
+    assert.equal(argv.at(-2), '--', 'the MCP config comes before the prompt fence');
   });
 });
 

@@ -3,7 +3,11 @@
 import { type McpServerSpec, permissionModeOf, present, type VendorRunInput } from './input.ts';
 import { mcpHeaderEnvName } from './mcp.ts';
 
-/** Settings file the init container fills; always passed with `--settings`. */
+/**
+ * Claude Code's user settings under the run's HOME (`/agent`), which the CLI reads by itself; the init container
+ * fills it from a skills source. Never passed with `--settings`: the CLI exits 1 ("Settings file not found") when
+ * that flag names a missing file, and without a skills source (or when its download fails) there is none.
+ */
 export const CLAUDE_SETTINGS_PATH = '/agent/.claude/settings.json';
 
 /**
@@ -33,7 +37,7 @@ export function claudeMcpConfig(servers: readonly McpServerSpec[]): string {
 
 /**
  * `claude --print --verbose --output-format stream-json --model <m> [--dangerously-skip-permissions |
- * --allowedTools T …] [--disallowedTools T …] [--mcp-config <json> --strict-mcp-config] --settings <path>
+ * --allowedTools T …] [--disallowedTools T …] [--mcp-config <json> --strict-mcp-config]
  * [--max-turns N] [--resume <id>] [--fork-session] [--session-id <pin>] -- <prompt>`. Deny lists apply in every
  * mode; `--fork-session` only when both a resume id and a pin are set.
  */
@@ -44,7 +48,6 @@ export function claudeArgv(input: VendorRunInput): string[] {
   for (const tool of present(input.disallowedTools)) argv.push('--disallowedTools', tool);
   const servers = input.mcpServers ?? [];
   if (servers.length > 0) argv.push('--mcp-config', claudeMcpConfig(servers), '--strict-mcp-config');
-  argv.push('--settings', CLAUDE_SETTINGS_PATH);
   const turns = Math.trunc(input.maxTurns ?? 0);
   if (turns > 0) argv.push('--max-turns', String(turns));
   const resume = input.resumeSession ?? '';
