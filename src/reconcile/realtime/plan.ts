@@ -18,7 +18,10 @@ export const FAILURE_REALTIME_DISABLED = 'realtime execution is disabled on this
 /** The reason of a resumeSession on a run that has no CLI session to continue (a batch run). */
 export const FAILURE_RESUME_NEEDS_REALTIME = 'resumeSession requires realtime execution';
 
-/** Vendors whose CLI continues a session by id (vendors.md 6.4); opencode and exec keep no session. */
+/**
+ * Vendors whose CLI continues a session by id (docs/reference/vendor-cli-events.md#resuming-a-session); opencode and
+ * exec keep no session.
+ */
 const RESUMABLE: ReadonlySet<string> = new Set(['claude', 'codex', 'gemini']);
 
 /** True for a run the controller serves prompts to. */
