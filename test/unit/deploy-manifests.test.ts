@@ -69,7 +69,8 @@ describe('deploy/: Kubernetes objects only', () => {
       .filter(([, p]) => p !== undefined)
       .map(([f, p]) => `${f}: ${p}`);
     assert.deepEqual(problems, []);
-    for (const f of NOT_OBJECTS.keys()) assert.ok(files.includes(f), `${f} is still there (else drop it from the list)`);
+    for (const f of NOT_OBJECTS.keys())
+      assert.ok(files.includes(f), `${f} is still there (else drop it from the list)`);
   });
 
   it('the Helm chart is not under deploy/', () => {
