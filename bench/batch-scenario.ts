@@ -1,5 +1,6 @@
 // `npm run bench -- --mode batch`: N batch Agents (default 1,000) through the controller against a loopback fake of
-// one vendor's batch API (test/support/fake-vendors, built from vendors.md). No Job, no pod: the figures are the
+// one vendor's batch API (test/support/fake-vendors, built from docs/reference/vendor-apis.md). No Job, no pod: the
+// figures are the
 // controller's own work per batch run. Measures: submits per second (and the raw bound: the same creates made
 // straight to the fake by the adapter), create → batchId, vendor requests per poll period while N batches are in
 // flight (against N for polling one by one), the fake's `ended` → Agent terminal (against the poll period's own

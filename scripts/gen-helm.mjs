@@ -1,4 +1,4 @@
-// `npm run gen:helm`: regenerates the Helm chart deploy/helm/agent-controller from the kustomize base deploy/ (its
+// `npm run gen:helm`: regenerates the Helm chart charts/agent-controller from the kustomize base deploy/ (its
 // kustomization, the files it lists, deploy/components/*, deploy/crds) and package.json's version; files of the
 // chart directory that the generator no longer writes are removed.
 // `npm run gen:helm -- --check`: writes nothing; exits 1 and names each file that differs, is missing or is extra.
@@ -10,6 +10,6 @@ generateFiles({
   name: 'gen:helm',
   root: join(dirname(fileURLToPath(import.meta.url)), '..'),
   printer: 'scripts/helm/print.ts',
-  target: 'deploy/helm/agent-controller',
+  target: 'charts/agent-controller',
   prune: true,
 });

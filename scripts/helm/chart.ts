@@ -1,4 +1,4 @@
-// The Helm chart deploy/helm/agent-controller, generated from the kustomize base deploy/ (one source: edit deploy/,
+// The Helm chart charts/agent-controller, generated from the kustomize base deploy/ (one source: edit deploy/,
 // then `npm run gen:helm`; `npm run gen:helm -- --check` fails when the committed chart differs).
 //
 // Every object of the base becomes a template in templates/ at the same path as its file under deploy/, emitted
@@ -30,7 +30,7 @@ import {
 } from './kustomize.ts';
 
 /** Where the chart lives, relative to the repository root. */
-export const CHART_DIR = 'deploy/helm/agent-controller';
+export const CHART_DIR = 'charts/agent-controller';
 export const CHART_NAME = 'agent-controller';
 /** The Kubernetes release the base needs (ValidatingAdmissionPolicy v1 in deploy/admission). */
 export const KUBE_VERSION = '>=1.30.0-0';
@@ -696,7 +696,7 @@ component of \`deploy/components/\` is a toggle. Edit \`deploy/\`, not this char
 
 \`\`\`sh
 kubectl create namespace ai-agents
-helm install agent-controller deploy/helm/agent-controller -n ai-agents
+helm install agent-controller charts/agent-controller -n ai-agents
 \`\`\`
 
 Object names are the base's (the controller and the CLI find them by name), so install one release per cluster.

@@ -122,7 +122,7 @@ built from this release's sources and lockfile.
 
 ## Install pinned by digest
 
-Helm (the chart \`${chart}\`, or \`deploy/helm/agent-controller\`):
+Helm (the chart \`${chart}\`, or \`charts/agent-controller\`):
 
 \`\`\`sh
 helm install agent-controller ${chart} -n ai-agents \\

@@ -34,7 +34,12 @@ export const AgentSpecSchema = v.pipe(
     parameters: parseDefault(
       v.pipe(
         v.record(v.string(), v.string()),
-        v.description('Values for {placeholder}s in the prompt; also exposed as AGENT_PARAMETERS (JSON).'),
+        v.description(
+          'Values for {placeholder}s in the prompt. Not secret: they reach the run pod as the environment ' +
+            'variable AGENT_PARAMETERS (JSON; over 32 KiB, parameters.json of the input ConfigMap), readable by ' +
+            'anyone who can read the Job or Pod spec, and the rendered prompt holds them too. Pass secrets through ' +
+            'the Secret agent-secrets instead.',
+        ),
       ),
       {},
     ),

@@ -131,8 +131,8 @@ function nameOf(u: unknown): string | undefined {
 
 /**
  * Parses a LIST response body. The envelope must be valid; each item is parsed with `parseItem`, and an item
- * that fails is reported in `skipped` while the rest are kept (reference §1.4: a poison object never wedges a
- * list).
+ * that fails is reported in `skipped` while the rest are kept (docs/design/reference-behaviour.md#lenient-parsing: a
+ * poison object never wedges a list).
  */
 export function parseList<T>(
   body: unknown,

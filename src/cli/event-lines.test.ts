@@ -30,7 +30,7 @@ function render(lines: readonly unknown[]): { text: string; ended: boolean | und
   return { text: text + finishRender(state), ended };
 }
 
-describe('event lines: Claude Code stream-json (vendors.md 6.1)', () => {
+describe('event lines: Claude Code stream-json (docs/reference/vendor-cli-events.md#claude-code-stream-json)', () => {
   it('session, assistant text, tool call with its input, tool result named after its call, the end', () => {
     const out = render([
       { type: 'system', subtype: 'init', session_id: 's-1', model: 'claude-opus-5-5', tools: ['Bash'] },
@@ -115,7 +115,7 @@ describe('event lines: Claude Code stream-json (vendors.md 6.1)', () => {
   });
 });
 
-describe('event lines: Codex exec --json (vendors.md 6.2)', () => {
+describe('event lines: Codex exec --json (docs/reference/vendor-cli-events.md#codex-exec-json)', () => {
   it('thread, command started and finished, reasoning, message, usage', () => {
     const out = render([
       { type: 'thread.started', thread_id: 't-1' },
@@ -189,7 +189,7 @@ describe('event lines: Codex exec --json (vendors.md 6.2)', () => {
   });
 });
 
-describe('event lines: Gemini CLI stream-json (vendors.md 6.3)', () => {
+describe('event lines: Gemini CLI stream-json (docs/reference/vendor-cli-events.md#gemini-cli-stream-json)', () => {
   it('streams assistant deltas on one line, tools, the echoed prompt left out, the end', () => {
     const out = render([
       { type: 'init', session_id: 'g-1', model: 'gemini-3.8-flash' },

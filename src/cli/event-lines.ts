@@ -1,5 +1,6 @@
 // `run --follow` and `logs --pretty`: the agent container's log turned into text a person reads. The log holds the
-// vendor CLI's stream-JSON lines (Claude Code, Codex, Gemini CLI, OpenCode: vendors.md 6.1–6.3, shapes as
+// vendor CLI's stream-JSON lines (Claude Code, Codex, Gemini CLI, OpenCode: docs/reference/vendor-cli-events.md,
+// shapes as
 // src/vendors/cli reads them), the supervisor's lifecycle events and logs, `[agent]`-tagged stderr lines, and plain
 // text from exec recipes. Each line becomes assistant text, a tool call (`▸`), a tool result (`↳`), a note (`·`), a
 // warning (`!`), an error (`✗`) or the end of the turn (`✓`); lines that say nothing to a person (usage ticks,

@@ -118,7 +118,7 @@ export const RUN_RECHECK_POLLS = 4;
 
 /** Polls skipped by the binding sweep after its LIST was forbidden (no run-rbac component): ~5 minutes. */
 const SWEEP_FORBIDDEN_SKIPS = 20;
-/** Poll failures in a row after which readiness drops (reference §6.4). */
+/** Poll failures in a row after which readiness drops (docs/design/reference-behaviour.md#poll-and-readiness). */
 export const MAX_CONSECUTIVE_POLL_FAILURES = 3;
 /** Memory for agent logs read ahead of their Job's verdict and not yet used (past it, logs are read live). */
 const FINISHED_LOG_BUDGET_BYTES = 32 * 1024 * 1024;
@@ -148,7 +148,10 @@ export interface RunningController {
   /** Every Station of this replica's informer cache (as read; parse before use). */
   cachedStations(): readonly unknown[];
   isLeader(): boolean;
-  /** Stops reconciling, stops the informers, releases the Lease (decision g). Never throws. */
+  /**
+   * Stops reconciling, stops the informers, releases the Lease
+   * (docs/design/reference-behaviour.md#d-g-lease-released). Never throws.
+   */
   stop(): Promise<void>;
 }
 
@@ -859,7 +862,8 @@ export function startController(deps: ControllerDeps): RunningController {
     await stopping;
     await Promise.all([agents.ready, stations.ready, definitions.ready, jobs.ready, ensurePolicies()]);
     // A term decides only from caches at least as new as the API server when it began (quorum LISTs of Agents
-    // and Jobs): the runs a previous leader or an earlier process started are all counted (decision l).
+    // and Jobs): the runs a previous leader or an earlier process started are all counted
+    // (docs/design/reference-behaviour.md#d-l-admission-by-construction).
     while (queue === q) {
       const [a, j] = await Promise.all([agents.resync(), jobs.resync()]);
       if (a.ok && j.ok) break;

@@ -42,7 +42,7 @@ import type { FinishedRunIndex } from './finished-runs.ts';
 import { AGENT_DEFINITIONS, AGENT_POLICIES, STATIONS } from './resources.ts';
 import { podJobUid } from './run-starts.ts';
 
-/** Lines of the agent container log read for `status.output` (reference §4). */
+/** Lines of the agent container log read for `status.output` (docs/design/reference-behaviour.md#output-capping). */
 export const LOG_TAIL_LINES = 10000;
 
 /** The caches and the client the read half of a reconcile uses. */
@@ -229,7 +229,7 @@ export async function observeJob(deps: GatherDeps, agent: Agent): Promise<Result
 /**
  * What a finished run left behind: its pods (`job-name=<job>`), the one that speaks for the run, and the agent
  * container's log tail. Any failure after the pod list becomes `unavailable`/log `unavailable` so a run never stays
- * Running because its evidence cannot be read (reference §5.4).
+ * Running because its evidence cannot be read (docs/design/reference-behaviour.md#reading-the-finished-pod).
  */
 export async function gatherEvidence(deps: GatherDeps, job: Job): Promise<RunEvidence> {
   const namespace = job.metadata.namespace ?? '';

@@ -178,7 +178,8 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
 
   for (let round = 0; round < MAX_ROUNDS; round++) {
     // The Station picture is read, decided on and (for an admission) written back in one synchronous step, so
-    // no other reconcile can decide between them: two admissions never see the same free slot (decision l).
+    // no other reconcile can decide between them: two admissions never see the same free slot
+    // (docs/design/reference-behaviour.md#d-l-admission-by-construction).
     const queue = deps.book.view(key);
     if (queue === undefined) return { kind: 'done' };
     snapshot = { ...snapshot, queue };

@@ -704,7 +704,7 @@ describe('buildJob rewrite details', () => {
     assert.equal(env.find((e) => e.name === 'AGENT_CONVERSATION_PIN')?.value, 'pin-9');
   });
 
-  it('runs an exec recipe and fails one without a command (decision b)', () => {
+  it('runs an exec recipe and fails one without a command (D-b)', () => {
     const ok = built({
       ...input,
       definition: withDefinition({ model: 'exec', tool_config: { command: ['/bin/echo', 'hi'] } }),

@@ -1,4 +1,5 @@
-// The Job that runs one Agent (reference-system.md 2.1-2.13, with decisions (b) and (h) and AGENT_DEADLINE_AT).
+// The Job that runs one Agent (docs/design/reference-behaviour.md#the-run-job, with differences D-b and D-h, and
+// AGENT_DEADLINE_AT).
 
 import {
   type Agent,
@@ -318,7 +319,8 @@ function vendorCommandFor(agent: Agent, definition: AgentDefinition, memory: Mem
  * pod template wired from the Station's (see `wirePodTemplate`) whose agent container runs the supervisor around
  * the vendor argv of the resolved model with the rendered prompt (for a definition with memory: followed by the
  * memory read and the instruction, with the `agent-memory` mount and annotations recording the memory it started
- * with). Errors (decision (b): the run fails with the message): an invalid Station template or host escape, an
+ * with). Errors (docs/design/reference-behaviour.md#d-b-unbuildable-job-fails: the run fails with the message): an
+ * invalid Station template or host escape, an
  * exec recipe without a usable command, a flag-shaped resume id or pin, an empty `agentImage`, an invalid `now`.
  */
 export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> {

@@ -1,4 +1,4 @@
-// In-pod layout of a run pod (reference-system.md 2.5-2.8, with our bundle layout from the cross-team contract).
+// In-pod layout of a run pod (docs/design/reference-behaviour.md#pod-layout, with our own bundle in /agent/bin).
 
 /** HOME of both run containers and mount point of the `agent` emptyDir. */
 export const BUNDLE_ROOT = '/agent';

@@ -1,5 +1,6 @@
 import type { McpServerSpec } from '../vendors/cli/input.ts';
-// The run environment of the init and agent containers (reference-system.md 2.11-2.13, plus AGENT_DEADLINE_AT).
+// The run environment of the init and agent containers (docs/design/reference-behaviour.md#run-environment, plus
+// AGENT_DEADLINE_AT).
 
 import { mcpHeaderEnvName } from '../vendors/cli/mcp.ts';
 import { BUNDLE_ROOT, DEFAULT_WORKSPACE, RUN_PATH } from './bundle.ts';

@@ -1,4 +1,5 @@
-// Names, labels and annotations of the Jobs and run pods the controller builds (reference-system.md 2.2, 2.4).
+// Names, labels and annotations of the Jobs and run pods the controller builds
+// (docs/design/reference-behaviour.md#names, docs/design/reference-behaviour.md#labels-and-annotations).
 
 /** Longest name or label value Kubernetes accepts for a Job name and a label value. */
 export const MAX_NAME_LENGTH = 63;

@@ -1,4 +1,4 @@
-// Capping of the agent log tail stored in status.output (reference-system.md 4).
+// Capping of the agent log tail stored in status.output (docs/design/reference-behaviour.md#output-capping).
 
 /** Default cap, in bytes, of the log tail kept in `status.output` (256 KiB). */
 export const MAX_OUTPUT_BYTES = 262144;

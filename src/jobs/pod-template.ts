@@ -1,4 +1,5 @@
-// Validation and rewrite of a Station's pod template (reference-system.md 2.3, 2.6, 2.8-2.10).
+// Validation and rewrite of a Station's pod template (docs/design/reference-behaviour.md#pod-template-rewrite,
+// docs/design/reference-behaviour.md#pod-layout).
 
 import type { PodSecurityProfile } from '../api/index.ts';
 import { err, ok, type Result } from '../shared/result.ts';

@@ -1,4 +1,5 @@
-// Prompt templating (reference-system.md 3): one pass of `{name}` substitution, no escaping, no logic.
+// Prompt templating (docs/design/reference-behaviour.md#prompt-templating): one pass of `{name}` substitution, no
+// escaping, no logic.
 
 const TOKEN = /\{([A-Za-z0-9_.-]+)\}/g;
 

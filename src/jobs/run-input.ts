@@ -2,7 +2,8 @@
 // prompt and the run's ids; mounted read-only into the agent container only, where the supervisor reads the prompt
 // (`AGENT_PROMPT_FILE`). The prompt is thus never in the Job, its env or its argv, and is not limited by them; nor
 // are parameters too large for `AGENT_PARAMETERS` (`AGENT_PARAMETERS_FILE`).
-// Nothing secret goes into it: the prompt is the rendered template (parameters are not secret, reference §3).
+// Nothing secret goes into it: the prompt is the rendered template (parameters are not secret,
+// docs/design/reference-behaviour.md#prompt-templating).
 
 import type { RunObjectMetadata } from './build-job.ts';
 import { jobNameFor } from './names.ts';

@@ -1,4 +1,5 @@
-// The per-run NetworkPolicy (issue 9 §3, extending decision (i)): every run pod is selected by exactly one policy
+// The per-run NetworkPolicy (issue 9 §3, extending docs/design/reference-behaviour.md#d-i-networkpolicy-per-run):
+// every run pod is selected by exactly one policy
 // of its own, which admits what that run needs and nothing else. deploy/networkpolicy.yaml denies all ingress and
 // egress to run pods by default (`agent-job-default-deny`); NetworkPolicies add up, so the run's policy is its only
 // way out (and, for a realtime run, the controller's only way in).

@@ -134,7 +134,7 @@ export const isTransient = (e: KubeError): boolean =>
   e.kind === 'network' || e.kind === 'timeout' || (isApi(e) && (e.code === 429 || e.code >= 500));
 /**
  * 504 with cause `ResourceVersionTooLarge`: the requested RV is newer than the server's cache; the client
- * should re-list (kubernetes.md 1.2).
+ * should re-list (docs/design/kubernetes.md#watch).
  */
 export const isResourceVersionTooLarge = (e: KubeError): boolean =>
   isApi(e) &&

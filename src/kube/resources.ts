@@ -51,7 +51,10 @@ export const LEASES: ResourceType = {
   kind: 'Lease',
   namespaced: true,
 };
-/** networking.k8s.io/v1 NetworkPolicies, as the generic client addresses them (the per-run sink policy, decision i). */
+/**
+ * networking.k8s.io/v1 NetworkPolicies, as the generic client addresses them (the per-run sink policy,
+ * docs/design/reference-behaviour.md#d-i-networkpolicy-per-run).
+ */
 export const NETWORK_POLICIES: ResourceType = {
   group: 'networking.k8s.io',
   version: 'v1',

@@ -30,7 +30,8 @@ import type { StatusCondition } from './conditions.ts';
  *   uid and deletes each (404 counts as deleted). Any error → stop, retried.
  * - `deleteJob` (Foreground propagation: the Job goes once its pods are gone; `uid` precondition): 200/202/404
  *   → continue; 409 (another Job of that name now) → continue; other errors → stop, retried.
- * - `createNetworkPolicy` (the run's own policy, before the `createJob` of the same run; decision i, issue 9):
+ * - `createNetworkPolicy` (the run's own policy, before the `createJob` of the same run;
+ *   docs/design/reference-behaviour.md#d-i-networkpolicy-per-run, issue 9):
  *   201 → continue. 409 `AlreadyExists` → continue (idempotent: a retried start finds its own policy). 403
  *   `Forbidden` → log a warning once per controller and continue (a cluster without that grant still runs agents,
  *   with whatever other policies select their pods). Any other error → stop, the reconcile errors and is retried
@@ -45,7 +46,8 @@ import type { StatusCondition } from './conditions.ts';
  *   with `job: {kind: 'present', job, evidence: {kind: 'notGathered'}}` (a few rounds at most per reconcile: a Job
  *   that vanished in between is then created again); decide
  *   adopts a Job whose controller ownerReference is this Agent's uid and fails the Agent otherwise. 422 `Invalid`
- *   or 400 → stop, call `decide` again with `jobRejected: {message}` (the Agent fails, decision b). Any other
+ *   or 400 → stop, call `decide` again with `jobRejected: {message}` (the Agent fails,
+ *   docs/design/reference-behaviour.md#d-b-unbuildable-job-fails). Any other
  *   error → stop, the reconcile errors and is retried with backoff.
  * - `patchStatus`: merge patch of `/status` with `metadata.resourceVersion` as precondition. 409 → the decision
  *   is superseded: stop, drop the rest, no retry (the change that bumped the resourceVersion triggers the next
@@ -207,7 +209,10 @@ export type {
 
 /** Everything the reconcile core can ask the executor to do. */
 export type Action =
-  /** The egress NetworkPolicy admitting the http sinks of a run (decision i); emitted right before its Job. */
+  /**
+   * The egress NetworkPolicy admitting the http sinks of a run
+   * (docs/design/reference-behaviour.md#d-i-networkpolicy-per-run); emitted right before its Job.
+   */
   | { readonly kind: 'createNetworkPolicy'; readonly policy: NetworkPolicyManifest }
   | { readonly kind: 'createServiceAccount'; readonly serviceAccount: ServiceAccountManifest }
   /** One binding of the run's ServiceAccount (issue 9 §2); emitted after the ServiceAccount, before the Job. */

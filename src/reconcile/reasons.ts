@@ -49,7 +49,10 @@ export const REASON = {
   succeeded: 'Succeeded',
   /** The Station or its AgentDefinition does not exist (permanent, no retry). */
   missingReference: 'MissingReference',
-  /** The Job could not be built, or the API server rejected it (decision b). */
+  /**
+   * The Job could not be built, or the API server rejected it
+   * (docs/design/reference-behaviour.md#d-b-unbuildable-job-fails).
+   */
   buildFailed: 'BuildFailed',
   /** The Station or AgentDefinition exists but is not valid. */
   invalidReference: 'InvalidReference',
@@ -57,7 +60,7 @@ export const REASON = {
   jobNotOwned: 'JobNotOwned',
   /** The Job failed (including its deadline). */
   jobFailed: 'JobFailed',
-  /** The Job disappeared before its result was read (decision a). */
+  /** The Job disappeared before its result was read (docs/design/reference-behaviour.md#d-a-vanished-job-fails). */
   jobGarbageCollected: 'JobGarbageCollected',
   /** The run finished but its pod or log could not be read; `status.output` is empty. */
   outputUnavailable: 'OutputUnavailable',

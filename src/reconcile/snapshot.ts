@@ -213,12 +213,13 @@ export interface Snapshot {
   readonly job: JobObservation;
   /**
    * The Agent's Station as it sees it (holders of run slots, queued Agents ahead of it, finished runs), from the
-   * shell's `StationBook`, read in the same synchronous step as `decide` runs (decision l).
+   * shell's `StationBook`, read in the same synchronous step as `decide` runs
+   * (docs/design/reference-behaviour.md#d-l-admission-by-construction).
    */
   readonly queue: StationQueueView<Agent>;
   /**
    * Set by the executor after the API server refused to create the Job (422 Invalid or 400 BadRequest) with the
-   * Status message; decide then fails the Agent (decision b).
+   * Status message; decide then fails the Agent (docs/design/reference-behaviour.md#d-b-unbuildable-job-fails).
    */
   readonly jobRejected?: { readonly message: string } | undefined;
   /** Set by the executor when the API server refused the run's ServiceAccount (403): the Agent fails. */
@@ -232,7 +233,8 @@ export interface Snapshot {
   readonly bindingRefused?: { readonly message: string } | undefined;
   /**
    * Set when the Station or the AgentDefinition exists but cannot be parsed (`message` says why); `station` /
-   * `definition` are then `null`. A Pending Agent fails with the reason instead of waiting forever (decision b).
+   * `definition` are then `null`. A Pending Agent fails with the reason instead of waiting forever
+   * (docs/design/reference-behaviour.md#d-b-unbuildable-job-fails).
    */
   readonly invalidReference?:
     | { readonly kind: 'Station' | 'AgentDefinition'; readonly name: string; readonly message: string }

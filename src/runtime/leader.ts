@@ -17,7 +17,7 @@ import { err, ok } from '../shared/result.ts';
 import type { Clock } from './clock.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
-// Pure core (reference-system.md 6.6, kubernetes.md 1.9)
+// Pure core (docs/design/reference-behaviour.md#leader-election, docs/design/kubernetes.md#lease-election)
 // ---------------------------------------------------------------------------------------------------------------
 
 /** `coordination.k8s.io/v1` Lease, as far as election needs it. */
@@ -208,8 +208,8 @@ export function acquirePatch(self: ElectorSelf, transitions: number, now: number
 }
 
 /**
- * Merge patch for a clean release (pure, decision (g)): holder emptied, duration 1 s, renewTime now, transitions kept,
- * so a standby (ours or client-go's) takes over at its next tick.
+ * Merge patch for a clean release (pure, docs/design/reference-behaviour.md#d-g-lease-released): holder emptied,
+ * duration 1 s, renewTime now, transitions kept, so a standby (ours or client-go's) takes over at its next tick.
  */
 export function releasePatch(now: number): Record<string, unknown> {
   return { spec: { holderIdentity: '', leaseDurationSeconds: 1, renewTime: formatMicroTime(now) } };
@@ -255,7 +255,8 @@ export interface LeaderElector {
    */
   holdsLease(): boolean;
   /**
-   * Gives the lease up if we hold it (resourceVersion-guarded merge patch, decision (g)) and reports stopped leading.
+   * Gives the lease up if we hold it (resourceVersion-guarded merge patch,
+   * docs/design/reference-behaviour.md#d-g-lease-released) and reports stopped leading.
    * Call after `run` has resolved and the work has stopped. Never throws.
    */
   release(): Promise<Result<void, KubeError>>;

@@ -4,7 +4,7 @@ import { type BackoffPolicy, type BackoffState, INITIAL_BACKOFF_STATE, nextBacko
 
 /**
  * The informer's list/watch loop as a pure state machine: given what just happened, what to do next.
- * Rules (kubernetes.md 1.2, checklist 5–6):
+ * Rules (docs/design/kubernetes.md#watch, docs/design/kubernetes.md#reconnecting):
  * - start, a 410 (`gone`), or a requested resync → LIST (paginated) and replace the store;
  * - a LIST failure → back off, LIST again;
  * - a clean server close → WATCH again from the last resourceVersion at once (backing off only if the stream closed

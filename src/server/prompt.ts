@@ -1,4 +1,5 @@
-// The realtime prompt API (decision m): the controller's own HTTP API in front of the run pods' prompt servers.
+// The realtime prompt API (docs/design/reference-behaviour.md#d-m-prompt-api-auth): the controller's own HTTP API in
+// front of the run pods' prompt servers.
 //
 //   POST /apis/agents.re-cinq.com/v1alpha1/namespaces/{ns}/agents/{name}/prompt   {"prompt": "..."} → NDJSON lines
 //   POST /apis/agents.re-cinq.com/v1alpha1/namespaces/{ns}/agents/{name}/close

@@ -1,6 +1,6 @@
 // Batch runs end to end on the control plane, on the runtime named by AGENT_E2E_RUNTIME: the controller submits the
-// prompt to each vendor's batch API (loopback fakes built from ../shared/spec/vendors.md), records the result as the
-// CLI's stream-JSON lines, tells the sinks exactly once, deletes the vendor batch and removes its finalizer; a
+// prompt to each vendor's batch API (loopback fakes built from docs/reference/vendor-apis.md), records the result as
+// the CLI's stream-JSON lines, tells the sinks exactly once, deletes the vendor batch and removes its finalizer; a
 // disabled controller, an unrunnable recipe and a missing key fail with reasons; a vendor error fails the run; a run
 // past batch.timeoutMinutes (its startedAt moved back through the status API) fails `batch timed out`, or falls back
 // to a Job whose pod runs the real supervisor around a fake `claude` (a test image of the testbed's image folder);

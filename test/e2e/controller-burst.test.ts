@@ -1,4 +1,5 @@
-// Issue 14 / decision (l): a burst of Agents never exceeds a Station's concurrency limit. Two controller replicas
+// Issue 14 / docs/design/reference-behaviour.md#d-l-admission-by-construction: a burst of Agents never exceeds a
+// Station's concurrency limit. Two controller replicas
 // (one leads), three Stations (Forbid, Allow with maxConcurrentRuns 3, Replace with maxConcurrentRuns 2, which
 // Replace caps at one), 30 Agents each created at once by concurrent POSTs. For 30 s the Running Agents and the live
 // Jobs of each Station are sampled every 200 ms, and a watch records every phase change; no run finishes in that

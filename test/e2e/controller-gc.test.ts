@@ -1,7 +1,7 @@
 // Runs whose evidence disappears while no controller is watching: the pod garbage-collected after the Job finished
 // (terminal anyway: the Job's verdict, `run output unavailable: pod garbage-collected` or the Job's own reason) and
-// the Job garbage-collected while Running (decision a: Failed, exitCode 1, never 0). The controller is stopped
-// after the Job was created and restarted once the evidence is gone.
+// the Job garbage-collected while Running (docs/design/reference-behaviour.md#d-a-vanished-job-fails: Failed,
+// exitCode 1, never 0). The controller is stopped after the Job was created and restarted once the evidence is gone.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
@@ -165,7 +165,7 @@ describe(`controller: evidence garbage-collected (${runtime})`, { skip }, () => 
         const done = await s.waitTerminal('long-run');
         const st = done.status;
         assert.equal(st.phase, 'Failed', JSON.stringify(st));
-        assert.equal(st.exitCode, 1, 'decision (a): never 0');
+        assert.equal(st.exitCode, 1, 'difference D-a: never 0');
         assert.equal(st.jobName, 'agent-job-long-run');
         assert.equal(st.output, '');
         assert.equal(

@@ -1,7 +1,8 @@
 // Two controller replicas share the Lease `agent-controller`: exactly one leads and only the leader reconciles;
 // a leader killed with SIGKILL mid-run is replaced once its Lease expires (no duplicate Job, no lost result), and
 // a leader stopped with SIGTERM releases the Lease so the standby takes over within one election tick
-// (decision g). Times are measured and printed as diagnostics; the bounds are generous behaviour checks.
+// (docs/design/reference-behaviour.md#d-g-lease-released). Times are measured and printed as diagnostics; the bounds
+// are generous behaviour checks.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {

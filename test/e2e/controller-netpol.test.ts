@@ -1,4 +1,5 @@
-// Per-run NetworkPolicies (decision i, issue 9 §3) on the control plane, on the runtime named by AGENT_E2E_RUNTIME:
+// Per-run NetworkPolicies (docs/design/reference-behaviour.md#d-i-networkpolicy-per-run, issue 9 §3) on the control
+// plane, on the runtime named by AGENT_E2E_RUNTIME:
 // every run gets, with its Job, a NetworkPolicy of its own, selecting exactly that run's pods, owned by the Agent
 // and garbage-collected with it: no ingress, egress to DNS, public 443 and exactly the endpoints its definition
 // names (here http sinks, an MCP server, a repository and the conversation store). The controller runs as the
@@ -190,7 +191,7 @@ function waitForAgentSucceeded(sink: HttpSink, path: string, agent: string): Pro
   );
 }
 
-describe(`controller: a NetworkPolicy per run, decision (i) and issue 9 (${runtime})`, { skip }, () => {
+describe(`controller: a NetworkPolicy per run, D-i and issue 9 (${runtime})`, { skip }, () => {
   if (typeof cluster === 'string') return;
   before(() => applyCrds(cluster.client));
   after(() => cluster.client.close());

@@ -293,7 +293,8 @@ describe(`controller: single runs (${runtime})`, { skip }, () => {
         }
         await ctl.waitForMetric('controller_run_failures_total', { kind: 'missing_ref' }, 2);
 
-        // No retry: the references appearing later change nothing (reference §5.1).
+        // No retry: the references appearing later change nothing
+        // (docs/design/reference-behaviour.md#decision-table).
         await s.create(
           execDefinition('ghost-definition', ['true']),
           stationManifest('ghost-station', 'ghost-definition'),

@@ -1,5 +1,6 @@
 // Upgrading from the reference controller with its CRDs still installed (issue 11 §5), on the real API server: the
-// Agent CRD is put back to the reference's schema (reference-system.md §1.1). The controller warns at start, with
+// Agent CRD is put back to the reference's schema (docs/design/reference-behaviour.md#custom-resources). The
+// controller warns at start, with
 // the missing fields, in one log line and in /readyz?verbose, and stays ready; a run still succeeds, but the API
 // server drops what the old schema lacks (its conditions), which is why `kubectl wait --for=condition=Complete`
 // would hang. With this version's CRDs applied again, a controller starts without the warning.

@@ -1,4 +1,4 @@
-// The Helm chart deploy/helm/agent-controller (issue 11 §4) with a real helm (scripts/build-helm, from its Go
+// The Helm chart charts/agent-controller (issue 11 §4) with a real helm (scripts/build-helm, from its Go
 // module): `helm lint` passes; `helm template` with the default values renders exactly the objects of the kustomize
 // base deploy/ (one source: the chart is generated from it), but the Namespace, which namespace.create adds; each
 // component toggle renders the base with that component (deploy/components/*), as kustomize would; the values reach

@@ -48,7 +48,7 @@ describe('npm package: npm i -g installs the command line and the kubectl plugin
     ])
       assert.ok(files.includes(want), `${want} is packed`);
     assert.ok(
-      files.some((f) => f.startsWith('deploy/helm/agent-controller/')),
+      files.some((f) => f.startsWith('charts/agent-controller/')),
       'the chart is packed',
     );
     assert.ok(!files.some((f) => f.startsWith('src/') || f.startsWith('test/')), 'no sources or tests');

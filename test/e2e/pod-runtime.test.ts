@@ -94,7 +94,9 @@ function mockDefinition(
   });
 }
 
-/** The lifecycle events the supervisor prints bare on stdout (reference §7.2). */
+/**
+ * The lifecycle events the supervisor prints bare on stdout (docs/design/reference-behaviour.md#lifecycle-events).
+ */
 const AGENT_STARTED = { kind: 'lifecycle', phase: 'agent', status: 'started' };
 const agentFinished = (exitCode: number) => ({
   kind: 'lifecycle',

@@ -1,5 +1,6 @@
 // What a run produced, on the Agent (issue 10 §2), on the local control plane, Node and Deno: the fake Claude, Codex
-// and Gemini CLIs (the mock agent in each style, vendors.md 6) print their result lines with usage (and Claude its
+// and Gemini CLIs (the mock agent in each style, docs/reference/vendor-cli-events.md) print their result lines with
+// usage (and Claude its
 // cost); the supervisor hands them to the controller in the agent container's termination message, and the Agent
 // gets `status.result`, `status.tokenUsage` and `status.costEstimate` (the CLI's own cost, else the price table,
 // here with an override file as the ConfigMap agent-prices would mount it). A definition that asks for JSON with

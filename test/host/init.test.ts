@@ -1,4 +1,5 @@
-// Host integration tests of the `init` subcommand (reference §12.3, plus our hardening): real git against a local
+// Host integration tests of the `init` subcommand (docs/design/reference-behaviour.md#tests-we-reproduce, plus our
+// hardening): real git against a local
 // origin (file:// and an authenticated smart-HTTP server on 127.0.0.1), real sinks on 127.0.0.1, temp dirs for
 // HOME and the workspace. Runs as root in CI, so the final lchown to 1000:1000 is exercised too.
 import assert from 'node:assert/strict';
@@ -165,7 +166,7 @@ function logLines(stderr: string): Array<Record<string, unknown>> {
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
-describe('init: initializer checks (reference §12.3)', () => {
+describe('init: initializer checks (docs/design/reference-behaviour.md#tests-we-reproduce)', () => {
   it('clones a repo pinned to a tag; started, succeeded and the run id reach the sinks', async () => {
     const c = newCase();
     const run = await runInitCommand(c, {

@@ -1,4 +1,5 @@
-// Supervisor host integration (reference §12.2): the real `supervisor` subcommand around the mock agent CLI, with
+// Supervisor host integration (docs/design/reference-behaviour.md#tests-we-reproduce): the real `supervisor`
+// subcommand around the mock agent CLI, with
 // loopback HTTP sinks. The Node pass runs from source; the Deno pass runs the bundle (built first when stale).
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';

@@ -4,7 +4,8 @@
 //
 //   MOCK_MODE          emit (default) | signal | crash | orphan | linger | wedge
 //   MOCK_LINES         number of payload lines (default 1): `{"i":1}` … or, with MOCK_STYLE, assistant messages
-//   MOCK_STYLE         claude | codex | gemini: print that CLI's stream-JSON shapes (vendors.md 6.1–6.3), ending
+//   MOCK_STYLE claude | codex | gemini: print that CLI's stream-JSON shapes (docs/reference/vendor-cli-events.md),
+//   ending
 //                      with its terminal event. The final answer is MOCK_TEXT (or the MOCK_ECHO_PROMPT echo): Claude's
 //                      `result`, Codex's last `agent_message`, Gemini's assistant `delta` chunks joined. With
 //                      MOCK_LINES=n>1, Claude and Codex print n messages `<text> 1` … `<text> n` (the answer is the
@@ -370,7 +371,8 @@ function styled() {
         session_id: session,
       });
     });
-    // Error results are the same envelope without `result` (vendors.md 6.1).
+    // Error results are the same envelope without `result`
+    // (docs/reference/vendor-cli-events.md#claude-code-stream-json).
     terminal = resultError
       ? {
           type: 'result',

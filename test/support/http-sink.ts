@@ -34,7 +34,10 @@ export interface HttpSinkOptions {
   readonly respond?: (req: PendingRequest) => number;
 }
 
-/** The `source` of a pod event envelope (reference §7.3): empty ids are omitted. */
+/**
+ * The `source` of a pod event envelope (docs/design/reference-behaviour.md#sinks-and-the-envelope): empty ids are
+ * omitted.
+ */
 export const EnvelopeSourceSchema = v.strictObject({
   agent: v.optional(v.string()),
   station: v.optional(v.string()),

@@ -1,6 +1,7 @@
 // One behavioural contract for every `BatchVendor` adapter (src/vendors/batch/port.ts), run against its loopback fake
 // (test/support/fake-vendors). The same cases run for Anthropic, OpenAI and Gemini; where the vendors differ by design
-// (vendors.md 0, 8), the difference is a field of the table below, not a branch inside a test.
+// (docs/reference/vendor-apis.md#common-rules, docs/reference/vendor-apis.md#finding-an-earlier-submission), the
+// difference is a field of the table below, not a branch inside a test.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, it } from 'node:test';
@@ -35,23 +36,31 @@ type Json = Record<string, unknown>;
 type AuthHeader = 'x-api-key' | 'authorization' | 'x-goog-api-key';
 const AUTH_HEADERS: readonly AuthHeader[] = ['x-api-key', 'authorization', 'x-goog-api-key'];
 
-/** What differs between the vendors, as vendors.md describes them. Everything else is one contract. */
+/**
+ * What differs between the vendors, as docs/reference/vendor-apis.md describes them. Everything else is one contract.
+ */
 interface VendorCase {
   readonly provider: BatchProvider;
   readonly start: (options?: FakeVendorOptions) => Promise<FakeVendorServer>;
   readonly vendor: BatchVendor;
   readonly model: string;
-  /** The one key header the adapter sends (vendors.md 1.1, 2.1, 3.1). */
+  /**
+   * The one key header the adapter sends (docs/reference/vendor-apis.md#anthropic-headers,
+   * docs/reference/vendor-apis.md#openai-auth, docs/reference/vendor-apis.md#gemini-auth).
+   */
   readonly authHeader: AuthHeader;
   /** Path (with query) of the batch create request, as the fake records it. */
   readonly createPath: RegExp;
   /** Path of the poll of batch `id`. */
   readonly pollPath: (id: string) => string;
-  /** The CLI's success terminal line (vendors.md 6.5). */
+  /** The CLI's success terminal line (docs/reference/vendor-cli-events.md#batch-results-as-cli-lines). */
   readonly isSuccessTerminal: (line: Json) => boolean;
-  /** The CLI's error terminal line (vendors.md 6.5). */
+  /** The CLI's error terminal line (docs/reference/vendor-cli-events.md#batch-results-as-cli-lines). */
   readonly isErrorTerminal: (line: Json) => boolean;
-  /** Asserts the vendor's structured-output field in the params the fake recorded (vendors.md 4). */
+  /**
+   * Asserts the vendor's structured-output field in the params the fake recorded
+   * (docs/reference/vendor-apis.md#structured-output).
+   */
   readonly assertStructuredParams: (params: unknown, schema: unknown) => void;
   /** Statuses a wrong key may come back as (Gemini answers 400 API_KEY_INVALID, mapped to 401; or 403). */
   readonly wrongKeyStatuses: readonly number[];

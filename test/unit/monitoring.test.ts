@@ -1,8 +1,8 @@
 // deploy/monitoring, read as users get it: every metric name the dashboard and the alert rules use is one the
 // controller serves on /metrics (the text of the registry src/cmd/controller.ts serves there, default process
-// metrics included; a histogram only as its _bucket, _sum and _count series), the dashboard covers what issue 11
-// §3 lists, the generated files are what src/metrics/monitoring renders, and every alert has promtool unit tests
-// that see it fire and see it stay quiet. promtool itself runs in test/e2e/monitoring.test.ts.
+// metrics included; a histogram only as its _bucket, _sum and _count series), the dashboard covers what
+// issue 11 §3 lists, the generated files are what src/metrics/monitoring renders, and every alert has promtool unit
+// tests that see it fire and see it stay quiet. promtool itself runs in test/e2e/monitoring.test.ts.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

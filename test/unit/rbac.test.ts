@@ -154,12 +154,12 @@ describe('deploy/rbac/controller-rbac.yaml', () => {
     ]);
   });
 
-  it('networkpolicies: create only (sink egress per run, decision i; never read, changed or deleted)', () => {
+  it('networkpolicies: create only (sink egress per run, D-i; never read, changed or deleted)', () => {
     assert.deepEqual(verbsOn(role.rules, 'networking.k8s.io', 'networkpolicies'), ['create']);
     assert.deepEqual(verbsOn(role.rules, 'extensions', 'networkpolicies'), []);
   });
 
-  it('leases: exactly get, create, patch (reference §6.6)', () => {
+  it('leases: exactly get, create, patch (docs/design/reference-behaviour.md#leader-election)', () => {
     assert.deepEqual(verbsOn(role.rules, 'coordination.k8s.io', 'leases'), ['create', 'get', 'patch']);
   });
 

@@ -45,7 +45,7 @@ interface KindDefinition {
 
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 
-/** What each CRD is made of: schemas, printer columns; from reference §1.1–1.3. */
+/** What each CRD is made of: schemas, printer columns; from docs/design/reference-behaviour.md#custom-resources. */
 const KINDS: Readonly<Record<CustomKind, KindDefinition>> = {
   Agent: {
     description: 'An Agent is one execution of an AgentDefinition recipe inside a Station.',

@@ -1,4 +1,5 @@
-// The reference system's Agent schema as its users have it installed (reference-system.md §1.1): its spec and
+// The reference system's Agent schema as its users have it installed
+// (docs/design/reference-behaviour.md#custom-resources): its spec and
 // status fields only. For the tests of the installed-CRD check (unit and e2e).
 
 /** The openAPIV3Schema of the reference's Agent CRD. */

@@ -1,9 +1,12 @@
 import * as v from 'valibot';
 import { err, ok, type Result } from '../../shared/result.ts';
 
-/** Where the run pod's shared volumes live when nothing overrides them (reference §2.5). */
+/**
+ * Where the run pod's shared volumes live when nothing overrides them
+ * (docs/design/reference-behaviour.md#pod-layout).
+ */
 export const DEFAULT_HOME_DIR = '/agent';
-/** The shared workspace volume's mount point (reference §2.5). */
+/** The shared workspace volume's mount point (docs/design/reference-behaviour.md#pod-layout). */
 export const DEFAULT_WORKSPACE_DIR = '/workspace';
 
 /** One entry of `AGENT_REPOS` in CRD wire shape (`resources.repos[]`); unknown keys are ignored. */
@@ -19,7 +22,10 @@ export type RepoSpec = v.InferOutput<typeof RepoSpecSchema>;
 const ReposSchema = v.array(RepoSpecSchema);
 const SkillsSchema = v.array(v.string());
 
-/** Conversation restore settings from `AGENT_CONVERSATION_*` (reference §7.8); empty strings mean unset. */
+/**
+ * Conversation restore settings from `AGENT_CONVERSATION_*`
+ * (docs/design/reference-behaviour.md#conversation-continuity); empty strings mean unset.
+ */
 export interface ConversationConfig {
   readonly source: string;
   readonly id: string;
@@ -99,8 +105,8 @@ function parseJson<T>(
 }
 
 /**
- * Reads the init configuration from the run env (reference §2.11): `HOME`, `WORKSPACE_DIR`, `AGENT_MODEL`,
- * `AGENT_REPOS`, `AGENT_SKILLS`, `AGENT_SKILLS_SOURCE`, `AGENT_CONVERSATION_*`.
+ * Reads the init configuration from the run env (docs/design/reference-behaviour.md#run-environment): `HOME`,
+ * `WORKSPACE_DIR`, `AGENT_MODEL`, `AGENT_REPOS`, `AGENT_SKILLS`, `AGENT_SKILLS_SOURCE`, `AGENT_CONVERSATION_*`.
  * Guarantees: home and workspace are absolute, normalized and not `/` (init later chowns them recursively);
  * missing list variables mean empty lists; a malformed JSON list is an error, never silently ignored.
  */

@@ -25,7 +25,8 @@ export type ConversationPlan =
   | { readonly kind: 'inactive'; readonly warning?: string };
 
 /**
- * The `conversation` tool (reference §7.8): active only when source, id and the vendor's state dir are all set.
+ * The `conversation` tool (docs/design/reference-behaviour.md#conversation-continuity): active only when source, id
+ * and the vendor's state dir are all set.
  * Downloads `<source>/<id>` and unpacks it into HOME. The credential is the env var NAMED by
  * `AGENT_CONVERSATION_AUTH`; the executor resolves it in-process and hands it to the step as
  * LORE_CONVERSATION_AUTH (shell-safe even when the secret's name has dashes, lesson v0.10.1–3).

@@ -111,7 +111,8 @@ export async function copyTree(src: string, dest: string): Promise<number> {
 }
 
 /**
- * Copies `<workspace>/*\/.claude/skills` and `<workspace>/.claude/skills` into `dest` (reference §8 skills step 1).
+ * Copies `<workspace>/*\/.claude/skills` and `<workspace>/.claude/skills` into `dest`
+ * (docs/design/reference-behaviour.md#skills).
  * Only real directories are followed (no symlinks at any level). Returns the number of files copied.
  */
 export async function collectSkills(workspace: string, dest: string): Promise<number> {

@@ -1,4 +1,5 @@
-// The run pod's init container (reference §8): a pure planner (config → plan) and a thin executor.
+// The run pod's init container (docs/design/reference-behaviour.md#init-container): a pure planner (config → plan)
+// and a thin executor.
 export {
   type ConversationConfig,
   DEFAULT_HOME_DIR,

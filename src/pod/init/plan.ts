@@ -19,8 +19,8 @@ export interface InitPlan {
 }
 
 /**
- * Plans the init (reference §8.4): the supervisor injection always; `git` when repos survive validation;
- * the vendor CLI routed from the model (`cli`, facts supplied by the caller); `skills` always;
+ * Plans the init (docs/design/reference-behaviour.md#init-steps): the supervisor injection always; `git` when repos
+ * survive validation; the vendor CLI routed from the model (`cli`, facts supplied by the caller); `skills` always;
  * `conversation` when configured. A tool with no steps is not active.
  */
 export function planInit(config: InitConfig, cli: CliFacts): InitPlan {

@@ -1,4 +1,4 @@
-/** Package managers the init knows, in detection order (reference §8.6). */
+/** Package managers the init knows, in detection order (docs/design/reference-behaviour.md#prerequisites). */
 export type PackageManager = 'apt' | 'dnf' | 'apk';
 
 /** The executable that reveals each package manager. */

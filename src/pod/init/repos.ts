@@ -121,7 +121,7 @@ export type RepoDecision =
   | { readonly kind: 'refuse'; readonly name: string; readonly reason: string };
 
 /**
- * Plans the clone of one repository (reference §8 `git`, hardened):
+ * Plans the clone of one repository (docs/design/reference-behaviour.md#repositories, hardened):
  * `rm -rf dest` (confined), `git [-c credential.helper= -c credential.helper=<fn>] clone -- <url> <dest>`,
  * with a token `git -C dest config credential.helper <fn>` (so the agent can push, lesson #204),
  * and with a ref `git -C dest checkout <ref> --`.

@@ -19,7 +19,7 @@ import { describeStep, type Step, type Tool } from './steps.ts';
 export const RUN_UID = 1000;
 export const RUN_GID = 1000;
 
-/** Statuses of init lifecycle events (reference §7.2). */
+/** Statuses of init lifecycle events (docs/design/reference-behaviour.md#lifecycle-events). */
 export type InitStatus = 'started' | 'installing' | 'running' | 'succeeded' | 'failed';
 
 /** Optional fields of an init lifecycle event. */
@@ -77,7 +77,7 @@ class StepError extends Error {
 }
 
 /**
- * Carries out an InitPlan (reference §8, steps 3–9) and resolves to the init's exit code:
+ * Carries out an InitPlan (docs/design/reference-behaviour.md#init-steps) and resolves to the init's exit code:
  * `started`; a refused repo → `failed` (tool git, exitCode 2); vendor CLI skipped when already on PATH;
  * HOME writable when a CLI will be installed (`home`, 2); missing prerequisites installed with the package
  * manager (`installing`; `no-package-manager`, `install`, `prerequisites`); each tool `running` then its steps

@@ -9,7 +9,7 @@ export interface RunOptions {
 
 /**
  * Runs argv and resolves to its exit code. Contract: never rejects; an executable that cannot be found or
- * started resolves to 2 (reference §8.7); death by signal N resolves to 128 + N.
+ * started resolves to 2 (docs/design/reference-behaviour.md#init-steps); death by signal N resolves to 128 + N.
  */
 export type CommandRunner = (argv: readonly string[], options: RunOptions) => Promise<number>;
 

@@ -3,7 +3,10 @@ import type { Step, Tool } from './steps.ts';
 const SAFE_SKILL = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 const UNSAFE_CHARS = /[\s\u0000-\u001f\u007f]/;
 
-/** True iff `name` may become a file name under the skills source: `[A-Za-z0-9._-]`, no leading `.` (§8). */
+/**
+ * True iff `name` may become a file name under the skills source: `[A-Za-z0-9._-]`, no leading `.`
+ * (docs/design/reference-behaviour.md#skills).
+ */
 export function isSafeSkillName(name: string): boolean {
   return SAFE_SKILL.test(name);
 }
@@ -29,7 +32,8 @@ export interface SkillsPlan {
 }
 
 /**
- * The `skills` tool (reference §8): always copies `workspace/*\/.claude/skills` and `workspace/.claude/skills`
+ * The `skills` tool (docs/design/reference-behaviour.md#skills): always copies `workspace/*\/.claude/skills` and
+ * `workspace/.claude/skills`
  * into `<home>/.claude/skills`; with a source, fetches `<source>/settings.json` to `<home>/.claude/settings.json`
  * and `<source>/<name>.tar.gz` unpacked into the skills dir for each safe name. Downloads are best effort
  * (logged on failure) like the reference's `|| true`. Unsafe names and a refused source are reported as warnings.

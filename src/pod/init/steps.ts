@@ -47,8 +47,8 @@ export type Step =
     };
 
 /**
- * Names of init tools as they appear in `init/running` events (reference §7.2): `supervisor`, `git`, the vendor
- * name (`claude`, `codex`, `opencode`, `gemini`), `skills`, `conversation`.
+ * Names of init tools as they appear in `init/running` events (docs/design/reference-behaviour.md#lifecycle-events):
+ * `supervisor`, `git`, the vendor name (`claude`, `codex`, `opencode`, `gemini`), `skills`, `conversation`.
  */
 export type ToolName = string;
 

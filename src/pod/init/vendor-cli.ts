@@ -13,7 +13,8 @@ export interface CliFacts {
 }
 
 /**
- * The vendor CLI tool (reference §8.4, §9): `mkdir -p $HOME/.local/bin`, then
+ * The vendor CLI tool (docs/design/reference-behaviour.md#init-steps,
+ * docs/design/reference-behaviour.md#vendor-routing-and-argv): `mkdir -p $HOME/.local/bin`, then
  * `bash -o pipefail -c "<installer script>"` with HOME set. Undefined when the vendor has no installer or no
  * binary. The executor skips the tool when the binary is already on PATH, so an image that ships the CLI never
  * downloads it.

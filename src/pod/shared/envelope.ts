@@ -50,7 +50,10 @@ export function isEnvelope(value: unknown): boolean {
   );
 }
 
-/** The one message logged when a payload is already wrapped (reference §7.3). */
+/**
+ * The one message logged when a payload is already wrapped
+ * (docs/design/reference-behaviour.md#sinks-and-the-envelope).
+ */
 export const DOUBLE_WRAP_MESSAGE =
   'BUG: refusing to wrap an already-wrapped agent output line — the envelope is applied exactly once';
 

@@ -52,7 +52,8 @@ export interface SinkStats {
 }
 
 /**
- * Delivers pod events to the http and file sinks (reference §7.3, §7.5), each wrapped once in the `{source, event}`
+ * Delivers pod events to the http and file sinks (docs/design/reference-behaviour.md#sinks-and-the-envelope,
+ * docs/design/reference-behaviour.md#http-sink-delivery), each wrapped once in the `{source, event}`
  * envelope. Delivery is asynchronous: `deliver` only queues, so a dead or slow sink never stalls the caller. Each
  * sink keeps its events in order. `stdout` sinks are a no-op here (the caller echoes bare lines itself).
  */

@@ -9,7 +9,8 @@ export interface HeaderLines {
 }
 
 /**
- * Parses newline-separated `Name: value` lines (reference §7.5): blank lines dropped, split at the first `:`, both
+ * Parses newline-separated `Name: value` lines (docs/design/reference-behaviour.md#http-sink-delivery): blank lines
+ * dropped, split at the first `:`, both
  * sides trimmed. A line without `:`, with an invalid header name, an empty value or a control character is dropped
  * and counted. Pure.
  */

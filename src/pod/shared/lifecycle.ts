@@ -3,7 +3,8 @@ export type LifecyclePhase = 'init' | 'agent';
 export type LifecycleStatus = 'started' | 'installing' | 'running' | 'succeeded' | 'failed';
 
 /**
- * `{"kind":"lifecycle","phase","status","tool"?,"reason"?,"exitCode"?}` (reference §7.2). Optional fields are
+ * `{"kind":"lifecycle","phase","status","tool"?,"reason"?,"exitCode"?}`
+ * (docs/design/reference-behaviour.md#lifecycle-events). Optional fields are
  * absent when empty; `exitCode: 0` is kept.
  */
 export interface LifecycleEvent {

@@ -1,6 +1,6 @@
 import { type Env, type EnvProblem, readInt } from './env.ts';
 
-/** Retry policy for one HTTP delivery (reference §7.5). */
+/** Retry policy for one HTTP delivery (docs/design/reference-behaviour.md#http-sink-delivery). */
 export interface RetryConfig {
   /** Total attempts, at least 1. */
   readonly attempts: number;

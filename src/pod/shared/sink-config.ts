@@ -1,7 +1,10 @@
 import * as v from 'valibot';
 import type { Env, EnvProblem } from './env.ts';
 
-/** One configured output sink (reference §7.3): `stdout` is a no-op, `http` POSTs, `file` appends. */
+/**
+ * One configured output sink (docs/design/reference-behaviour.md#sinks-and-the-envelope): `stdout` is a no-op, `http`
+ * POSTs, `file` appends.
+ */
 export type SinkConfig =
   | { readonly type: 'stdout' }
   | { readonly type: 'http'; readonly url: string; readonly headersSecret?: string }

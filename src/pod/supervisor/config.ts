@@ -22,7 +22,10 @@ export const DEFAULT_EXIT_GRACE_MS = 5000;
 /** Default budget for delivering what is still queued for the sinks when the run ends, ms. */
 export const DEFAULT_SINK_FLUSH_MS = 10000;
 
-/** Where and how to save the CLI conversation after the run (reference §7.8). */
+/**
+ * Where and how to save the CLI conversation after the run
+ * (docs/design/reference-behaviour.md#conversation-continuity).
+ */
 export interface ConversationSave {
   readonly source: string;
   readonly pin: string;
@@ -60,7 +63,8 @@ export interface SupervisorConfig {
 }
 
 /**
- * Reads the supervisor configuration from the run environment (reference §7.1 step 3 plus `AGENT_DEADLINE_AT`).
+ * Reads the supervisor configuration from the run environment (docs/design/reference-behaviour.md#supervisor-flow
+ * step 3 plus `AGENT_DEADLINE_AT`).
  * Never throws: every unusable value falls back to its documented default and adds one line to `warnings`.
  */
 export function parseSupervisorConfig(env: Env): { config: SupervisorConfig; warnings: string[] } {

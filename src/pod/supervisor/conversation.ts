@@ -68,7 +68,8 @@ export interface SaveOptions {
 }
 
 /**
- * Saves the CLI conversation (reference §7.8): gzip of a ustar archive of `$HOME/<stateDir>`, POSTed to
+ * Saves the CLI conversation (docs/design/reference-behaviour.md#conversation-continuity): gzip of a ustar archive of
+ * `$HOME/<stateDir>`, POSTed to
  * `<source>/<pin>` as `application/gzip` with the header lines from the env var named by `AGENT_CONVERSATION_AUTH`.
  * Best effort: every failure is logged with a `[conversation]` prefix and never thrown.
  */

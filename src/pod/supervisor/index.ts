@@ -1,4 +1,5 @@
-// The in-pod supervisor: runs the agent CLI, streams its events, ends the run (reference §7).
+// The in-pod supervisor: runs the agent CLI, streams its events, ends the run
+// (docs/design/reference-behaviour.md#supervisor).
 export {
   type ConversationSave,
   DEFAULT_EXIT_GRACE_MS,

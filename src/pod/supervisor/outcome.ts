@@ -1,5 +1,6 @@
 /**
- * The run outcome as a pure state machine (reference §7.1 step 9, with our absolute-deadline fix). The shell feeds
+ * The run outcome as a pure state machine (docs/design/reference-behaviour.md#supervisor-flow step 9, with our
+ * absolute-deadline fix). The shell feeds
  * it events — the child's exit, the first terminal event, clock ticks — and carries out the actions it returns.
  * Time only enters through the `now` of each event.
  */

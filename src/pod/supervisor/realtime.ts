@@ -2,7 +2,8 @@
 // API talks to. It serves prompts on `AGENT_PROMPT_PORT` (8090) at the pod IP and accepts only the run's own token
 // (`AGENT_PROMPT_TOKEN`, from the run's Secret; compared in constant time; anything else → 401 without detail).
 //
-// One CLI invocation per turn, continuing the session by id (vendors.md 6.4: all three vendor CLIs resume by id; no
+// One CLI invocation per turn, continuing the session by id (docs/reference/vendor-cli-events.md#resuming-a-session:
+// all three vendor CLIs resume by id; no
 // input format for a long-lived stdin session is documented, so none is relied on). The first turn is the rendered
 // prompt (`AGENT_PROMPT_FILE`, from the run's input ConfigMap) unless the run resumes a session
 // (`AGENT_RESUME_SESSION`: restored by the init container, no initial prompt). Every turn's lines go where a Job

@@ -38,7 +38,10 @@ const selectText: fc.Arbitrary<string> = fc.oneof(
   },
 );
 
-/** The selectors an entry must give (reference §7.6), for entries built by `entry`'s record branch. */
+/**
+ * The selectors an entry must give (docs/design/reference-behaviour.md#event-selection), for entries built by
+ * `entry`'s record branch.
+ */
 function expectedSelector(e: unknown): Selector | 'skip' | 'warn' {
   if (typeof e !== 'object' || e === null || Array.isArray(e)) return 'skip';
   const r = e as Record<string, unknown>;

@@ -22,7 +22,8 @@ const Entry = v.looseObject({
 });
 
 /**
- * Parses `AGENT_SELECT` (reference §7.6): entries without a string `event`, or whose `tool`/`contains` is not a
+ * Parses `AGENT_SELECT` (docs/design/reference-behaviour.md#event-selection): entries without a string `event`, or
+ * whose `tool`/`contains` is not a
  * string, are skipped; an unknown event value is skipped with the reference warning in `warnings`; malformed JSON
  * or a non-array gives an empty list (which lets everything through). Pure.
  */
@@ -69,7 +70,8 @@ export function matches(selector: Selector, c: ClassifiedEvent): boolean {
 }
 
 /**
- * `selected(selectors, vendor, line)` (reference §7.6, classes from `classifySelectEvent`): an empty list passes
+ * `selected(selectors, vendor, line)` (docs/design/reference-behaviour.md#event-selection, classes from
+ * `classifySelectEvent`): an empty list passes
  * everything; an unparseable line and an unclassified event never pass; otherwise true iff some selector matches.
  * Pure.
  */

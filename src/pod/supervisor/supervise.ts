@@ -52,7 +52,10 @@ export interface SupervisorIo {
   readonly onSignal: (signal: HandledSignal, handler: () => void) => () => void;
 }
 
-/** How long to wait for the agent's pipes to reach EOF after it exits (reference §7.1 step 10). */
+/**
+ * How long to wait for the agent's pipes to reach EOF after it exits
+ * (docs/design/reference-behaviour.md#supervisor-flow step 10).
+ */
 export const PIPE_DRAIN_MS = 2000;
 /** After the run deadline, everything must be over this much later (the kubelet kills the pod ≈ 10 s after it). */
 export const HARD_STOP_AFTER_DEADLINE_MS = 8000;
@@ -82,7 +85,8 @@ export interface RunContext {
 }
 
 /**
- * Runs the agent CLI under supervision (reference §7.1): streams its stdout as bare lines to stdout and, when
+ * Runs the agent CLI under supervision (docs/design/reference-behaviour.md#supervisor-flow): streams its stdout as
+ * bare lines to stdout and, when
  * selected, wrapped to the sinks; tags its stderr `[agent] `; forwards SIGTERM/SIGINT to its process group; ends the
  * run on exit, after a terminal event plus grace, or at the run deadline (124); then writes the run report (what its
  * stdout lines said: answer, usage, cost) to the termination message file, emits file events, saves the
@@ -242,8 +246,8 @@ export async function promptedCommand(
 }
 
 /**
- * Finds and spawns the agent (reference §7.1 steps 4–5) with `stdin` written to its standard input (closed when
- * undefined), logging the reference messages on failure.
+ * Finds and spawns the agent (docs/design/reference-behaviour.md#supervisor-flow steps 4–5) with `stdin` written to
+ * its standard input (closed when undefined), logging the reference messages on failure.
  */
 export async function launch(
   ctx: RunContext,

@@ -6,7 +6,8 @@ export interface Terminal {
 }
 
 /**
- * Terminal-event detection for the supervisor (reference §7.4, with the vendor rules of `src/vendors/cli`):
+ * Terminal-event detection for the supervisor (docs/design/reference-behaviour.md#terminal-events, with the vendor
+ * rules of `src/vendors/cli`):
  * undefined unless the parsed line ends the CLI's run; `ok` is false for a failure terminal (e.g. a Claude result
  * with `is_error: true`). Pure.
  */

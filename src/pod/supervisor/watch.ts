@@ -16,7 +16,10 @@ export interface WatchEntry {
   readonly path: string;
 }
 
-/** `{"kind":"file","event","path","content"}` or `{"kind":"file","event","path","reason"}` (reference §7.7). */
+/**
+ * `{"kind":"file","event","path","content"}` or `{"kind":"file","event","path","reason"}`
+ * (docs/design/reference-behaviour.md#file-events).
+ */
 export type FileEvent =
   | { readonly kind: 'file'; readonly event: string; readonly path: string; readonly content: string }
   | {
@@ -76,7 +79,8 @@ export function isStrictlyBelow(root: string, path: string): boolean {
 }
 
 /**
- * Resolves a watch path against the workspace root (reference §7.7): relative paths are joined to the root,
+ * Resolves a watch path against the workspace root (docs/design/reference-behaviour.md#file-events): relative paths
+ * are joined to the root,
  * absolute ones taken as they are, both normalized; the result must lie strictly below the root, so `..` escapes,
  * absolute paths outside, NUL bytes and the root itself are refused. Pure (symlinks are checked by the reader).
  */

@@ -309,7 +309,10 @@ function makeStation(spec: {
   );
 }
 
-/** The limit the Station sets, derived here from the reference rules (§5.6), not from the code under test. */
+/**
+ * The limit the Station sets, derived here from the reference rules (docs/design/reference-behaviour.md#concurrency),
+ * not from the code under test.
+ */
 function expectedLimit(station: Station): number {
   const policy = station.spec.concurrencyPolicy;
   if (policy === 'Forbid' || policy === 'Replace') return 1;

@@ -339,7 +339,7 @@ describe('decide: Pending start', () => {
     assert.equal(build.calls[0]?.definition.metadata.name, 'def');
   });
 
-  it('the run NetworkPolicy right before the Job admits the http sinks the definition names (decision i)', () => {
+  it('the run NetworkPolicy right before the Job admits the http sinks the definition names (D-i)', () => {
     const sinks = definition('def', {
       output: {
         sinks: [
@@ -495,7 +495,7 @@ describe('decide: Pending start', () => {
     );
   });
 
-  it('fails with the builder reason when the Job cannot be built (decision b), before admission', () => {
+  it('fails with the builder reason when the Job cannot be built (D-b), before admission', () => {
     const full = [running('r'), agent('a', { created: 5 })];
     const s = snap(full[1]!, { siblings: full, station: station('stn', { concurrencyPolicy: 'Forbid' }) });
     const d = run(s, failingBuilder("Station template has no container named 'agent'"));
@@ -995,7 +995,7 @@ describe('decide: Running', () => {
     assert.equal(ok.failureReason, 'BackoffLimitExceeded: Job has reached the specified backoff limit');
   });
 
-  it('ends Failed with exitCode 1 when the Job is gone (decision a)', () => {
+  it('ends Failed with exitCode 1 when the Job is gone (D-a)', () => {
     const d = run(snap(running('a', { started: 30 }), { job: { kind: 'absent' } }));
     const st = onlyPatch(d);
     assert.deepEqual(

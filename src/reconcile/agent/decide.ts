@@ -20,7 +20,8 @@ export { EARLY_VERDICT_RETRY_MS } from './running.ts';
 const NOTHING: Decision = { actions: [] };
 
 /**
- * The decision table (reference §5.1 with decisions a, b, d, f): what to do about one Agent given `snapshot`, at
+ * The decision table (docs/design/reference-behaviour.md#decision-table, with differences D-a, D-b, D-d and D-f):
+ * what to do about one Agent given `snapshot`, at
  * time `now`. Pure and total: every snapshot yields a decision, nothing is read from the clock or the network.
  *
  * - Succeeded / Failed, or an Agent being deleted → no actions, unless it holds a finalizer (see below).
@@ -37,7 +38,8 @@ const NOTHING: Decision = { actions: [] };
  *     broken recipe fails at once instead of queueing).
  *   - admission (`admit`): wait → Ready=False/Queued (patched and announced once), requeue; Replace → delete the
  *     victims first (resourceVersion preconditions, `preempted`); then
- *     the run's createNetworkPolicy (decision i, issue 9); then createJob and Running, jobName, startedAt.
+ *     the run's createNetworkPolicy (docs/design/reference-behaviour.md#d-i-networkpolicy-per-run, issue 9); then
+ *     createJob and Running, jobName, startedAt.
  *   - a definition with `spec.memory` (issue 10 §3): once admitted, the memory ConfigMap not read → `needs:
  *     'memory'`; the controller may not read it → Failed `MemoryUnreadable` naming the grant, `build_error`; else
  *     the Job carries the memory (prompt, mount, annotations). A batch recipe with memory fails `BatchUnsupported`.

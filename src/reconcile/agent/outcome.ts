@@ -1,8 +1,10 @@
 /**
  * Pure readers of a finished run: the Job's verdict (`parseJobOutcome`), which pod speaks for it (`pickRunPod`),
- * the agent container's exit code, and the exit-code rules (`coherentExitCode`), reference §5.3–5.5 with our
+ * the agent container's exit code, and the exit-code rules (`coherentExitCode`),
+ * docs/design/reference-behaviour.md#job-outcome, docs/design/reference-behaviour.md#exit-codes with our
  * changes: the early Job conditions `SuccessCriteriaMet` / `FailureTarget` count as verdicts (Kubernetes >= 1.31
- * adds them before `Complete` / `Failed`), and a vanished Job is a failure with exit code 1 (decision a).
+ * adds them before `Complete` / `Failed`), and a vanished Job is a failure with exit code 1
+ * (docs/design/reference-behaviour.md#d-a-vanished-job-fails).
  */
 
 /** The agent container's name in every run pod. */
@@ -142,7 +144,8 @@ export function agentTerminationMessage(pod: PodView): string | undefined {
 }
 
 /**
- * The exit code written to `status.exitCode` (§5.5, decision a):
+ * The exit code written to `status.exitCode` (docs/design/reference-behaviour.md#exit-codes,
+ * docs/design/reference-behaviour.md#d-a-vanished-job-fails):
  * Succeeded → 0 whatever the pod said; Failed → the pod's code when non-zero, else 1. A Failed run therefore never
  * reports 0 and a Succeeded run never reports non-zero.
  */

@@ -182,7 +182,8 @@ export function decidePending(s: Snapshot, now: Date, build: JobBuilder): Decisi
   }
   const actions: Action[] = verdict.kind === 'replace' ? preemptActions(agent, station, verdict.victims) : [];
   const jobName = built.value.metadata.name;
-  // The run's own NetworkPolicy (issue 9 §3, decision i) exists before its pods can start.
+  // The run's own NetworkPolicy (issue 9 §3, docs/design/reference-behaviour.md#d-i-networkpolicy-per-run) exists
+  // before its pods can start.
   actions.push(...runObjectActions(s, station, definition));
   if (isRealtime(definition)) {
     actions.push({

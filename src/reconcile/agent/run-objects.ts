@@ -15,7 +15,8 @@ import { agentRef, event } from './status.ts';
 /**
  * The run's own objects, created right before its Job: its ServiceAccount (issue 9 §2), the bindings of that
  * ServiceAccount to the ClusterRoles the definition asks for (already checked against the policy), then its
- * NetworkPolicy (decision i, issue 9 §3). The ServiceAccount, RoleBindings and NetworkPolicy are owned by the
+ * NetworkPolicy (docs/design/reference-behaviour.md#d-i-networkpolicy-per-run, issue 9 §3). The ServiceAccount,
+ * RoleBindings and NetworkPolicy are owned by the
  * Agent; ClusterRoleBindings carry its uid in a label (the cleanup finalizer removes them).
  */
 export function runObjectActions(s: Snapshot, station: Station, definition: AgentDefinition): Action[] {

@@ -33,7 +33,10 @@ export function batchProviderFor(model: string): BatchProvider | undefined {
   }
 }
 
-/** The CLI whose stream-JSON lines a provider's results are rendered as (vendors.md 6.5). */
+/**
+ * The CLI whose stream-JSON lines a provider's results are rendered as
+ * (docs/reference/vendor-cli-events.md#batch-results-as-cli-lines).
+ */
 export const CLI_OF_PROVIDER: Readonly<Record<BatchProvider, Vendor>> = {
   anthropic: 'claude',
   openai: 'codex',

@@ -75,7 +75,10 @@ export function runLimits(policy: AgentPolicy | undefined): RunLimits | undefine
 const sameProfile = (a: unknown, b: { type: string; localhostProfile?: string | undefined }): boolean =>
   isObject(a) && a.type === b.type && (a.localhostProfile ?? undefined) === (b.localhostProfile ?? undefined);
 
-/** Vendors whose CLI takes an allow list / a deny list of tools (vendors.md 6: Claude both, Gemini allow only). */
+/**
+ * Vendors whose CLI takes an allow list / a deny list of tools (docs/reference/vendor-cli-events.md#tool-flags:
+ * Claude both, Gemini allow only).
+ */
 const ENFORCES_ALLOW: ReadonlySet<Vendor> = new Set(['claude', 'gemini']);
 const ENFORCES_DENY: ReadonlySet<Vendor> = new Set(['claude']);
 

@@ -19,8 +19,9 @@ export const FAILURE_REALTIME_DISABLED = 'realtime execution is disabled on this
 export const FAILURE_RESUME_NEEDS_REALTIME = 'resumeSession requires realtime execution';
 
 /**
- * Vendors whose CLI continues a session by id in a realtime run (vendors.md 6.4): the supervisor must learn the
- * session id from the CLI's output, which opencode does not print; exec keeps no session.
+ * Vendors whose CLI continues a session by id in a realtime run
+ * (docs/reference/vendor-cli-events.md#resuming-a-session): the supervisor must learn the session id from the CLI's
+ * output, which opencode does not print; exec keeps no session.
  */
 const RESUMABLE: ReadonlySet<string> = new Set(['claude', 'codex', 'gemini']);
 /** Vendors whose Job-run argv carries a resume id (opencode's `--session` included); an exec command has none. */

@@ -11,7 +11,7 @@ const usage = (input: number, output: number, cacheRead = 0, cacheWrite = 0) => 
 });
 
 describe('the price table of cost estimates', () => {
-  it('ships the prices vendors.md records (USD per million tokens)', () => {
+  it('ships the published prices (USD per million tokens)', () => {
     assert.deepEqual(priceFor(DEFAULT_PRICES, 'claude-opus-5-5'), {
       key: 'claude-opus-5-5',
       price: { inputPerMTok: 4, outputPerMTok: 20 },

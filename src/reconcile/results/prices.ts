@@ -1,5 +1,6 @@
 // The price table of run cost estimates (issue 10 §2): US dollars per million tokens by model, shipped for the
-// models whose prices vendors.md records (Anthropic's), overridable and extendable by the ConfigMap
+// models whose prices docs/reference/vendor-apis.md#models-and-prices records (Anthropic's), overridable and
+// extendable by the ConfigMap
 // `agent-prices` (key `prices.json`, parsed at the boundary: src/effects/prices.ts). Pure.
 import { globMatch } from '../../shared/glob.ts';
 import type { TokenUsage } from '../../vendors/cli/run-report.ts';
@@ -7,7 +8,7 @@ import type { TokenUsage } from '../../vendors/cli/run-report.ts';
 /** The ConfigMap (controller namespace) and key holding price overrides. */
 export const PRICES_CONFIG_MAP = 'agent-prices';
 export const PRICES_KEY = 'prices.json';
-/** Batch APIs bill half the standard rate (vendors.md 1.7, 2.8, 3.7). */
+/** Batch APIs bill half the standard rate (docs/reference/vendor-apis.md#common-rules). */
 export const BATCH_DISCOUNT = 0.5;
 /** When a price names no cache rates: cache reads bill 10% of input, cache writes 125% (Anthropic's rule). */
 export const CACHE_READ_FACTOR = 0.1;
@@ -24,7 +25,10 @@ export interface ModelPrice {
 /** Model name (exact) or glob (`*` matches any run of characters) → price; exact names win, then globs in order. */
 export type PriceTable = ReadonlyMap<string, ModelPrice>;
 
-/** The shipped prices (vendors.md 5; Claude Fable 5.1's two published prices disagree: the higher is taken). */
+/**
+ * The shipped prices (docs/reference/vendor-apis.md#models-and-prices; Claude Fable 5.1's two published prices
+ * disagree: the higher is taken).
+ */
 export const DEFAULT_PRICES: PriceTable = new Map<string, ModelPrice>([
   ['claude-opus-5-5', { inputPerMTok: 4, outputPerMTok: 20 }],
   ['claude-sonnet-5-5', { inputPerMTok: 2, outputPerMTok: 10 }],

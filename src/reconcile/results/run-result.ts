@@ -87,7 +87,8 @@ export function runResultFields(i: RunResultInput): RunResultFields {
       ? report?.resultTruncated === true
       : fromLog.resultTruncated === true;
   const usage = report?.usage ?? fromLog.usage;
-  // A batch run's lines are ours (vendors.md 6.5), not a CLI's: their cost field is no measurement.
+  // A batch run's lines are ours (docs/reference/vendor-cli-events.md#batch-results-as-cli-lines), not a CLI's: their
+  // cost field is no measurement.
   const cliCost = i.batch ? undefined : (report?.costUsd ?? fromLog.costUsd);
   const model = report?.model ?? fromLog.model ?? i.model;
   const label = metricModel(i.prices, model);

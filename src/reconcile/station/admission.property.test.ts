@@ -1,4 +1,5 @@
-// Property test of decision (l): whatever order creates, reconciles, API writes, watch echoes (Agents and Jobs,
+// Property test of docs/design/reference-behaviour.md#d-l-admission-by-construction: whatever order creates,
+// reconciles, API writes, watch echoes (Agents and Jobs,
 // each stream in order but late by any amount relative to the other and to the writes), run completions, user
 // deletes and leadership changes happen in, no more runs than the Station allows are ever in flight at the API
 // server, and every Agent eventually runs. The controller side is the real core: `decide` on a snapshot whose
@@ -350,7 +351,7 @@ const stationSpec = fc.oneof(
   fc.record({ concurrencyPolicy: fc.constant('Replace'), maxConcurrentRuns: fc.integer({ min: 0, max: 2 }) }),
 );
 
-describe('admission under any interleaving (decision l)', () => {
+describe('admission under any interleaving (D-l)', () => {
   it('never has more runs in flight than the Station allows, and every Agent runs once things settle', () => {
     fc.assert(
       fc.property(stationSpec, fc.array(command, { minLength: 1, maxLength: 120 }), (spec, commands) => {

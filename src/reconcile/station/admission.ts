@@ -1,7 +1,10 @@
 import { type StationQueueView, viewAmong } from './book.ts';
 import { type AgentRunView, compareStartOrder, runPhase } from './runs.ts';
 
-/** A Station's concurrency policy; an unknown value reads as `Allow` (reference §1.2, §1.4). */
+/**
+ * A Station's concurrency policy; an unknown value reads as `Allow`
+ * (docs/design/reference-behaviour.md#custom-resources, docs/design/reference-behaviour.md#lenient-parsing).
+ */
 export type ConcurrencyPolicy = 'Allow' | 'Forbid' | 'Replace';
 
 /** The Station settings admission reads. */
@@ -19,7 +22,7 @@ export function concurrencyPolicyOf(value: string | undefined): ConcurrencyPolic
 
 /**
  * The number of runs the Station may have at once; 0 = unlimited. `Allow` → `maxConcurrentRuns` (negative → 0);
- * `Forbid` and `Replace` → 1, even when `maxConcurrentRuns` is 0 (reference §5.6).
+ * `Forbid` and `Replace` → 1, even when `maxConcurrentRuns` is 0 (docs/design/reference-behaviour.md#concurrency).
  */
 export function effectiveMaxRuns(policy: ConcurrencyPolicy, maxConcurrentRuns: number | undefined): number {
   if (policy !== 'Allow') return 1;
@@ -46,7 +49,8 @@ export type Admission<A extends AgentRunView> =
   | ({ readonly kind: 'replace'; readonly victims: readonly A[] } & AdmissionCounts);
 
 /**
- * Decides whether the candidate whose Station picture is `view` may start now (decisions d and l). Guarantees:
+ * Decides whether the candidate whose Station picture is `view` may start now (differences D-d and D-l:
+ * docs/design/reference-behaviour.md#differences). Guarantees:
  * - a candidate that already holds a slot (admitted before, or its Job exists) is admitted: that starts no second
  *   run, and it can never deadlock behind an Agent that sorts before it but arrived later;
  * - otherwise first come, first served: it is admitted iff `holders + ahead < limit`, where `holders` counts

@@ -58,7 +58,10 @@ function parseTime(value: string | undefined): number {
   return Number.isNaN(t) ? Number.POSITIVE_INFINITY : t;
 }
 
-/** Queue order (decision d): creationTimestamp ascending, then name, then uid. Total over distinct Agents. */
+/**
+ * Queue order (docs/design/reference-behaviour.md#d-d-first-come-first-served): creationTimestamp ascending, then
+ * name, then uid. Total over distinct Agents.
+ */
 function compareEntries<A>(a: Entry<A>, b: Entry<A>): number {
   if (a.time !== b.time) return a.time < b.time ? -1 : 1;
   if (a.name !== b.name) return a.name < b.name ? -1 : 1;
@@ -84,7 +87,8 @@ function lowerBound<A>(queue: readonly Entry<A>[], e: Entry<A>): number {
  * (Agents and the Jobs they own), every admission it decides and every delete it claims, in the same turn of the
  * event loop as the change, so a decision read from it always includes every earlier decision.
  *
- * The rule that makes admission correct by construction (decision l): an Agent holds a slot from the moment this
+ * The rule that makes admission correct by construction
+ * (docs/design/reference-behaviour.md#d-l-admission-by-construction): an Agent holds a slot from the moment this
  * controller decides to start it until it is seen finished or gone. It holds it when any of these is true:
  * - the controller admitted it (`admitted`), even if neither its Job nor its Running status has come back yet;
  * - a Job it owns (by uid) is in the Job cache (a run started by an earlier leader or before a restart);

@@ -24,8 +24,8 @@ export interface PruneChoice<A extends AgentRunView> {
 }
 
 /**
- * Which finished runs of `station` exceed its history limits (reference §5.7, scoped per Station as in #87/#91).
- * Guarantees:
+ * Which finished runs of `station` exceed its history limits (docs/design/reference-behaviour.md#history-pruning, per
+ * Station). Guarantees:
  * - only Agents with `spec.stationRef === station.name` (and the Station's namespace, when given) are considered;
  *   Pending and Running Agents and Agents already being deleted are never chosen;
  * - per terminal phase, runs are ordered newest first by completedAt (missing or unparseable → oldest; ties by

@@ -3,7 +3,10 @@
  * Structural, so any parsed Agent fits.
  */
 
-/** The run phases; an absent or unknown phase reads as `Pending` (reference §1.4). `Serving`: a server (issue 12). */
+/**
+ * The run phases; an absent or unknown phase reads as `Pending` (docs/design/reference-behaviour.md#lenient-parsing).
+ * `Serving`: a server (issue 12).
+ */
 export type RunPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Serving';
 
 /** What admission and pruning read from an Agent. */
@@ -81,7 +84,8 @@ const byName = (a: AgentRunView, b: AgentRunView): number => {
 };
 
 /**
- * Queue order (decision d): creationTimestamp ascending, ties by name (then uid). A missing or unparseable
+ * Queue order (docs/design/reference-behaviour.md#d-d-first-come-first-served): creationTimestamp ascending, ties by
+ * name (then uid). A missing or unparseable
  * timestamp sorts last. Total and deterministic, so every path computes the same order.
  */
 export function compareQueueOrder(a: AgentRunView, b: AgentRunView): number {
@@ -106,7 +110,7 @@ export function compareStartOrder(a: AgentRunView, b: AgentRunView): number {
 
 /**
  * History order, newest first: completedAt descending; a missing or unparseable completedAt sorts oldest
- * (reference §5.7); ties by queue order, newest first.
+ * (docs/design/reference-behaviour.md#history-pruning); ties by queue order, newest first.
  */
 export function compareHistoryOrder(a: AgentRunView, b: AgentRunView): number {
   const ta = timeOf(a.status?.completedAt, Number.NEGATIVE_INFINITY);

@@ -1,4 +1,5 @@
-// Anthropic Message Batches adapter (vendors.md 1, 4, 8): plain `fetch` through `vendorRequest`, every answer
+// Anthropic Message Batches adapter (docs/reference/vendor-apis.md#anthropic-message-batches): plain `fetch` through
+// `vendorRequest`, every answer
 // validated with valibot, results rendered as Claude Code stream-JSON lines (render-claude.ts).
 
 import * as v from 'valibot';
@@ -16,7 +17,10 @@ import {
 } from './port.ts';
 import { type ClaudeBatchResult, renderClaudeLines } from './render-claude.ts';
 
-/** The pinned wire version (vendors.md 1.1): sampling parameters are refused on it, and we send none. */
+/**
+ * The pinned wire version (docs/reference/vendor-apis.md#anthropic-headers): sampling parameters are refused on it,
+ * and we send none.
+ */
 export const ANTHROPIC_VERSION = '2026-10-21';
 /** Where the batch endpoints live under the base URL. */
 const BATCHES = '/v1/messages/batches';

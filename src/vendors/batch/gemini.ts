@@ -1,4 +1,5 @@
-// Gemini Developer API batches, inline mode (vendors.md 3): one `batchGenerateContent` per run, polled as a
+// Gemini Developer API batches, inline mode (docs/reference/vendor-apis.md#gemini-batch-api): one
+// `batchGenerateContent` per run, polled as a
 // long-running Operation, results read inline from the batch, the batch deleted afterwards. Plain `fetch` through
 // `vendorRequest`; every answer validated with valibot (lenient objects, only the fields read here).
 
@@ -159,7 +160,10 @@ function inlined(op: Operation) {
   );
 }
 
-/** The outcome of a terminal batch (vendors.md 3.3, 3.4). */
+/**
+ * The outcome of a terminal batch (docs/reference/vendor-apis.md#gemini-poll,
+ * docs/reference/vendor-apis.md#gemini-results).
+ */
 function outcomeOf(op: Operation, phase: Phase | undefined, ctx: RenderContext) {
   const at = timeOf(op.metadata?.endTime, op.metadata?.updateTime, op.metadata?.createTime);
   if (op.error !== undefined) {

@@ -1,4 +1,5 @@
-// OpenAI Batch API adapter (vendors.md 2, 8): one `/v1/responses` request per batch, uploaded first as a JSONL file
+// OpenAI Batch API adapter (docs/reference/vendor-apis.md#openai-batch-api): one `/v1/responses` request per batch,
+// uploaded first as a JSONL file
 // through the Files API; results read from the output and error files and rendered as `codex exec --json` lines.
 // Plain `fetch` through `vendorRequest`; every answer validated with valibot; no `node:` imports (Node and Deno).
 
@@ -28,7 +29,7 @@ import {
   renderCodexLine,
 } from './render-codex.ts';
 
-/** The one batch endpoint we use (vendors.md 2.2: prefer the Responses API). */
+/** The one batch endpoint we use (docs/reference/vendor-apis.md#openai-input-upload: prefer the Responses API). */
 export const OPENAI_BATCH_ENDPOINT = '/v1/responses';
 /** Lifetime of the uploaded input file and of the output/error files (3 days; the API allows 3600..2592000 s). */
 export const OPENAI_FILE_TTL_SECONDS = 259_200;
@@ -56,7 +57,8 @@ const asText = (u: unknown): string =>
   typeof u === 'string' ? u : u === null || u === undefined ? '' : String(u);
 
 /**
- * Reads OpenAI's error body `{"error":{"message","type","param","code"}}` (vendors.md 2.9): `type` is the error
+ * Reads OpenAI's error body `{"error":{"message","type","param","code"}}`
+ * (docs/reference/vendor-apis.md#openai-errors): `type` is the error
  * type, else its code; `message` the vendor's message. Anything else yields empty strings (the caller falls back to
  * the raw text).
  */
@@ -133,7 +135,8 @@ function decode<S extends v.GenericSchema>(
 }
 
 /**
- * The one JSONL line of a batch's input file (vendors.md 2.2, 4): `custom_id`, `POST`, `/v1/responses`, and a body
+ * The one JSONL line of a batch's input file (docs/reference/vendor-apis.md#openai-input-upload,
+ * docs/reference/vendor-apis.md#structured-output): `custom_id`, `POST`, `/v1/responses`, and a body
  * with `model`, the prompt as the one user input, `max_output_tokens`, and `text.format` (a strict `json_schema`
  * named `result`) only when `request.schema` is set. No sampling parameters. Ends with a newline.
  */
@@ -150,7 +153,8 @@ export function openaiBatchLine(request: BatchRequest): string {
 }
 
 /**
- * The `POST /batches` body (vendors.md 2.3): the uploaded file, `/v1/responses`, `24h`, metadata `agent_run` = the
+ * The `POST /batches` body (docs/reference/vendor-apis.md#openai-create): the uploaded file, `/v1/responses`, `24h`,
+ * metadata `agent_run` = the
  * custom id (what `find` matches) and `run` = the label (cut to 512 characters), and output files that expire after
  * OPENAI_FILE_TTL_SECONDS.
  */
@@ -167,7 +171,10 @@ export function openaiBatchCreateBody(request: BatchRequest, inputFileId: string
   };
 }
 
-/** The multipart form of the input upload (vendors.md 2.2): purpose `batch`, the file, and its expiry. */
+/**
+ * The multipart form of the input upload (docs/reference/vendor-apis.md#openai-input-upload): purpose `batch`, the
+ * file, and its expiry.
+ */
 function uploadForm(request: BatchRequest): FormData {
   const form = new FormData();
   form.append('purpose', 'batch');

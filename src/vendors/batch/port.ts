@@ -1,5 +1,5 @@
-// The one port every batch vendor adapter implements (vendors.md 0–3, 8). Adapters speak plain `fetch` (no SDKs),
-// validate every vendor answer with valibot at the boundary, and map failures into `BatchError`.
+// The one port every batch vendor adapter implements (docs/reference/vendor-apis.md). Adapters speak plain `fetch`
+// (no SDKs), validate every vendor answer with valibot at the boundary, and map failures into `BatchError`.
 
 import type { Result } from '../../shared/result.ts';
 
@@ -26,7 +26,10 @@ export interface BatchRequest {
   readonly schema?: unknown;
 }
 
-/** What the renderers need besides the vendor's answer, to build the CLI event lines (vendors.md 6.5). */
+/**
+ * What the renderers need besides the vendor's answer, to build the CLI event lines
+ * (docs/reference/vendor-cli-events.md#batch-results-as-cli-lines).
+ */
 export interface RenderContext {
   /** Session / thread id of the synthesized CLI stream: the Agent uid (stable across restarts). */
   readonly sessionId: string;
@@ -47,7 +50,10 @@ export interface SubmittedBatch {
 export type BatchOutcome =
   | {
       readonly kind: 'succeeded';
-      /** The vendor CLI's stream-JSON event lines (vendors.md 6.5), one JSON object per entry, no newlines. */
+      /**
+       * The vendor CLI's stream-JSON event lines (docs/reference/vendor-cli-events.md#batch-results-as-cli-lines),
+       * one JSON object per entry, no newlines.
+       */
       readonly lines: readonly string[];
     }
   | {
@@ -68,7 +74,10 @@ export type BatchState =
   /** Terminal; the one request's outcome was read and rendered. */
   | { readonly kind: 'ended'; readonly id: string; readonly outcome: BatchOutcome };
 
-/** What a search for an earlier submission found (crash recovery, vendors.md 8.1). */
+/**
+ * What a search for an earlier submission found (crash recovery,
+ * docs/reference/vendor-apis.md#finding-an-earlier-submission).
+ */
 export type FindOutcome =
   /**
    * This batch carries the request (confirmed by custom id, metadata or display name). With several, `id` is the
@@ -130,7 +139,7 @@ export interface BatchVendor {
   /**
    * Creates a batch of exactly `request` (OpenAI: uploads the JSONL input first; if the batch create then fails the
    * upload is deleted again). Never retried on a network failure or 5xx, where the create may have landed: the
-   * caller searches with `find` first (vendors.md 8.1).
+   * caller searches with `find` first (docs/reference/vendor-apis.md#finding-an-earlier-submission).
    */
   submit(request: BatchRequest, call: VendorCall): Promise<Result<SubmittedBatch, BatchError>>;
   /** Polls one batch; when terminal, also reads and renders its one result. */
@@ -150,7 +159,7 @@ export interface BatchVendor {
   find(customId: string, since: Date, call: VendorCall): Promise<Result<FindOutcome, BatchError>>;
   /**
    * One page ({@link LIST_PAGE_SIZE} batches, newest first) of the account's batch list, with whether each has
-   * ended: one request tells the poller about many batches (vendors.md 1.3, 2.x, 3.x list endpoints).
+   * ended: one request tells the poller about many batches (their list endpoints: docs/reference/vendor-apis.md).
    */
   listPage(cursor: string | undefined, call: VendorCall): Promise<Result<BatchListPage, BatchError>>;
 }

@@ -1,6 +1,6 @@
 // Renders one Anthropic Message Batches result as the lines `claude -p … --output-format stream-json --verbose`
-// would have printed for the same prompt (vendors.md 6.1 line shapes, 6.5 Claude table). Pure: no I/O, no clock,
-// no randomness, so rendering the same result twice yields byte-identical lines.
+// would have printed for the same prompt (docs/reference/vendor-cli-events.md#as-claude-code-lines). Pure: no I/O, no
+// clock, no randomness, so rendering the same result twice yields byte-identical lines.
 
 import type { BatchOutcome, RenderContext } from './port.ts';
 
@@ -11,7 +11,10 @@ export interface ClaudeContentBlock {
   readonly [key: string]: unknown;
 }
 
-/** A Messages response as found in a `succeeded` batch result (vendors.md 1.4); copied as is into the assistant line. */
+/**
+ * A Messages response as found in a `succeeded` batch result (docs/reference/vendor-apis.md#anthropic-results);
+ * copied as is into the assistant line.
+ */
 export interface ClaudeBatchMessage {
   readonly content: readonly ClaudeContentBlock[];
   readonly stop_reason?: string | null | undefined;
@@ -25,7 +28,10 @@ export interface ClaudeBatchError {
   readonly [key: string]: unknown;
 }
 
-/** The `result` of one batch results line (vendors.md 1.4), already validated by the adapter. */
+/**
+ * The `result` of one batch results line (docs/reference/vendor-apis.md#anthropic-results), already validated by the
+ * adapter.
+ */
 export type ClaudeBatchResult =
   | { readonly type: 'succeeded'; readonly message: ClaudeBatchMessage }
   | { readonly type: 'errored'; readonly error: ClaudeBatchError }

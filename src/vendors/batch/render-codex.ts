@@ -1,5 +1,5 @@
 // Renders one OpenAI Batch API output/error line (a `/v1/responses` request) as the lines `codex exec --json` would
-// have printed for the same prompt (vendors.md 2.5 line shape, 6.2 event shapes, 6.5 Codex table). Pure: no I/O, no
+// have printed for the same prompt (docs/reference/vendor-cli-events.md#as-codex-lines). Pure: no I/O, no
 // clock, no randomness, so rendering the same line twice yields byte-identical lines.
 
 import * as v from 'valibot';
@@ -13,7 +13,8 @@ export const REFUSAL_MESSAGE = 'the model refused the request (refusal)';
 export const CONTENT_FILTER_MESSAGE = 'the response was blocked (incomplete: content_filter)';
 
 /**
- * One line of a batch output or error file (vendors.md 2.5), validated leniently: only the fields read here are
+ * One line of a batch output or error file (docs/reference/vendor-apis.md#openai-results), validated leniently: only
+ * the fields read here are
  * checked, anything else is kept. `response.body` is checked by the renderer, since its shape depends on the status.
  */
 export const OpenAIBatchLine = v.looseObject({
@@ -50,7 +51,7 @@ const Part = v.looseObject({
   refusal: v.optional(v.unknown()),
 });
 
-/** The parts of a Responses object (vendors.md 2.5) the renderer reads. */
+/** The parts of a Responses object (docs/reference/vendor-apis.md#openai-results) the renderer reads. */
 const ResponsesBody = v.looseObject({
   status: v.nullish(v.string()),
   output: v.nullish(v.array(OutputItem)),
@@ -105,7 +106,7 @@ function parts(content: readonly unknown[] | null | undefined): v.InferOutput<ty
   });
 }
 
-/** The joined `output_text` of every `message` output item (vendors.md 2.5). */
+/** The joined `output_text` of every `message` output item (docs/reference/vendor-apis.md#openai-results). */
 export function responsesText(body: ResponsesBody): string {
   return (body.output ?? [])
     .filter((item) => item.type === 'message')

@@ -1,4 +1,5 @@
-// Renders one Gemini batch result as Gemini CLI stream-json lines (vendors.md 3.4, 6.3, 6.5). Pure: no I/O, no
+// Renders one Gemini batch result as Gemini CLI stream-json lines
+// (docs/reference/vendor-cli-events.md#as-gemini-cli-lines). Pure: no I/O, no
 // clock, no randomness — the same item, context and `at` always give the same lines.
 
 import * as v from 'valibot';
@@ -224,7 +225,8 @@ function opening(ctx: RenderContext, timestamp: string, text: string): string[] 
 }
 
 /**
- * The CLI's `stats` object from `usageMetadata` (vendors.md 6.5). `output_tokens` is `candidatesTokenCount` alone:
+ * The CLI's `stats` object from `usageMetadata` (docs/reference/vendor-cli-events.md#batch-results-as-cli-lines).
+ * `output_tokens` is `candidatesTokenCount` alone:
  * whether the CLI adds `thoughtsTokenCount` is UNCONFIRMED, so thought tokens show only in `total_tokens` (Gemini's
  * `totalTokenCount` includes them). Without `totalTokenCount` the total is the sum of the counters present.
  */

@@ -1,4 +1,5 @@
-// Claude Code argv (reference-system.md 9; vendors.md 6.1).
+// Claude Code argv (docs/design/reference-behaviour.md#vendor-routing-and-argv;
+// docs/reference/vendor-cli-events.md#claude-code-stream-json).
 
 import { type McpServerSpec, permissionModeOf, present, type VendorRunInput } from './input.ts';
 import { mcpHeaderEnvName } from './mcp.ts';

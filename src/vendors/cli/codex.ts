@@ -1,4 +1,5 @@
-// OpenAI Codex CLI argv (reference-system.md 9; vendors.md 6.2).
+// OpenAI Codex CLI argv (docs/design/reference-behaviour.md#vendor-routing-and-argv;
+// docs/reference/vendor-cli-events.md#codex-exec-json).
 
 import { permissionModeOf, type VendorRunInput } from './input.ts';
 

@@ -1,4 +1,5 @@
-// Per-vendor classification of agent stdout lines for `output.select` (reference-system.md 7.6), extended with
+// Per-vendor classification of agent stdout lines for `output.select`
+// (docs/design/reference-behaviour.md#event-selection), extended with
 // OpenCode and Gemini CLI rules instead of the reference's Claude rules for every non-Codex CLI.
 
 import * as v from 'valibot';
@@ -141,7 +142,8 @@ function classifyOpencode(event: unknown): ClassifiedEvent | undefined {
 
 /**
  * The `output.select` class of an already-parsed agent line, or undefined when the line is unclassified (a
- * selector never matches it). Claude rules for claude and exec, Codex rules for codex (reference 7.6), and:
+ * selector never matches it). Claude rules for claude and exec, Codex rules for codex
+ * (docs/design/reference-behaviour.md#event-selection), and:
  * Gemini `message` → message (text = content), `tool_use` → tool_call (tool = tool_name), `tool_result` →
  * tool_result (text = output), `result` → result; OpenCode `text` → message (text = part.text), `tool_use` →
  * tool_call (tool = part.tool), `step_finish` → usage, `done` → result.

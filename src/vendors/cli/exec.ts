@@ -1,4 +1,5 @@
-// The exec vendor: a recipe-supplied argv plus the prompt (reference-system.md 9).
+// The exec vendor: a recipe-supplied argv plus the prompt
+// (docs/design/reference-behaviour.md#vendor-routing-and-argv).
 
 import { err, ok, type Result } from '../../shared/result.ts';
 

@@ -1,4 +1,4 @@
-// Gemini CLI argv (vendors.md 6.3; the reference has no Gemini vendor).
+// Gemini CLI argv (docs/reference/vendor-cli-events.md#gemini-cli-stream-json; the reference has no Gemini vendor).
 
 import { permissionModeOf, present, type VendorRunInput } from './input.ts';
 

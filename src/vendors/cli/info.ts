@@ -1,4 +1,6 @@
-// Static facts about each vendor CLI that the init container and the supervisor need (reference-system.md 7.8, 8, 9).
+// Static facts about each vendor CLI that the init container and the supervisor need
+// (docs/design/reference-behaviour.md#conversation-continuity, docs/design/reference-behaviour.md#init-container,
+// docs/design/reference-behaviour.md#vendor-routing-and-argv).
 
 import type { Vendor } from './route.ts';
 

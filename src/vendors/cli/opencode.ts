@@ -1,4 +1,4 @@
-// OpenCode argv (reference-system.md 9).
+// OpenCode argv (docs/design/reference-behaviour.md#vendor-routing-and-argv).
 
 import type { VendorRunInput } from './input.ts';
 

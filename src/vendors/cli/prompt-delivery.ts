@@ -1,6 +1,7 @@
 // How the supervisor hands a run's prompt to the vendor CLI (issue 10 §1). The prompt is not in the Job: the
 // supervisor reads it from the run's input ConfigMap and gives it to the CLI as its last argument, where every CLI
-// takes it (reference-system.md 9, vendors.md 6); a prompt too long for one argument goes to the CLI's standard
+// takes it (docs/design/reference-behaviour.md#vendor-routing-and-argv, docs/reference/vendor-cli-events.md); a
+// prompt too long for one argument goes to the CLI's standard
 // input instead, for the CLIs that read a prompt from there:
 // - Claude Code: `claude -p` without a prompt argument reads the prompt from stdin (the `--` fence is dropped);
 // - Codex: `codex exec … -- -` (a prompt of `-` means "read it from stdin"), fresh and resumed alike;

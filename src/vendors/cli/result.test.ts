@@ -22,7 +22,7 @@ const usage = (input: number, output: number, cacheRead: number, cacheWrite: num
 });
 
 // ---------------------------------------------------------------------------------------------------------------
-// Fixtures: real line shapes (vendors.md 6.1–6.3, 6.5), one line each as the CLI prints it.
+// Fixtures: real line shapes (docs/reference/vendor-cli-events.md), one line each as the CLI prints it.
 
 const CLAUDE_INIT =
   '{"type":"system","subtype":"init","session_id":"5f0c","uuid":"a1","cwd":"/workspace","model":"claude-opus-5-5","tools":["Bash","Read"],"mcp_servers":[],"permissionMode":"default","slash_commands":[],"apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.3","output_style":"default"}';
@@ -36,7 +36,7 @@ const CLAUDE_ERROR =
   '{"type":"result","subtype":"error_max_turns","is_error":true,"duration_ms":9000,"duration_api_ms":8800,"num_turns":12,"stop_reason":null,"session_id":"5f0c","total_cost_usd":0.5,"usage":{"input_tokens":900,"cache_creation_input_tokens":0,"cache_read_input_tokens":4000,"output_tokens":800},"modelUsage":{"claude-haiku-5":{"inputTokens":900,"outputTokens":800,"cacheReadInputTokens":4000,"cacheCreationInputTokens":0,"costUSD":0.5}},"permission_denials":[],"errors":["Reached maximum number of turns (12)"],"uuid":"a5"}';
 const CLAUDE_API_ERROR =
   '{"type":"result","subtype":"success","is_error":true,"duration_ms":300,"num_turns":1,"result":"API Error: 529 overloaded","session_id":"5f0c","total_cost_usd":0,"usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}';
-// A batch result mapped onto Claude lines (vendors.md 6.5).
+// A batch result mapped onto Claude lines (docs/reference/vendor-cli-events.md#batch-results-as-cli-lines).
 const CLAUDE_BATCH = [
   '{"type":"system","subtype":"init","session_id":"0b6d8f1e-6c1c-4a57-9d38-5c9d0f2b7e11","model":"claude-sonnet-5","tools":[],"mcp_servers":[]}',
   '{"type":"assistant","message":{"id":"msg_b","type":"message","role":"assistant","model":"claude-sonnet-5","content":[{"type":"text","text":"{\\"ok\\":true}"}],"stop_reason":"end_turn","usage":{"input_tokens":40,"output_tokens":6}},"parent_tool_use_id":null,"session_id":"0b6d8f1e-6c1c-4a57-9d38-5c9d0f2b7e11"}',
@@ -116,7 +116,7 @@ describe('resultAccumulator: Claude', () => {
     );
   });
 
-  it('a batch result mapped onto Claude lines (vendors.md 6.5)', () => {
+  it('a batch result mapped onto Claude lines (docs/reference/vendor-cli-events.md#batch-results-as-cli-lines)', () => {
     assert.deepEqual(extractRunResult('claude', lines(...CLAUDE_BATCH)), {
       result: '{"ok":true}',
       usage: usage(40, 6, 0, 0),

@@ -1,5 +1,6 @@
 // What a run produced, read from its vendor CLI's stdout JSON lines (issue 10 §2): the final answer text, token
-// usage, the CLI's own cost and the model (line shapes: vendors.md 6.1–6.3, batch runs mapped onto them by 6.5;
+// usage, the CLI's own cost and the model (line shapes, and batch runs mapped onto them:
+// docs/reference/vendor-cli-events.md;
 // OpenCode as our classifiers in terminal.ts/events.ts read it). The supervisor feeds every line as it arrives and
 // writes the result into the run report; the controller runs the same extraction over a capped log tail when no
 // report is there.
@@ -129,7 +130,8 @@ function addUsage(a: TokenUsage | undefined, b: TokenUsage | undefined): TokenUs
 
 /**
  * Usage whose input count already includes the cached part (OpenAI's `cached_input_tokens` and Gemini's `cached`
- * are parts of `input_tokens`, vendors.md 6.5). `TokenUsage.input` is the uncached input for every vendor (as
+ * are parts of `input_tokens`, docs/reference/vendor-cli-events.md#batch-results-as-cli-lines). `TokenUsage.input` is
+ * the uncached input for every vendor (as
  * Claude reports it), so the cached part is taken out of it: input + output + cacheRead + cacheWrite is what was
  * billed, and a price table never charges cached tokens twice. The total, when the CLI gives none, is the vendor's
  * input + output.
@@ -152,7 +154,8 @@ function usageCachedWithinInput(
 }
 
 /**
- * Claude Code (vendors.md 6.1): the last `result` line gives the answer (`result`, a string only; error results have
+ * Claude Code (docs/reference/vendor-cli-events.md#claude-code-stream-json): the last `result` line gives the answer
+ * (`result`, a string only; error results have
  * none), `usage` (input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens) and
  * `total_cost_usd`; the model comes from `system`/`init`, else the first `modelUsage` key of that result.
  */
@@ -195,7 +198,8 @@ function claudeAccumulator(): ResultAccumulator {
 }
 
 /**
- * Codex (vendors.md 6.2): the answer is the last `item.completed` `agent_message` text; usage is the sum over every
+ * Codex (docs/reference/vendor-cli-events.md#codex-exec-json): the answer is the last `item.completed`
+ * `agent_message` text; usage is the sum over every
  * `turn.completed` (cached_input_tokens → cacheRead). Codex reports no cost and no model.
  */
 function codexAccumulator(): ResultAccumulator {
@@ -223,7 +227,8 @@ function codexAccumulator(): ResultAccumulator {
 }
 
 /**
- * Gemini CLI (vendors.md 6.3): the answer is the assistant `message` content after the last user message (`delta`
+ * Gemini CLI (docs/reference/vendor-cli-events.md#gemini-cli-stream-json): the answer is the assistant `message`
+ * content after the last user message (`delta`
  * chunks joined, a message without `delta: true` replaces what came before); usage from the last `result` line's
  * `stats` (input_tokens, output_tokens, cached → cacheRead, total_tokens → total); the model from `init`. No cost.
  */

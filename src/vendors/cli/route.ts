@@ -1,4 +1,5 @@
-// Vendor routing from the model (reference-system.md 9, plus an explicit Gemini branch; vendors.md 5).
+// Vendor routing from the model (docs/design/reference-behaviour.md#vendor-routing-and-argv, plus an explicit Gemini
+// branch; docs/reference/vendor-apis.md#models-and-prices).
 
 /** Default model everywhere (defined once in the API layer). */
 export { DEFAULT_MODEL } from '../../api/model.ts';

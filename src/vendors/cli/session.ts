@@ -1,4 +1,5 @@
-// The CLI session id a stream-JSON line reveals (vendors.md 6.1–6.3): Claude's `system/init` and Gemini's `init`
+// The CLI session id a stream-JSON line reveals (docs/reference/vendor-cli-events.md): Claude's `system/init` and
+// Gemini's `init`
 // carry `session_id`; Codex's `thread.started` carries `thread_id`. Agent output is untrusted: an id is taken only
 // when it is a short printable string that cannot pass for a flag.
 

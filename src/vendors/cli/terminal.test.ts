@@ -10,7 +10,7 @@ const FAIL: LineClass = { kind: 'terminal-failure' };
 
 describe('classifyLine', () => {
   const cases: ReadonlyArray<readonly [Vendor, string, LineClass]> = [
-    // Claude Code stream-json (vendors.md 6.1).
+    // Claude Code stream-json (docs/reference/vendor-cli-events.md#claude-code-stream-json).
     [
       'claude',
       '{"type":"system","subtype":"init","session_id":"u-1","model":"claude-opus-5-5"}',
@@ -32,7 +32,7 @@ describe('classifyLine', () => {
     ['exec', '{"type":"result","is_error":true}', FAIL],
     ['exec', '{"type":"result"}', OK],
     ['exec', 'plain text line', P],
-    // Codex exec --json (vendors.md 6.2).
+    // Codex exec --json (docs/reference/vendor-cli-events.md#codex-exec-json).
     ['codex', '{"type":"thread.started","thread_id":"0199-a"}', { kind: 'started', sessionId: '0199-a' }],
     ['codex', '{"type":"turn.started"}', P],
     ['codex', '{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"x"}}', P],
@@ -44,7 +44,7 @@ describe('classifyLine', () => {
     ['codex', '{"type":"turn.failed","error":{"message":"boom"}}', FAIL],
     ['codex', '{"type":"error","message":"Reconnecting... 1/5"}', P],
     ['codex', '{"type":"result"}', P],
-    // Gemini CLI stream-json (vendors.md 6.3).
+    // Gemini CLI stream-json (docs/reference/vendor-cli-events.md#gemini-cli-stream-json).
     [
       'gemini',
       '{"type":"init","timestamp":"t","session_id":"g-1","model":"gemini-3.8-flash"}',
@@ -105,7 +105,7 @@ describe('classifyLine', () => {
 
 describe('classifySelectEvent', () => {
   const cases: ReadonlyArray<readonly [Vendor, unknown, ClassifiedEvent | undefined]> = [
-    // Claude rules (reference 7.6).
+    // Claude rules (docs/design/reference-behaviour.md#event-selection).
     ['claude', { type: 'result', result: 'final' }, { event: 'result', text: 'final' }],
     ['claude', { type: 'result', is_error: true }, { event: 'result' }],
     [
@@ -152,7 +152,7 @@ describe('classifySelectEvent', () => {
     ['claude', { type: 'system', subtype: 'token_usage' }, { event: 'usage' }],
     ['claude', { type: 'system', subtype: 'init' }, undefined],
     ['exec', { type: 'result', result: 'r' }, { event: 'result', text: 'r' }],
-    // Codex rules (reference 7.6).
+    // Codex rules (docs/design/reference-behaviour.md#event-selection).
     ['codex', { type: 'turn.completed', usage: {} }, { event: 'usage' }],
     [
       'codex',

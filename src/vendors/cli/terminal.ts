@@ -1,5 +1,6 @@
 // Per-vendor classification of one stdout line of an agent CLI: did the run start, progress, or end (and how)?
-// Reference-system.md 7.4 for claude/codex, vendors.md 6 for the event shapes, plus our OpenCode and Gemini rules.
+// docs/design/reference-behaviour.md#terminal-events for claude/codex, docs/reference/vendor-cli-events.md for the
+// event shapes, plus our OpenCode and Gemini rules.
 
 import * as v from 'valibot';
 import type { Vendor } from './route.ts';

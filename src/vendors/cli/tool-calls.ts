@@ -1,4 +1,5 @@
-// Tool calls as the vendor CLIs report them on their stream (vendors.md 6.1–6.3), for the supervisor's tool spans
+// Tool calls as the vendor CLIs report them on their stream (docs/reference/vendor-cli-events.md), for the
+// supervisor's tool spans
 // (issue 10 §5): where a call starts and where it ends, matched by the id the CLI gives it. Pure.
 // - Claude: an `assistant` message's `tool_use` block {id, name} starts a call; a `user` message's `tool_result`
 //   block {tool_use_id, is_error} ends it.

@@ -1,8 +1,10 @@
-// A fake Anthropic Message Batches API on 127.0.0.1, built from vendors.md section 1: the five batch endpoints plus
+// A fake Anthropic Message Batches API on 127.0.0.1, built from
+// docs/reference/vendor-apis.md#anthropic-message-batches: the five batch endpoints plus
 // the list, Anthropic's error envelope, auth and version checks, and the 2026-10-21 refusal of sampling parameters.
 // Tests drive it through `FakeVendorServer` (finish batches, inject faults, read the recorded requests).
 //
-// Choices where vendors.md is silent (UNCONFIRMED against the real API): a create may hold only one request (the
+// Choices where the vendor documentation is silent (UNCONFIRMED against the real API): a create may hold only one
+// request (the
 // `FakeBatch` model has one custom id); cancelling an ended batch answers 400 invalid_request_error; results of a
 // batch that has not ended answer 400 invalid_request_error; only `anthropic-version: 2026-10-21` is accepted (the
 // real API also accepts `2023-06-01`; the fake pins what our client must send). A `canceling` batch stays so until
@@ -101,7 +103,7 @@ function json(status: number, value: unknown, headers?: Record<string, string>):
   };
 }
 
-/** Anthropic's error envelope (vendors.md 1.8). */
+/** Anthropic's error envelope (docs/reference/vendor-apis.md#anthropic-errors). */
 function errorReply(status: number, message: string, type = ERROR_TYPES[status] ?? 'api_error'): Reply {
   return json(status, { type: 'error', error: { type, message }, request_id: randomId('req_') });
 }

@@ -1,4 +1,5 @@
-// A fake Gemini Developer API batch server (vendors.md 3), loopback only. It speaks the REST shapes the adapter
+// A fake Gemini Developer API batch server (docs/reference/vendor-apis.md#gemini-batch-api), loopback only. It speaks
+// the REST shapes the adapter
 // must handle: long-running Operations for create / get / list, `BATCH_STATE_*` states, inline results under
 // `response.inlinedResponses.inlinedResponses` (the REST sample path), Google's error bodies, and proto-JSON's
 // rejection of unknown fields.
@@ -160,7 +161,9 @@ interface ParsedCreate {
   structured: boolean;
 }
 
-/** Validates a `batchGenerateContent` body (vendors.md 3.2, inline mode, one request). */
+/**
+ * Validates a `batchGenerateContent` body (docs/reference/vendor-apis.md#gemini-create, inline mode, one request).
+ */
 function parseCreate(body: unknown): ParsedCreate | Rejection {
   const top = fields(body, ['batch'], 'batch_generate_content_request');
   if (isRejected(top)) return top;

@@ -1,4 +1,4 @@
-// A fake OpenAI Batch API + Files API on loopback HTTP, built from vendors.md section 2 (and 2.5's Responses body).
+// A fake OpenAI Batch API + Files API on loopback HTTP, built from docs/reference/vendor-apis.md#openai-batch-api.
 // Only what a `/v1/responses` batch of one request needs: files upload/content/delete, batches create/get/list/cancel.
 //
 // Choices where the spec is silent (documented so tests can rely on them):
@@ -169,8 +169,9 @@ function tokens(text: string): number {
 }
 
 /**
- * Starts a fake OpenAI on 127.0.0.1 (`baseUrl` ends in `/v1`, as `OPENAI_BASE_URL` expects). Faithful to vendors.md
- * section 2 for the calls the adapter makes; see the header of this file for the choices it makes where the spec is
+ * Starts a fake OpenAI on 127.0.0.1 (`baseUrl` ends in `/v1`, as `OPENAI_BASE_URL` expects). Faithful to
+ * docs/reference/vendor-apis.md#openai-batch-api for the calls the adapter makes; see the header of this file for the
+ * choices it makes where the spec is
  * silent. Requires `Authorization: Bearer <apiKey>`; never echoes or records a key.
  */
 export async function startFakeOpenAI(options: FakeVendorOptions = {}): Promise<FakeVendorServer> {

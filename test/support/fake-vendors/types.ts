@@ -1,5 +1,5 @@
 // The control surface every fake vendor batch server offers (one per vendor, loopback HTTP, built from
-// ../shared/spec/vendors.md). Tests and the contract suite drive all three through this one interface.
+// docs/reference/vendor-apis.md). Tests and the contract suite drive all three through this one interface.
 
 import type { BatchProvider } from '../../../src/vendors/batch/port.ts';
 
