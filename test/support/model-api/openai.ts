@@ -352,7 +352,7 @@ export async function startOpenAIModel(options: ModelApiOptions = {}): Promise<M
         } else if (facts.stream === true && responses) {
           streamResponse(i.res, play, model);
         } else if (facts.stream === true) {
-          streamChat(i.res, play, model, 'includeUsage' in facts && facts.includeUsage);
+          streamChat(i.res, play, model, 'includeUsage' in facts && facts.includeUsage === true);
         } else if (play.kind === 'answer' && responses) {
           const output = outputItems(play.turn, play.step);
           const usage = responsesUsage(play.turn.usage ?? DEFAULT_USAGE);
