@@ -2,6 +2,7 @@
 // Completions APIs (its Responses accumulator checks every index, item id and call id) and accumulates exactly what
 // the script states; its retry and auth-error handling see the vendor's status codes and error shapes.
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { test } from 'node:test';
 import OpenAI, { AuthenticationError, RateLimitError } from 'openai';
 import { startOpenAIModel } from './openai.ts';
@@ -339,5 +340,54 @@ test('OpenAI: a wrong key is the SDK AuthenticationError with the invalid_api_ke
       ['/v1/responses', 401, 'sk-wrong-key-1234'],
       ['/v1/models', 401, 'sk-wrong-key-1234'],
     ],
+  );
+});
+
+test("OpenAI Responses: Codex's custom tool calls and their outputs count in the history like function calls", async (t) => {
+  const fake = await startOpenAIModel({ turns: [{ text: 'patching' }, { text: 'patched' }] });
+  t.after(() => fake.close());
+  const client = new OpenAI({ apiKey: fake.apiKey, baseURL: fake.baseUrl, maxRetries: 0 });
+  const response = await client.responses.create({
+    model: MODEL,
+    input: [
+      { role: 'user', content: [{ type: 'input_text', text: 'patch it' }] },
+      { type: 'custom_tool_call', call_id: 'call_p', name: 'apply_patch', input: '*** Begin Patch' },
+      { type: 'custom_tool_call_output', call_id: 'call_p', output: 'Done!' },
+    ],
+  });
+  assert.equal(response.output_text, 'patched');
+  assert.equal(fake.requests[0]?.step, 1);
+  assert.deepEqual(fake.requests[0]?.toolResults, [{ id: 'call_p', content: 'Done!' }]);
+});
+
+test('OpenAI: a Responses WebSocket upgrade (what Codex tries first) is answered 404 and recorded', async (t) => {
+  const fake = await startOpenAIModel({ turns: [{ text: 'x' }] });
+  t.after(() => fake.close());
+  const url = new URL(fake.baseUrl);
+  const status = await new Promise<number | undefined>((resolve, reject) => {
+    const req = request({
+      host: url.hostname,
+      port: url.port,
+      path: '/v1/responses',
+      headers: {
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        authorization: `Bearer ${fake.apiKey}`,
+        'sec-websocket-version': '13',
+        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      },
+    });
+    req.on('response', (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    });
+    req.on('upgrade', () => reject(new Error('the fake must not upgrade')));
+    req.on('error', reject);
+    req.end();
+  });
+  assert.equal(status, 404);
+  assert.deepEqual(
+    fake.requests.map((r) => [r.method, r.path, r.status, r.headers.upgrade]),
+    [['GET', '/v1/responses', 404, 'websocket']],
   );
 });

@@ -71,15 +71,19 @@ const outputText = (output: unknown): string =>
 export function responsesFacts(body: unknown): RequestFacts & { modelTurns: number } {
   const b = isObject(body) ? body : {};
   const input = typeof b.input === 'string' ? [{ role: 'user', content: b.input }] : asArray(b.input);
+  // Model items: assistant messages, reasoning and every kind of call (`function_call`, Codex's `custom_tool_call`
+  // and `local_shell_call`, …); tool results: every `…_call_output`.
   const isModel = (item: unknown): boolean =>
     isObject(item) &&
-    (item.role === 'assistant' || item.type === 'function_call' || item.type === 'reasoning');
+    (item.role === 'assistant' ||
+      item.type === 'reasoning' ||
+      (typeof item.type === 'string' && item.type.endsWith('_call')));
   return {
     model: typeof b.model === 'string' ? b.model : undefined,
     stream: b.stream === true,
     tools: asArray(b.tools).flatMap(toolName),
     toolResults: input.flatMap((item) =>
-      isObject(item) && item.type === 'function_call_output'
+      isObject(item) && typeof item.type === 'string' && item.type.endsWith('_call_output')
         ? [{ id: String(item.call_id), content: outputText(item.output) }]
         : [],
     ),
