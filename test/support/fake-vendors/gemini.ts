@@ -1,7 +1,8 @@
 // A fake Gemini Developer API batch server (docs/reference/vendor-apis.md#gemini-batch-api), loopback only. It speaks
 // the REST shapes the adapter
 // must handle: long-running Operations for create / get / list, `BATCH_STATE_*` states, inline results under
-// `response.inlinedResponses.inlinedResponses` (the REST sample path), Google's error bodies, and proto-JSON's
+// `response.inlinedResponses.inlinedResponses` (the REST sample path) and `metadata.output.inlinedResponses…` (where
+// @google/genai reads them; sdk-contract.test.ts), Google's error bodies, and proto-JSON's
 // rejection of unknown fields.
 //
 // Keys, as the real API answers them: a missing `x-goog-api-key` → 403 PERMISSION_DENIED; a wrong one → 400
@@ -300,6 +301,8 @@ export async function startFakeGemini(options: FakeVendorOptions = {}): Promise<
         updateTime: b.updatedAt.toISOString(),
         ...(b.endedAt ? { endTime: b.endedAt.toISOString() } : {}),
         batchStats: stats,
+        // The results also in the batch metadata, where @google/genai reads them (`metadata.output`).
+        ...(b.item !== undefined ? { output: { inlinedResponses: { inlinedResponses: [b.item] } } } : {}),
       },
       done,
       ...(b.item !== undefined
