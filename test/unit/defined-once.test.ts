@@ -1,0 +1,41 @@
+// What issue 27 §4 asks to be defined once stays defined once: each test finds the one definition and fails when a
+// second appears elsewhere in the product (src/, tests excluded) or the generators (scripts/). Behaviour is tested
+// next to each definition; these tests pin where it lives.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+function sources(dir: string): string[] {
+  return readdirSync(join(ROOT, dir)).flatMap((name) => {
+    const rel = `${dir}/${name}`;
+    if (statSync(join(ROOT, rel)).isDirectory()) return sources(rel);
+    const code = /\.(ts|mjs)$/.test(name) && !/\.test\.ts$|test-fixtures\.ts$|test-support\.ts$/.test(name);
+    return code ? [rel] : [];
+  });
+}
+
+const FILES = [...sources('src'), ...sources('scripts')].map((path) => ({
+  path,
+  text: readFileSync(join(ROOT, path), 'utf8'),
+}));
+
+/** The files whose text matches `pattern`. */
+function definedIn(pattern: RegExp): string[] {
+  return FILES.filter((f) => pattern.test(f.text)).map((f) => f.path);
+}
+
+describe('defined once (issue 27 §4)', () => {
+  it('has the sources to look through', () => {
+    assert.ok(FILES.length > 100);
+  });
+
+  it('one YAML emitter: src/shared/yaml.ts, nothing else writes YAML text from values', () => {
+    assert.deepEqual(definedIn(/\bfunction (toYaml|yamlString|literalBlock)\b/), ['src/shared/yaml.ts']);
+    // js-yaml is in the bundle only as a kubeconfig reader of @kubernetes/client-node; its emitter is not ours.
+    assert.deepEqual(definedIn(/\bdump\b[^;\n]*from 'js-yaml'|\byaml\.dump\(/), []);
+  });
+});
