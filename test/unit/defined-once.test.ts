@@ -38,4 +38,13 @@ describe('defined once (issue 27 §4)', () => {
     // js-yaml is in the bundle only as a kubeconfig reader of @kubernetes/client-node; its emitter is not ours.
     assert.deepEqual(definedIn(/\bdump\b[^;\n]*from 'js-yaml'|\byaml\.dump\(/), []);
   });
+
+  it('one ObjectMeta: its fields and OwnerReference typed only in src/kube/meta.ts (api/meta.ts builds its view)', () => {
+    assert.deepEqual(
+      definedIn(/\b(creationTimestamp|deletionTimestamp|blockOwnerDeletion): v\.(string|boolean)\(/),
+      ['src/kube/meta.ts'],
+    );
+    assert.deepEqual(definedIn(/\bObjectMetaSchema = /), ['src/api/meta.ts', 'src/kube/meta.ts']);
+    assert.match(readFileSync(join(ROOT, 'src/api/meta.ts'), 'utf8'), /OBJECT_META_FIELDS/);
+  });
 });
