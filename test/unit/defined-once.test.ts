@@ -47,4 +47,16 @@ describe('defined once (issue 27 §4)', () => {
     assert.deepEqual(definedIn(/\bObjectMetaSchema = /), ['src/api/meta.ts', 'src/kube/meta.ts']);
     assert.match(readFileSync(join(ROOT, 'src/api/meta.ts'), 'utf8'), /OBJECT_META_FIELDS/);
   });
+
+  it('concurrencyPolicy interpreted once: src/reconcile/station/admission.ts (concurrencyOf, wakeableCount)', () => {
+    assert.deepEqual(
+      definedIn(/\b(effectiveMaxRuns|concurrencyPolicyOf)\(|[=!]== '(Allow|Forbid|Replace)'/),
+      ['src/reconcile/station/admission.ts'],
+    );
+    assert.deepEqual(definedIn(/\bconcurrencyOf\(/).sort(), [
+      'src/cli/status.ts',
+      'src/controller/run-controller.ts',
+      'src/reconcile/station/admission.ts',
+    ]);
+  });
 });
