@@ -59,4 +59,8 @@ describe('defined once (issue 27 §4)', () => {
       'src/reconcile/station/admission.ts',
     ]);
   });
+
+  it("a run's prompt and system prompt rendered once: src/jobs/prompt.ts (runPromptText, runSystemPrompt)", () => {
+    assert.deepEqual(definedIn(/\brenderPrompt\(|\.spec\.systemPrompt\b/), ['src/jobs/prompt.ts']);
+  });
 });
