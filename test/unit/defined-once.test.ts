@@ -63,4 +63,13 @@ describe('defined once (issue 27 §4)', () => {
   it("a run's prompt and system prompt rendered once: src/jobs/prompt.ts (runPromptText, runSystemPrompt)", () => {
     assert.deepEqual(definedIn(/\brenderPrompt\(|\.spec\.systemPrompt\b/), ['src/jobs/prompt.ts']);
   });
+
+  it('the create → 409 → GET flow written once: src/effects/create-or-get.ts (createOrGet)', () => {
+    assert.deepEqual(definedIn(/vanished after a name collision/), ['src/effects/create-or-get.ts']);
+    assert.deepEqual(definedIn(/\bcreateOrGet(<T>)?\(/).sort(), [
+      'src/effects/create-or-get.ts',
+      'src/effects/run-bindings.ts',
+      'src/effects/run-input.ts',
+    ]);
+  });
 });
