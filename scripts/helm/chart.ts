@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { toYaml, yamlString } from '../../src/api/crd/yaml.ts';
+import { toYaml, yamlString } from '../../src/shared/yaml.ts';
 import {
   type Base,
   build,

@@ -1,35 +1,32 @@
 import * as v from 'valibot';
+import { OBJECT_META_FIELDS, OWNER_REFERENCE_FIELDS } from '../kube/meta.ts';
 import { ok, type Result } from '../shared/result.ts';
 import { dateTime, formatIssues, openapi, parseDefault } from './schema-kit.ts';
 
-/** metav1.OwnerReference. */
-export const OwnerReferenceSchema = v.object({
-  apiVersion: v.string(),
-  kind: v.string(),
-  name: v.string(),
-  uid: v.string(),
-  controller: v.optional(v.boolean()),
-  blockOwnerDeletion: v.optional(v.boolean()),
-});
+/** metav1.OwnerReference (unknown fields dropped). */
+export const OwnerReferenceSchema = v.object(OWNER_REFERENCE_FIELDS);
 export type OwnerReference = v.InferOutput<typeof OwnerReferenceSchema>;
 
+const F = OBJECT_META_FIELDS;
+
 /**
- * The subset of metav1.ObjectMeta the controller reads, for objects read back from the API server (which always
- * sets name, namespace, uid, resourceVersion and creationTimestamp on namespaced objects). `labels`,
- * `annotations`, `ownerReferences` and `finalizers` default to empty on parse. Unknown fields are dropped.
+ * metav1.ObjectMeta (its fields are defined once, in `src/kube/meta.ts`) as the custom kinds read it back from the
+ * API server, which always sets name, namespace, uid, resourceVersion and creationTimestamp on namespaced objects:
+ * those are required; `labels`, `annotations`, `ownerReferences` and `finalizers` default to empty on parse.
+ * Unknown fields are dropped.
  */
 export const ObjectMetaSchema = v.object({
-  name: v.string(),
-  namespace: v.string(),
-  uid: v.string(),
-  resourceVersion: v.string(),
-  generation: v.optional(v.number()),
-  creationTimestamp: v.string(),
-  deletionTimestamp: v.optional(v.string()),
-  labels: parseDefault(v.record(v.string(), v.string()), {}),
-  annotations: parseDefault(v.record(v.string(), v.string()), {}),
+  name: F.name,
+  namespace: F.namespace,
+  uid: F.uid,
+  resourceVersion: F.resourceVersion,
+  generation: v.optional(F.generation),
+  creationTimestamp: F.creationTimestamp,
+  deletionTimestamp: v.optional(F.deletionTimestamp),
+  labels: parseDefault(F.labels, {}),
+  annotations: parseDefault(F.annotations, {}),
   ownerReferences: parseDefault(v.array(OwnerReferenceSchema), []),
-  finalizers: parseDefault(v.array(v.string()), []),
+  finalizers: parseDefault(F.finalizers, []),
 });
 export type ObjectMeta = v.InferOutput<typeof ObjectMetaSchema>;
 

@@ -1,8 +1,8 @@
 // `get` output other than tables: objects as kubectl prints them with `-o json|yaml|name`. Pure.
 import type { KubeObject } from '../kube/index.ts';
+import { toYaml } from '../shared/yaml.ts';
 import type { OutputFormat } from './flags.ts';
 import { type KindInfo, qualifiedName } from './kinds.ts';
-import { toYaml } from './yaml.ts';
 
 /** An object as printed: without `metadata.managedFields` (kubectl hides them too). */
 export function forOutput(obj: KubeObject): Record<string, unknown> {

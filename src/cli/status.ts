@@ -3,7 +3,7 @@
 // and the exit code. Pure.
 import type { Agent, AgentPhase, Station } from '../api/index.ts';
 import { CONDITION_READY, CONDITION_START_BLOCKED, REASON } from '../reconcile/reasons.ts';
-import { concurrencyPolicyOf, effectiveMaxRuns } from '../reconcile/station/admission.ts';
+import { concurrencyOf } from '../reconcile/station/admission.ts';
 import { EXIT } from './exit.ts';
 import { type Paint, phaseTone, sanitize } from './style.ts';
 import { clockDuration } from './table.ts';
@@ -66,10 +66,7 @@ export function queueInfo(
       a.metadata.uid !== me.metadata.uid,
   );
   const queue = [...lane.filter(waitsForSlot), me].sort(compareQueueOrder);
-  const limit =
-    station === undefined
-      ? undefined
-      : effectiveMaxRuns(concurrencyPolicyOf(station.spec.concurrencyPolicy), station.spec.maxConcurrentRuns);
+  const limit = station === undefined ? undefined : concurrencyOf(station.spec).limit;
   return {
     position: queue.indexOf(me) + 1,
     queued: queue.length,

@@ -63,15 +63,15 @@ import {
 } from '../reconcile/batch/plan.ts';
 import {
   CONDITION_READY,
-  concurrencyPolicyOf,
+  concurrencyOf,
   type EndpointObservation,
   type EndpointView,
-  effectiveMaxRuns,
   isJobFinished,
   laneKey,
   pruneActions,
   REASON,
   StationBook,
+  wakeableCount,
 } from '../reconcile/index.ts';
 import {
   type Change,
@@ -498,13 +498,8 @@ export function startController(deps: ControllerDeps): RunningController {
     if (queued === 0) return [];
     const raw = stations.store.get(lane);
     const station = raw === undefined ? undefined : parseCachedStation(raw);
-    let n = queued;
-    if (station?.ok) {
-      const policy = concurrencyPolicyOf(station.value.spec.concurrencyPolicy);
-      const limit = effectiveMaxRuns(policy, station.value.spec.maxConcurrentRuns);
-      if (limit > 0) n = Math.max(limit - holding, policy === 'Replace' ? 1 : 0);
-    }
     // Without a (valid) Station every queued Agent is woken: each fails with the reason.
+    const n = station?.ok ? wakeableCount(queued, holding, concurrencyOf(station.value.spec)) : queued;
     return book.heads(lane, n);
   }
 

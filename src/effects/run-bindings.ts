@@ -11,13 +11,9 @@ import {
 } from '../jobs/index.ts';
 import {
   CLUSTER_ROLE_BINDINGS,
-  createObject,
   deleteObject,
   describeKubeError,
-  getObject,
-  isAlreadyExists,
   isForbidden,
-  isInvalid,
   isNotFound,
   type KubeError,
   KubeObjectSchema,
@@ -26,6 +22,7 @@ import {
   type Transport,
 } from '../kube/index.ts';
 import { err, ok, type Result } from '../shared/result.ts';
+import { createOrGet } from './create-or-get.ts';
 
 /** How a binding create ended. */
 export type BindingCreate =
@@ -56,24 +53,10 @@ export async function createRunBinding(
 ): Promise<BindingCreate> {
   const rt = rtOf(binding);
   const namespace = binding.kind === 'RoleBinding' ? binding.metadata.namespace : undefined;
-  const r = await createObject(t, rt, namespace, { ...binding }, KubeObjectSchema, opts);
-  if (r.ok) return { kind: 'created' };
   const what = describeBinding(binding);
-  if (isForbidden(r.error) || isInvalid(r.error) || (r.error.kind === 'api' && r.error.code === 400)) {
-    return { kind: 'refused', message: `${what}: ${describeKubeError(r.error)}` };
-  }
-  if (!isAlreadyExists(r.error)) return { kind: 'error', error: r.error };
-  const found = await getObject(t, rt, { namespace, name: binding.metadata.name }, KubeObjectSchema, opts);
-  if (!found.ok) {
-    if (isNotFound(found.error)) return { kind: 'stale', message: `${what} vanished after a name collision` };
-    if (isForbidden(found.error)) {
-      return {
-        kind: 'refused',
-        message: `${what} exists and cannot be read: ${describeKubeError(found.error)}`,
-      };
-    }
-    return { kind: 'error', error: found.error };
-  }
+  const ref = { namespace, name: binding.metadata.name };
+  const found = await createOrGet(t, rt, ref, { ...binding }, KubeObjectSchema, what, opts);
+  if (found.kind !== 'found') return found;
   const labels = found.value.metadata.labels ?? {};
   const ours = binding.metadata.labels;
   if (labels[LABEL_RUN_UID] === ours[LABEL_RUN_UID]) return { kind: 'exists' };

@@ -5,19 +5,15 @@ import { API_VERSION } from '../api/index.ts';
 import { ANNOTATION_AGENT_UID, type InputConfigMapManifest } from '../jobs/index.ts';
 import {
   CONFIG_MAPS,
-  createObject,
   deleteObject,
   describeKubeError,
-  getObject,
-  isAlreadyExists,
   isForbidden,
-  isInvalid,
   isNotFound,
   type KubeError,
-  KubeObjectSchema,
   ObjectMetaSchema,
   type Transport,
 } from '../kube/index.ts';
+import { createOrGet } from './create-or-get.ts';
 
 /** How an input ConfigMap create ended. */
 export type InputCreate =
@@ -34,9 +30,6 @@ const FoundSchema = v.looseObject({
   metadata: ObjectMetaSchema,
   data: v.optional(v.nullable(v.record(v.string(), v.string()))),
 });
-
-const refusedByServer = (e: KubeError): boolean =>
-  isForbidden(e) || isInvalid(e) || (e.kind === 'api' && e.code === 400);
 
 function sameData(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
   const keys = Object.keys(a);
@@ -58,23 +51,16 @@ export async function createRunInput(
   const what = `ConfigMap ${namespace}/${name}`;
   const ownerUid = input.metadata.ownerReferences[0].uid;
   for (let attempt = 0; ; attempt++) {
-    const r = await createObject(t, CONFIG_MAPS, namespace, { ...input }, KubeObjectSchema, opts);
-    if (r.ok) return { kind: 'created' };
-    if (refusedByServer(r.error))
-      return { kind: 'refused', message: `${what}: ${describeKubeError(r.error)}` };
-    if (!isAlreadyExists(r.error)) return { kind: 'error', error: r.error };
-    const found = await getObject(t, CONFIG_MAPS, { namespace, name }, FoundSchema, opts);
-    if (!found.ok) {
-      if (isNotFound(found.error))
-        return { kind: 'stale', message: `${what} vanished after a name collision` };
-      if (isForbidden(found.error)) {
-        return {
-          kind: 'refused',
-          message: `${what} exists and cannot be read: ${describeKubeError(found.error)}`,
-        };
-      }
-      return { kind: 'error', error: found.error };
-    }
+    const found = await createOrGet(
+      t,
+      CONFIG_MAPS,
+      { namespace, name },
+      { ...input },
+      FoundSchema,
+      what,
+      opts,
+    );
+    if (found.kind !== 'found') return found;
     const meta = found.value.metadata;
     if (meta.deletionTimestamp != null) return { kind: 'stale', message: `${what} is being deleted` };
     const owner = (meta.ownerReferences ?? []).find((o) => o.controller === true);

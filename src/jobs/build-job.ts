@@ -41,7 +41,7 @@ import {
 } from './names.ts';
 import { findNul, nulInPod } from './nul.ts';
 import { INIT_RESOURCES, type JsonObject, MIN_TOKEN_SECONDS, wirePodTemplate } from './pod-template.ts';
-import { renderPrompt } from './prompt.ts';
+import { runPromptText, runSystemPrompt } from './prompt.ts';
 import { LABEL_EXECUTION, PROMPT_TOKEN_KEY, promptTokenSecretName, REALTIME_PORT } from './realtime.ts';
 import {
   buildInputConfigMap,
@@ -282,16 +282,9 @@ function tracingEnv(agent: Agent, tracesUrl: string): EnvVar[] {
  * the memory instruction.
  */
 export function runPrompt(agent: Agent, definition: AgentDefinition, memory: MemoryRead | undefined): string {
-  const rendered = renderPrompt(definition.spec.prompt, agent.spec.parameters);
+  const rendered = runPromptText(agent, definition);
   const m = definition.spec.memory;
   return m === undefined ? rendered : promptWithMemory(rendered, memory?.content ?? '', m.maxSizeKB);
-}
-
-/** The rendered system prompt of a run (issue 10 §1), or undefined when the definition has none (or a blank one). */
-export function runSystemPrompt(agent: Agent, definition: AgentDefinition): string | undefined {
-  const template = definition.spec.systemPrompt;
-  if (template === undefined || template.trim() === '') return undefined;
-  return renderPrompt(template, agent.spec.parameters);
 }
 
 /** The vendor command of a run: resolved model, its prompt, recipe options. */

@@ -1,5 +1,6 @@
 // Prompt templating (docs/design/reference-behaviour.md#prompt-templating): one pass of `{name}` substitution, no
-// escaping, no logic.
+// escaping, no logic. A run's prompt and system prompt are rendered here, once, for every execution mode.
+import type { Agent, AgentDefinition } from '../api/index.ts';
 
 const TOKEN = /\{([A-Za-z0-9_.-]+)\}/g;
 
@@ -18,4 +19,16 @@ export function renderPrompt(
     const value = parameters[name];
     return typeof value === 'string' ? value : token;
   });
+}
+
+/** The rendered prompt of a run: its definition's template filled with the Agent's parameters. */
+export function runPromptText(agent: Agent, definition: AgentDefinition): string {
+  return renderPrompt(definition.spec.prompt, agent.spec.parameters);
+}
+
+/** The rendered system prompt of a run (issue 10 §1), or undefined when the definition has none (or a blank one). */
+export function runSystemPrompt(agent: Agent, definition: AgentDefinition): string | undefined {
+  const template = definition.spec.systemPrompt;
+  if (template === undefined || template.trim() === '') return undefined;
+  return renderPrompt(template, agent.spec.parameters);
 }

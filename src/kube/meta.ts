@@ -1,35 +1,53 @@
 import * as v from 'valibot';
 
+/** The fields of `metav1.OwnerReference`, defined once for both views of ObjectMeta. */
+export const OWNER_REFERENCE_FIELDS = {
+  apiVersion: v.string(),
+  kind: v.string(),
+  name: v.string(),
+  uid: v.string(),
+  controller: v.optional(v.boolean()),
+  blockOwnerDeletion: v.optional(v.boolean()),
+};
+
+/**
+ * The fields of `metav1.ObjectMeta` the controller reads, each with its type, defined once: the generic client's
+ * {@link ObjectMetaSchema} below and the custom kinds' read-back view (`src/api/meta.ts`: identity fields required,
+ * lists and maps defaulted, unknown fields dropped) are both built from them.
+ */
+export const OBJECT_META_FIELDS = {
+  name: v.string(),
+  generateName: v.string(),
+  namespace: v.string(),
+  uid: v.string(),
+  resourceVersion: v.string(),
+  generation: v.number(),
+  creationTimestamp: v.string(),
+  deletionTimestamp: v.string(),
+  labels: v.record(v.string(), v.string()),
+  annotations: v.record(v.string(), v.string()),
+  finalizers: v.array(v.string()),
+};
+
+const F = OBJECT_META_FIELDS;
+
 /**
  * The subset of `metav1.ObjectMeta` the generic client relies on. Unknown fields are kept (loose), so an object
  * validated here round-trips unchanged.
  */
 export const ObjectMetaSchema = v.looseObject({
-  name: v.optional(v.string()),
-  generateName: v.optional(v.string()),
-  namespace: v.optional(v.string()),
-  uid: v.optional(v.string()),
-  resourceVersion: v.optional(v.string()),
-  generation: v.optional(v.number()),
-  creationTimestamp: v.optional(v.nullable(v.string())),
-  deletionTimestamp: v.optional(v.nullable(v.string())),
-  labels: v.optional(v.nullable(v.record(v.string(), v.string()))),
-  annotations: v.optional(v.nullable(v.record(v.string(), v.string()))),
-  finalizers: v.optional(v.nullable(v.array(v.string()))),
-  ownerReferences: v.optional(
-    v.nullable(
-      v.array(
-        v.looseObject({
-          apiVersion: v.string(),
-          kind: v.string(),
-          name: v.string(),
-          uid: v.string(),
-          controller: v.optional(v.boolean()),
-          blockOwnerDeletion: v.optional(v.boolean()),
-        }),
-      ),
-    ),
-  ),
+  name: v.optional(F.name),
+  generateName: v.optional(F.generateName),
+  namespace: v.optional(F.namespace),
+  uid: v.optional(F.uid),
+  resourceVersion: v.optional(F.resourceVersion),
+  generation: v.optional(F.generation),
+  creationTimestamp: v.optional(v.nullable(F.creationTimestamp)),
+  deletionTimestamp: v.optional(v.nullable(F.deletionTimestamp)),
+  labels: v.optional(v.nullable(F.labels)),
+  annotations: v.optional(v.nullable(F.annotations)),
+  finalizers: v.optional(v.nullable(F.finalizers)),
+  ownerReferences: v.optional(v.nullable(v.array(v.looseObject(OWNER_REFERENCE_FIELDS)))),
 });
 export type ObjectMeta = v.InferOutput<typeof ObjectMetaSchema>;
 

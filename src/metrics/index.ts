@@ -1,7 +1,5 @@
 export {
   type ControllerMetrics,
   createControllerMetrics,
-  FAILURE_KINDS,
-  type FailureKind,
   PHASES,
 } from './registry.ts';

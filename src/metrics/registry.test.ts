@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { observe } from '../effects/execute.ts';
+import { RUN_FAILURE_KINDS } from '../reconcile/actions.ts';
 import { createControllerMetrics } from './registry.ts';
 
 describe('createControllerMetrics', () => {
@@ -17,6 +18,17 @@ describe('createControllerMetrics', () => {
     ]) {
       assert.ok(text.split('\n').includes(series), `missing: ${series}`);
     }
+  });
+
+  it('starts controller_run_failures_total at 0 for exactly the failure kinds of the core', async () => {
+    const m = createControllerMetrics(false);
+    const lines = (await m.registry.metrics()).split('\n');
+    for (const kind of RUN_FAILURE_KINDS) {
+      const series = `controller_run_failures_total{kind="${kind}"} 0`;
+      assert.ok(lines.includes(series), `missing: ${series}`);
+    }
+    const kinds = lines.flatMap((l) => /^controller_run_failures_total\{kind="([^"]*)"\}/.exec(l)?.[1] ?? []);
+    assert.deepEqual(kinds.sort(), [...RUN_FAILURE_KINDS].sort());
   });
 
   it('counts a run on the series it started at 0', async () => {

@@ -1,24 +1,10 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { AGENT_PHASES } from '../api/agent.ts';
+import { RUN_FAILURE_KINDS } from '../reconcile/actions.ts';
 import { BATCH_PROVIDERS } from '../vendors/batch/port.ts';
 
 /** Agent phases, in lifecycle order; every gauge series is pre-initialised for each (Serving: servers, issue 12). */
 export const PHASES = AGENT_PHASES;
-/** Failure kinds counted by `controller_run_failures_total`. */
-export const FAILURE_KINDS = [
-  'missing_ref',
-  'job_failed',
-  'output_unavailable',
-  'preempted',
-  'build_error',
-  'batch_failed',
-  'batch_timeout',
-  'policy',
-  'result_invalid',
-  'dependency',
-  'start_failed',
-] as const;
-export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 /** Seconds buckets spanning a fast admission (ms) to a long agent run (hours). */
 const DURATION_BUCKETS = [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 1800, 3600, 7200, 14400];
@@ -227,7 +213,7 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
     }),
   };
   for (const phase of PHASES) m.agents.set({ phase }, 0);
-  for (const kind of FAILURE_KINDS) m.runFailures.inc({ kind }, 0);
+  for (const kind of RUN_FAILURE_KINDS) m.runFailures.inc({ kind }, 0);
   for (const provider of BATCH_PROVIDERS) m.batchOrphans.inc({ provider }, 0);
   for (const result of ['success', 'error', 'requeue', 'conflict']) m.reconciles.inc({ result }, 0);
   // The usual endings exist from the start, so `increase()` and the failure-ratio alert count a series' first run

@@ -134,7 +134,10 @@ export interface AgentStatusPatch {
   readonly conditions: readonly StatusCondition[];
 }
 
-/** Failure kinds of `controller_run_failures_total{kind}`. */
+/**
+ * Failure kinds of `controller_run_failures_total{kind}`: the one list. The metric registry starts a series at 0 for
+ * each, so adding a kind here is all it takes.
+ */
 export const RUN_FAILURE_KINDS = [
   'missing_ref',
   'job_failed',

@@ -46,11 +46,14 @@ export {
   type Admission,
   type AdmissionCounts,
   admit,
+  type Concurrency,
   type ConcurrencyPolicy,
+  concurrencyOf,
   concurrencyPolicyOf,
   decideAdmission,
   effectiveMaxRuns,
   type StationConcurrency,
+  wakeableCount,
 } from './station/admission.ts';
 export {
   EMPTY_QUEUE_VIEW,

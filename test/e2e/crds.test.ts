@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
-import { buildCrd, CRD_FILE_PATHS, CRD_KINDS, toYaml } from '../../src/api/crd/index.ts';
+import { buildCrd, CRD_FILE_PATHS, CRD_KINDS } from '../../src/api/crd/index.ts';
 import {
   API_VERSION,
   GROUP,
@@ -19,6 +19,7 @@ import {
   RESOURCE_NAMES,
   VERSION,
 } from '../../src/api/index.ts';
+import { toYaml } from '../../src/shared/yaml.ts';
 import {
   apiPath,
   e2eCluster,

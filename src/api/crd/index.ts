@@ -8,4 +8,3 @@ export {
 } from './files.ts';
 export { CrdSchemaError, type JsonSchemaProps, toOpenApi } from './openapi.ts';
 export { crdDrift, missingFields } from './schema-drift.ts';
-export { toYaml, yamlString } from './yaml.ts';

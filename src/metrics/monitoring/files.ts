@@ -3,7 +3,7 @@
  * Operator PrometheusRule (the same groups, from alerts.ts), and the Grafana dashboard (dashboard.ts).
  * `npm run gen:monitoring` writes them; `npm run gen:monitoring -- --check` fails when one differs.
  */
-import { toYaml } from '../../cli/yaml.ts';
+import { toYaml } from '../../shared/yaml.ts';
 import { ALERT_GROUPS, type RuleGroup } from './alerts.ts';
 import { buildDashboard } from './dashboard.ts';
 

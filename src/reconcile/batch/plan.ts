@@ -3,7 +3,7 @@
 
 import type { Agent, AgentDefinition, SelectEntry } from '../../api/index.ts';
 import { resolveModel } from '../../api/model.ts';
-import { renderPrompt } from '../../jobs/prompt.ts';
+import { runPromptText, runSystemPrompt } from '../../jobs/prompt.ts';
 import {
   API_KEY_ENV,
   type BatchProvider,
@@ -85,10 +85,9 @@ export function batchModel(agent: Agent, definition: AgentDefinition | null): st
 
 /** A batch run's prompt: the rendered prompt, after the rendered system prompt and a blank line when there is one. */
 function batchPrompt(agent: Agent, definition: AgentDefinition): string {
-  const prompt = renderPrompt(definition.spec.prompt, agent.spec.parameters);
-  const system = definition.spec.systemPrompt;
-  if (system === undefined || system.trim() === '') return prompt;
-  return `${renderPrompt(system, agent.spec.parameters)}\n\n${prompt}`;
+  const prompt = runPromptText(agent, definition);
+  const system = runSystemPrompt(agent, definition);
+  return system === undefined ? prompt : `${system}\n\n${prompt}`;
 }
 
 /** The one request a batch run sends. */
@@ -114,7 +113,7 @@ export function renderContextFor(
   return {
     sessionId: agent.metadata.uid,
     model,
-    prompt: definition === null ? '' : renderPrompt(definition.spec.prompt, agent.spec.parameters),
+    prompt: definition === null ? '' : runPromptText(agent, definition),
     structured: definition?.spec.output.schema !== undefined,
     durationMs: Math.max(0, Math.round(durationMs)),
   };

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Admission, admit, concurrencyPolicyOf, effectiveMaxRuns } from './admission.ts';
+import {
+  type Admission,
+  admit,
+  concurrencyOf,
+  concurrencyPolicyOf,
+  effectiveMaxRuns,
+  wakeableCount,
+} from './admission.ts';
 import type { AgentRunView } from './runs.ts';
 
 interface Opts {
@@ -53,6 +60,26 @@ describe('concurrencyPolicyOf and effectiveMaxRuns', () => {
     assert.equal(effectiveMaxRuns('Forbid', 5), 1);
     assert.equal(effectiveMaxRuns('Replace', 0), 1);
     assert.equal(effectiveMaxRuns('Replace', 3), 1);
+  });
+  it('concurrencyOf reads a Station spec into its policy and limit', () => {
+    assert.deepEqual(concurrencyOf({}), { policy: 'Allow', limit: 0 });
+    assert.deepEqual(concurrencyOf({ concurrencyPolicy: 'Allow', maxConcurrentRuns: 3 }), {
+      policy: 'Allow',
+      limit: 3,
+    });
+    assert.deepEqual(concurrencyOf({ concurrencyPolicy: 'Forbid', maxConcurrentRuns: 3 }), {
+      policy: 'Forbid',
+      limit: 1,
+    });
+    assert.deepEqual(concurrencyOf({ concurrencyPolicy: 'replace' }), { policy: 'Allow', limit: 0 });
+  });
+  it('wakeableCount: the free slots, every queued Agent when unlimited, and the head under Replace', () => {
+    assert.equal(wakeableCount(7, 5, { policy: 'Allow', limit: 0 }), 7);
+    assert.equal(wakeableCount(7, 1, { policy: 'Allow', limit: 3 }), 2);
+    assert.equal(wakeableCount(7, 4, { policy: 'Allow', limit: 3 }), 0);
+    assert.equal(wakeableCount(7, 1, { policy: 'Forbid', limit: 1 }), 0);
+    assert.equal(wakeableCount(7, 0, { policy: 'Forbid', limit: 1 }), 1);
+    assert.equal(wakeableCount(7, 1, { policy: 'Replace', limit: 1 }), 1);
   });
 });
 

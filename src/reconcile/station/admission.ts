@@ -1,11 +1,12 @@
+import { CONCURRENCY_POLICIES, type ConcurrencyPolicy } from '../../api/station.ts';
 import { type StationQueueView, viewAmong } from './book.ts';
 import { type AgentRunView, compareStartOrder, runPhase } from './runs.ts';
 
 /**
- * A Station's concurrency policy; an unknown value reads as `Allow`
+ * A Station's concurrency policy (the Station schema's list); an unknown value reads as `Allow`
  * (docs/design/reference-behaviour.md#custom-resources, docs/design/reference-behaviour.md#lenient-parsing).
  */
-export type ConcurrencyPolicy = 'Allow' | 'Forbid' | 'Replace';
+export type { ConcurrencyPolicy };
 
 /** The Station settings admission reads. */
 export interface StationConcurrency {
@@ -17,7 +18,10 @@ export interface StationConcurrency {
 
 /** `Allow`, `Forbid` or `Replace`; anything else is `Allow`. */
 export function concurrencyPolicyOf(value: string | undefined): ConcurrencyPolicy {
-  return value === 'Forbid' || value === 'Replace' ? value : 'Allow';
+  const known: readonly string[] = CONCURRENCY_POLICIES;
+  return value !== undefined && known.includes(value)
+    ? (value as ConcurrencyPolicy)
+    : CONCURRENCY_POLICIES[0];
 }
 
 /**
@@ -28,6 +32,31 @@ export function effectiveMaxRuns(policy: ConcurrencyPolicy, maxConcurrentRuns: n
   if (policy !== 'Allow') return 1;
   const max = maxConcurrentRuns ?? 0;
   return Number.isFinite(max) && max > 0 ? Math.floor(max) : 0;
+}
+
+/** A Station's concurrency as admission applies it. */
+export interface Concurrency {
+  readonly policy: ConcurrencyPolicy;
+  /** Runs the Station may have at once; 0 = unlimited. */
+  readonly limit: number;
+}
+
+/**
+ * The one reading of a Station's `concurrencyPolicy` and `maxConcurrentRuns` (admission, the wiring's wake-ups and
+ * the command line's queue position all use it): the policy, and the limit it gives.
+ */
+export function concurrencyOf(station: Omit<StationConcurrency, 'name'>): Concurrency {
+  const policy = concurrencyPolicyOf(station.concurrencyPolicy);
+  return { policy, limit: effectiveMaxRuns(policy, station.maxConcurrentRuns) };
+}
+
+/**
+ * How many queued Agents of a Station, at most, could start now, so are worth waking: `limit − holders` (everything
+ * when unlimited), and under `Replace` at least the head, which may preempt. Waking more would only tell them to wait
+ * again.
+ */
+export function wakeableCount(queued: number, holders: number, c: Concurrency): number {
+  return c.limit > 0 ? Math.max(c.limit - holders, c.policy === 'Replace' ? 1 : 0) : queued;
 }
 
 /** Counts behind an admission verdict, for messages and logs. */
@@ -65,8 +94,7 @@ export function decideAdmission<A extends AgentRunView>(
   view: StationQueueView<A>,
   station: StationConcurrency,
 ): Admission<A> {
-  const policy = concurrencyPolicyOf(station.concurrencyPolicy);
-  const limit = effectiveMaxRuns(policy, station.maxConcurrentRuns);
+  const { policy, limit } = concurrencyOf(station);
   const holders = view.holders.length;
   const counts: AdmissionCounts = { running: holders, ahead: view.ahead, limit, policy };
   if (view.holdsSlot || limit === 0 || holders + view.ahead < limit) return { kind: 'admit', ...counts };

@@ -1,7 +1,10 @@
 /**
- * A small YAML emitter for JSON values (null, booleans, finite numbers, strings, arrays, plain objects), enough to
- * write Kubernetes manifests deterministically: block style, two-space indent, sequences at their key's indent,
- * keys in insertion order, `undefined` object members skipped.
+ * The one YAML emitter, for JSON values (null, booleans, finite numbers, strings, arrays, plain objects): the
+ * generated manifests (CRDs, monitoring, the Helm chart) and the command line's `-o yaml`, written the way kubectl
+ * prints objects: block style, two-space indent, sequences at their key's indent, keys in insertion order,
+ * `undefined` object members skipped, multi-line strings (prompts, output, results) as literal blocks so they read
+ * as text. Deterministic and pure; no dependency. Every string is written so that YAML 1.1 and 1.2 parsers alike
+ * read it back as exactly that string.
  */
 
 // Words that YAML 1.1 or 1.2 resolvers read as booleans or null.
@@ -67,17 +70,62 @@ function isPlainObject(x: unknown): x is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
+/** Characters a literal block cannot hold (they need escapes): controls other than tab and newline, BOM, NEL, LS/PS. */
+const UNPRINTABLE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff]/;
+
+/**
+ * A multi-line string as a literal block (`|`, `|-`, `|+`, with an indentation indicator when the text starts with
+ * a blank), as header and content lines; undefined when the string is better quoted (one line, unprintable
+ * characters, nothing but newlines).
+ */
+export function literalBlock(s: string, indent: number): { header: string; lines: string[] } | undefined {
+  if (!s.includes('\n') || UNPRINTABLE.test(s)) return undefined;
+  const body = s.replace(/\n+$/, '');
+  if (body === '') return undefined;
+  const trailing = s.length - body.length;
+  const chomp = trailing === 0 ? '-' : trailing === 1 ? '' : '+';
+  const indicator = /^[ \t\n]/.test(body) ? '2' : '';
+  const pad = ' '.repeat(indent);
+  const lines = body.split('\n').map((l) => (l === '' ? '' : `${pad}${l}`));
+  for (let i = 1; i < trailing && chomp === '+'; i++) lines.push('');
+  return { header: `|${indicator}${chomp}`, lines };
+}
+
 function scalar(value: unknown, path: string): string | undefined {
   if (value === null) return 'null';
   if (typeof value === 'boolean') return value ? 'true' : 'false';
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) throw new TypeError(`toYaml: non-finite number at ${path}`);
-    return Object.is(value, -0) ? '0' : String(value);
+    if (Object.is(value, -0)) return '0';
+    // JavaScript writes 1e21 and 1e-7 without a fraction, which YAML 1.1 (what kubectl's and many other
+    // parsers read) takes for a string: `1.0e+21` is a float in YAML 1.1 and 1.2 alike.
+    const text = String(value);
+    return /e/.test(text) && !text.includes('.') ? text.replace('e', '.0e') : text;
   }
   if (typeof value === 'string') return yamlString(value);
   if (Array.isArray(value)) return value.length === 0 ? '[]' : undefined;
   if (isPlainObject(value)) return Object.values(value).some((v) => v !== undefined) ? undefined : '{}';
   throw new TypeError(`toYaml: unsupported ${typeof value} at ${path}`);
+}
+
+/** `prefix` followed by the value: inline scalar, literal block, or nested block on the next lines. */
+function emitValue(prefix: string, value: unknown, indent: number, path: string, out: string[]): void {
+  if (typeof value === 'string') {
+    const block = literalBlock(value, indent + 2);
+    if (block !== undefined) {
+      out.push(`${prefix} ${block.header}`);
+      out.push(...block.lines);
+      return;
+    }
+  }
+  const s = scalar(value, path);
+  if (s !== undefined) {
+    out.push(`${prefix} ${s}`);
+    return;
+  }
+  out.push(prefix);
+  // Sequences sit at their key's indent (Kubernetes style); mappings indent by two.
+  emitBlock(value, Array.isArray(value) ? indent : indent + 2, path, out);
 }
 
 function emitBlock(value: unknown, indent: number, path: string, out: string[]): void {
@@ -86,6 +134,10 @@ function emitBlock(value: unknown, indent: number, path: string, out: string[]):
     value.forEach((item, i) => {
       const p = `${path}[${i}]`;
       if (item === undefined) throw new TypeError(`toYaml: undefined array item at ${p}`);
+      if (typeof item === 'string' && literalBlock(item, indent + 2) !== undefined) {
+        emitValue(`${pad}-`, item, indent, p, out);
+        return;
+      }
       const s = scalar(item, p);
       if (s !== undefined) {
         out.push(`${pad}- ${s}`);
@@ -100,24 +152,20 @@ function emitBlock(value: unknown, indent: number, path: string, out: string[]):
   }
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
     if (v === undefined) continue;
-    const p = path === '' ? key : `${path}.${key}`;
-    const k = yamlString(key);
-    const s = scalar(v, p);
-    if (s !== undefined) out.push(`${pad}${k}: ${s}`);
-    else {
-      out.push(`${pad}${k}:`);
-      // Sequences sit at their key's indent (Kubernetes style); mappings indent by two.
-      emitBlock(v, Array.isArray(v) ? indent : indent + 2, p, out);
-    }
+    emitValue(`${pad}${yamlString(key)}:`, v, indent, path === '' ? key : `${path}.${key}`, out);
   }
 }
 
 /**
  * Serialises a JSON value as one YAML document ending in a newline. Deterministic: the same value always gives
  * the same text. Throws `TypeError` for values JSON cannot represent (non-finite numbers, functions, class
- * instances, `undefined` array items).
+ * instances, `undefined` at the top or as an array item).
  */
 export function toYaml(value: unknown): string {
+  // At the top a block's indentation is relative to -1: only blocks without an indentation indicator are used.
+  const block = typeof value === 'string' ? literalBlock(value, 2) : undefined;
+  if (block !== undefined && !block.header.includes('2'))
+    return `${[block.header, ...block.lines].join('\n')}\n`;
   const s = scalar(value, '<root>');
   if (s !== undefined) return `${s}\n`;
   const out: string[] = [];
