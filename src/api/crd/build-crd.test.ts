@@ -224,7 +224,12 @@ describe('buildCrd', () => {
       buildCrd('Station').spec.versions[0]?.additionalPrinterColumns.map((c) => c.name),
       ['Recipe', 'Deadline', 'Age'],
     );
-    assert.deepEqual(at(schemaOf('AgentDefinition'), 'spec.execution').enum, ['job', 'batch', 'realtime', 'server']);
+    assert.deepEqual(at(schemaOf('AgentDefinition'), 'spec.execution').enum, [
+      'job',
+      'batch',
+      'realtime',
+      'server',
+    ]);
     assert.deepEqual(schemaOf('Agent').required, ['spec']);
   });
 });
