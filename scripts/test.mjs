@@ -8,8 +8,11 @@
 // chaos: the short chaos profile (test/chaos/profile), alone on the control plane after the e2e tiers: it restarts
 //        the API server and compacts etcd.
 // `npm run chaos -- [--minutes N] [--seed N] …` (tier `chaos-run`): one long chaos run, its report on stdout.
+// Skips: at the end of each tier every skipped test or suite is listed with its reason (scripts/skip-reporter.mjs);
+// under CI (CI=true) a tier fails on any skip that test/skips-allowed.json does not allow for CI's machine.
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NODE, runScript } from './runtime.mjs';
@@ -42,8 +45,54 @@ function run(cmd, args, env = {}) {
   return r.status ?? 1;
 }
 
-function nodeTest(files, env, extra = []) {
-  return run(NODE, ['--import', 'tsx', '--test', '--test-reporter=spec', ...extra, ...files], env);
+/** Runs `files` with node:test as tier `tier`; then lists its skips (and, under CI, checks them). */
+function nodeTest(tier, files, env, extra = []) {
+  const skipsFile = join(
+    tmpdir(),
+    `agent-controller-skips-${process.pid}-${tier.replace(/\W+/g, '-')}.jsonl`,
+  );
+  rmSync(skipsFile, { force: true });
+  const reporters = [
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    `--test-reporter=${join(root, 'scripts', 'skip-reporter.mjs')}`,
+    `--test-reporter-destination=${skipsFile}`,
+  ];
+  const status = run(NODE, ['--import', 'tsx', '--test', ...reporters, ...extra, ...files], env);
+  const skipsOk = reportSkips(tier, skipsFile);
+  rmSync(skipsFile, { force: true });
+  return status === 0 && skipsOk ? 0 : 1;
+}
+
+/**
+ * Prints every skip of `tier` with its reason. Under CI, returns false when one is not on test/skips-allowed.json
+ * (a group per reason: the tier, why CI's machine skips it, and the exact skips, by file and test name).
+ */
+function reportSkips(tier, skipsFile) {
+  const skips = existsSync(skipsFile)
+    ? readFileSync(skipsFile, 'utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l))
+        .map((s) => ({ ...s, file: s.file === '' ? '' : relative(root, s.file) }))
+    : [];
+  if (skips.length === 0) {
+    console.log(`\n${tier}: nothing skipped`);
+    return true;
+  }
+  console.log(`\n${tier}: ${skips.length} skipped`);
+  for (const s of skips) console.log(`  - ${s.file} › ${s.name}: ${s.reason || '(no reason given)'}`);
+  if (process.env.CI !== 'true') return true;
+  const groups = JSON.parse(readFileSync(join(root, 'test', 'skips-allowed.json'), 'utf8')).allowed;
+  const allowed = (s) =>
+    groups.some((g) => g.tier === tier && g.skips.some((a) => a.file === s.file && a.test === s.name));
+  const refused = skips.filter((s) => !allowed(s));
+  if (refused.length === 0) return true;
+  console.error(
+    `\n${tier}: ${refused.length} skipped that CI's machine must run (not in test/skips-allowed.json):`,
+  );
+  for (const s of refused) console.error(`  - ${s.file} › ${s.name}: ${s.reason || '(no reason given)'}`);
+  return false;
 }
 
 /**
@@ -93,7 +142,7 @@ if (wanted.includes('unit')) {
     ...findTests('test/chaos').filter((f) => !f.startsWith(join('test', 'chaos', 'profile'))),
     ...findTests('bench'),
   ];
-  if (nodeTest(files, {}) !== 0) failed = true;
+  if (nodeTest('unit', files, {}) !== 0) failed = true;
 }
 /** Builds the bundle and brings up the control plane (and the test collector) once; returns the kubeconfig. */
 let prepared;
@@ -127,12 +176,13 @@ if (wanted.includes('e2e') && !failed) {
   const runtimes = (process.env.AGENT_E2E_RUNTIMES ?? 'node,deno').split(',');
   for (const runtime of runtimes) {
     const env = { KUBECONFIG: kubeconfig, AGENT_E2E_RUNTIME: runtime };
-    if (nodeTest(files, env, ['--test-concurrency=1']) !== 0) failed = true;
+    if (nodeTest(`e2e (${runtime})`, files, env, ['--test-concurrency=1']) !== 0) failed = true;
   }
 }
 if (wanted.includes('chaos') && !failed) {
   const kubeconfig = await prepareCluster();
-  if (nodeTest(findTests(join('test', 'chaos', 'profile')), { KUBECONFIG: kubeconfig }) !== 0) failed = true;
+  if (nodeTest('chaos', findTests(join('test', 'chaos', 'profile')), { KUBECONFIG: kubeconfig }) !== 0)
+    failed = true;
 }
 if (wanted.includes('chaos-run')) {
   const kubeconfig = await prepareCluster();

@@ -1267,7 +1267,28 @@ describe('executeActions: a server API key (issue 12)', () => {
     assert.deepEqual(refused.timeline, [`POST ${SECRETS_PATH}`]);
   });
 
-  it('tries recording the uid again in place, and reports an error when it cannot', async () => {
+  it('tries recording the uid again in place (after 250 ms, then 500 ms), and reports an error when it cannot', async (t) => {
+    // A manual clock: the pauses between tries pass on the test's ticks only (the fake transport needs no timer).
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    /** Lets the executor run until `done()` holds; it must within a few turns, as nothing here waits on I/O. */
+    const until = async (done: () => boolean, what: string): Promise<void> => {
+      for (let i = 0; i < 50 && !done(); i++) await new Promise((resolve) => setImmediate(resolve));
+      assert.ok(done(), what);
+    };
+    /** Drives the tries of one recording: each waits exactly its pause (not 1 ms less) before it is sent. */
+    const drive = async (patches: () => number): Promise<void> => {
+      await until(() => patches() === 1, 'the first try is sent at once');
+      for (const [n, pause] of [
+        [2, 250],
+        [3, 500],
+      ] as const) {
+        t.mock.timers.tick(pause - 1);
+        for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+        assert.equal(patches(), n - 1, `try ${n} waits ${pause} ms`);
+        t.mock.timers.tick(1);
+        await until(() => patches() === n, `try ${n} is sent after ${pause} ms`);
+      }
+    };
     let patches = 0;
     const h = harness((req) => {
       if (req.method === 'POST' && req.path === SECRETS_PATH) {
@@ -1280,14 +1301,18 @@ describe('executeActions: a server API key (issue 12)', () => {
       }
       return success(req);
     });
-    assert.deepEqual(await executeActions([action], h.deps), { kind: 'done' });
+    const recorded = executeActions([action], h.deps);
+    await drive(() => patches);
+    assert.deepEqual(await recorded, { kind: 'done' });
     assert.equal(patches, 3, 'recorded on the third try');
     const failing = harness((req) =>
       req.method === 'POST' && req.path === SECRETS_PATH
         ? { status: 201, body: { ...(req.body as object), metadata: { name: 'x', uid: 'uid-secret-3' } } }
         : { status: 500, body: status(500, 'InternalError', 'down') },
     );
-    const out = await executeActions([action], failing.deps);
+    const failed = executeActions([action], failing.deps);
+    await drive(() => failing.requests.filter((r) => r.method === 'PATCH').length);
+    const out = await failed;
     assert.equal(out.kind, 'error');
     assert.equal(failing.requests.filter((r) => r.method === 'PATCH').length, 3);
   });

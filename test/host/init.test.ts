@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import {
   chmodSync,
+  chownSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -19,8 +20,9 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { initCommand } from '../../src/cmd/init.ts';
 import {
   type CommandRunner,
@@ -38,6 +40,9 @@ import { createGitOrigin, type GitOrigin, git } from './fixtures/git-origin.ts';
 import { startFileServer, startGitServer, startSink, type TestServer } from './fixtures/http-recorder.ts';
 
 const IS_ROOT = process.geteuid?.() === 0;
+/** The user a test drops to when it must not be root (with setpriv), as the restricted profile's run user. */
+const RUN_AS = 1000;
+const HERE = dirname(fileURLToPath(import.meta.url));
 const REAL_GIT = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
 
 let root: string;
@@ -696,12 +701,41 @@ describe('init: vendor CLI and prerequisites (injectable runner)', () => {
     assert.match(reports[0] ?? '', /^claude: .* failed with exit code 7$/);
   });
 
-  it('fails with reason home when HOME cannot be written and a CLI must be installed', {
-    skip: IS_ROOT,
-  }, async () => {
+  it('fails with reason home when HOME cannot be written and a CLI must be installed', async () => {
+    // Root may write anywhere, so the init runs in a process of its own, as uid 1000 when we are root (setpriv, as
+    // the restricted profile runs it): HOME is that user's own, read-only. Everything else it reads is readable by
+    // all (the temp root is 0700 when made).
     const c = newCase();
+    chmodSync(root, 0o755);
+    if (IS_ROOT) chownSync(c.home, RUN_AS, RUN_AS);
     chmodSync(c.home, 0o500);
-    const { code, events } = await runPlanned(c, { AGENT_MODEL: 'gpt-5-codex' }, async () => 0);
+    const fakeRuntime = join(c.dir, 'fake-runtime');
+    writeFileSync(fakeRuntime, 'runtime');
+    const input = {
+      env: {
+        HOME: c.home,
+        WORKSPACE_DIR: c.ws,
+        PATH: `${c.dir}/bin:/usr/bin:/bin`,
+        AGENT_MODEL: 'gpt-5-codex',
+      },
+      bundle: dummyBundle,
+      runtime: fakeRuntime,
+    };
+    const node = [process.execPath, '--import', 'tsx', join(HERE, 'fixtures', 'run-init-planned.ts')];
+    const argv = IS_ROOT
+      ? ['setpriv', `--reuid=${RUN_AS}`, `--regid=${RUN_AS}`, '--clear-groups', '--', ...node]
+      : node;
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(
+        argv[0]!,
+        [...argv.slice(1), JSON.stringify(input)],
+        { cwd: join(HERE, '..', '..'), env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: c.home } },
+        (error, stdout, stderr) =>
+          error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout),
+      ),
+    );
+    const { code, events, euid } = JSON.parse(out) as { code: number; events: string[]; euid: number };
+    assert.notEqual(euid, 0, 'the init ran as a user other than root');
     assert.deepEqual([code, events.at(-1)], [2, 'failed:home']);
   });
 

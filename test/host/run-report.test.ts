@@ -3,8 +3,8 @@
 // (AGENT_TERMINATION_MESSAGE_PATH here, /dev/termination-log in a pod), within the 4096 bytes Kubernetes keeps, on
 // every exit path. The Node pass runs from source; the Deno pass runs the bundle (built first when stale).
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -15,6 +15,7 @@ import {
   type RunResult,
   TERMINATION_MESSAGE_MAX_BYTES,
 } from '../../src/vendors/cli/run-report.ts';
+import { ensureFreshBundle } from '../support/bundle.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MOCK = join(ROOT, 'test', 'mock-agent', 'mock-agent.mjs');
@@ -284,22 +285,6 @@ function scenarios(runtime: Runtime, only?: ReadonlySet<string>) {
   });
 }
 
-/** True when dist/agent-controller.mjs exists and is newer than every file under src/. */
-function bundleIsFresh(): boolean {
-  if (!existsSync(BUNDLE)) return false;
-  const built = statSync(BUNDLE).mtimeMs;
-  const newest = (dir: string): number => {
-    let max = 0;
-    for (const name of readdirSync(dir)) {
-      const path = join(dir, name);
-      const st = statSync(path);
-      max = Math.max(max, st.isDirectory() ? newest(path) : st.mtimeMs);
-    }
-    return max;
-  };
-  return newest(join(ROOT, 'src')) < built;
-}
-
 describe('run report host scenarios (Node, from source)', { concurrency: 4 }, () => {
   scenarios('node');
 });
@@ -308,13 +293,6 @@ describe('run report host scenarios (Deno, bundle)', {
   concurrency: 2,
   skip: existsSync(DENO) ? false : 'deno is missing',
 }, () => {
-  before(() => {
-    if (bundleIsFresh()) return;
-    const build = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], {
-      cwd: ROOT,
-      encoding: 'utf8',
-    });
-    assert.equal(build.status, 0, `npm run build failed:\n${build.stdout}\n${build.stderr}`);
-  });
+  before(() => ensureFreshBundle());
   scenarios('deno', new Set(['R1', 'R4-gemini', 'R5', 'R8', 'R10']));
 });

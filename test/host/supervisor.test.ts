@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { ensureFreshBundle } from '../support/bundle.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MOCK = join(ROOT, 'test', 'mock-agent', 'mock-agent.mjs');
@@ -166,22 +166,6 @@ function killQuietly(pid: number): void {
   } catch {
     // already gone
   }
-}
-
-/** True when dist/agent-controller.mjs exists and is newer than every file under src/. */
-function bundleIsFresh(): boolean {
-  if (!existsSync(BUNDLE)) return false;
-  const built = statSync(BUNDLE).mtimeMs;
-  const newest = (dir: string): number => {
-    let max = 0;
-    for (const name of readdirSync(dir)) {
-      const path = join(dir, name);
-      const st = statSync(path);
-      max = Math.max(max, st.isDirectory() ? newest(path) : st.mtimeMs);
-    }
-    return max;
-  };
-  return newest(join(ROOT, 'src')) < built;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -694,14 +678,7 @@ describe('supervisor host scenarios (Node, from source)', { concurrency: 3 }, ()
 });
 
 describe('supervisor host scenarios (Deno, bundle)', { concurrency: 2 }, () => {
-  before(() => {
-    if (bundleIsFresh()) return;
-    const build = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], {
-      cwd: ROOT,
-      encoding: 'utf8',
-    });
-    assert.equal(build.status, 0, `npm run build failed:\n${build.stdout}\n${build.stderr}`);
-  });
+  before(() => ensureFreshBundle());
   scenarios(
     'deno',
     new Set(['1', '2', '6', '7', '9', '12', '13', '15', '15b', '17', '18', '19', '20b', '21', 'P1']),

@@ -192,7 +192,44 @@ describe('buildCrd', () => {
     assert.equal(at(s, 'spec.batch.timeoutMinutes').type, 'integer');
   });
 
-  it('is deterministic', () => {
-    for (const kind of CRD_KINDS) assert.deepEqual(buildCrd(kind), buildCrd(kind));
+  it('returns a fresh object each call: whatever is done to one result never shows in the next', () => {
+    // Scribbles over every object and array of a result (a new member, a pushed item, every string replaced); a
+    // later build must show none of it: no module state is shared with or kept from an earlier call.
+    const MARK = 'scribbled';
+    const scribble = (x: unknown): void => {
+      if (Array.isArray(x)) {
+        for (const [i, item] of x.entries()) {
+          if (typeof item === 'string') x[i] = MARK;
+          else scribble(item);
+        }
+        x.push(MARK);
+      } else if (typeof x === 'object' && x !== null) {
+        const o = x as Record<string, unknown>;
+        for (const [k, v] of Object.entries(o)) {
+          if (typeof v === 'string') o[k] = MARK;
+          else scribble(v);
+        }
+        o[MARK] = MARK;
+      }
+    };
+    for (const kind of CRD_KINDS) scribble(buildCrd(kind));
+    for (const kind of CRD_KINDS) {
+      const text = JSON.stringify(buildCrd(kind));
+      assert.ok(!text.includes(MARK), `${kind}: an earlier result's change shows in a new one`);
+    }
+    // And the same literal values as above.
+    assert.deepEqual(buildCrd('Agent').spec.names.shortNames, ['agt']);
+    assert.deepEqual(buildCrd('AgentDefinition').spec.names.shortNames, ['agentdef', 'ad']);
+    assert.deepEqual(
+      buildCrd('Station').spec.versions[0]?.additionalPrinterColumns.map((c) => c.name),
+      ['Recipe', 'Deadline', 'Age'],
+    );
+    assert.deepEqual(at(schemaOf('AgentDefinition'), 'spec.execution').enum, [
+      'job',
+      'batch',
+      'realtime',
+      'server',
+    ]);
+    assert.deepEqual(schemaOf('Agent').required, ['spec']);
   });
 });

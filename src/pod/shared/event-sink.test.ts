@@ -19,6 +19,7 @@ interface Recorded {
 /** A loopback HTTP server that records requests; `reply` decides each status (and may stall). */
 async function recordingServer(reply: (n: number) => number | 'hang' = () => 200) {
   const requests: Recorded[] = [];
+  let waiters: Array<() => void> = [];
   let n = 0;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -29,6 +30,9 @@ async function recordingServer(reply: (n: number) => number | 'hang' = () => 200
         headers: req.headers,
         body: Buffer.concat(chunks).toString('utf8'),
       });
+      const woken = waiters;
+      waiters = [];
+      for (const w of woken) w();
       const status = reply(n++);
       if (status === 'hang') return;
       res.writeHead(status, { 'content-type': 'application/json' }).end('{"ok":true}');
@@ -36,8 +40,13 @@ async function recordingServer(reply: (n: number) => number | 'hang' = () => 200
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  /** Resolves once `count` requests have arrived. */
+  const received = async (count: number): Promise<void> => {
+    while (requests.length < count) await new Promise<void>((resolve) => waiters.push(resolve));
+  };
   return {
     requests,
+    received,
     url: `http://127.0.0.1:${port}/notify`,
     close: () =>
       new Promise<void>((resolve) => {
@@ -51,6 +60,17 @@ function captureLog() {
   const lines: Array<Record<string, unknown>> = [];
   const log = createLogger('debug', (line) => void lines.push(JSON.parse(line) as Record<string, unknown>));
   return { log, lines, text: () => lines.map((l) => JSON.stringify(l)).join('\n') };
+}
+
+/**
+ * Turns a test that waits forever into a failure (a wait whose event never comes under a manual clock). Nothing is
+ * asserted about how long anything takes: the manual clock decides when timers fire.
+ */
+const HANG = 20_000;
+
+/** Lets pending I/O callbacks and promise reactions run (a few turns of the event loop; no timer). */
+async function turns(n = 5): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
 const fastRetry = { attempts: 3, baseMs: 1, maxMs: 2 };
@@ -94,19 +114,31 @@ describe('postWithRetry', () => {
     }
   });
 
-  it('times out a hanging sink within the per-attempt bound', async () => {
+  it('times out a hanging sink within the per-attempt bound', { timeout: HANG }, async (t) => {
     const srv = await recordingServer(() => 'hang');
+    // A manual clock: only the test's ticks fire timers.
+    t.mock.timers.enable({ apis: ['setTimeout'] });
     try {
-      const started = Date.now();
-      const r = await postWithRetry(
+      let settled = false;
+      const pending = postWithRetry(
         { url: srv.url, body: '{}', contentType: 'application/json', headers: [] },
         { attempts: 2, baseMs: 0, maxMs: 0 },
         { timeoutMs: 150 },
-      );
-      const took = Date.now() - started;
+      ).finally(() => {
+        settled = true;
+      });
+      for (const attempt of [1, 2]) {
+        await srv.received(attempt);
+        t.mock.timers.tick(149);
+        await turns();
+        assert.equal(srv.requests.length, attempt, `attempt ${attempt} still waits at 149 ms`);
+        assert.equal(settled, false);
+        t.mock.timers.tick(1);
+      }
+      const r = await pending;
       assert.equal(r.ok, false);
+      assert.equal(r.attempts, 2);
       assert.match((!r.ok && r.error) || '', /timed out after 150 ms/);
-      assert.ok(took >= 290 && took < 2000, `took ${took} ms`);
     } finally {
       await srv.close();
     }
@@ -228,20 +260,35 @@ describe('event sink delivery', () => {
     assert.ok(!all.includes('secret') && !all.includes('pw@'), 'no credentials in logs');
   });
 
-  it('close() bounds a hanging sink by its budget and counts what was lost', async () => {
+  it('close() bounds a hanging sink by its budget and counts what was lost', { timeout: HANG }, async (t) => {
     const srv = await recordingServer(() => 'hang');
     const { log } = captureLog();
+    // A manual clock: timers fire on the test's ticks only, and `now` reads the same clock.
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    let clock = 0;
+    const tick = (ms: number): void => {
+      clock += ms;
+      t.mock.timers.tick(ms);
+    };
     try {
       const sink = createEventSink(
-        options({ sinks: [{ type: 'http', url: srv.url }], log, requestTimeoutMs: 60_000 }),
+        options({ sinks: [{ type: 'http', url: srv.url }], log, requestTimeoutMs: 60_000, now: () => clock }),
       );
       sink.deliver('{"i":1}');
       sink.deliver('{"i":2}');
-      const started = Date.now();
-      const [stats] = await sink.close(300);
-      const took = Date.now() - started;
-      assert.ok(took >= 280 && took < 1500, `took ${took} ms`);
+      await srv.received(1);
+      let settled = false;
+      const closing = sink.close(300).finally(() => {
+        settled = true;
+      });
+      tick(299);
+      await turns();
+      assert.equal(settled, false, 'close() waits out its budget');
+      tick(1);
+      // No more time passes: close() ends at its budget, with nothing left in flight.
+      const [stats] = await closing;
       assert.equal((stats?.dropped ?? 0) + (stats?.failed ?? 0), 2);
+      assert.equal(srv.requests.length, 1, 'the second event was never sent');
       sink.deliver('{"i":3}');
     } finally {
       await srv.close();

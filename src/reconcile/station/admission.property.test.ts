@@ -20,7 +20,6 @@ import {
   NS,
   station as stationFixture,
 } from '../test-fixtures.ts';
-import { concurrencyPolicyOf, effectiveMaxRuns } from './admission.ts';
 import { StationBook } from './book.ts';
 
 const OPTIONS = {
@@ -82,12 +81,16 @@ class World {
   chains: Chain[] = [];
   readonly cache = new Map<string, Agent>();
   readonly station;
+  /** Runs the Station allows at once, as the test reads its spec (Infinity: unlimited). */
   readonly limit: number;
   maxInFlight = 0;
 
-  constructor(readonly spec: { concurrencyPolicy: string; maxConcurrentRuns: number }) {
-    this.station = stationFixture('stn', spec);
-    this.limit = effectiveMaxRuns(concurrencyPolicyOf(spec.concurrencyPolicy), spec.maxConcurrentRuns);
+  constructor(readonly spec: StationCase) {
+    this.station = stationFixture('stn', {
+      concurrencyPolicy: spec.concurrencyPolicy,
+      maxConcurrentRuns: spec.maxConcurrentRuns,
+    });
+    this.limit = spec.limit;
   }
 
   toAgent(a: ApiAgent): Agent {
@@ -327,9 +330,38 @@ class World {
   check(): void {
     const n = this.inFlight();
     this.maxInFlight = Math.max(this.maxInFlight, n);
-    if (this.limit > 0) assert.ok(n <= this.limit, `${n} runs in flight, limit ${this.limit}`);
+    assert.ok(n <= this.limit, `${n} runs in flight, limit ${this.limit}`);
+  }
+
+  /** Names of the Agents whose Job the API server holds, sorted. */
+  withJobs(): string[] {
+    return [...this.jobs.values()].map((j) => j.owner).sort();
   }
 }
+
+/**
+ * A Station as the test sets it up, with the limit the test expects of it (the reference's rules, §5.6, written
+ * here by hand): `Allow` runs `maxConcurrentRuns` at once, 0 meaning no limit; `Forbid` and `Replace` run one.
+ */
+interface StationCase {
+  readonly concurrencyPolicy: 'Allow' | 'Forbid' | 'Replace';
+  readonly maxConcurrentRuns: number;
+  readonly limit: number;
+}
+
+/** Queue order, by hand: creationTimestamp (here the second Agent `a<i>` was created at), then name. */
+function fifo(seconds: readonly number[]): (i: number, j: number) => number {
+  return (i, j) => {
+    const [si, sj] = [seconds[i] ?? 0, seconds[j] ?? 0];
+    if (si !== sj) return si - sj;
+    const [ni, nj] = [`a${i}`, `a${j}`];
+    return ni < nj ? -1 : ni > nj ? 1 : 0;
+  };
+}
+
+/** The distinct values of `xs`, first occurrence first. */
+const distinct = (xs: readonly number[]): number[] => [...new Set(xs)];
+const names = (is: readonly number[]): string[] => is.map((i) => `a${i}`).sort();
 
 const AGENTS = 8;
 const command: fc.Arbitrary<Command> = fc.oneof(
@@ -345,10 +377,17 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('userDelete' as const), i: fc.nat(AGENTS - 1) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('leaderChange' as const), land: fc.nat(63) }) },
 );
-const stationSpec = fc.oneof(
-  fc.record({ concurrencyPolicy: fc.constant('Allow'), maxConcurrentRuns: fc.integer({ min: 1, max: 3 }) }),
-  fc.record({ concurrencyPolicy: fc.constant('Forbid'), maxConcurrentRuns: fc.integer({ min: 0, max: 2 }) }),
-  fc.record({ concurrencyPolicy: fc.constant('Replace'), maxConcurrentRuns: fc.integer({ min: 0, max: 2 }) }),
+const stationSpec: fc.Arbitrary<StationCase> = fc.oneof(
+  fc
+    .integer({ min: 1, max: 3 })
+    .map((n) => ({ concurrencyPolicy: 'Allow' as const, maxConcurrentRuns: n, limit: n })),
+  fc.constant({ concurrencyPolicy: 'Allow' as const, maxConcurrentRuns: 0, limit: Number.POSITIVE_INFINITY }),
+  fc
+    .integer({ min: 0, max: 2 })
+    .map((n) => ({ concurrencyPolicy: 'Forbid' as const, maxConcurrentRuns: n, limit: 1 })),
+  fc
+    .integer({ min: 0, max: 2 })
+    .map((n) => ({ concurrencyPolicy: 'Replace' as const, maxConcurrentRuns: n, limit: 1 })),
 );
 
 describe('admission under any interleaving (D-l)', () => {
@@ -388,8 +427,53 @@ describe('admission under any interleaving (D-l)', () => {
             w.step(w.chains.length - 1);
             w.check();
           }
-          assert.ok(w.inFlight() <= w.limit);
-          if (spec.concurrencyPolicy !== 'Replace') assert.ok(w.inFlight() >= 1);
+          // The model: an arriving Agent starts iff the runs started so far plus the Agents waiting ahead of it in
+          // queue order (those that arrived before it) leave room under the limit; otherwise it waits (Replace
+          // too: no run shows Running yet, so there is nothing to preempt).
+          const before = fifo(seconds);
+          const started: number[] = [];
+          const waiting: number[] = [];
+          for (const i of distinct(order)) {
+            const ahead = waiting.filter((j) => before(j, i) < 0).length;
+            (started.length + ahead < spec.limit ? started : waiting).push(i);
+          }
+          const arrived = distinct(order).length;
+          assert.equal(
+            started.length,
+            Math.min(spec.limit, arrived),
+            'the model itself starts min(limit, arrived)',
+          );
+          assert.deepEqual(w.withJobs(), names(started));
+          assert.equal(w.inFlight(), Math.min(spec.limit, arrived));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('Agents all in the cache, reconciled in any order before any write lands: the first min(limit, n) in queue order run', () => {
+    fc.assert(
+      fc.property(
+        stationSpec,
+        fc.array(fc.nat(2), { minLength: 1, maxLength: 12 }),
+        fc.array(fc.nat(40), { minLength: 1, maxLength: 40 }),
+        (spec, seconds, order) => {
+          const w = new World(spec);
+          for (const [i, second] of seconds.entries()) w.run({ kind: 'create', i, second });
+          w.settleCache();
+          for (const i of order) w.reconcile(`a${i % seconds.length}`);
+          while (w.chains.length > 0) {
+            w.step(w.chains.length - 1);
+            w.check();
+          }
+          const eligible = distinct(order.map((i) => i % seconds.length));
+          const queue = seconds.map((_, i) => i).sort(fifo(seconds));
+          // Only reconciled Agents can start; those that do are the head of the whole queue.
+          const head = queue.slice(0, Math.min(spec.limit, seconds.length));
+          const expected = head.filter((i) => eligible.includes(i));
+          assert.deepEqual(w.withJobs(), names(expected));
+          if (eligible.length === seconds.length)
+            assert.equal(w.inFlight(), Math.min(spec.limit, seconds.length));
         },
       ),
       { numRuns: 300 },

@@ -143,12 +143,10 @@ describe('renderGeminiResponse', () => {
     },
   };
 
-  it('renders init, user message, assistant delta and a success result', () => {
-    const outcome = renderGeminiResponse(success, CTX, AT);
-    assert.equal(outcome.kind, 'succeeded');
-    const ts = AT.toISOString();
+  /** The lines `success` renders to, written out, stamped `ts`. */
+  const successLines = (ts: string): string[] => {
     const models = { total_tokens: 47, input_tokens: 12, output_tokens: 5, cached: 4, input: 8 };
-    assert.deepEqual(outcome.lines, [
+    return [
       JSON.stringify({ type: 'init', timestamp: ts, session_id: CTX.sessionId, model: MODEL }),
       JSON.stringify({ type: 'message', timestamp: ts, role: 'user', content: 'Say hello' }),
       JSON.stringify({
@@ -164,13 +162,23 @@ describe('renderGeminiResponse', () => {
         status: 'success',
         stats: { ...models, duration_ms: 4321, tool_calls: 0, models: { [MODEL]: models } },
       }),
-    ]);
+    ];
+  };
+
+  it('renders init, user message, assistant delta and a success result', () => {
+    const outcome = renderGeminiResponse(success, CTX, AT);
+    assert.equal(outcome.kind, 'succeeded');
+    assert.deepEqual(outcome.lines, successLines('2026-11-30T10:00:00.000Z'));
   });
 
   it('is deterministic and uses a fixed time when none is given', () => {
-    assert.deepEqual(renderGeminiResponse(success, CTX, AT), renderGeminiResponse(success, CTX, AT));
-    const first = lines(renderGeminiResponse(success, CTX))[0]!;
-    assert.equal(first.timestamp, '1970-01-01T00:00:00.000Z');
+    for (let i = 0; i < 2; i++) {
+      assert.deepEqual(renderGeminiResponse(success, CTX, AT), {
+        kind: 'succeeded',
+        lines: successLines('2026-11-30T10:00:00.000Z'),
+      });
+    }
+    assert.deepEqual(renderGeminiResponse(success, CTX).lines, successLines('1970-01-01T00:00:00.000Z'));
   });
 
   it('skips thought parts when joining the text', () => {

@@ -211,8 +211,7 @@ describe('renderCodexLine', () => {
       incomplete_details: null,
       error: null,
     };
-    const outcome = value(renderCodexLine(okLine(body), CTX));
-    assert.deepEqual(outcome, {
+    const expected = {
       kind: 'succeeded',
       lines: [
         THREAD,
@@ -221,8 +220,10 @@ describe('renderCodexLine', () => {
         '{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Hello, world!"}}',
         '{"type":"turn.completed","usage":{"input_tokens":120,"cached_input_tokens":100,"output_tokens":45}}',
       ],
-    });
-    assert.deepEqual(renderCodexLine(okLine(body), CTX), renderCodexLine(okLine(body), CTX));
+    };
+    assert.deepEqual(value(renderCodexLine(okLine(body), CTX)), expected);
+    // A second line renders the same: item numbering starts again at item_0 (no state across lines).
+    assert.deepEqual(value(renderCodexLine(okLine(body), CTX)), expected);
   });
 
   it('numbers the agent_message item_0 without reasoning summary, and reports zero usage when absent', () => {
