@@ -1,9 +1,10 @@
 // The project's test command: `npm test` (all tiers), `npm test -- unit`, `npm test -- e2e`, `npm test -- chaos`.
 // unit:  every *.test.ts under src/, test/{unit,host,node-agent,support,chaos}/ (but test/chaos/profile) and bench/
 //        on Node (tsx loader); host tests run real processes.
-// e2e:   builds the bundle, brings up the local control plane (scripts/testbed up), and has the Go tools the e2e
-//        tier uses built from their modules (scripts/build-otelcol, build-helm, build-promtool; cached after the
-//        first time; one after the other, in the background from the start, while the unit tier runs), then runs
+// e2e:   builds the bundle, brings up the local control plane (scripts/testbed up), and has the tools the e2e tier
+//        uses installed (scripts/install-clis: the real vendor CLIs from npm) and built from their Go modules
+//        (scripts/build-otelcol, build-helm, build-promtool); cached after the first time; one after the other, in
+//        the background from the start, while the unit tier runs; then runs
 //        test/e2e/*.test.ts once per runtime (Node, then Deno) with AGENT_E2E_RUNTIME set, one file at a time.
 // chaos: the short chaos profile (test/chaos/profile), alone on the control plane after the e2e tiers: it restarts
 //        the API server and compacts etcd.
@@ -96,7 +97,7 @@ function reportSkips(tier, skipsFile) {
 }
 
 /**
- * The Go tools of the e2e tier, built one after the other by one background shell (each is a Go build of minutes
+ * The tools of the e2e tier (the real vendor CLIs, then the Go tools), installed or built one after the other by one background shell (each is a Go build of minutes
  * when not cached; two at once on two cores only slow each other; the unit tier's spawnSync does not hold it up).
  * Resolves with the names of those that failed.
  * The shell leads a process group of its own, and a watcher in it ends that whole group (the build scripts and their
@@ -105,13 +106,14 @@ function reportSkips(tier, skipsFile) {
  */
 function buildGoTools() {
   // In the order the e2e files that use them run (helm-chart, monitoring, tracing: otelcol is small and first).
-  const tools = ['otelcol', 'helm', 'promtool'];
-  console.log(`\n$ scripts/build-{${tools.join(',')}} (in the background, one after the other)`);
+  // install-clis first: the real vendor CLIs (an npm install of under a minute, cached), used by the real-CLI files.
+  const tools = ['install-clis', 'otelcol', 'helm', 'promtool'];
+  console.log(`\n$ scripts/{${tools.join(',')}} (in the background, one after the other)`);
   const script = [
     'exec 3<&0 </dev/null',
     '(cat <&3 >/dev/null; kill -TERM 0) >/dev/null 2>&1 &',
     'exec 3<&-',
-    `for t in ${tools.join(' ')}; do bash "scripts/build-$t" >/dev/null || echo "$t"; done`,
+    `for t in ${tools.join(' ')}; do s="scripts/build-$t"; [ -f "$s" ] || s="scripts/$t"; bash "$s" >/dev/null || echo "$t"; done`,
   ].join('\n');
   const child = spawn('bash', ['-c', script], {
     cwd: root,
@@ -164,7 +166,7 @@ async function prepareCluster() {
   // scripts hold a lock), and most e2e files need none.
   void goTools?.then((failedTools) => {
     for (const tool of failedTools)
-      console.error(`test: scripts/build-${tool} failed (the tests that need it will say why)`);
+      console.error(`test: scripts/${tool} failed (the tests that need it will say why)`);
   });
   prepared = lines.at(-1);
   return prepared;

@@ -1,0 +1,183 @@
+// The real Claude Code (test/clis, installed by scripts/install-clis) as the agent of Job runs on the local control
+// plane, talking to the loopback Anthropic Messages fake of test/support/model-api playing a scripted model
+// (docs/reference/vendor-clis.md#claude-code-21332). What a user sees: the tool the model asks for really runs in
+// the pod's workspace and its output reaches the model, the final answer, the tokens and the CLI's cost land on the
+// Agent, the key reaches the model API and nothing else; a tool on the deny list is never offered and never runs.
+// Node only: the Deno pass runs the same Job path with the mock CLI (run-results, pod-runtime).
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import * as v from 'valibot';
+import {
+  agentManifest,
+  apiPath,
+  applyCrds,
+  controllerSkipReason,
+  e2eCluster,
+  e2eRuntime,
+  GROUP_VERSION,
+  type Manifest,
+  runScenario,
+  type Scenario,
+  stationManifest,
+} from '../support/index.ts';
+import { type ModelRequest, startAnthropicModel, type Turn } from '../support/model-api/index.ts';
+import { realCliImages } from '../support/real-clis.ts';
+
+const cluster = e2eCluster();
+const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
+const skip =
+  controllerSkipReason(cluster) ||
+  (runtime === 'deno'
+    ? 'the real CLIs run in the Node pass (the Deno pass covers this path with the mock CLI)'
+    : false);
+
+const PodSchema = v.looseObject({ metadata: v.looseObject({ name: v.string() }) });
+const EventSchema = v.looseObject({ message: v.optional(v.string(), '') });
+
+/** A Claude recipe pointed at the fake, with the key from agent-secrets. */
+function definition(name: string, baseUrl: string, extra: Readonly<Record<string, unknown>>): Manifest {
+  return {
+    apiVersion: GROUP_VERSION,
+    kind: 'AgentDefinition',
+    metadata: { name },
+    spec: {
+      model: 'claude-sonnet-4-5',
+      prompt: 'Leave a marker in the workspace, then say what you did.',
+      resources: {
+        env: [{ name: 'ANTHROPIC_BASE_URL', value: baseUrl }],
+        secrets: [{ name: 'ANTHROPIC_API_KEY', ref: 'anthropic' }],
+      },
+      ...extra,
+    },
+  };
+}
+
+/** The model requests (not the CLI's other calls) of a fake's record. */
+const modelRequests = (requests: readonly ModelRequest[]) =>
+  requests.filter((r) => r.method === 'POST' && r.path === '/v1/messages');
+
+/** Every text a user could read about the runs: the Agents, Events, controller and pod logs. */
+async function everythingVisible(s: Scenario, controllerLog: string): Promise<string> {
+  const texts = [controllerLog, JSON.stringify(await s.agents())];
+  const events = await s.client.list(apiPath('v1', 'events', { namespace: s.ns }), {}, EventSchema);
+  texts.push(...events.items.map((e) => e.message));
+  const pods = await s.client.list(apiPath('v1', 'pods', { namespace: s.ns }), {}, PodSchema);
+  for (const pod of pods.items) {
+    for (const container of ['agent', 'init']) {
+      texts.push(await s.client.logs(s.ns, pod.metadata.name, { container }));
+    }
+  }
+  return texts.join('\n');
+}
+
+describe(`the real Claude Code in Job runs (${runtime})`, { skip }, () => {
+  if (typeof cluster === 'string') return;
+  before(() => applyCrds(cluster.client));
+  after(() => cluster.client.close());
+
+  it('runs a tool in the workspace, answers, and reports tokens and cost; a denied tool never runs', {
+    timeout: 300_000,
+  }, async () => {
+    const marker = `marker-${randomBytes(6).toString('hex')}`;
+    const work: Turn[] = [
+      {
+        text: 'Writing the marker.',
+        toolCall: {
+          name: 'Bash',
+          input: {
+            command: `echo ${marker} > marker.txt && pwd && cat marker.txt`,
+            description: 'write a marker',
+          },
+        },
+        usage: { input: 1500, output: 40, cacheRead: 300, cacheWrite: 200 },
+      },
+      {
+        text: 'The marker is in marker.txt.',
+        usage: { input: 1700, output: 25, cacheRead: 900, cacheWrite: 0 },
+      },
+    ];
+    const denied: Turn[] = [
+      { toolCall: { name: 'Bash', input: { command: `echo denied-${marker}`, description: 'try anyway' } } },
+      { text: 'I could not run that.' },
+    ];
+    const apiKey = `sk-ant-e2e-${randomBytes(16).toString('hex')}`;
+    const workFake = await startAnthropicModel({ turns: work, apiKey });
+    const deniedFake = await startAnthropicModel({ turns: denied, apiKey });
+    try {
+      await runScenario(cluster, 'real-claude', async (s) => {
+        const images = realCliImages(s, runtime);
+        const template = {
+          spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'agent', image: images.agent }] },
+        };
+        await s.create(
+          {
+            apiVersion: 'v1',
+            kind: 'Secret',
+            metadata: { name: 'agent-secrets' },
+            stringData: { anthropic: apiKey },
+          },
+          definition('work', workFake.baseUrl, { allowed_tools: ['Bash'] }),
+          stationManifest('work', 'work', { template }),
+          definition('denied', deniedFake.baseUrl, { disallowed_tools: ['Bash'] }),
+          stationManifest('denied', 'denied', { template }),
+          agentManifest('work-run', 'work'),
+          agentManifest('denied-run', 'denied'),
+        );
+        const ctl = await s.startReplica({ env: { AGENT_IMAGE: images.init } });
+
+        const run = await s.waitTerminal('work-run', 180_000);
+        const status = run.status as Record<string, unknown>;
+        assert.equal(run.status.phase, 'Succeeded', JSON.stringify(run.status));
+        assert.equal(run.status.exitCode, 0);
+        assert.equal(status.result, 'The marker is in marker.txt.');
+        // The CLI adds up its turns: the two answers' usage as the fake sent them.
+        assert.deepEqual(status.tokenUsage, {
+          input: 1500 + 1700,
+          output: 40 + 25,
+          cacheRead: 300 + 900,
+          cacheWrite: 200,
+          total: 3200 + 65 + 1200 + 200,
+        });
+        const cost = status.costEstimate as { usd: string; source: string; model: string };
+        assert.equal(cost.source, 'cli');
+        assert.equal(cost.model, 'claude-sonnet-4-5');
+        assert.match(cost.usd, /^\d+(\.\d+)?$/);
+        assert.ok(Number(cost.usd) > 0, `a cost: ${cost.usd}`);
+
+        // The tool ran in the pod's workspace, and its output went back to the model.
+        const requests = modelRequests(workFake.requests);
+        assert.equal(requests.length, 2, JSON.stringify(workFake.requests.map((r) => r.path)));
+        for (const r of requests) {
+          assert.equal(r.apiKey, apiKey, 'the key reached the model API');
+          assert.equal(r.model, 'claude-sonnet-4-5');
+          assert.equal(r.stream, true);
+          assert.ok(r.tools.includes('Bash'), `Bash offered: ${r.tools.join(',')}`);
+        }
+        const [result] = requests[1]?.toolResults ?? [];
+        assert.ok(result?.content.includes(`/workspace\n${marker}`), `tool result: ${result?.content}`);
+
+        // A tool on the deny list is not offered, and the call the model makes anyway is refused by the CLI.
+        const refused = await s.waitTerminal('denied-run', 180_000);
+        assert.equal(refused.status.phase, 'Succeeded', JSON.stringify(refused.status));
+        assert.equal((refused.status as Record<string, unknown>).result, 'I could not run that.');
+        const deniedRequests = modelRequests(deniedFake.requests);
+        assert.equal(deniedRequests.length, 2);
+        assert.ok(!deniedRequests[0]?.tools.includes('Bash'), `tools: ${deniedRequests[0]?.tools.join(',')}`);
+        const [refusal] = deniedRequests[1]?.toolResults ?? [];
+        assert.ok(refusal !== undefined, 'the CLI answered the call');
+        assert.ok(
+          !refusal.content.includes(`denied-${marker}`),
+          `the denied command ran: ${refusal.content}`,
+        );
+
+        // The key is nowhere a user can read.
+        const visible = await everythingVisible(s, ctl.logText());
+        assert.ok(visible.includes(marker), 'the check reads the runs (the marker is in the output)');
+        assert.ok(!visible.includes(apiKey), 'the vendor key is visible');
+      });
+    } finally {
+      await Promise.all([workFake.close(), deniedFake.close()]);
+    }
+  });
+});

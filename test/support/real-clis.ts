@@ -1,0 +1,93 @@
+// The real vendor CLIs in run pods on the test node: installed once by `scripts/install-clis` at the versions pinned
+// by test/clis/package-lock.json (docs/reference/vendor-clis.md#installing), and shipped in test images the way a
+// user's image ships them, on the run PATH (`/usr/local/bin`).
+import { spawnSync } from 'node:child_process';
+import { chmodSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as v from 'valibot';
+import { type E2eRuntime, runPodImage, type Scenario } from './controller.ts';
+import { addTestImages, testbedImage } from './testbed.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export const REAL_CLIS = ['claude', 'codex', 'gemini', 'opencode'] as const;
+export type RealCli = (typeof REAL_CLIS)[number];
+
+const CliEntrySchema = v.object({
+  package: v.string(),
+  version: v.string(),
+  kind: v.picklist(['native', 'node']),
+  path: v.string(),
+});
+/** `clis.json` as `scripts/install-clis --json` prints it. */
+const ManifestSchema = v.object({
+  lockfileSha256: v.string(),
+  clis: v.object({
+    claude: CliEntrySchema,
+    codex: CliEntrySchema,
+    gemini: CliEntrySchema,
+    opencode: CliEntrySchema,
+  }),
+});
+export type CliManifest = v.InferOutput<typeof ManifestSchema>;
+
+let manifest: CliManifest | undefined;
+
+/** Installs (or reuses) the pinned CLIs and returns their manifest. Throws with the script's stderr when it fails. */
+export function installRealClis(): CliManifest {
+  if (manifest !== undefined) return manifest;
+  const r = spawnSync('bash', [join(ROOT, 'scripts', 'install-clis'), '--json'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 600_000,
+  });
+  if (r.status !== 0) throw new Error(`scripts/install-clis failed (${r.status}): ${r.stderr}`);
+  manifest = v.parse(ManifestSchema, JSON.parse(r.stdout.trim().split('\n').at(-1) ?? ''));
+  return manifest;
+}
+
+/** Where a Node CLI's package is mounted in the image. */
+const NODE_CLI_ROOT = '/opt/vendor-cli';
+
+/**
+ * Test images that ship the real CLIs at `/usr/local/bin/<cli>`: native ones as their binary, Gemini CLI as its
+ * package under /opt and a launcher running it with the image's `node`. `init` is the run-pod image of `runtime`
+ * with the CLIs added (so the init container finds them and installs nothing), `agent` an agent-container image.
+ * Removed with the scenario.
+ */
+export function realCliImages(
+  s: Scenario,
+  runtime: E2eRuntime,
+): { init: string; agent: string; manifest: CliManifest } {
+  const m = installRealClis();
+  const files: Record<string, string> = {};
+  for (const cli of REAL_CLIS) {
+    const entry = m.clis[cli];
+    if (entry.kind === 'native') {
+      files[`/usr/local/bin/${cli}`] = entry.path;
+      continue;
+    }
+    // A Node program: its package folder (the bundle loads files beside it) and a launcher.
+    const pkgDir = entry.path.slice(
+      0,
+      entry.path.lastIndexOf(`/${entry.package}/`) + entry.package.length + 1,
+    );
+    const inPkg = entry.path.slice(pkgDir.length);
+    const mount = `${NODE_CLI_ROOT}/${cli}`;
+    const launcher = join(s.tempDir(), cli);
+    writeFileSync(launcher, `#!/bin/sh\nexec node ${mount}${inPkg} "$@"\n`);
+    chmodSync(launcher, 0o755);
+    files[mount] = pkgDir;
+    files[`/usr/local/bin/${cli}`] = launcher;
+  }
+  const base = testbedImage(s.cluster, runPodImage(runtime));
+  const names = { init: `agent-controller-real:${s.ns}`, agent: `real-clis:${s.ns}` };
+  s.defer(
+    addTestImages(s.cluster, `real-${s.ns}`, {
+      [names.init]: { ...base, files: { ...(base.files as Record<string, string>), ...files } },
+      [names.agent]: { entrypoint: [], files },
+    }),
+  );
+  return { ...names, manifest: m };
+}
