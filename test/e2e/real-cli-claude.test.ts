@@ -6,9 +6,13 @@
 // Node only: the Deno pass runs the same Job path with the mock CLI (run-results, pod-runtime).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
 import {
+  addTestImages,
   agentManifest,
   apiPath,
   applyCrds,
@@ -17,6 +21,7 @@ import {
   e2eRuntime,
   GROUP_VERSION,
   type Manifest,
+  pollUntil,
   runScenario,
   type Scenario,
   stationManifest,
@@ -32,11 +37,31 @@ const skip =
     ? 'the real CLIs run in the Node pass (the Deno pass covers this path with the mock CLI)'
     : false);
 
+const MCP_SERVER = join(dirname(fileURLToPath(import.meta.url)), '..', 'support', 'mcp-tool-server.mjs');
+
+/** The command lines of every process on the machine (the test node's containers are local processes). */
+function commandLines(): string[] {
+  const out: string[] = [];
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      out.push(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
 const PodSchema = v.looseObject({ metadata: v.looseObject({ name: v.string() }) });
 const EventSchema = v.looseObject({ message: v.optional(v.string(), '') });
 
-/** A Claude recipe pointed at the fake, with the key from agent-secrets. */
-function definition(name: string, baseUrl: string, extra: Readonly<Record<string, unknown>>): Manifest {
+/** A Claude recipe pointed at the fake, with the key from agent-secrets (and more literal env). */
+function definition(
+  name: string,
+  baseUrl: string,
+  extra: Readonly<Record<string, unknown>>,
+  env: Readonly<Record<string, string>> = {},
+): Manifest {
   return {
     apiVersion: GROUP_VERSION,
     kind: 'AgentDefinition',
@@ -45,13 +70,23 @@ function definition(name: string, baseUrl: string, extra: Readonly<Record<string
       model: 'claude-sonnet-4-5',
       prompt: 'Leave a marker in the workspace, then say what you did.',
       resources: {
-        env: [{ name: 'ANTHROPIC_BASE_URL', value: baseUrl }],
+        env: Object.entries({ ANTHROPIC_BASE_URL: baseUrl, ...env }).map(([k, value]) => ({
+          name: k,
+          value,
+        })),
         secrets: [{ name: 'ANTHROPIC_API_KEY', ref: 'anthropic' }],
       },
       ...extra,
     },
   };
 }
+
+const secret = (apiKey: string): Manifest => ({
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { name: 'agent-secrets' },
+  stringData: { anthropic: apiKey },
+});
 
 /** The model requests (not the CLI's other calls) of a fake's record. */
 const modelRequests = (requests: readonly ModelRequest[]) =>
@@ -178,6 +213,144 @@ describe(`the real Claude Code in Job runs (${runtime})`, { skip }, () => {
       });
     } finally {
       await Promise.all([workFake.close(), deniedFake.close()]);
+    }
+  });
+
+  it("calls a tool sidecar's MCP server and hands its answer to the model", {
+    timeout: 300_000,
+  }, async () => {
+    const where = `shelf-${randomBytes(4).toString('hex')}`;
+    const apiKey = `sk-ant-e2e-${randomBytes(16).toString('hex')}`;
+    const fake = await startAnthropicModel({
+      apiKey,
+      turns: [
+        { toolCall: { name: 'mcp__lookup__lookup', input: { q: 'the keys' } } },
+        { text: 'The keys are where the tool said.' },
+      ],
+    });
+    try {
+      await runScenario(cluster, 'real-claude-mcp', async (s) => {
+        const images = realCliImages(s, runtime);
+        const port = 20_000 + Math.floor(Math.random() * 20_000);
+        const toolImage = `mcp-tool:${s.ns}`;
+        s.defer(
+          addTestImages(s.cluster, `mcp-${s.ns}`, {
+            [toolImage]: {
+              entrypoint: ['node', '/opt/mcp-tool-server.mjs'],
+              env: { MCP_PORT: String(port), MCP_ANSWER: where },
+              files: { '/opt/mcp-tool-server.mjs': MCP_SERVER },
+            },
+          }),
+        );
+        const template = {
+          spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'agent', image: images.agent }] },
+        };
+        await s.create(
+          secret(apiKey),
+          definition('mcp', fake.baseUrl, {
+            allowed_tools: ['mcp__lookup__lookup'],
+            sidecars: [{ name: 'lookup', image: toolImage, mcp: { port } }],
+          }),
+          stationManifest('mcp', 'mcp', { template }),
+          agentManifest('mcp-run', 'mcp'),
+        );
+        await s.startReplica({ env: { AGENT_IMAGE: images.init } });
+        const run = await s.waitTerminal('mcp-run', 180_000);
+        assert.equal(run.status.phase, 'Succeeded', JSON.stringify(run.status));
+        assert.equal((run.status as Record<string, unknown>).result, 'The keys are where the tool said.');
+        const requests = modelRequests(fake.requests);
+        assert.equal(requests.length, 2);
+        const [result] = requests[1]?.toolResults ?? [];
+        assert.ok(result?.content.includes(`found the keys at ${where}`), `tool result: ${result?.content}`);
+        const pods = await s.client.list(apiPath('v1', 'pods', { namespace: s.ns }), {}, PodSchema);
+        const pod = pods.items[0]?.metadata.name ?? '';
+        const toolLog = await s.client.logs(s.ns, pod, { container: 'lookup' });
+        assert.match(toolLog, /^mcp initialize$/m);
+        assert.match(toolLog, /^mcp tools\/list$/m);
+        assert.match(toolLog, /^mcp tools\/call \{"name":"lookup","arguments":\{"q":"the keys"\}/m);
+      });
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('retries 429 and 500 itself; fails with its message when retries run out; is killed at the deadline (124)', {
+    timeout: 300_000,
+  }, async () => {
+    const apiKey = `sk-ant-e2e-${randomBytes(16).toString('hex')}`;
+    const sleeper = `tail -f /dev/null # wait-${randomBytes(6).toString('hex')}`;
+    const flaky = await startAnthropicModel({
+      apiKey,
+      turns: [{ error: { status: 429, retryAfter: 1 } }, { error: { status: 500 } }, { text: 'recovered' }],
+    });
+    const overloaded = await startAnthropicModel({
+      apiKey,
+      turns: [
+        { error: { status: 529 } },
+        { error: { status: 529 } },
+        { error: { status: 529 } },
+        { text: 'not reached' },
+      ],
+    });
+    const slow = await startAnthropicModel({
+      apiKey,
+      turns: [
+        { toolCall: { name: 'Bash', input: { command: sleeper, description: 'wait', timeout: 600000 } } },
+      ],
+    });
+    try {
+      await runScenario(cluster, 'real-claude-fail', async (s) => {
+        const images = realCliImages(s, runtime);
+        const template = {
+          spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'agent', image: images.agent }] },
+        };
+        await s.create(
+          secret(apiKey),
+          definition('flaky', flaky.baseUrl, {}),
+          stationManifest('flaky', 'flaky', { template }),
+          definition('overloaded', overloaded.baseUrl, {}, { CLAUDE_CODE_MAX_RETRIES: '2' }),
+          stationManifest('overloaded', 'overloaded', { template }),
+          definition('slow', slow.baseUrl, { allowed_tools: ['Bash'] }),
+          stationManifest('slow', 'slow', { template, deadlineMinutes: 1 }),
+          agentManifest('flaky-run', 'flaky'),
+          agentManifest('overloaded-run', 'overloaded'),
+          agentManifest('slow-run', 'slow'),
+        );
+        await s.startReplica({ env: { AGENT_IMAGE: images.init } });
+
+        const recovered = await s.waitTerminal('flaky-run', 180_000);
+        assert.equal(recovered.status.phase, 'Succeeded', JSON.stringify(recovered.status));
+        assert.equal((recovered.status as Record<string, unknown>).result, 'recovered');
+        assert.deepEqual(
+          modelRequests(flaky.requests).map((r) => r.status),
+          [429, 500, 200],
+        );
+
+        const failed = await s.waitTerminal('overloaded-run', 180_000);
+        assert.equal(failed.status.phase, 'Failed', JSON.stringify(failed.status));
+        assert.equal(failed.status.exitCode, 1);
+        assert.match(String(failed.status.failureReason), /overloaded/i);
+        assert.equal(
+          modelRequests(overloaded.requests).length,
+          3,
+          'the first try and CLAUDE_CODE_MAX_RETRIES=2',
+        );
+
+        const killed = await s.waitTerminal('slow-run', 180_000);
+        assert.equal(killed.status.phase, 'Failed', JSON.stringify(killed.status));
+        assert.equal(killed.status.exitCode, 124);
+        assert.ok(
+          modelRequests(slow.requests).length === 1,
+          'the tool call was being served when the deadline came',
+        );
+        // The CLI's children went with it: no process of the tool call is left.
+        await pollUntil(() => (commandLines().some((l) => l.includes(sleeper)) ? undefined : true), {
+          timeoutMs: 20_000,
+          description: 'the tool process of the killed run to be gone',
+        });
+      });
+    } finally {
+      await Promise.all([flaky.close(), overloaded.close(), slow.close()]);
     }
   });
 });

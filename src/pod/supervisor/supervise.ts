@@ -114,9 +114,18 @@ export async function runSupervisor(io: SupervisorIo): Promise<number> {
     signals.attach(child, exited);
     const results = resultAccumulator(ctx.config.vendor);
     const cli = ctx.tracer.cli(ctx.config.vendor, cliAttributes(ctx));
-    const code = await superviseChild(ctx, child, exited, tracedResults(results, cli));
+    let failure: string | undefined;
+    const code = await superviseChild(ctx, child, exited, tracedResults(results, cli), undefined, {
+      onFailure: (message) => {
+        failure = message;
+      },
+    });
     // First thing after the agent is gone (the uploads below may be cut short by the pod's end).
-    writeRunReport(ctx.config.terminationMessagePath, results.result(), ctx.log);
+    writeRunReport(
+      ctx.config.terminationMessagePath,
+      { ...results.result(), ...(failure !== undefined ? { error: failure } : {}) },
+      ctx.log,
+    );
     cli.end(code);
     await epilogue(ctx);
     ctx.emit(agentFinished(code));
@@ -281,9 +290,10 @@ export async function superviseChild(
   tap?: (line: string, parsed: ParsedLine) => void,
   /**
    * `requestId`: the request a server-mode turn answers; every stdout line of the turn carries it (the envelope's
-   * `requestId` for the sinks, a first key of a JSON object line on stdout, see `withRequestId`).
+   * `requestId` for the sinks, a first key of a JSON object line on stdout, see `withRequestId`). `onFailure`: told
+   * the CLI's own error message when its terminal event reports a failure and carries one.
    */
-  options: { readonly requestId?: string } = {},
+  options: { readonly requestId?: string; readonly onFailure?: (message: string) => void } = {},
 ): Promise<number> {
   const { config, io, log } = ctx;
   let gone = false;
@@ -324,6 +334,7 @@ export async function superviseChild(
       const terminal = terminalOf(config.vendor, parsed.value);
       if (terminal) {
         terminalSeen = true;
+        if (terminal.message !== undefined) options.onFailure?.(terminal.message);
         feed({ type: 'terminal', ok: terminal.ok, now: io.now() });
       }
     }

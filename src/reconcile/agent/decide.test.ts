@@ -995,6 +995,40 @@ describe('decide: Running', () => {
     assert.equal(ok.failureReason, 'BackoffLimitExceeded: Job has reached the specified backoff limit');
   });
 
+  it("a CLI that ended on a failure event gives its own message (from the run report), not the Job's", () => {
+    const failedWith = (message: string) => {
+      const p = pod('a', 1);
+      const agent = p.status.containerStatuses[0];
+      const terminated = { ...(agent?.state.terminated ?? {}), exitCode: 1, message };
+      return onlyPatch(
+        run(
+          snap(running('a'), {
+            job: present(job('a', { conditions: failedBackoff }), {
+              kind: 'pod',
+              pod: {
+                ...p,
+                status: {
+                  ...p.status,
+                  containerStatuses: [{ ...agent, name: 'agent', state: { terminated } }],
+                },
+              } as typeof p,
+              log: { kind: 'read', text: '' },
+            }),
+          }),
+        ),
+      );
+    };
+    const cli = failedWith(
+      '{"v":1,"result":"API Error: 529 Overloaded","error":"API Error: 529 Overloaded"}',
+    );
+    assert.equal(cli.phase, 'Failed');
+    assert.equal(cli.exitCode, 1);
+    assert.equal(cli.failureReason, 'API Error: 529 Overloaded');
+    // A report without an error (the CLI printed no failure event) leaves the Job's reason.
+    const plain = failedWith('{"v":1,"result":"partial answer"}');
+    assert.equal(plain.failureReason, 'BackoffLimitExceeded: Job has reached the specified backoff limit');
+  });
+
   it('ends Failed with exitCode 1 when the Job is gone (D-a)', () => {
     const d = run(snap(running('a', { started: 30 }), { job: { kind: 'absent' } }));
     const st = onlyPatch(d);

@@ -121,9 +121,11 @@ export function decideRunning(s: Snapshot, now: Date): Decision {
       extraEvents,
     });
   }
-  // When the init container failed, the agent never ran: its own reason says more than the Job's.
+  // When the init container failed, the agent never ran: its own reason says more than the Job's. When the CLI
+  // ended on a failure event, its own message says more than the Job's backoff-limit condition.
   const init = evidence.kind === 'pod' ? initFailure(evidence.pod) : undefined;
-  const failureReason = init !== undefined ? failureInit(init.exitCode, init.message) : outcome.reason;
+  const failureReason =
+    init !== undefined ? failureInit(init.exitCode, init.message) : (read.report?.error ?? outcome.reason);
   return finish(s, now, {
     phase,
     jobName,

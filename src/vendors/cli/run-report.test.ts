@@ -84,6 +84,21 @@ describe('encodeRunReport / parseRunReport', () => {
     }
   });
 
+  it("carries the CLI's error message, at most 512 characters, kept whole when a long answer is cut", () => {
+    const back = parseRunReport(encodeRunReport({ result: 'API Error: 529', error: 'API Error: 529' }));
+    assert.deepEqual(back, { result: 'API Error: 529', error: 'API Error: 529' });
+    const long = parseRunReport(encodeRunReport({ error: '😀'.repeat(700) }));
+    assert.equal(long?.error, '😀'.repeat(512));
+    const both = encodeRunReport({ result: 'x'.repeat(20000), error: 'é'.repeat(512) });
+    assert.ok(bytes(both) <= TERMINATION_MESSAGE_MAX_BYTES);
+    const read = parseRunReport(both);
+    assert.equal(read?.error, 'é'.repeat(512));
+    assert.equal(read?.resultTruncated, true);
+    // Not a string, or empty: no error.
+    assert.deepEqual(parseRunReport('{"v":1,"error":42}'), {});
+    assert.deepEqual(parseRunReport('{"v":1,"error":""}'), {});
+  });
+
   it('an answer already cut stays marked truncated, even when it fits', () => {
     const back = parseRunReport(encodeRunReport({ result: 'short', resultTruncated: true }));
     assert.deepEqual(back, { result: 'short', resultTruncated: true });

@@ -35,7 +35,13 @@ export interface RunResult {
   readonly costUsd?: number | undefined;
   /** The model the CLI says it used. */
   readonly model?: string | undefined;
+  /** The CLI's own error message when its last event reported a failure (at most 512 characters). */
+  readonly error?: string | undefined;
 }
+
+/** The longest error message a report carries. */
+export const MAX_REPORT_ERROR_CHARS = 512;
+const errorText = (s: string): string => Array.from(s).slice(0, MAX_REPORT_ERROR_CHARS).join('');
 
 /** A count we believe: a finite, non-negative integer up to {@link MAX_TOKENS}; else undefined. */
 export function tokenCount(u: unknown): number | undefined {
@@ -72,6 +78,7 @@ const ReportSchema = v.looseObject({
   usage: v.optional(v.unknown()),
   costUsd: v.optional(v.unknown()),
   model: v.optional(v.unknown()),
+  error: v.optional(v.unknown()),
 });
 const UsageWire = v.looseObject({
   input: v.optional(v.unknown()),
@@ -100,6 +107,7 @@ export function parseRunReport(text: string | undefined): RunResult | undefined 
     ...(usage.success && r.usage !== undefined ? { usage: usageOf(usage.output) } : {}),
     ...(costAmount(r.costUsd) !== undefined ? { costUsd: costAmount(r.costUsd) } : {}),
     ...(typeof r.model === 'string' && r.model !== '' ? { model: r.model.slice(0, 253) } : {}),
+    ...(typeof r.error === 'string' && r.error !== '' ? { error: errorText(r.error) } : {}),
   };
 }
 
@@ -116,6 +124,7 @@ export function encodeRunReport(report: RunResult, max = TERMINATION_MESSAGE_MAX
     ...(report.usage !== undefined ? { usage: report.usage } : {}),
     ...(report.costUsd !== undefined ? { costUsd: report.costUsd } : {}),
     ...(report.model !== undefined ? { model: report.model.slice(0, 253) } : {}),
+    ...(report.error !== undefined && report.error !== '' ? { error: errorText(report.error) } : {}),
   };
   const full = report.result;
   if (full === undefined) return JSON.stringify(base);
