@@ -340,8 +340,8 @@ class World {
 }
 
 /**
- * A Station as the test sets it up, with the limit the test expects of it (the reference's rules, §5.6, written
- * here by hand): `Allow` runs `maxConcurrentRuns` at once, 0 meaning no limit; `Forbid` and `Replace` run one.
+ * A Station as the test sets it up, with the limit the test expects of it (docs/design/reference-behaviour.md#concurrency,
+ * written here by hand): `Allow` runs `maxConcurrentRuns` at once, 0 meaning no limit; `Forbid` and `Replace` run one.
  */
 interface StationCase {
   readonly concurrencyPolicy: 'Allow' | 'Forbid' | 'Replace';
