@@ -21,7 +21,6 @@ import {
   applyCrds,
   applyRbacManifests,
   bundleArgv,
-  type ControllerProcess,
   collectionPath,
   controllerSkipReason,
   e2eCluster,
@@ -34,6 +33,14 @@ import {
   type Scenario,
   stationManifest,
 } from '../support/index.ts';
+import {
+  agentPath,
+  apiUrl,
+  applyRealtimeRbac,
+  call,
+  promptWhenReady,
+  startRealtimeReplica,
+} from '../support/realtime.ts';
 
 const cluster = e2eCluster();
 const skip = controllerSkipReason(cluster);
@@ -47,76 +54,6 @@ function realtimeDefinition(name: string, spec: Readonly<Record<string, unknown>
     metadata: { name },
     spec: { model: 'claude-opus-5-5', prompt: 'hello {topic}', execution: 'realtime', ...spec },
   };
-}
-
-/** The controller's RBAC plus the realtime component's, and the caller role (agent-launcher). */
-async function applyRbac(s: Scenario): Promise<void> {
-  await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
-  await applyRbacManifests(s, 'deploy/components/realtime/realtime-rbac.yaml');
-  await applyRbacManifests(s, 'deploy/rbac/caller-rbac.yaml');
-}
-
-/** A replica as the agent-controller ServiceAccount with REALTIME_ENABLED (unless told otherwise). */
-async function startRealtimeReplica(
-  s: Scenario,
-  opts: { enabled?: boolean; identity?: string; agentImage?: string } = {},
-): Promise<ControllerProcess> {
-  return s.startReplica({
-    kubeconfig: await s.kubeconfigAs('agent-controller'),
-    env: {
-      ...(opts.enabled === false ? {} : { REALTIME_ENABLED: 'true', API_PORT: '0' }),
-      ...(opts.agentImage !== undefined ? { AGENT_IMAGE: opts.agentImage } : {}),
-    },
-    ...(opts.identity !== undefined ? { identity: opts.identity } : {}),
-  });
-}
-
-/** The prompt API base URL of a replica (from its log line). */
-async function apiUrl(ctl: ControllerProcess): Promise<string> {
-  const line = await ctl.waitForLog('Serving the realtime prompt API');
-  return `http://127.0.0.1:${String(line.port)}`;
-}
-
-function agentPath(s: Scenario, name: string, action: 'prompt' | 'close'): string {
-  return `/apis/${GROUP_VERSION}/namespaces/${s.ns}/agents/${name}/${action}`;
-}
-
-async function call(
-  base: string,
-  path: string,
-  token: string | undefined,
-  body: unknown,
-): Promise<{ status: number; text: string; lines: Record<string, unknown>[] }> {
-  const res = await fetch(`${base}${path}`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
-    },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(60_000),
-  });
-  const text = await res.text();
-  const lines = (res.headers.get('content-type') ?? '').includes('ndjson')
-    ? text
-        .split('\n')
-        .filter((l) => l !== '')
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-    : [];
-  return { status: res.status, text, lines };
-}
-
-/** Prompts until the run pod listens (503 before), then returns the 200 answer. */
-async function promptWhenReady(base: string, path: string, token: string, prompt: string) {
-  return pollUntil(
-    async (observe) => {
-      const r = await call(base, path, token, { prompt });
-      observe(`${r.status} ${r.text.slice(0, 200)}`);
-      if (r.status === 503 || r.status === 409) return undefined;
-      return r;
-    },
-    { timeoutMs: 90_000, intervalMs: 500, description: 'the run pod to take a prompt' },
-  );
 }
 
 /** A loopback conversation store: POST <path> keeps the body, GET <path> returns it (404 when unknown). */
@@ -259,7 +196,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
     { timeout: 240_000 },
     () =>
       runScenario(cluster, 'rt-session', async (s) => {
-        await applyRbac(s);
+        await applyRealtimeRbac(s);
         const images = fakeClaudeImages(s, runtime, { MOCK_ECHO_PROMPT: '1', MOCK_SESSION: SESSION });
         const leader = await startRealtimeReplica(s, { identity: 'rt-leader', agentImage: images.init });
         await leader.waitForMetric('controller_is_leader', {}, 1, 30_000);
@@ -364,7 +301,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
       runScenario(cluster, 'rt-resume', async (s) => {
         const store = await startConversationStore();
         s.defer(() => store.close());
-        await applyRbac(s);
+        await applyRealtimeRbac(s);
         const images = fakeClaudeImages(s, runtime, { MOCK_ECHO_PROMPT: '1', MOCK_SESSION: SESSION });
         const ctl = await startRealtimeReplica(s, { agentImage: images.init });
         const projects = '/agent/.claude/projects/-workspace';
@@ -456,7 +393,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
     { timeout: 120_000 },
     () =>
       runScenario(cluster, 'rt-tls', async (s) => {
-        await applyRbac(s);
+        await applyRealtimeRbac(s);
         const dir = s.tempDir();
         const certs = join(dirname(s.cluster.kubeconfig), 'certs');
         const ossl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
@@ -638,7 +575,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
     { timeout: 120_000 },
     () =>
       runScenario(cluster, 'rt-reasons', async (s) => {
-        await applyRbac(s);
+        await applyRealtimeRbac(s);
         await s.create(
           realtimeDefinition('def-plain'),
           stationManifest('st-plain', 'def-plain'),

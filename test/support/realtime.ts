@@ -1,0 +1,74 @@
+// The realtime prompt API as e2e tests call it: the RBAC a realtime controller and its callers need, a replica with
+// REALTIME_ENABLED, the API's URL from its log, and prompt/close calls (NDJSON answers parsed).
+import { applyRbacManifests, type ControllerProcess, GROUP_VERSION, type Scenario } from './controller.ts';
+import { pollUntil } from './poll.ts';
+
+/** The controller's RBAC plus the realtime component's, and the caller role (agent-launcher). */
+export async function applyRealtimeRbac(s: Scenario): Promise<void> {
+  await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
+  await applyRbacManifests(s, 'deploy/components/realtime/realtime-rbac.yaml');
+  await applyRbacManifests(s, 'deploy/rbac/caller-rbac.yaml');
+}
+
+/** A replica as the agent-controller ServiceAccount with REALTIME_ENABLED (unless told otherwise). */
+export async function startRealtimeReplica(
+  s: Scenario,
+  opts: { enabled?: boolean; identity?: string; agentImage?: string } = {},
+): Promise<ControllerProcess> {
+  return s.startReplica({
+    kubeconfig: await s.kubeconfigAs('agent-controller'),
+    env: {
+      ...(opts.enabled === false ? {} : { REALTIME_ENABLED: 'true', API_PORT: '0' }),
+      ...(opts.agentImage !== undefined ? { AGENT_IMAGE: opts.agentImage } : {}),
+    },
+    ...(opts.identity !== undefined ? { identity: opts.identity } : {}),
+  });
+}
+
+/** The prompt API base URL of a replica (from its log line). */
+export async function apiUrl(ctl: ControllerProcess): Promise<string> {
+  const line = await ctl.waitForLog('Serving the realtime prompt API');
+  return `http://127.0.0.1:${String(line.port)}`;
+}
+
+export function agentPath(s: Scenario, name: string, action: 'prompt' | 'close'): string {
+  return `/apis/${GROUP_VERSION}/namespaces/${s.ns}/agents/${name}/${action}`;
+}
+
+export async function call(
+  base: string,
+  path: string,
+  token: string | undefined,
+  body: unknown,
+): Promise<{ status: number; text: string; lines: Record<string, unknown>[] }> {
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
+    },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(60_000),
+  });
+  const text = await res.text();
+  const lines = (res.headers.get('content-type') ?? '').includes('ndjson')
+    ? text
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+    : [];
+  return { status: res.status, text, lines };
+}
+
+/** Prompts until the run pod listens (503 before), then returns the 200 answer. */
+export async function promptWhenReady(base: string, path: string, token: string, prompt: string) {
+  return pollUntil(
+    async (observe) => {
+      const r = await call(base, path, token, { prompt });
+      observe(`${r.status} ${r.text.slice(0, 200)}`);
+      if (r.status === 503 || r.status === 409) return undefined;
+      return r;
+    },
+    { timeoutMs: 90_000, intervalMs: 500, description: 'the run pod to take a prompt' },
+  );
+}
