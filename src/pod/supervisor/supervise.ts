@@ -8,6 +8,7 @@ import {
   type PromptDelivery,
   type ResultAccumulator,
   resultAccumulator,
+  vendorLaunch,
 } from '../../vendors/cli/index.ts';
 import {
   agentFailedBeforeStart,
@@ -247,7 +248,10 @@ export async function promptedCommand(
 
 /**
  * Finds and spawns the agent (docs/design/reference-behaviour.md#supervisor-flow steps 4–5) with `stdin` written to
- * its standard input (closed when undefined), logging the reference messages on failure.
+ * its standard input (closed, i.e. /dev/null, when undefined), logging the reference messages on failure. Every
+ * execution mode starts its CLI here, so what the vendor CLI needs from the pod's environment is added here too
+ * (`vendorLaunch`: Codex's model provider from `OPENAI_BASE_URL`, OpenCode's env;
+ * docs/reference/vendor-clis.md#codex-01710, docs/reference/vendor-clis.md#opencode-11833).
  */
 export async function launch(
   ctx: RunContext,
@@ -259,7 +263,8 @@ export async function launch(
     ctx.log.error(`[supervisor] agent not found: ${file}`);
     return { ok: false, reason: 'not-found' };
   }
-  const spawned = await spawnAgent(file, args, ctx.io.env, stdin);
+  const started = vendorLaunch(ctx.config.vendor, [file, ...args], ctx.io.env);
+  const spawned = await spawnAgent(file, started.argv.slice(1), started.env, stdin);
   if (!spawned.ok) {
     ctx.log.error(`[supervisor] failed to start the agent: ${spawned.error}`, { agent: file });
     return { ok: false, reason: 'spawn' };
