@@ -2,6 +2,9 @@
 // the vendor CLI gets from the pod's environment (src/vendors/cli/launch.ts), and a closed stdin.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { CODEX_PROVIDER_ID } from '../../vendors/cli/index.ts';
 import { type Launch, launch, prepare } from './supervise.ts';
@@ -70,5 +73,37 @@ describe('supervisor launch', () => {
     const ctx = context({ AGENT_MODEL: 'opencode' });
     const out = await output(await launch(ctx, '/bin/sh', ['-c', 'cat'], 'the prompt'));
     assert.equal(out, 'the prompt');
+  });
+
+  it('gives Gemini CLI its settings file before it starts, merged into one already there', async () => {
+    const home = await mkdtemp(join(tmpdir(), 'gemini-home-'));
+    try {
+      const ctx = context({ AGENT_MODEL: 'gemini-3.8-flash', HOME: home });
+      const file = join(home, '.gemini', 'settings.json');
+      // The CLI sees the file when it starts.
+      const out = await output(await launch(ctx, '/bin/sh', ['-c', `cat '${file}'`]));
+      assert.equal(JSON.parse(out).security.auth.selectedType, 'gemini-api-key');
+      assert.equal((await stat(file)).mode & 0o777, 0o600);
+      await writeFile(file, '{"mcpServers":{"x":{"httpUrl":"http://x"}},"telemetry":{"enabled":true}}');
+      await output(await launch(ctx, '/bin/sh', ['-c', 'true']));
+      assert.deepEqual(JSON.parse(await readFile(file, 'utf8')), {
+        mcpServers: { x: { httpUrl: 'http://x' } },
+        telemetry: { enabled: true },
+        security: { auth: { selectedType: 'gemini-api-key' } },
+        privacy: { usageStatisticsEnabled: false },
+      });
+      // A file that is not JSON is left as it is.
+      await writeFile(file, '{oops');
+      await output(await launch(ctx, '/bin/sh', ['-c', 'true']));
+      assert.equal(await readFile(file, 'utf8'), '{oops');
+      // Another vendor's run writes none.
+      await rm(join(home, '.gemini'), { recursive: true });
+      await output(
+        await launch(context({ AGENT_MODEL: 'claude-opus-5-5', HOME: home }), '/bin/sh', ['-c', 'true']),
+      );
+      await assert.rejects(stat(join(home, '.gemini')));
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
   });
 });

@@ -17,6 +17,8 @@ export { type Installer, VENDOR_INFO, type VendorInfo } from './info.ts';
 export { type McpServerSpec, type PermissionMode, permissionModeOf, type VendorRunInput } from './input.ts';
 export {
   CODEX_PROVIDER_ID,
+  GEMINI_SETTINGS_FILE,
+  geminiSettings,
   type LaunchEnv,
   OPENCODE_QUIET_ENV,
   type VendorLaunch,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { codexArgv } from './codex.ts';
-import { CODEX_PROVIDER_ID, OPENCODE_QUIET_ENV, vendorLaunch } from './launch.ts';
+import { CODEX_PROVIDER_ID, geminiSettings, OPENCODE_QUIET_ENV, vendorLaunch } from './launch.ts';
 import { opencodeArgv } from './opencode.ts';
 
 const KEY = 'sk-secret-value-1234';
@@ -122,5 +122,35 @@ describe('vendorLaunch: the others', () => {
       const argv = [vendor, '--', 'p'];
       assert.deepEqual(vendorLaunch(vendor, argv, env), { argv, env });
     }
+  });
+});
+
+describe('geminiSettings', () => {
+  it('a fresh file: the API-key auth type, usage statistics and telemetry off', () => {
+    assert.deepEqual(geminiSettings(undefined), {
+      security: { auth: { selectedType: 'gemini-api-key' } },
+      privacy: { usageStatisticsEnabled: false },
+      telemetry: { enabled: false },
+    });
+  });
+
+  it('merges into an existing file; keys it sets win', () => {
+    const existing = {
+      security: { auth: { selectedType: 'vertex-ai' }, folderTrust: { enabled: false } },
+      privacy: { usageStatisticsEnabled: true },
+      mcpServers: { x: { httpUrl: 'http://x' } },
+      telemetry: 'odd',
+    };
+    assert.deepEqual(geminiSettings(existing), {
+      security: { auth: { selectedType: 'vertex-ai' }, folderTrust: { enabled: false } },
+      privacy: { usageStatisticsEnabled: true },
+      mcpServers: { x: { httpUrl: 'http://x' } },
+      telemetry: { enabled: false },
+    });
+    assert.equal(existing.telemetry, 'odd', 'the input is not changed');
+  });
+
+  it('leaves a file that is not a JSON object alone', () => {
+    for (const bad of [null, [], 'x', 3]) assert.equal(geminiSettings(bad), undefined);
   });
 });

@@ -110,3 +110,38 @@ export function vendorLaunch(vendor: Vendor, argv: readonly string[], env: Launc
       return { argv, env };
   }
 }
+
+/** Gemini CLI's user settings file, relative to HOME. */
+export const GEMINI_SETTINGS_FILE = '.gemini/settings.json';
+
+type Json = Record<string, unknown>;
+const isJsonObject = (u: unknown): u is Json => typeof u === 'object' && u !== null && !Array.isArray(u);
+
+/** `obj[key]` as an object (a copy), or a fresh one when it is missing or not an object. */
+const child = (obj: Json, key: string): Json => (isJsonObject(obj[key]) ? { ...(obj[key] as Json) } : {});
+
+/**
+ * Gemini CLI's user settings with what a headless run needs merged in, or undefined when `existing` (the file's
+ * parsed content; undefined when there is none) is not a JSON object, which is then left alone (Gemini reports it
+ * itself, exit 52). Gemini CLI 0.61 exits 41 "Invalid auth method selected." unless the settings choose
+ * `security.auth.selectedType: "gemini-api-key"` (no env var does it headless), and sends usage statistics and
+ * telemetry off the base URL unless `privacy.usageStatisticsEnabled` and `telemetry.enabled` are false
+ * (docs/reference/vendor-clis.md#endpoint-key-files-2, docs/reference/vendor-clis.md#requests---output-format-stream-json---prompt).
+ * Keys the file already sets are kept: a file from a skills or conversation restore, or the recipe's, wins.
+ */
+export function geminiSettings(existing: unknown): Json | undefined {
+  if (existing !== undefined && !isJsonObject(existing)) return undefined;
+  const settings: Json = { ...(existing ?? {}) };
+  const security = child(settings, 'security');
+  const auth = child(security, 'auth');
+  if (auth.selectedType === undefined) auth.selectedType = 'gemini-api-key';
+  security.auth = auth;
+  settings.security = security;
+  const privacy = child(settings, 'privacy');
+  if (privacy.usageStatisticsEnabled === undefined) privacy.usageStatisticsEnabled = false;
+  settings.privacy = privacy;
+  const telemetry = child(settings, 'telemetry');
+  if (telemetry.enabled === undefined) telemetry.enabled = false;
+  settings.telemetry = telemetry;
+  return settings;
+}

@@ -101,7 +101,6 @@ export function deliverPrompt(
         ? err(`${tooLong}, and the Gemini CLI takes a resumed session's prompt only as an argument`)
         : ok({ argv: [...argv], stdin: prompt });
     case 'exec':
-    case 'opencode':
       return ok({ argv: [...argv], stdin: prompt });
   }
 }
