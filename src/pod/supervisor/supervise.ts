@@ -1,13 +1,16 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:fs';
-import { access, readFile, stat } from 'node:fs/promises';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { access, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { delimiter, dirname, isAbsolute, join } from 'node:path';
 import { createLogger, type Logger } from '../../shared/log.ts';
 import {
   deliverPrompt,
+  GEMINI_SETTINGS_FILE,
+  geminiSettings,
   type PromptDelivery,
   type ResultAccumulator,
   resultAccumulator,
+  vendorLaunch,
 } from '../../vendors/cli/index.ts';
 import {
   agentFailedBeforeStart,
@@ -256,7 +259,10 @@ export async function promptedCommand(
 
 /**
  * Finds and spawns the agent (docs/design/reference-behaviour.md#supervisor-flow steps 4–5) with `stdin` written to
- * its standard input (closed when undefined), logging the reference messages on failure.
+ * its standard input (closed, i.e. /dev/null, when undefined), logging the reference messages on failure. Every
+ * execution mode starts its CLI here, so what the vendor CLI needs from the pod's environment is added here too
+ * (`vendorLaunch`: Codex's model provider from `OPENAI_BASE_URL`, OpenCode's env;
+ * docs/reference/vendor-clis.md#codex-01710, docs/reference/vendor-clis.md#opencode-11833).
  */
 export async function launch(
   ctx: RunContext,
@@ -268,12 +274,45 @@ export async function launch(
     ctx.log.error(`[supervisor] agent not found: ${file}`);
     return { ok: false, reason: 'not-found' };
   }
-  const spawned = await spawnAgent(file, args, ctx.io.env, stdin);
+  if (ctx.config.vendor === 'gemini') await provideGeminiSettings(ctx);
+  const started = vendorLaunch(ctx.config.vendor, [file, ...args], ctx.io.env);
+  const spawned = await spawnAgent(file, started.argv.slice(1), started.env, stdin);
   if (!spawned.ok) {
     ctx.log.error(`[supervisor] failed to start the agent: ${spawned.error}`, { agent: file });
     return { ok: false, reason: 'spawn' };
   }
   return spawned;
+}
+
+/**
+ * Merges what a headless Gemini CLI needs into `$HOME/.gemini/settings.json` (see `geminiSettings`) right before it
+ * starts: here, as the CLI's own user, so the file is the run user's under either Pod Security profile, and after
+ * the init's skills and conversation restores, whose keys win. Best effort: a problem is logged and the CLI starts
+ * anyway (it then says what is missing).
+ */
+export async function provideGeminiSettings(ctx: RunContext): Promise<void> {
+  const home = ctx.io.env.HOME ?? '';
+  if (!isAbsolute(home)) return;
+  const path = join(home, GEMINI_SETTINGS_FILE);
+  try {
+    let existing: unknown;
+    try {
+      existing = JSON.parse(await readFile(path, 'utf8'));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') existing = null;
+    }
+    const settings = geminiSettings(existing);
+    if (settings === undefined) {
+      ctx.log.warn('[supervisor] the Gemini settings file is not a JSON object; left as it is', { path });
+      return;
+    }
+    await mkdir(dirname(path), { recursive: true });
+    const tmp = `${path}.tmp-${process.pid}`;
+    await writeFile(tmp, `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600 });
+    await rename(tmp, path);
+  } catch (error) {
+    ctx.log.warn('[supervisor] could not write the Gemini settings file', { path, error: describe(error) });
+  }
 }
 
 /**

@@ -15,6 +15,15 @@ export { EXEC_ERRORS, execArgv } from './exec.ts';
 export { geminiArgv } from './gemini.ts';
 export { type Installer, VENDOR_INFO, type VendorInfo } from './info.ts';
 export { type McpServerSpec, type PermissionMode, permissionModeOf, type VendorRunInput } from './input.ts';
+export {
+  CODEX_PROVIDER_ID,
+  GEMINI_SETTINGS_FILE,
+  geminiSettings,
+  type LaunchEnv,
+  OPENCODE_QUIET_ENV,
+  type VendorLaunch,
+  vendorLaunch,
+} from './launch.ts';
 export { mcpHeaderEnvName } from './mcp.ts';
 export { opencodeArgv, opencodeModel } from './opencode.ts';
 export {

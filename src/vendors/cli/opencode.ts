@@ -18,7 +18,8 @@ export function opencodeModel(model: string): string | undefined {
 
 /**
  * `opencode run --format json [--model p/m] [--session <id>] -- <prompt>`. Permission mode, tool lists and max
- * turns have no OpenCode flag and are ignored, as in the reference; a resume id continues that session.
+ * turns have no OpenCode flag and are ignored, as in the reference; a resume id continues that session. The prompt
+ * is last like every vendor's, but the supervisor hands it over on stdin instead (see `deliverPrompt`).
  */
 export function opencodeArgv(input: VendorRunInput): string[] {
   const argv = ['opencode', 'run', '--format', 'json'];

@@ -6,9 +6,11 @@
 // - Claude Code: `claude -p` without a prompt argument reads the prompt from stdin (the `--` fence is dropped);
 // - Codex: `codex exec … -- -` (a prompt of `-` means "read it from stdin"), fresh and resumed alike;
 // - Gemini CLI: headless with the prompt on stdin and no `--prompt` (a resumed session needs `--prompt`: refused);
-// - exec recipes: the command gets no prompt argument and the prompt on stdin (and `AGENT_PROMPT_FILE` to read);
-// - OpenCode: no documented stdin prompt: refused.
-// The stdin forms were verified only against the fake CLIs of the test suite.
+// - exec recipes: the command gets no prompt argument and the prompt on stdin (and `AGENT_PROMPT_FILE` to read).
+// OpenCode gets its prompt on stdin always, whatever its size: given as an argument, a prompt with a space reaches
+// the model wrapped in double quotes, while stdin text arrives as is, and `opencode run` with no message argument
+// takes stdin as the prompt (docs/reference/vendor-clis.md#endpoint-key-files-3; observed with OpenCode 1.18.33).
+// The other stdin forms were verified only against the fake CLIs of the test suite.
 
 import { err, ok, type Result } from '../../shared/result.ts';
 import type { Vendor } from './route.ts';
@@ -52,10 +54,10 @@ export function argvWithoutPrompt(argv: readonly string[]): string[] {
 
 /**
  * Puts `userPrompt` back into `argv` (a vendor argv without its prompt, see {@link argvWithoutPrompt}): as the last
- * argument when it fits in one, else on stdin in the vendor's form. A `systemPrompt` goes to Claude as
- * `--append-system-prompt` and before the prompt (a blank line between) for the others. Errors (one line, for a
- * run's failure reason): a prompt over {@link MAX_PROMPT_BYTES}, a system prompt over 64 KiB, or a prompt too long
- * for an argument for a CLI that cannot read it from stdin.
+ * argument when it fits in one, else on stdin in the vendor's form (OpenCode: on stdin always). A `systemPrompt`
+ * goes to Claude as `--append-system-prompt` and before the prompt (a blank line between) for the others. Errors
+ * (one line, for a run's failure reason): a prompt over {@link MAX_PROMPT_BYTES}, a system prompt over 64 KiB, or a
+ * prompt too long for an argument for a resumed Gemini session.
  */
 export function deliverPrompt(
   vendor: Vendor,
@@ -84,6 +86,8 @@ export function deliverPrompt(
       `the prompt is ${bytes} bytes: a run's prompt holds at most ${MAX_PROMPT_BYTES} bytes (900 KiB)`,
     );
   }
+  // OpenCode: on stdin always (see the header); the `--` fence stays, with nothing after it.
+  if (vendor === 'opencode') return ok({ argv: [...argv], stdin: prompt });
   const asArgument = vendor === 'gemini' ? `--prompt=${prompt}` : prompt;
   if (utf8Bytes(asArgument) <= MAX_ARG_BYTES) return ok({ argv: [...argv, asArgument] });
   const tooLong = `the prompt is ${bytes} bytes, over the ${MAX_ARG_BYTES}-byte limit of one CLI argument`;
@@ -98,7 +102,5 @@ export function deliverPrompt(
         : ok({ argv: [...argv], stdin: prompt });
     case 'exec':
       return ok({ argv: [...argv], stdin: prompt });
-    case 'opencode':
-      return err(`${tooLong}, and the OpenCode CLI takes a prompt only as an argument`);
   }
 }

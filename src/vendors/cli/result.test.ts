@@ -70,10 +70,11 @@ const OPENCODE = [
   '{"type":"step_start","timestamp":1,"sessionID":"ses_1","part":{"type":"step-start"}}',
   '{"type":"text","sessionID":"ses_1","part":{"type":"text","text":"Checking the file."}}',
   '{"type":"tool_use","sessionID":"ses_1","part":{"tool":"bash","state":{"status":"completed"}}}',
-  '{"type":"step_finish","sessionID":"ses_1","part":{"type":"step-finish","reason":"tool-calls"}}',
+  '{"type":"step_finish","sessionID":"ses_1","part":{"type":"step-finish","reason":"tool-calls","tokens":{"total":130,"input":100,"output":10,"reasoning":0,"cache":{"write":20,"read":0}},"cost":0.0006}}',
   '{"type":"step_start","sessionID":"ses_1","part":{"type":"step-start"}}',
   '{"type":"text","sessionID":"ses_1","part":{"type":"text","text":"All green now."}}',
-  '{"type":"step_finish","sessionID":"ses_1","part":{"type":"step-finish","reason":"stop"}}',
+  // As OpenCode 1.18.33 printed it (docs/reference/vendor-clis.md#stdout-lines---format-json).
+  '{"type":"step_finish","timestamp":1796538176648,"sessionID":"ses_1","part":{"id":"prt_2","reason":"stop","messageID":"msg_2","sessionID":"ses_1","type":"step-finish","tokens":{"total":167,"input":100,"output":7,"reasoning":0,"cache":{"write":20,"read":40}},"cost":0.000492}}',
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -193,6 +194,29 @@ describe('resultAccumulator: Codex', () => {
       result: 'Done: renamed the flag.',
       usage: { input: 23, output: 45, cacheRead: 100, cacheWrite: 0, total: 168 },
     });
+  });
+
+  it('cache writes are part of input_tokens, like cache reads: both taken out of the input (Codex 0.171)', () => {
+    const r = extractRunResult('codex', [
+      {
+        type: 'turn.completed',
+        usage: {
+          input_tokens: 110,
+          cached_input_tokens: 40,
+          cache_write_input_tokens: 20,
+          output_tokens: 12,
+          reasoning_output_tokens: 0,
+        },
+      },
+    ]);
+    assert.deepEqual(r.usage, { input: 50, output: 12, cacheRead: 40, cacheWrite: 20, total: 122 });
+    const over = extractRunResult('codex', [
+      {
+        type: 'turn.completed',
+        usage: { input_tokens: 10, cached_input_tokens: 8, cache_write_input_tokens: 50, output_tokens: 1 },
+      },
+    ]);
+    assert.deepEqual(over.usage, { input: 0, output: 1, cacheRead: 8, cacheWrite: 2, total: 11 });
   });
 
   it('usage is summed over every turn.completed', () => {
@@ -321,9 +345,21 @@ describe('resultAccumulator: Gemini', () => {
 });
 
 describe('resultAccumulator: OpenCode and exec', () => {
-  it('OpenCode: the last text part is the answer; its lines carry no usage', () => {
-    assert.deepEqual(extractRunResult('opencode', lines(...OPENCODE)), { result: 'All green now.' });
+  it('OpenCode: the last text part is the answer; usage and cost summed over the step_finish lines', () => {
+    const r = extractRunResult('opencode', lines(...OPENCODE));
+    assert.equal(r.result, 'All green now.');
+    assert.deepEqual(r.usage, { input: 200, output: 17, cacheRead: 40, cacheWrite: 40, total: 297 });
+    assert.ok(Math.abs((r.costUsd ?? 0) - 0.001092) < 1e-12, String(r.costUsd));
     assert.deepEqual(extractRunResult('opencode', [{ type: 'text', part: 'weird' }, { type: 'text' }]), {});
+  });
+
+  it('OpenCode: steps without tokens or cost add nothing; hostile numbers never count', () => {
+    const r = extractRunResult('opencode', [
+      { type: 'step_finish', part: { reason: 'tool-calls' } },
+      { type: 'step_finish', part: { tokens: { input: -1, output: '5', cache: 'x' }, cost: -2 } },
+      { type: 'step_finish', part: { tokens: { input: 3, output: 4 }, cost: 1e300 } },
+    ]);
+    assert.deepEqual(r, { usage: { input: 3, output: 4, cacheRead: 0, cacheWrite: 0, total: 7 } });
   });
 
   it('exec: nothing is extracted, even from Claude-shaped lines', () => {

@@ -130,25 +130,29 @@ function addUsage(a: TokenUsage | undefined, b: TokenUsage | undefined): TokenUs
 
 /**
  * Usage whose input count already includes the cached part (OpenAI's `cached_input_tokens` and Gemini's `cached`
- * are parts of `input_tokens`, docs/reference/vendor-cli-events.md#batch-results-as-cli-lines). `TokenUsage.input` is
- * the uncached input for every vendor (as
- * Claude reports it), so the cached part is taken out of it: input + output + cacheRead + cacheWrite is what was
- * billed, and a price table never charges cached tokens twice. The total, when the CLI gives none, is the vendor's
- * input + output.
+ * are parts of `input_tokens`, docs/reference/vendor-cli-events.md#batch-results-as-cli-lines), and for Codex the
+ * cache writes too (`cache_write_input_tokens`, from the Responses API's `input_tokens_details`, a breakdown of
+ * `input_tokens`; docs/reference/vendor-clis.md#stdout-lines-exec---json). `TokenUsage.input` is the uncached input
+ * for every vendor (as Claude reports it), so the cached parts are taken out of it: input + output + cacheRead +
+ * cacheWrite is what was billed, and a price table never charges cached tokens twice. The total, when the CLI gives
+ * none, is the vendor's input + output.
  */
 function usageCachedWithinInput(
   input: unknown,
   output: unknown,
   cacheRead: unknown,
   total: unknown,
+  cacheWrite?: unknown,
 ): TokenUsage {
-  const u = usageOf({ input, output, cacheRead });
-  // A cached count above the input is nonsense: it is believed only up to the input.
+  const u = usageOf({ input, output, cacheRead, cacheWrite });
+  // Cached counts above the input are nonsense: they are believed only up to the input.
   const cached = Math.min(u.cacheRead, u.input);
+  const written = Math.min(u.cacheWrite, u.input - cached);
   return {
     ...u,
-    input: u.input - cached,
+    input: u.input - cached - written,
     cacheRead: cached,
+    cacheWrite: written,
     total: tokenCount(total) ?? capped(u.input + u.output),
   };
 }
@@ -200,7 +204,9 @@ function claudeAccumulator(): ResultAccumulator {
 /**
  * Codex (docs/reference/vendor-cli-events.md#codex-exec-json): the answer is the last `item.completed`
  * `agent_message` text; usage is the sum over every
- * `turn.completed` (cached_input_tokens → cacheRead). Codex reports no cost and no model.
+ * `turn.completed` (cached_input_tokens → cacheRead, cache_write_input_tokens → cacheWrite, both out of
+ * input_tokens). Codex reports no cost and no model. `{"type":"error"}` lines are retry notices ("Reconnecting…
+ * n/5"), not the end; `turn.failed` is (terminal.ts).
  */
 function codexAccumulator(): ResultAccumulator {
   const text = new BoundedText();
@@ -218,7 +224,13 @@ function codexAccumulator(): ResultAccumulator {
         const u = line.usage;
         usage = addUsage(
           usage,
-          usageCachedWithinInput(u.input_tokens, u.output_tokens, u.cached_input_tokens, undefined),
+          usageCachedWithinInput(
+            u.input_tokens,
+            u.output_tokens,
+            u.cached_input_tokens,
+            undefined,
+            u.cache_write_input_tokens,
+          ),
         );
       }
     },
@@ -266,17 +278,42 @@ function geminiAccumulator(): ResultAccumulator {
 }
 
 /**
- * OpenCode (`run --format json`, as terminal.ts and events.ts read it): the answer is the last `text` line's
- * `part.text` (each is a whole text part). Its lines as we know them carry no usage, cost or model.
+ * OpenCode (`run --format json`, docs/reference/vendor-clis.md#stdout-lines---format-json): the answer is the last
+ * `text` line's `part.text` (each is a whole text part). There is no result line: usage and cost are summed over the
+ * `step_finish` lines, whose `part.tokens` counts one step (`input` without the cache, `output`, `cache.read`,
+ * `cache.write`, `total`) and `part.cost` its USD. No model is printed.
  */
 function opencodeAccumulator(): ResultAccumulator {
   const text = new BoundedText();
+  let usage: TokenUsage | undefined;
+  let costUsd: number | undefined;
   return {
     add(line) {
-      if (!isObject(line) || line.type !== 'text' || !isObject(line.part)) return;
-      if (typeof line.part.text === 'string') text.set(line.part.text);
+      if (!isObject(line) || !isObject(line.part)) return;
+      const part = line.part;
+      if (line.type === 'text') {
+        if (typeof part.text === 'string') text.set(part.text);
+        return;
+      }
+      if (line.type !== 'step_finish') return;
+      if (isObject(part.tokens)) {
+        const t = part.tokens;
+        const cache = isObject(t.cache) ? t.cache : {};
+        usage = addUsage(
+          usage,
+          usageOf({
+            input: t.input,
+            output: t.output,
+            cacheRead: cache.read,
+            cacheWrite: cache.write,
+            total: t.total,
+          }),
+        );
+      }
+      const cost = costAmount(part.cost);
+      if (cost !== undefined) costUsd = Math.min(MAX_COST_USD, (costUsd ?? 0) + cost);
     },
-    result: () => compose(text, undefined, undefined, undefined),
+    result: () => compose(text, usage, costUsd, undefined),
   };
 }
 

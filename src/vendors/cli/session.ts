@@ -1,7 +1,8 @@
 // The CLI session id a stream-JSON line reveals (docs/reference/vendor-cli-events.md): Claude's `system/init` and
 // Gemini's `init`
-// carry `session_id`; Codex's `thread.started` carries `thread_id`. Agent output is untrusted: an id is taken only
-// when it is a short printable string that cannot pass for a flag.
+// carry `session_id`; Codex's `thread.started` carries `thread_id`; every OpenCode line carries `sessionID`
+// (`ses_…`, what `--session` continues: docs/reference/vendor-clis.md#resume-3). Agent output is untrusted: an id is
+// taken only when it is a short printable string that cannot pass for a flag.
 
 import type { Vendor } from './route.ts';
 
@@ -15,6 +16,7 @@ export function sessionIdOf(vendor: Vendor, line: unknown): string | undefined {
   if (vendor === 'claude' && e.type === 'system' && e.subtype === 'init') id = e.session_id;
   else if (vendor === 'gemini' && e.type === 'init') id = e.session_id;
   else if (vendor === 'codex' && e.type === 'thread.started') id = e.thread_id;
+  else if (vendor === 'opencode' && typeof e.type === 'string') id = e.sessionID;
   return typeof id === 'string' && ID.test(id) ? id : undefined;
 }
 
