@@ -3,7 +3,7 @@
 // registry src/cmd/controller.ts serves there, default process metrics included; a histogram only as its _bucket,
 // _sum and _count series), the dashboard covers what issue 11 §3 lists, the generated files are what
 // src/metrics/monitoring renders, and every alert has promtool unit tests that see it fire and see it stay quiet.
-// promtool itself runs in test/e2e/monitoring.test.ts.
+// promtool itself runs in test/e2e/monitoring.test.ts. Also: docs/how-to/monitoring.md lists every run failure kind.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -21,6 +21,7 @@ import {
   promqlNames,
   renderMonitoringFiles,
 } from '../../src/metrics/monitoring/index.ts';
+import { RUN_FAILURE_KINDS } from '../../src/reconcile/actions.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** A file of the repository, by its repository-relative path. */
@@ -236,5 +237,28 @@ describe('deploy/monitoring and charts/monitoring', () => {
     }
     const unknown = cases.map((c) => c.alertname).filter((n) => !alerts.some((r) => r.alert === n));
     assert.deepEqual(unknown, [], 'tests name alerts rules.yaml does not have');
+  });
+});
+
+describe('docs/how-to/monitoring.md', () => {
+  it('lists exactly the failure kinds of controller_run_failures_total (RUN_FAILURE_KINDS), each once', () => {
+    const rows = read('docs/how-to/monitoring.md')
+      .split('\n')
+      .filter((l) => l.startsWith('| `controller_run_failures_total` |'));
+    assert.equal(rows.length, 1, 'one row for controller_run_failures_total in the metrics table');
+    const what = rows[0]?.split('|').at(-2) ?? '';
+    assert.match(what, /failed runs: /);
+    const listed = [...what.matchAll(/`([a-z_]+)`/g)].map((m) => m[1] ?? '');
+    assert.deepEqual(
+      RUN_FAILURE_KINDS.filter((k) => !listed.includes(k)),
+      [],
+      'kinds missing from the docs',
+    );
+    assert.deepEqual(
+      listed.filter((k) => !(RUN_FAILURE_KINDS as readonly string[]).includes(k)),
+      [],
+      'kinds the controller does not have',
+    );
+    assert.equal(new Set(listed).size, listed.length, `a kind listed twice: ${listed.join(', ')}`);
   });
 });
