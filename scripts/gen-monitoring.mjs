@@ -1,5 +1,6 @@
-// `npm run gen:monitoring`: regenerates deploy/monitoring/{rules.yaml,prometheus-rule.yaml,dashboard.json} from
-// src/metrics/monitoring/ (alerts.ts, dashboard.ts). deploy/monitoring/rules.test.yaml is written by hand.
+// `npm run gen:monitoring`: regenerates charts/monitoring/rules.yaml and deploy/monitoring/{prometheus-rule.yaml,
+// dashboard.json} from src/metrics/monitoring/ (alerts.ts, dashboard.ts). charts/monitoring/rules.test.yaml is
+// written by hand.
 // `npm run gen:monitoring -- --check`: writes nothing; exits 1 and names each file that differs from the generated text.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,5 +10,5 @@ generateFiles({
   name: 'gen:monitoring',
   root: join(dirname(fileURLToPath(import.meta.url)), '..'),
   printer: 'src/metrics/monitoring/print.ts',
-  target: 'deploy/monitoring',
+  target: ['deploy/monitoring', 'charts/monitoring'],
 });

@@ -1,18 +1,19 @@
 // The one runner of the `npm run gen:*` scripts: runs a TypeScript printer that prints the generated files as one
 // JSON object {path: content} on stdout, then writes the files that differ (or, with `--check`, writes nothing and
-// exits 1 naming each file that is missing or out of date). With `prune`, files under that directory that the
-// printer no longer writes are removed (with `--check`: reported).
+// exits 1 naming each file that is missing or out of date). With `prune`, files under the target directories that
+// the printer no longer writes are removed (with `--check`: reported).
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 
 /**
- * @param {{ name: string, root: string, printer: string, target: string, prune?: boolean }} o
- *   name: `gen:x` (messages); root: the repository; printer: the .ts entry; target: what is generated (messages,
- *   and the directory pruned).
+ * @param {{ name: string, root: string, printer: string, target: string | string[], prune?: boolean }} o
+ *   name: `gen:x` (messages); root: the repository; printer: the .ts entry; target: the directory, or directories,
+ *   generated into (messages, and the directories pruned).
  */
 export function generateFiles(o) {
   const check = process.argv.slice(2).includes('--check');
+  const targets = typeof o.target === 'string' ? [o.target] : o.target;
   const r = spawnSync(process.execPath, ['--import', 'tsx', o.printer], {
     cwd: o.root,
     encoding: 'utf8',
@@ -46,7 +47,7 @@ export function generateFiles(o) {
     console.log(`${o.name}: wrote ${rel}`);
   }
   if (o.prune === true) {
-    for (const rel of listFiles(o.root, o.target)) {
+    for (const rel of targets.flatMap((t) => listFiles(o.root, t))) {
       const key = relative(o.root, join(o.root, rel)).split('\\').join('/');
       if (key in files) continue;
       if (check) {
@@ -63,7 +64,7 @@ export function generateFiles(o) {
       console.error(`${o.name}: ${drifted} file(s) drifted; run npm run ${o.name}`);
       process.exit(1);
     }
-    console.log(`${o.name}: ${o.target} is up to date`);
+    console.log(`${o.name}: ${targets.join(' and ')} ${targets.length === 1 ? 'is' : 'are'} up to date`);
   }
 }
 

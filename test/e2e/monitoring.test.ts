@@ -1,8 +1,9 @@
-// deploy/monitoring through Prometheus' own promtool (built from its Go module by scripts/build-promtool, or
-// $PROMTOOL): rules.yaml passes `promtool check rules`, its unit tests rules.test.yaml pass `promtool test rules`
-// and fail when any alert is made to never fire or to always fire (so they test every alert both ways), the
-// PrometheusRule carries exactly the groups of rules.yaml, and every dashboard query is valid PromQL (checked as a
-// recording rule, Grafana's variables replaced). No cluster: runtime-independent, so it runs in the node pass only.
+// deploy/monitoring and charts/monitoring through Prometheus' own promtool (built from its Go module by
+// scripts/build-promtool, or $PROMTOOL): rules.yaml passes `promtool check rules`, its unit tests rules.test.yaml
+// pass `promtool test rules` and fail when any alert is made to never fire or to always fire (so they test every
+// alert both ways), the PrometheusRule carries exactly the groups of rules.yaml, and every dashboard query is valid
+// PromQL (checked as a recording rule, Grafana's variables replaced). No cluster: runtime-independent, so it runs in
+// the node pass only.
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +16,9 @@ import { promtoolBinary, promtoolSkipReason, runPromtool } from '../support/prom
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MONITORING = join(ROOT, 'deploy', 'monitoring');
+const RULES_DIR = join(ROOT, 'charts', 'monitoring');
 const read = (name: string) => readFileSync(join(MONITORING, name), 'utf8');
+const readRules = (name: string) => readFileSync(join(RULES_DIR, name), 'utf8');
 
 const skip =
   process.env.AGENT_E2E_RUNTIME === 'deno'
@@ -65,21 +68,23 @@ describe('deploy/monitoring with promtool', { skip }, () => {
   });
 
   it('rules.yaml passes promtool check rules', () => {
-    const r = runPromtool(promtool, ['check', 'rules', 'deploy/monitoring/rules.yaml']);
+    const r = runPromtool(promtool, ['check', 'rules', 'charts/monitoring/rules.yaml']);
     assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
-    const count = v.parse(RulesFileSchema, load(read('rules.yaml'))).groups.flatMap((g) => g.rules).length;
+    const count = v
+      .parse(RulesFileSchema, load(readRules('rules.yaml')))
+      .groups.flatMap((g) => g.rules).length;
     assert.match(r.stdout, new RegExp(`SUCCESS: ${count} rules found`));
   });
 
   it('rules.test.yaml passes promtool test rules', () => {
-    const r = runPromtool(promtool, ['test', 'rules', 'deploy/monitoring/rules.test.yaml']);
+    const r = runPromtool(promtool, ['test', 'rules', 'charts/monitoring/rules.test.yaml']);
     assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
     assert.match(r.stdout, /SUCCESS/);
   });
 
   it('the unit tests fail for any alert that never fires or always fires', () => {
-    const rules = v.parse(RulesFileSchema, load(read('rules.yaml')));
-    copyFileSync(join(MONITORING, 'rules.test.yaml'), join(work, 'rules.test.yaml'));
+    const rules = v.parse(RulesFileSchema, load(readRules('rules.yaml')));
+    copyFileSync(join(RULES_DIR, 'rules.test.yaml'), join(work, 'rules.test.yaml'));
     const mutants: string[] = [];
     for (const [g, group] of rules.groups.entries()) {
       for (const [i, rule] of group.rules.entries()) {
@@ -111,7 +116,7 @@ describe('deploy/monitoring with promtool', { skip }, () => {
   });
 
   it('prometheus-rule.yaml carries exactly the groups of rules.yaml', () => {
-    const plain = v.parse(RulesFileSchema, load(read('rules.yaml')));
+    const plain = v.parse(RulesFileSchema, load(readRules('rules.yaml')));
     const operator = v.parse(PrometheusRuleSchema, load(read('prometheus-rule.yaml')));
     assert.deepEqual(operator.spec.groups, plain.groups);
     assert.equal(operator.metadata.namespace, 'ai-agents');

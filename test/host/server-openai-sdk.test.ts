@@ -176,37 +176,43 @@ describe('server mode with the official openai SDK', () => {
     },
   );
 
-  // Product mismatches the SDK shows (issue 25 §2); `todo` until fixed in src/pod/supervisor/openai.ts.
-  it("a history with an assistant tool-call message whose content is null (the SDK's ChatCompletionAssistantMessageParam) is answered", {
-    ...T,
-    todo: 'server mode refuses it: 400 messages[1].content must be a string or an array',
-  }, async () => {
-    const completion = await client.chat.completions.create({
-      model: MODEL,
-      messages: [
-        { role: 'user', content: 'run it' },
-        {
-          role: 'assistant',
-          content: null,
-          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }],
-        },
-        { role: 'tool', tool_call_id: 'c1', content: 'ok' },
-        { role: 'user', content: 'and now?' },
-      ],
-    });
-    assert.match(completion.choices[0]?.message.content ?? '', /and now\?/);
-  });
+  // The two mismatches the SDK showed (issue 25 §2), fixed in src/pod/supervisor/openai.ts.
+  it(
+    "a history with an assistant tool-call message whose content is null (the SDK's ChatCompletionAssistantMessageParam) is answered",
+    T,
+    async () => {
+      const completion = await client.chat.completions.create({
+        model: MODEL,
+        messages: [
+          { role: 'user', content: 'run it' },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+          },
+          { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+          { role: 'user', content: 'and now?' },
+        ],
+      });
+      // The mock echoes the prompt: the transcript, without the tool call, which says nothing.
+      assert.equal(
+        completion.choices[0]?.message.content,
+        'echo: User: run it\n\nTool: ok\n\nUser: and now?',
+      );
+    },
+  );
 
-  it("the answer's message carries refusal: null, as the SDK's ChatCompletionMessage type requires", {
-    ...T,
-    todo: 'server mode leaves refusal out of choices[].message',
-  }, async () => {
-    const completion = await client.chat.completions.create({
-      model: MODEL,
-      messages: [{ role: 'user', content: 'x' }],
-    });
-    assert.equal(completion.choices[0]?.message.refusal, null);
-  });
+  it(
+    "the answer's message carries refusal: null, as the SDK's ChatCompletionMessage type requires",
+    T,
+    async () => {
+      const completion = await client.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: 'user', content: 'x' }],
+      });
+      assert.equal(completion.choices[0]?.message.refusal, null);
+    },
+  );
 
   it('a wrong key is the SDK AuthenticationError with the invalid_api_key code', T, async () => {
     const wrong = new OpenAI({ apiKey: `${KEY}x`, baseURL: client.baseURL, maxRetries: 0 });

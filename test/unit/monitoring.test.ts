@@ -1,8 +1,9 @@
-// deploy/monitoring, read as users get it: every metric name the dashboard and the alert rules use is one the
-// controller serves on /metrics (the text of the registry src/cmd/controller.ts serves there, default process
-// metrics included; a histogram only as its _bucket, _sum and _count series), the dashboard covers what
-// issue 11 §3 lists, the generated files are what src/metrics/monitoring renders, and every alert has promtool unit
-// tests that see it fire and see it stay quiet. promtool itself runs in test/e2e/monitoring.test.ts.
+// deploy/monitoring and charts/monitoring (the plain rules file and its promtool tests), read as users get them:
+// every metric name the dashboard and the alert rules use is one the controller serves on /metrics (the text of the
+// registry src/cmd/controller.ts serves there, default process metrics included; a histogram only as its _bucket,
+// _sum and _count series), the dashboard covers what issue 11 §3 lists, the generated files are what
+// src/metrics/monitoring renders, and every alert has promtool unit tests that see it fire and see it stay quiet.
+// promtool itself runs in test/e2e/monitoring.test.ts. Also: docs/how-to/monitoring.md lists every run failure kind.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -20,9 +21,11 @@ import {
   promqlNames,
   renderMonitoringFiles,
 } from '../../src/metrics/monitoring/index.ts';
+import { RUN_FAILURE_KINDS } from '../../src/reconcile/actions.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const read = (rel: string) => readFileSync(join(ROOT, 'deploy', 'monitoring', rel), 'utf8');
+/** A file of the repository, by its repository-relative path. */
+const read = (rel: string) => readFileSync(join(ROOT, rel), 'utf8');
 
 const RuleSchema = v.strictObject({
   alert: v.string(),
@@ -69,8 +72,8 @@ const TestFileSchema = v.looseObject({
   ),
 });
 
-const rules = v.parse(RulesFileSchema, load(read('rules.yaml')));
-const dashboard = v.parse(DashboardSchema, JSON.parse(read('dashboard.json')));
+const rules = v.parse(RulesFileSchema, load(read('charts/monitoring/rules.yaml')));
+const dashboard = v.parse(DashboardSchema, JSON.parse(read('deploy/monitoring/dashboard.json')));
 const alerts = rules.groups.flatMap((g) => g.rules);
 
 /** Every PromQL expression of the dashboard, with where it is. */
@@ -95,13 +98,13 @@ async function servedSeriesNames(): Promise<Map<string, string>> {
   return names;
 }
 
-describe('deploy/monitoring', () => {
+describe('deploy/monitoring and charts/monitoring', () => {
   it('is exactly what src/metrics/monitoring generates (run npm run gen:monitoring after changing it)', () => {
     const files = renderMonitoringFiles();
     assert.deepEqual(
       files.map((f) => f.path),
       [
-        'deploy/monitoring/rules.yaml',
+        'charts/monitoring/rules.yaml',
         'deploy/monitoring/prometheus-rule.yaml',
         'deploy/monitoring/dashboard.json',
       ],
@@ -218,7 +221,7 @@ describe('deploy/monitoring', () => {
   });
 
   it('has promtool unit tests in which every alert fires and stays quiet', () => {
-    const tests = v.parse(TestFileSchema, load(read('rules.test.yaml')));
+    const tests = v.parse(TestFileSchema, load(read('charts/monitoring/rules.test.yaml')));
     assert.deepEqual(tests.rule_files, ['rules.yaml']);
     const cases = tests.tests.flatMap((t) => t.alert_rule_test);
     for (const r of alerts) {
@@ -234,5 +237,28 @@ describe('deploy/monitoring', () => {
     }
     const unknown = cases.map((c) => c.alertname).filter((n) => !alerts.some((r) => r.alert === n));
     assert.deepEqual(unknown, [], 'tests name alerts rules.yaml does not have');
+  });
+});
+
+describe('docs/how-to/monitoring.md', () => {
+  it('lists exactly the failure kinds of controller_run_failures_total (RUN_FAILURE_KINDS), each once', () => {
+    const rows = read('docs/how-to/monitoring.md')
+      .split('\n')
+      .filter((l) => l.startsWith('| `controller_run_failures_total` |'));
+    assert.equal(rows.length, 1, 'one row for controller_run_failures_total in the metrics table');
+    const what = rows[0]?.split('|').at(-2) ?? '';
+    assert.match(what, /failed runs: /);
+    const listed = [...what.matchAll(/`([a-z_]+)`/g)].map((m) => m[1] ?? '');
+    assert.deepEqual(
+      RUN_FAILURE_KINDS.filter((k) => !listed.includes(k)),
+      [],
+      'kinds missing from the docs',
+    );
+    assert.deepEqual(
+      listed.filter((k) => !(RUN_FAILURE_KINDS as readonly string[]).includes(k)),
+      [],
+      'kinds the controller does not have',
+    );
+    assert.equal(new Set(listed).size, listed.length, `a kind listed twice: ${listed.join(', ')}`);
   });
 });

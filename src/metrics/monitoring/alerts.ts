@@ -1,7 +1,7 @@
 /**
- * The controller's Prometheus alert rules: the one source of deploy/monitoring/rules.yaml (a plain rules file) and
+ * The controller's Prometheus alert rules: the one source of charts/monitoring/rules.yaml (a plain rules file) and
  * deploy/monitoring/prometheus-rule.yaml (the same groups in a Prometheus Operator PrometheusRule), written by
- * `npm run gen:monitoring`. deploy/monitoring/rules.test.yaml holds their promtool unit tests and
+ * `npm run gen:monitoring`. charts/monitoring/rules.test.yaml holds their promtool unit tests and
  * deploy/monitoring/README.md what each alert means and what to do.
  *
  * Series are summed `by (namespace)`: one controller Deployment per namespace (as deploy/ installs it) is one

@@ -1,5 +1,5 @@
-// Entry for scripts/gen-monitoring.mjs: prints the generated deploy/monitoring files as one JSON object
-// {path: content} on stdout.
+// Entry for scripts/gen-monitoring.mjs: prints the generated monitoring files (deploy/monitoring,
+// charts/monitoring) as one JSON object {path: content} on stdout.
 import { renderMonitoringFiles } from './files.ts';
 
 const files: Record<string, string> = {};

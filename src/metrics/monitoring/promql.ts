@@ -1,7 +1,7 @@
 /**
  * Just enough PromQL reading to say which metric names and functions an expression uses: what the monitoring
- * tests need to prove that every name in deploy/monitoring exists on the controller's /metrics. It tokenizes; it
- * does not parse (promtool checks syntax). Grafana variables (`$namespace`, `${datasource}`, `$__rate_interval`)
+ * tests need to prove that every name the dashboard and the rules use exists on the controller's /metrics. It
+ * tokenizes; it does not parse (promtool checks syntax). Grafana variables (`$namespace`, `${datasource}`, `$__rate_interval`)
  * are skipped wherever they appear.
  */
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { extractRunResult, type TokenUsage, type Vendor } from '../../vendors/cli/index.ts';
 import {
   type ChatTurn,
@@ -91,6 +92,18 @@ describe('chat request validation', () => {
       'messages[0].role',
     ],
     ['content missing', { messages: [{ role: 'user' }] }, /Expected "content"/, 'messages[0].content'],
+    ...(['user', 'system', 'developer', 'tool'] as const).map((role): [string, unknown, RegExp, string] => [
+      `${role} content null (only an assistant message may have none)`,
+      { messages: [user('x'), { role, content: null }, user('y')] },
+      /content must be a string or an array/,
+      'messages[1].content',
+    ]),
+    [
+      'assistant content a number',
+      { messages: [{ role: 'assistant', content: 3 }, user('x')] },
+      /content must be a string or an array/,
+      'messages[0].content',
+    ],
     [
       'content a number',
       { messages: [user(5)] },
@@ -214,6 +227,26 @@ describe('prompt mapping', () => {
     assert.equal(t.system, 'sys');
   });
 
+  it("leaves an assistant tool-call message without content (null or absent, as the SDK's types allow) out of the transcript", () => {
+    const toolCall = { id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } };
+    const t = turn({
+      messages: [
+        user('run it'),
+        { role: 'assistant', content: null, tool_calls: [toolCall] },
+        { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+        { role: 'assistant', tool_calls: [toolCall] },
+        user('and now?'),
+      ],
+    });
+    assert.equal(t.prompt, 'User: run it\n\nTool: ok\n\nUser: and now?');
+    // It says nothing, so it neither ends a conversation nor makes one of a lone user message.
+    assert.match(
+      refused({ messages: [user('q'), { role: 'assistant', content: null }] }).message,
+      /last message .* must be from the user/,
+    );
+    assert.equal(turn({ messages: [{ role: 'assistant', content: null }, user('q')] }).prompt, 'q');
+  });
+
   it('two user messages in a row are a transcript too', () => {
     assert.equal(turn({ messages: [user('a'), user('b')] }).prompt, 'User: a\n\nUser: b');
   });
@@ -264,7 +297,7 @@ describe('responses', () => {
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: 'the answer' },
+          message: { role: 'assistant', content: 'the answer', refusal: null },
           logprobs: null,
           finish_reason: 'stop',
         },
@@ -273,6 +306,13 @@ describe('responses', () => {
       session_id: 'sess-1',
     });
     assert.ok(!('session_id' in chatCompletion(head, '', undefined, undefined)), 'no session, no field');
+  });
+
+  it("gives the message refusal: null, which the openai SDK's ChatCompletionMessage requires", () => {
+    const completion: ChatCompletion = chatCompletion(head, 'the answer', usage, undefined);
+    const message = completion.choices[0]?.message;
+    assert.ok(message !== undefined && Object.hasOwn(message, 'refusal'), 'refusal is present');
+    assert.equal(message.refusal, null);
   });
 
   it('builds chunks: role first, content deltas, the last one with finish_reason, the usage one without choices', () => {

@@ -7,7 +7,10 @@
 // definition's own, a blank line between); with exactly one other message, a `user` one, the prompt is its text;
 // otherwise the prompt is a plain transcript of the other messages (`User: …`, `Assistant: …`, `Tool: …`, a blank
 // line between) ending with the last message, which must be from `user`. Text parts of one message are joined with
-// a newline; parts of any other type are refused. `session_id` (an extension) resumes that CLI session.
+// a newline; parts of any other type are refused. An `assistant` message's content may be null or absent (a tool-call
+// turn, as the SDK's ChatCompletionAssistantMessageParam allows): it contributes no text and is left out of the
+// transcript, but a conversation must still end with the user; every other role needs content. `session_id` (an
+// extension) resumes that CLI session.
 
 import * as v from 'valibot';
 import { err, ok, type Result } from '../../shared/result.ts';
@@ -19,13 +22,19 @@ export const MODEL_OWNER = 'agent-controller';
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool'] as const;
 type Role = (typeof ROLES)[number];
 
-const MessageSchema = v.object({
-  role: v.picklist(ROLES, `role must be one of ${ROLES.join(', ')}`),
-  content: v.union(
-    [v.string(), v.array(v.unknown())],
-    'content must be a string or an array of {"type":"text","text":...} parts',
-  ),
-});
+const ContentSchema = v.union(
+  [v.string(), v.array(v.unknown())],
+  'content must be a string or an array of {"type":"text","text":...} parts',
+);
+const MessageSchema = v.variant(
+  'role',
+  [
+    // Null or absent on a tool-call turn (OpenAI's ChatCompletionAssistantMessageParam).
+    v.object({ role: v.literal('assistant'), content: v.optional(v.nullable(ContentSchema)) }),
+    v.object({ role: v.picklist(['system', 'developer', 'user', 'tool'] as const), content: ContentSchema }),
+  ],
+  `role must be one of ${ROLES.join(', ')}`,
+);
 const TextPartSchema = v.object({
   type: v.literal('text'),
   text: v.string('a text part needs a string text'),
@@ -119,23 +128,32 @@ export function chatTurnOf(body: unknown): Result<ChatTurn, RequestProblem> {
   }
   const request = parsed.output;
   const system: string[] = [];
-  const said: { role: Exclude<Role, 'system' | 'developer'>; text: string }[] = [];
+  // `text` undefined: an assistant message without content (a tool call), which says nothing but is still a turn.
+  const said: { role: Exclude<Role, 'system' | 'developer'>; text: string | undefined }[] = [];
   for (const [i, message] of request.messages.entries()) {
-    const text = contentText(message.content, `messages[${i}]`);
+    const content = message.content;
+    if (content === null || content === undefined) {
+      // Only an assistant message may have none (MessageSchema).
+      said.push({ role: 'assistant', text: undefined });
+      continue;
+    }
+    const text = contentText(content, `messages[${i}]`);
     if (!text.ok) return text;
     if (message.role === 'system' || message.role === 'developer') {
       if (text.value.trim() !== '') system.push(text.value);
     } else said.push({ role: message.role, text: text.value });
   }
   const last = said.at(-1);
-  if (last === undefined || last.role !== 'user')
+  if (last === undefined || last.role !== 'user' || last.text === undefined)
     return err({
       message: 'the last message (besides system messages) must be from the user',
       param: 'messages',
     });
   if (last.text.trim() === '')
     return err({ message: 'the last user message has no text', param: 'messages' });
-  const prompt = said.length === 1 ? last.text : said.map((m) => `${LABELS[m.role]}: ${m.text}`).join('\n\n');
+  const spoken = said.filter((m) => m.text !== undefined);
+  const prompt =
+    spoken.length === 1 ? last.text : spoken.map((m) => `${LABELS[m.role]}: ${m.text}`).join('\n\n');
   return ok({
     prompt,
     system: system.length === 0 ? undefined : system.join('\n\n'),
@@ -209,9 +227,10 @@ export function chatCompletion(
     choices: [
       {
         index: 0,
-        message: { role: 'assistant' as const, content: answer },
+        // `refusal`: required by OpenAI's ChatCompletionMessage; null, as the answer is always content.
+        message: { role: 'assistant' as const, content: answer, refusal: null },
         logprobs: null,
-        finish_reason: 'stop',
+        finish_reason: 'stop' as const,
       },
     ],
     usage: openAiUsage(usage),
