@@ -57,9 +57,14 @@ function definition(
   };
 }
 
-/** The model requests of a fake's record whose history has `marker`'s tool output (the CLI's second turn). */
+/**
+ * Whether a request to the fake carried the command's output back (the CLI's second turn): the working directory
+ * and the marker the command wrote and read, in whatever wrapping the CLI gives a tool's output.
+ */
 function toolOutputSeen(fake: ModelApiFake, marker: string): boolean {
-  return fake.requests.some((r) => r.toolResults.some((t) => t.content.includes(`/workspace\n${marker}`)));
+  return fake.requests.some((r) =>
+    r.toolResults.some((t) => t.content.includes('/workspace') && t.content.includes(marker)),
+  );
 }
 
 describe(`the real Codex, Gemini CLI and OpenCode in Job runs (${runtime})`, { skip }, () => {
@@ -164,7 +169,10 @@ describe(`the real Codex, Gemini CLI and OpenCode in Job runs (${runtime})`, { s
           const problems: string[] = [];
           if (run.status.phase !== 'Succeeded') problems.push(`phase ${run.status.phase}`);
           if (status.result !== answer) problems.push(`result ${JSON.stringify(status.result)}`);
-          if (!toolOutputSeen(fake, marker)) problems.push('the tool output did not reach the model');
+          if (!toolOutputSeen(fake, marker))
+            problems.push(
+              `the tool output did not reach the model: ${JSON.stringify(fake.requests.map((r) => r.toolResults))}`,
+            );
           if (!fake.requests.some((r) => r.apiKey === key))
             problems.push('the key did not reach the model API');
           if (JSON.stringify(run).includes(key)) problems.push('the key is on the Agent');

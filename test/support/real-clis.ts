@@ -47,14 +47,24 @@ export function installRealClis(): CliManifest {
   return manifest;
 }
 
-/** Where a Node CLI's package is mounted in the image. */
-const NODE_CLI_ROOT = '/opt/vendor-cli';
+/** Where each CLI's npm package is mounted in the images. */
+const CLI_ROOT = '/opt/vendor-cli';
+
+/** The folder of the npm package that holds `path` (`…/node_modules/<name>` or `…/node_modules/@scope/<name>`). */
+export function packageRoot(path: string): string {
+  const at = path.lastIndexOf('/node_modules/');
+  if (at === -1) throw new Error(`${path} is not inside node_modules`);
+  const parts = path.slice(at + '/node_modules/'.length).split('/');
+  const name = parts[0]?.startsWith('@') ? parts.slice(0, 2) : parts.slice(0, 1);
+  return `${path.slice(0, at)}/node_modules/${name.join('/')}`;
+}
 
 /**
- * Test images that ship the real CLIs at `/usr/local/bin/<cli>`: native ones as their binary, Gemini CLI as its
- * package under /opt and a launcher running it with the image's `node`. `init` is the run-pod image of `runtime`
- * with the CLIs added (so the init container finds them and installs nothing), `agent` an agent-container image.
- * Removed with the scenario.
+ * Test images that ship the real CLIs as npm installs them: each CLI's package under /opt (a CLI finds its own
+ * resources beside its executable, e.g. Codex's bundled bubblewrap) and a launcher at `/usr/local/bin/<cli>` that
+ * runs its executable (Gemini CLI with the image's `node`). `init` is the run-pod image of `runtime` with the CLIs
+ * added (so the init container finds them and installs nothing), `agent` an agent-container image. Removed with the
+ * scenario.
  */
 export function realCliImages(
   s: Scenario,
@@ -64,21 +74,13 @@ export function realCliImages(
   const files: Record<string, string> = {};
   for (const cli of REAL_CLIS) {
     const entry = m.clis[cli];
-    if (entry.kind === 'native') {
-      files[`/usr/local/bin/${cli}`] = entry.path;
-      continue;
-    }
-    // A Node program: its package folder (the bundle loads files beside it) and a launcher.
-    const pkgDir = entry.path.slice(
-      0,
-      entry.path.lastIndexOf(`/${entry.package}/`) + entry.package.length + 1,
-    );
-    const inPkg = entry.path.slice(pkgDir.length);
-    const mount = `${NODE_CLI_ROOT}/${cli}`;
+    const root = packageRoot(entry.path);
+    const mount = `${CLI_ROOT}/${cli}`;
+    const executable = `${mount}${entry.path.slice(root.length)}`;
     const launcher = join(s.tempDir(), cli);
-    writeFileSync(launcher, `#!/bin/sh\nexec node ${mount}${inPkg} "$@"\n`);
+    writeFileSync(launcher, `#!/bin/sh\nexec ${entry.kind === 'node' ? 'node ' : ''}${executable} "$@"\n`);
     chmodSync(launcher, 0o755);
-    files[mount] = pkgDir;
+    files[mount] = root;
     files[`/usr/local/bin/${cli}`] = launcher;
   }
   const base = testbedImage(s.cluster, runPodImage(runtime));
