@@ -183,6 +183,11 @@ describe(`the real Claude Code in Job runs (${runtime})`, { skip }, () => {
         // The tool ran in the pod's workspace, and its output went back to the model.
         const requests = modelRequests(workFake.requests);
         assert.equal(requests.length, 2, JSON.stringify(workFake.requests.map((r) => r.path)));
+        // Nothing but model requests (no connectivity check: the supervisor switches non-essential traffic off).
+        assert.deepEqual(
+          workFake.requests.map((r) => `${r.method} ${r.path}`),
+          ['POST /v1/messages', 'POST /v1/messages'],
+        );
         for (const r of requests) {
           assert.equal(r.apiKey, apiKey, 'the key reached the model API');
           assert.equal(r.model, 'claude-sonnet-4-5');

@@ -115,10 +115,23 @@ describe('vendorLaunch: OpenCode', () => {
   });
 });
 
+describe('vendorLaunch: Claude Code', () => {
+  it('switches off its non-essential traffic unless the run sets the switch itself; argv as built', () => {
+    const argv = ['claude', '--print', '--', 'p'];
+    const env = { ANTHROPIC_BASE_URL: 'http://127.0.0.1:9', ANTHROPIC_API_KEY: KEY };
+    assert.deepEqual(vendorLaunch('claude', argv, env), {
+      argv,
+      env: { ...env, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1' },
+    });
+    const own = { ...env, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '0' };
+    assert.deepEqual(vendorLaunch('claude', argv, own), { argv, env: own });
+  });
+});
+
 describe('vendorLaunch: the others', () => {
-  it('leaves Claude, Gemini and exec as built', () => {
+  it('leaves Gemini and exec as built', () => {
     const env = { OPENAI_BASE_URL: 'http://p/v1', OPENAI_API_KEY: KEY };
-    for (const vendor of ['claude', 'gemini', 'exec'] as const) {
+    for (const vendor of ['gemini', 'exec'] as const) {
       const argv = [vendor, '--', 'p'];
       assert.deepEqual(vendorLaunch(vendor, argv, env), { argv, env });
     }

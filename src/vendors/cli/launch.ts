@@ -97,6 +97,22 @@ function opencodeLaunch(argv: readonly string[], env: LaunchEnv): VendorLaunch {
   return { argv, env: out };
 }
 
+/**
+ * Claude Code's switch that keeps a headless run off the network beyond its model API (a connectivity check at the
+ * base URL and telemetry to the vendor's host; docs/reference/vendor-clis.md#requests-one-prompt---print---verbose---output-format-stream-json).
+ * A value the run's environment sets wins.
+ */
+export const CLAUDE_QUIET_ENV: Readonly<Record<string, string>> = {
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+};
+
+function claudeLaunch(argv: readonly string[], env: LaunchEnv): VendorLaunch {
+  const out: Record<string, string | undefined> = { ...env };
+  for (const [name, value] of Object.entries(CLAUDE_QUIET_ENV))
+    if (env[name] === undefined) out[name] = value;
+  return { argv, env: out };
+}
+
 /** The argv and env `vendor`'s CLI is started with, given the argv built for it and the run's environment. */
 export function vendorLaunch(vendor: Vendor, argv: readonly string[], env: LaunchEnv): VendorLaunch {
   switch (vendor) {
@@ -105,6 +121,7 @@ export function vendorLaunch(vendor: Vendor, argv: readonly string[], env: Launc
     case 'opencode':
       return opencodeLaunch(argv, env);
     case 'claude':
+      return claudeLaunch(argv, env);
     case 'gemini':
     case 'exec':
       return { argv, env };
