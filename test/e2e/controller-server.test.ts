@@ -23,7 +23,6 @@ import {
   agentManifest,
   applyCrds,
   applyRbacManifests,
-  type ControllerProcess,
   controllerSkipReason,
   e2eCluster,
   e2eRuntime,
@@ -37,12 +36,12 @@ import {
   stationManifest,
 } from '../support/index.ts';
 import type { KubeClient } from '../support/kube-client.ts';
+import { createPolicy, endpointOf, startServerReplica } from '../support/server.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cluster = e2eCluster();
 const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
-const POLICIES = `/apis/${GROUP_VERSION}/agentpolicies`;
 const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 const GATEWAY_CRDS = ['gatewayclasses', 'gateways', 'httproutes', 'referencegrants'].map(
   (r) => `${r}.gateway.networking.k8s.io`,
@@ -91,36 +90,6 @@ function serverDefinition(name: string): Manifest {
   };
 }
 
-/** An AgentPolicy for this namespace only, allowing `executions`; deleted at the end. */
-async function createPolicy(s: Scenario, suffix: string, executions: readonly string[]): Promise<string> {
-  const name = `${s.ns}-${suffix}`;
-  await s.client.create(POLICIES, {
-    apiVersion: GROUP_VERSION,
-    kind: 'AgentPolicy',
-    metadata: { name },
-    spec: { namespaces: [s.ns], executions: { allowed: executions } },
-  });
-  s.defer(async () => {
-    await s.client.delete(`${POLICIES}/${name}`);
-  });
-  return name;
-}
-
-async function startServerReplica(
-  s: Scenario,
-  agentImage: string,
-  enabled = true,
-): Promise<ControllerProcess> {
-  return s.startReplica({
-    kubeconfig: await s.kubeconfigAs('agent-controller'),
-    env: {
-      AGENT_IMAGE: agentImage,
-      AGENT_POLL_INTERVAL_MS: '1000',
-      ...(enabled ? { SERVER_ENABLED: 'true' } : {}),
-    },
-  });
-}
-
 /** A pod a Service selects that is ready and not terminating: its uid, its ReplicaSet and its IP. */
 interface ReadyPod {
   readonly uid: string;
@@ -150,47 +119,6 @@ async function readyPods(s: Scenario, service: string): Promise<ReadyPod[]> {
           },
         ]
       : [],
-  );
-}
-
-/**
- * The address:port a Service sends to, found as kube-proxy would: its selector, a ready pod it selects, that pod's
- * IP and the Service's targetPort. (The test node's pod IPs are loopback addresses, which EndpointSlices may not
- * hold, so the test bed runs no EndpointSlice controller.)
- */
-async function endpointOf(s: Scenario, service: string): Promise<string> {
-  const svc = await s.client.get(
-    `/api/v1/namespaces/${s.ns}/services/${service}`,
-    v.looseObject({
-      spec: v.looseObject({
-        selector: v.record(v.string(), v.string()),
-        ports: v.array(v.looseObject({ targetPort: v.number() })),
-      }),
-    }),
-  );
-  const selector = Object.entries(svc.spec.selector)
-    .map(([k, val]) => `${k}=${val}`)
-    .join(',');
-  const port = svc.spec.ports[0]?.targetPort;
-  return pollUntil(
-    async (observe) => {
-      const pods = await s.client.list(
-        `/api/v1/namespaces/${s.ns}/pods`,
-        { labelSelector: selector },
-        PodSchema,
-      );
-      observe(pods.items.map((p) => p.status));
-      // As an EndpointSlice would: ready pods that are not terminating.
-      const ready = pods.items.find(
-        (p) =>
-          (p.metadata.deletionTimestamp ?? undefined) === undefined &&
-          (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
-      );
-      return ready?.status.podIP !== undefined && port !== undefined
-        ? `${ready.status.podIP}:${port}`
-        : undefined;
-    },
-    { timeoutMs: 60_000, intervalMs: 250, description: `a ready pod behind Service ${service}` },
   );
 }
 

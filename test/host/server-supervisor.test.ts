@@ -435,7 +435,7 @@ for (const runtime of ['node', 'deno'] as const) {
           assert.deepEqual(r.body.choices, [
             {
               index: 0,
-              message: { role: 'assistant', content: 'echo: hello there' },
+              message: { role: 'assistant', content: 'echo: hello there', refusal: null },
               logprobs: null,
               finish_reason: 'stop',
             },
