@@ -43,6 +43,8 @@ const info = (text: string): void => void process.stderr.write(`[bench] ${text}\
 const now = (): number => performance.timeOrigin + performance.now();
 const MODEL = 'claude-sonnet-4-5';
 const PROMPT = 'Answer with one word: done.';
+/** Runs of each kind timed one at a time on the idle control plane (each alone, after the previous has ended). */
+export const IDLE_RUNS = 5;
 
 const AgentView = v.looseObject({
   metadata: v.looseObject({ name: v.string() }),
@@ -202,8 +204,11 @@ export async function runTtftScenario(input: TtftScenarioInput): Promise<TtftRep
     const deadline = (): number => Date.now() + opts.timeoutMs;
 
     /** Creates `count` Agents of `cli` at once; waits until all are terminal; reads their marks. */
-    const agentBatch = async (cli: TtftCli, phase: TtftPhase, count: number): Promise<void> => {
-      const names = Array.from({ length: count }, (_, i) => `${cli}-${phase}-${String(i).padStart(4, '0')}`);
+    const agentBatch = async (cli: TtftCli, phase: TtftPhase, count: number, from: number): Promise<void> => {
+      const names = Array.from(
+        { length: count },
+        (_, i) => `${cli}-${phase}-${String(from + i).padStart(4, '0')}`,
+      );
       const created = new Map<string, number>();
       const firstSent = now();
       await runPool(
@@ -266,10 +271,10 @@ export async function runTtftScenario(input: TtftScenarioInput): Promise<TtftRep
     };
 
     /** Creates `count` bare Pods running the CLI of `cli` at once; waits until all ended; reads their marks. */
-    const rawBatch = async (cli: TtftCli, phase: TtftPhase, count: number): Promise<void> => {
+    const rawBatch = async (cli: TtftCli, phase: TtftPhase, count: number, from: number): Promise<void> => {
       const names = Array.from(
         { length: count },
-        (_, i) => `raw-${cli}-${phase}-${String(i).padStart(4, '0')}`,
+        (_, i) => `raw-${cli}-${phase}-${String(from + i).padStart(4, '0')}`,
       );
       const created = new Map<string, number>();
       const firstSent = now();
@@ -350,41 +355,49 @@ export async function runTtftScenario(input: TtftScenarioInput): Promise<TtftRep
       if (phase === 'burst') burstWallMs[`${cli}-raw`] = last - firstSent;
     };
 
-    const step = async (what: string, body: () => Promise<void>): Promise<void> => {
+    const step = async (what: string, pauseMs: number, body: () => Promise<void>): Promise<void> => {
       if (signal.aborted) return;
       const t = Date.now();
       info(`${what}`);
       await body();
       info(`  done in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-      await delay(2000);
+      // Let the test node finish tearing the step's pods down before the next step is timed.
+      await delay(pauseMs);
     };
-    const batch = (path: TtftPath, cli: TtftCli, phase: TtftPhase, count: number) =>
-      path === 'controller' ? agentBatch(cli, phase, count) : rawBatch(cli, phase, count);
-    // Idle first: one of each, alone. Then the bursts, each on its own.
-    for (const [path, cli] of [
-      ['raw', 'claude'],
-      ['controller', 'claude'],
-      ['raw', 'mock'],
-      ['controller', 'mock'],
-    ] as const)
-      await step(`idle: one ${cli} ${path === 'raw' ? 'bare pod' : 'Agent'}`, () =>
-        batch(path, cli, 'idle', 1),
-      );
+    const batch = (path: TtftPath, cli: TtftCli, phase: TtftPhase, count: number, from = 0) =>
+      path === 'controller' ? agentBatch(cli, phase, count, from) : rawBatch(cli, phase, count, from);
+    // Idle first: one run at a time, each kind in turn, IDLE_RUNS rounds. Then the bursts, each on its own.
+    for (let round = 0; round < IDLE_RUNS; round++)
+      for (const [path, cli] of [
+        ['raw', 'claude'],
+        ['controller', 'claude'],
+        ['raw', 'mock'],
+        ['controller', 'mock'],
+      ] as const)
+        await step(
+          `idle ${round + 1}/${IDLE_RUNS}: one ${cli} ${path === 'raw' ? 'bare pod' : 'Agent'}`,
+          3000,
+          () => batch(path, cli, 'idle', 1, round),
+        );
     const sampler = startClaudeSampler();
     for (const [path, cli] of [
       ['controller', 'claude'],
       ['raw', 'claude'],
     ] as const)
-      await step(`burst: ${opts.agents} ${cli} ${path === 'raw' ? 'bare pods' : 'Agents'} at once`, () =>
-        batch(path, cli, 'burst', opts.agents),
+      await step(
+        `burst: ${opts.agents} ${cli} ${path === 'raw' ? 'bare pods' : 'Agents'} at once`,
+        5000,
+        () => batch(path, cli, 'burst', opts.agents),
       );
     claudePeak = await sampler.stop();
     for (const [path, cli] of [
       ['controller', 'mock'],
       ['raw', 'mock'],
     ] as const)
-      await step(`burst: ${opts.agents} ${cli} ${path === 'raw' ? 'bare pods' : 'Agents'} at once`, () =>
-        batch(path, cli, 'burst', opts.agents),
+      await step(
+        `burst: ${opts.agents} ${cli} ${path === 'raw' ? 'bare pods' : 'Agents'} at once`,
+        5000,
+        () => batch(path, cli, 'burst', opts.agents),
       );
     await controller.stop();
     live.controller = undefined;
@@ -396,6 +409,7 @@ export async function runTtftScenario(input: TtftScenarioInput): Promise<TtftRep
     const order = (r: TimedRun) => `${r.phase === 'idle' ? 0 : 1}${r.cli}${r.path}${r.name}`;
     runs.sort((a, b) => order(a).localeCompare(order(b)));
     return {
+      idleRuns: IDLE_RUNS,
       burst: opts.agents,
       claudeVersion: real.manifest.clis.claude.version,
       runs,

@@ -132,6 +132,7 @@ describe('ttftRows and the report', () => {
       ],
     );
     const text = formatTtftReport({
+      idleRuns: 1,
       burst: 2,
       claudeVersion: '2.1.332',
       runs,

@@ -8,7 +8,7 @@ export const TTFT_CLIS = ['claude', 'mock'] as const;
 export type TtftCli = (typeof TTFT_CLIS)[number];
 /** controller: an Agent run; raw: a bare Pod of the same agent image on the same node, no controller, no init. */
 export type TtftPath = 'controller' | 'raw';
-/** idle: one run alone on an idle control plane; burst: each run of N created at once. */
+/** idle: one run at a time (each alone) on an idle control plane; burst: each run of N created at once. */
 export type TtftPhase = 'idle' | 'burst';
 
 /** Epoch milliseconds (one host clock) of what was seen of one run; a mark not seen is absent. */
@@ -197,6 +197,8 @@ export function ttftRows(runs: readonly TimedRun[]): TtftRow[] {
 
 /** Everything the scenario measured, as printed and written with `--json`. */
 export interface TtftReport {
+  /** Runs of each kind timed one at a time on the idle control plane. */
+  readonly idleRuns: number;
   readonly burst: number;
   readonly claudeVersion: string;
   readonly runs: readonly TimedRun[];
@@ -229,7 +231,9 @@ export function formatTtftReport(r: TtftReport): string {
   out.push(
     `Time to first token: the real Claude Code ${r.claudeVersion} against the scripted Messages API, the mock CLI, and bare pods`,
   );
-  out.push(`  one run on an idle control plane, then each run of a burst of ${r.burst} created at once`);
+  out.push(
+    `  one run at a time on an idle control plane (${r.idleRuns} of each), then each run of a burst of ${r.burst} created at once`,
+  );
   out.push('');
   const head = `  ${'cli'.padEnd(7)}${'path'.padEnd(11)}${'phase'.padEnd(7)}${'interval (ms)'.padEnd(30)}${'n'.padStart(5)}${'min'.padStart(8)}${'p50'.padStart(8)}${'p99'.padStart(8)}${'max'.padStart(8)}`;
   out.push(head);
