@@ -5,6 +5,7 @@ import {
   DEFAULT_BENCH_POLL_SECONDS,
   DEFAULT_CONCURRENCY,
   DEFAULT_QUEUE_AGENTS,
+  DEFAULT_TTFT_BURST,
   parseBenchArgs,
 } from './args.ts';
 
@@ -130,7 +131,15 @@ describe('parseBenchArgs', () => {
     const small = parseBenchArgs(['--kubeconfig', '/k', '--scenario', 'queue-10k', '--agents', '200'], {});
     assert.ok(small.ok && small.value.agents === 200);
     const bad = parseBenchArgs(['--kubeconfig', '/k', '--scenario', 'soak'], {});
-    assert.deepEqual(bad, { ok: false, error: '--scenario must be runs or queue-10k' });
+    assert.deepEqual(bad, { ok: false, error: '--scenario must be runs, queue-10k or ttft' });
+  });
+  it('--scenario ttft bursts DEFAULT_TTFT_BURST runs unless --agents says otherwise', () => {
+    const t = parseBenchArgs(['--kubeconfig', '/k', '--scenario', 'ttft'], {});
+    assert.ok(t.ok);
+    assert.equal(t.value.scenario, 'ttft');
+    assert.equal(t.value.agents, DEFAULT_TTFT_BURST);
+    const full = parseBenchArgs(['--kubeconfig', '/k', '--scenario', 'ttft', '--agents', '100'], {});
+    assert.ok(full.ok && full.value.agents === 100);
   });
   it('--mode batch takes a vendor, a poll period and --no-batch-list; they make no sense without it', () => {
     const r = parseBenchArgs(

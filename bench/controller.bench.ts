@@ -32,6 +32,8 @@ import { rawFigures } from './raw-figures.ts';
 import { formatRealtimeReport, runRealtimeScenario } from './realtime-scenario.ts';
 import { type BenchReport, formatReport } from './report.ts';
 import { controllerFigures, Timeline } from './timeline.ts';
+import { formatTtftReport } from './ttft.ts';
+import { runTtftScenario } from './ttft-scenario.ts';
 import { watchLoop } from './watch-loop.ts';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -468,6 +470,7 @@ async function main(argv: readonly string[]): Promise<number> {
   if (opts.mode === 'batch') return single(() => runBatchScenario(scenarioInput), formatBatchReport);
   if (opts.mode === 'realtime') return single(() => runRealtimeScenario(scenarioInput), formatRealtimeReport);
   if (opts.scenario === 'queue-10k') return single(() => runQueueScenario(scenarioInput), formatQueueReport);
+  if (opts.scenario === 'ttft') return single(() => runTtftScenario(scenarioInput), formatTtftReport);
   await guarded(async () => {
     if (opts.baseline && !abort.signal.aborted)
       report.raw = await rawPhase(opts, client, http, runId, live, abort.signal);

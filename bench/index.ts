@@ -21,3 +21,14 @@ export { type RawFigures, type RawItemTimes, rawFigures } from './raw-figures.ts
 export { type BenchReport, formatReport } from './report.ts';
 export { peakOverlap, percentile, perSecond, type Summary, summarize } from './stats.ts';
 export { type AgentTimes, type ControllerRunFigures, controllerFigures, Timeline } from './timeline.ts';
+export {
+  agentRunMarks,
+  firstRequests,
+  formatTtftReport,
+  parseTimedLog,
+  type RunMarks,
+  rawRunMarks,
+  type TimedRun,
+  type TtftReport,
+  ttftRows,
+} from './ttft.ts';

@@ -56,13 +56,24 @@ export function runPodImage(runtime: E2eRuntime): string {
 }
 
 /**
+ * What the test-image helpers need of a Scenario: the cluster, a unique name, a temporary folder and a cleanup list.
+ * A Scenario is one; the benchmark (bench/) builds its own.
+ */
+export interface ImageHost {
+  readonly cluster: E2eCluster;
+  readonly ns: string;
+  tempDir(): string;
+  defer(fn: () => Promise<void> | void): void;
+}
+
+/**
  * Test images that ship a fake `claude` at /usr/local/bin (the mock agent CLI in Claude style, a shell wrapper around
  * the host's Node, with `env` exported), and likewise fake `codex` and `gemini` in their styles: the run-pod image of
  * `runtime` (so the init container finds the CLI and installs nothing) and an agent-container image. Returns their
  * names; they are removed with the scenario.
  */
 export function fakeClaudeImages(
-  s: Scenario,
+  s: ImageHost,
   runtime: E2eRuntime,
   env: Readonly<Record<string, string>> = {},
 ): { init: string; agent: string } {

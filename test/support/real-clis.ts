@@ -6,7 +6,7 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
-import { type E2eRuntime, runPodImage, type Scenario } from './controller.ts';
+import { type E2eRuntime, type ImageHost, runPodImage } from './controller.ts';
 import { addTestImages, testbedImage } from './testbed.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -64,10 +64,10 @@ export function packageRoot(path: string): string {
  * resources beside its executable, e.g. Codex's bundled bubblewrap) and a launcher at `/usr/local/bin/<cli>` that
  * runs its executable (Gemini CLI with the image's `node`). `init` is the run-pod image of `runtime` with the CLIs
  * added (so the init container finds them and installs nothing), `agent` an agent-container image. Removed with the
- * scenario.
+ * scenario (`s` is a Scenario, or the benchmark's own ImageHost).
  */
 export function realCliImages(
-  s: Scenario,
+  s: ImageHost,
   runtime: E2eRuntime,
 ): { init: string; agent: string; manifest: CliManifest } {
   const m = installRealClis();
