@@ -16,7 +16,6 @@ import {
   agentManifest,
   apiPath,
   applyCrds,
-  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   GROUP_VERSION,
@@ -27,15 +26,11 @@ import {
   stationManifest,
 } from '../support/index.ts';
 import { type ModelRequest, startAnthropicModel, type Turn } from '../support/model-api/index.ts';
-import { realCliImages } from '../support/real-clis.ts';
+import { agentSecrets, agentTemplate, realCliImages, realCliSkipReason } from '../support/real-clis.ts';
 
 const cluster = e2eCluster();
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
-const skip =
-  controllerSkipReason(cluster) ||
-  (runtime === 'deno'
-    ? 'the real CLIs run in the Node pass (the Deno pass covers this path with the mock CLI)'
-    : false);
+const skip = realCliSkipReason(cluster, runtime);
 
 const MCP_SERVER = join(dirname(fileURLToPath(import.meta.url)), '..', 'support', 'mcp-tool-server.mjs');
 
@@ -81,12 +76,7 @@ function definition(
   };
 }
 
-const secret = (apiKey: string): Manifest => ({
-  apiVersion: 'v1',
-  kind: 'Secret',
-  metadata: { name: 'agent-secrets' },
-  stringData: { anthropic: apiKey },
-});
+const secret = (apiKey: string): Manifest => agentSecrets({ anthropic: apiKey });
 
 /** The model requests (not the CLI's other calls) of a fake's record. */
 const modelRequests = (requests: readonly ModelRequest[]) =>
@@ -142,16 +132,9 @@ describe(`the real Claude Code in Job runs (${runtime})`, { skip }, () => {
     try {
       await runScenario(cluster, 'real-claude', async (s) => {
         const images = realCliImages(s, runtime);
-        const template = {
-          spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'agent', image: images.agent }] },
-        };
+        const template = agentTemplate(images.agent);
         await s.create(
-          {
-            apiVersion: 'v1',
-            kind: 'Secret',
-            metadata: { name: 'agent-secrets' },
-            stringData: { anthropic: apiKey },
-          },
+          agentSecrets({ anthropic: apiKey }),
           definition('work', workFake.baseUrl, { allowed_tools: ['Bash'] }),
           stationManifest('work', 'work', { template }),
           definition('denied', deniedFake.baseUrl, { disallowed_tools: ['Bash'] }),
@@ -247,9 +230,7 @@ describe(`the real Claude Code in Job runs (${runtime})`, { skip }, () => {
             },
           }),
         );
-        const template = {
-          spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'agent', image: images.agent }] },
-        };
+        const template = agentTemplate(images.agent);
         await s.create(
           secret(apiKey),
           definition('mcp', fake.baseUrl, {
@@ -306,9 +287,7 @@ describe(`the real Claude Code in Job runs (${runtime})`, { skip }, () => {
     try {
       await runScenario(cluster, 'real-claude-fail', async (s) => {
         const images = realCliImages(s, runtime);
-        const template = {
-          spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'agent', image: images.agent }] },
-        };
+        const template = agentTemplate(images.agent);
         await s.create(
           secret(apiKey),
           definition('flaky', flaky.baseUrl, {}),

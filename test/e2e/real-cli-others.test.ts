@@ -10,7 +10,6 @@ import { after, before, describe, it } from 'node:test';
 import {
   agentManifest,
   applyCrds,
-  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   GROUP_VERSION,
@@ -24,15 +23,11 @@ import {
   startGeminiModel,
   startOpenAIModel,
 } from '../support/model-api/index.ts';
-import { realCliImages } from '../support/real-clis.ts';
+import { agentSecrets, agentTemplate, realCliImages, realCliSkipReason } from '../support/real-clis.ts';
 
 const cluster = e2eCluster();
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
-const skip =
-  controllerSkipReason(cluster) ||
-  (runtime === 'deno'
-    ? 'the real CLIs run in the Node pass (the Deno pass covers this path with the mock CLI)'
-    : false);
+const skip = realCliSkipReason(cluster, runtime);
 
 function definition(
   name: string,
@@ -122,11 +117,9 @@ describe(`the real Codex, Gemini CLI and OpenCode in Job runs (${runtime})`, { s
     try {
       await runScenario(cluster, 'real-others', async (s) => {
         const images = realCliImages(s, runtime);
-        const template = {
-          spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'agent', image: images.agent }] },
-        };
+        const template = agentTemplate(images.agent);
         await s.create(
-          { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'agent-secrets' }, stringData: keys },
+          agentSecrets(keys),
           definition(
             'codex',
             'gpt-5.1-codex',
@@ -185,8 +178,10 @@ describe(`the real Codex, Gemini CLI and OpenCode in Job runs (${runtime})`, { s
 
         // Tokens as each CLI adds up the two turns the fake sent (Codex and Gemini count cached tokens inside
         // their input: the Agent shows the uncached part as input).
-        const usageOf = async (name: string) =>
-          ((await s.agent(name))?.status as Record<string, unknown>).tokenUsage;
+        const usageOf = async (name: string) => {
+          const agent = await s.agent(name);
+          return (agent?.status as Record<string, unknown> | undefined)?.tokenUsage;
+        };
         assert.deepEqual(await usageOf('codex-run'), {
           input: 900 + 2000 - 500,
           output: 20 + 60,

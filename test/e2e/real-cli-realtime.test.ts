@@ -9,7 +9,6 @@ import { after, before, describe, it } from 'node:test';
 import {
   agentManifest,
   applyCrds,
-  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   GROUP_VERSION,
@@ -17,7 +16,7 @@ import {
   stationManifest,
 } from '../support/index.ts';
 import { startAnthropicModel } from '../support/model-api/index.ts';
-import { realCliImages } from '../support/real-clis.ts';
+import { agentSecrets, realCliImages, realCliSkipReason } from '../support/real-clis.ts';
 import {
   agentPath,
   apiUrl,
@@ -29,11 +28,7 @@ import {
 
 const cluster = e2eCluster();
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
-const skip =
-  controllerSkipReason(cluster) ||
-  (runtime === 'deno'
-    ? 'the real CLIs run in the Node pass (the Deno pass covers this path with the mock CLI)'
-    : false);
+const skip = realCliSkipReason(cluster, runtime);
 
 /** Every text of a request's messages (content strings and text blocks), in order. */
 function texts(body: unknown): string[] {
@@ -68,12 +63,7 @@ describe(`the real Claude Code in a realtime session (${runtime})`, { skip }, ()
         const images = realCliImages(s, runtime);
         const ctl = await startRealtimeReplica(s, { agentImage: images.init });
         await s.create(
-          {
-            apiVersion: 'v1',
-            kind: 'Secret',
-            metadata: { name: 'agent-secrets' },
-            stringData: { anthropic: apiKey },
-          },
+          agentSecrets({ anthropic: apiKey }),
           {
             apiVersion: GROUP_VERSION,
             kind: 'AgentDefinition',

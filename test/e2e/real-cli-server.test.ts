@@ -12,7 +12,6 @@ import {
   agentManifest,
   applyCrds,
   applyRbacManifests,
-  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   GROUP_VERSION,
@@ -21,16 +20,12 @@ import {
   stationManifest,
 } from '../support/index.ts';
 import { startAnthropicModel } from '../support/model-api/index.ts';
-import { realCliImages } from '../support/real-clis.ts';
+import { agentSecrets, realCliImages, realCliSkipReason } from '../support/real-clis.ts';
 import { createPolicy, endpointOf, startServerReplica } from '../support/server.ts';
 
 const cluster = e2eCluster();
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
-const skip =
-  controllerSkipReason(cluster) ||
-  (runtime === 'deno'
-    ? 'the real CLIs run in the Node pass (the Deno pass covers this path with the mock CLI)'
-    : false);
+const skip = realCliSkipReason(cluster, runtime);
 
 const SecretSchema = v.looseObject({ data: v.record(v.string(), v.string()) });
 
@@ -55,12 +50,7 @@ describe(`the real Claude Code behind server mode (${runtime})`, { skip }, () =>
         await startServerReplica(s, images.init);
         const policy = await createPolicy(s, 'serve', ['job', 'server']);
         await s.create(
-          {
-            apiVersion: 'v1',
-            kind: 'Secret',
-            metadata: { name: 'agent-secrets' },
-            stringData: { anthropic: apiKey },
-          },
+          agentSecrets({ anthropic: apiKey }),
           {
             apiVersion: GROUP_VERSION,
             kind: 'AgentDefinition',

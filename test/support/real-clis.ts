@@ -6,7 +6,13 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
-import { type E2eRuntime, type ImageHost, runPodImage } from './controller.ts';
+import {
+  controllerSkipReason,
+  type E2eRuntime,
+  type ImageHost,
+  type Manifest,
+  runPodImage,
+} from './controller.ts';
 import { addTestImages, testbedImage } from './testbed.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -92,4 +98,24 @@ export function realCliImages(
     }),
   );
   return { ...names, manifest: m };
+}
+
+/** Why a real-CLI e2e file skips: no cluster or bundle, or the Deno pass (the mock CLI covers that path there). */
+export function realCliSkipReason(cluster: unknown, runtime: E2eRuntime): string | false {
+  return (
+    controllerSkipReason(cluster) ||
+    (runtime === 'deno'
+      ? 'the real CLIs run in the Node pass (the Deno pass covers this path with the mock CLI)'
+      : false)
+  );
+}
+
+/** The `agent-secrets` Secret of a namespace, holding the vendor keys a run's `resources.secrets` name. */
+export function agentSecrets(keys: Readonly<Record<string, string>>): Manifest {
+  return { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'agent-secrets' }, stringData: { ...keys } };
+}
+
+/** A Station pod template whose agent container is `image` (a real-CLI image), stopped within 2 s. */
+export function agentTemplate(image: string): Readonly<Record<string, unknown>> {
+  return { spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'agent', image }] } };
 }
