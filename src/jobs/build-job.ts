@@ -4,12 +4,11 @@
 import {
   type Agent,
   type AgentDefinition,
-  API_VERSION,
   JOB_API_VERSION,
-  KIND_AGENT,
   resolveModel,
   type Station,
 } from '../api/index.ts';
+import type { JsonObject } from '../shared/json-object.ts';
 import { parseQuantity } from '../shared/quantity.ts';
 import { err, ok, type Result } from '../shared/result.ts';
 import { runPodTraceParent, runTrace } from '../shared/trace-context.ts';
@@ -30,17 +29,9 @@ import {
   runEnv,
 } from './env.ts';
 import { type MemoryRead, memoryAnnotations, promptWithMemory } from './memory.ts';
-import {
-  ANNOTATION_AGENT_UID,
-  COMPONENT_JOB,
-  jobNameFor,
-  LABEL_AGENT,
-  LABEL_COMPONENT,
-  LABEL_STATION,
-  safeName,
-} from './names.ts';
+import { jobNameFor } from './names.ts';
 import { findNul, nulInPod } from './nul.ts';
-import { INIT_RESOURCES, type JsonObject, MIN_TOKEN_SECONDS, wirePodTemplate } from './pod-template.ts';
+import { INIT_RESOURCES, MIN_TOKEN_SECONDS, wirePodTemplate } from './pod-template.ts';
 import { runPromptText, runSystemPrompt } from './prompt.ts';
 import { LABEL_EXECUTION, PROMPT_TOKEN_KEY, promptTokenSecretName, REALTIME_PORT } from './realtime.ts';
 import {
@@ -52,6 +43,7 @@ import {
   inputConfigMapName,
   parametersPlacement,
 } from './run-input.ts';
+import { type RunObjectMetadata, runLabels, runObjectMetadata } from './run-metadata.ts';
 import { SERVER_PORT } from './server-names.ts';
 import { buildSidecars, sidecarMcpServers } from './sidecars.ts';
 
@@ -112,47 +104,6 @@ export const JOB_TTL_SECONDS_AFTER_FINISHED = 3600;
 /** Retries of a run pod: none, a failed run is final. */
 export const JOB_BACKOFF_LIMIT = 0;
 
-/**
- * Metadata of every object that belongs to one run (the Job and its sink NetworkPolicy): the run's name, labels and
- * Agent-uid annotation, owned by the Agent (controller, blockOwnerDeletion) so it is garbage-collected with it.
- */
-export interface RunObjectMetadata {
-  readonly name: string;
-  readonly namespace: string;
-  readonly labels: Readonly<Record<string, string>>;
-  readonly annotations: Readonly<Record<string, string>>;
-  readonly ownerReferences: readonly [
-    {
-      readonly apiVersion: string;
-      readonly kind: string;
-      readonly name: string;
-      readonly uid: string;
-      readonly controller: true;
-      readonly blockOwnerDeletion: true;
-    },
-  ];
-}
-
-/** The metadata of a run object of `agent` in `station` (pure). */
-export function runObjectMetadata(agent: Agent, stationName: string): RunObjectMetadata {
-  return {
-    name: jobNameFor(agent.metadata.name),
-    namespace: agent.metadata.namespace,
-    labels: runLabels(agent.metadata.name, stationName),
-    annotations: { [ANNOTATION_AGENT_UID]: agent.metadata.uid },
-    ownerReferences: [
-      {
-        apiVersion: API_VERSION,
-        kind: KIND_AGENT,
-        name: agent.metadata.name,
-        uid: agent.metadata.uid,
-        controller: true,
-        blockOwnerDeletion: true,
-      },
-    ],
-  };
-}
-
 /** A batch/v1 Job manifest ready to POST. */
 export interface JobManifest {
   readonly apiVersion: typeof JOB_API_VERSION;
@@ -191,15 +142,6 @@ export interface BuildJobInput {
 
 /** Why a Job cannot be built: one line, shown after `Job build failed: ` in `status.failureReason`. */
 export type BuildError = string;
-
-/** Labels of a run: on the Job (our addition, for the Job watch) and forced onto its pod template. */
-export function runLabels(agentName: string, stationName: string): Record<string, string> {
-  return {
-    [LABEL_COMPONENT]: COMPONENT_JOB,
-    [LABEL_AGENT]: safeName(agentName),
-    [LABEL_STATION]: safeName(stationName),
-  };
-}
 
 /** MCP servers as the vendor argv sees them: a reserved `headers_secret` is blanked (never sent as a header). */
 function mcpForArgv(servers: readonly McpServerInput[]): McpServerInput[] {

@@ -1,6 +1,7 @@
 // Public surface of the pure Job builder: names, bundle layout, run env, prompt templating, output capping,
 // buildJob itself and the per-run sink NetworkPolicy. Nothing here does I/O or reads the clock.
 
+export type { JsonObject } from '../shared/json-object.ts';
 export {
   type BuildError,
   type BuildJobInput,
@@ -12,7 +13,6 @@ export {
   type JobManifest,
   type RunLimits,
   runHoldsToken,
-  runLabels,
   runPrompt,
   tokenSeconds,
 } from './build-job.ts';
@@ -86,7 +86,6 @@ export {
 export { capOutput, MAX_OUTPUT_BYTES, truncationMarker } from './output-cap.ts';
 export {
   AGENT_DEFAULT_RESOURCES,
-  type JsonObject,
   memoryVolume,
   TEMPLATE_ERRORS,
   templateProblem,
@@ -124,6 +123,7 @@ export {
   MAX_PARAMETERS_ENV_BYTES,
   parametersPlacement,
 } from './run-input.ts';
+export { type RunObjectMetadata, runLabels, runObjectMetadata } from './run-metadata.ts';
 export {
   ANY_IPV4,
   ANY_IPV6,

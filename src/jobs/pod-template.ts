@@ -2,6 +2,7 @@
 // docs/design/reference-behaviour.md#pod-layout).
 
 import type { PodSecurityProfile } from '../api/index.ts';
+import type { JsonObject } from '../shared/json-object.ts';
 import { err, ok, type Result } from '../shared/result.ts';
 import {
   AGENT_CONTAINER_NAME,
@@ -17,9 +18,6 @@ import type { EnvVar } from './env.ts';
 import { MEMORY_DIR, MEMORY_KEY, MEMORY_VOLUME_NAME } from './memory.ts';
 import { ANNOTATION_SAFE_TO_EVICT } from './names.ts';
 import { INPUT_DIR, INPUT_VOLUME_NAME, type InputKeys, inputVolume } from './run-input.ts';
-
-/** A JSON object (the Station template is free-form JSON). */
-export type JsonObject = Record<string, unknown>;
 
 /** Validation errors of a Station template, exactly as `status.failureReason` shows them (after its prefix). */
 /** A `projected` volume with a `serviceAccountToken` source would put an API token in the run pod. */

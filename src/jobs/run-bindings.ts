@@ -4,8 +4,8 @@
 // carries the run's namespace, name and uid in labels, and the Agent holds the cleanup finalizer until it is gone).
 // The controller only binds existing ClusterRoles; it never writes a rule. Pure.
 import type { Agent } from '../api/index.ts';
-import { type RunObjectMetadata, runObjectMetadata } from './build-job.ts';
 import { fnv1a8, jobNameFor, LABEL_AGENT, safeName } from './names.ts';
+import { type RunObjectMetadata, runObjectMetadata } from './run-metadata.ts';
 
 export const RBAC_API_VERSION = 'rbac.authorization.k8s.io/v1';
 /** Label of every run binding: the uid of its Agent (the cleanup and the sweep select on it). */

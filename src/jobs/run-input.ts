@@ -5,9 +5,10 @@
 // Nothing secret goes into it: the prompt is the rendered template (parameters are not secret,
 // docs/design/reference-behaviour.md#prompt-templating).
 
-import type { RunObjectMetadata } from './build-job.ts';
+import type { JsonObject } from '../shared/json-object.ts';
 import { jobNameFor } from './names.ts';
-import type { JsonObject } from './pod-template.ts';
+
+import type { RunObjectMetadata } from './run-metadata.ts';
 
 /** Pod volume of the input ConfigMap (agent container only). */
 export const INPUT_VOLUME_NAME = 'run-input';

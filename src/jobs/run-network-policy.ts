@@ -15,9 +15,9 @@
 // IPs is up to the CNI.
 
 import type { Agent, AgentDefinition, Station } from '../api/index.ts';
-import { type RunObjectMetadata, runObjectMetadata } from './build-job.ts';
 import { COMPONENT_JOB, LABEL_AGENT, LABEL_COMPONENT, safeName } from './names.ts';
 import { REALTIME_PORT } from './realtime.ts';
+import { type RunObjectMetadata, runObjectMetadata } from './run-metadata.ts';
 import { SERVER_PORT } from './server-names.ts';
 
 /** apiVersion of the NetworkPolicy the controller creates. */

@@ -3,7 +3,7 @@
 // (the ServiceAccount and the pod both say so); a run gets Kubernetes access only through bindings the policy
 // allows. Pure.
 import type { Agent } from '../api/index.ts';
-import { type RunObjectMetadata, runObjectMetadata } from './build-job.ts';
+import { type RunObjectMetadata, runObjectMetadata } from './run-metadata.ts';
 
 /** A v1 ServiceAccount manifest ready to POST. */
 export interface ServiceAccountManifest {

@@ -5,11 +5,13 @@
 // refreshes the file when the Secret changes, so a new key reaches running pods without a rollout.
 
 import type { Agent, Station } from '../api/index.ts';
+import type { JsonObject } from '../shared/json-object.ts';
 import { fnv1a64 } from '../shared/trace-context.ts';
-import { type JobManifest, runObjectMetadata } from './build-job.ts';
+import type { JobManifest } from './build-job.ts';
 import { COMPONENT_JOB, LABEL_AGENT, LABEL_COMPONENT, safeName } from './names.ts';
-import type { JsonObject } from './pod-template.ts';
+
 import { LABEL_EXECUTION } from './realtime.ts';
+import { runObjectMetadata } from './run-metadata.ts';
 import {
   ANNOTATION_SPEC_HASH,
   COMPONENT_SERVER,

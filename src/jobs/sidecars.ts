@@ -4,10 +4,11 @@
 // container. A sidecar that declares `mcp` becomes an http MCP server of the agent CLI on localhost, and gates the
 // agent's start with a startup probe on its port. Pure.
 import type { AgentDefinition, Sidecar } from '../api/index.ts';
+import type { JsonObject } from '../shared/json-object.ts';
 import { err, ok, type Result } from '../shared/result.ts';
 import { AGENT_CONTAINER_NAME, INIT_CONTAINER_NAME } from './bundle.ts';
 import { AGENT_SECRETS_NAME, isReservedEnvName, type McpServerInput } from './env.ts';
-import { AGENT_SECURITY_CONTEXT, type JsonObject } from './pod-template.ts';
+import { AGENT_SECURITY_CONTEXT } from './pod-template.ts';
 import { REALTIME_PORT } from './realtime.ts';
 
 /** Resources of a sidecar that sets none. */

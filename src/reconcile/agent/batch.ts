@@ -48,6 +48,8 @@ import {
 } from '../reasons.ts';
 import type { Snapshot } from '../snapshot.ts';
 import { decideAdmission } from '../station/admission.ts';
+import { runObjectActions } from './run-objects.ts';
+import { decideRunning, finish } from './running.ts';
 import {
   type BuildRequest,
   failBeforeStart,
@@ -57,9 +59,7 @@ import {
   runTracing,
   stationConcurrency,
   traceIdOf,
-} from './pending.ts';
-import { runObjectActions } from './run-objects.ts';
-import { decideRunning, finish } from './running.ts';
+} from './start.ts';
 import { agentRef, clip, event, formatStatusTime, MAX_CONDITION_MESSAGE, statusPatch } from './status.ts';
 import { secondsBetween } from './transition.ts';
 

@@ -3,7 +3,7 @@ import { RUN_CLEANUP_FINALIZER } from '../../jobs/index.ts';
 import type { Action, Decision } from '../actions.ts';
 import { REASON } from '../reasons.ts';
 import type { Snapshot } from '../snapshot.ts';
-import { jobOwnership } from './pending.ts';
+import { jobOwnership } from './start.ts';
 import { agentRef, event } from './status.ts';
 
 /** Index of the cleanup finalizer in `metadata.finalizers` (or -1). */

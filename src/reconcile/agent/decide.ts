@@ -11,11 +11,13 @@ import {
   isBatchRun,
 } from './batch.ts';
 import { decideRunCleanup, holdsCleanupFinalizer } from './cleanup.ts';
-import { decidePending, type JobBuilder } from './pending.ts';
+import { decidePending } from './pending.ts';
 import { decideRunning } from './running.ts';
+import type { JobBuilder } from './start.ts';
 
-export { type BuildRequest, type JobBuilder, jobOwnership, STALE_JOB_RETRY_MS } from './pending.ts';
+export { STALE_JOB_RETRY_MS } from './pending.ts';
 export { EARLY_VERDICT_RETRY_MS } from './running.ts';
+export { type BuildRequest, type JobBuilder, jobOwnership } from './start.ts';
 
 const NOTHING: Decision = { actions: [] };
 

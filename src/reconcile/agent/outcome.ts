@@ -7,6 +7,9 @@
  * (docs/design/reference-behaviour.md#d-a-vanished-job-fails).
  */
 
+import type { RunResult } from '../../vendors/cli/run-report.ts';
+import type { Action, RunFailureKind } from '../actions.ts';
+
 /** The agent container's name in every run pod. */
 export const AGENT_CONTAINER = 'agent';
 /** The init container's name in every run pod. */
@@ -152,4 +155,25 @@ export function agentTerminationMessage(pod: PodView): string | undefined {
 export function coherentExitCode(phase: 'Succeeded' | 'Failed', podExitCode: number | undefined): number {
   if (phase === 'Succeeded') return 0;
   return podExitCode !== undefined && podExitCode !== 0 ? podExitCode : 1;
+}
+
+/** What a finished run comes to: the status, events and metrics `finish` (running.ts) turns it into. */
+export interface Completion {
+  readonly phase: 'Succeeded' | 'Failed';
+  /** The run's Job; absent for a batch run. */
+  readonly jobName?: string;
+  readonly exitCode: number;
+  readonly output: string;
+  readonly failureReason?: string;
+  /** Condition and Event reason of the transition. */
+  readonly reason: string;
+  readonly message: string;
+  readonly failureKinds: readonly RunFailureKind[];
+  readonly extraEvents: readonly { type: 'Normal' | 'Warning'; reason: string; message: string }[];
+  /** Actions that must follow the status patch at once (sink notifications: only once the patch succeeded). */
+  readonly afterPatch?: readonly Action[];
+  /** The supervisor's run report (the agent container's termination message), when there is one. */
+  readonly report?: RunResult | undefined;
+  /** A batch run (its cost is estimated at the batch rate). */
+  readonly batch?: boolean;
 }

@@ -18,11 +18,12 @@ import { memoryAfterRun } from './memory.ts';
 import {
   agentExitCode,
   agentTerminationMessage,
+  type Completion,
   coherentExitCode,
   initFailure,
   parseJobOutcome,
 } from './outcome.ts';
-import { jobOwnership } from './pending.ts';
+import { jobOwnership } from './start.ts';
 import { decideStarting } from './starting.ts';
 import {
   agentRef,
@@ -175,26 +176,6 @@ function readEvidence(
       };
     }
   }
-}
-
-export interface Completion {
-  readonly phase: 'Succeeded' | 'Failed';
-  /** The run's Job; absent for a batch run. */
-  readonly jobName?: string;
-  readonly exitCode: number;
-  readonly output: string;
-  readonly failureReason?: string;
-  /** Condition and Event reason of the transition. */
-  readonly reason: string;
-  readonly message: string;
-  readonly failureKinds: readonly RunFailureKind[];
-  readonly extraEvents: readonly { type: 'Normal' | 'Warning'; reason: string; message: string }[];
-  /** Actions that must follow the status patch at once (sink notifications: only once the patch succeeded). */
-  readonly afterPatch?: readonly Action[];
-  /** The supervisor's run report (the agent container's termination message), when there is one. */
-  readonly report?: RunResult | undefined;
-  /** A batch run (its cost is estimated at the batch rate). */
-  readonly batch?: boolean;
 }
 
 /** The terminal transition of a run that started: status, events, metrics, then the history sweep. */

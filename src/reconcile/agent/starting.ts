@@ -17,8 +17,7 @@ import {
   REASON,
 } from '../reasons.ts';
 import type { Snapshot, StartObservation } from '../snapshot.ts';
-import { AGENT_CONTAINER, isJobFinished } from './outcome.ts';
-import type { Completion } from './running.ts';
+import { AGENT_CONTAINER, type Completion, isJobFinished } from './outcome.ts';
 import { agentRef, clip, event, MAX_CONDITION_MESSAGE, runningConditions, statusPatch } from './status.ts';
 
 /** The reasons a run's pod is kept from starting (condition and Event reasons, `failureReason` prefixes). */
