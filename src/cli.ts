@@ -1,11 +1,11 @@
+import { type Command, UsageError } from './cli/command.ts';
 import { isCompletionInvocation, isPluginInvocation } from './cli/flags.ts';
 import { CLI_COMMANDS, completeCommand, HIDDEN_COMMANDS, pluginMain } from './cli/index.ts';
 import { exitQuietlyOnClosedPipe } from './cli/pipes.ts';
+import { versionCommand } from './cli/version.ts';
 import { controllerCommand } from './cmd/controller.ts';
 import { initCommand } from './cmd/init.ts';
 import { supervisorCommand } from './cmd/supervisor.ts';
-import { type Command, UsageError } from './cmd/usage.ts';
-import { versionCommand } from './cmd/version.ts';
 
 /** The controller and the run pod's commands. */
 const SERVICE_COMMANDS: readonly Command[] = [controllerCommand, supervisorCommand, initCommand];

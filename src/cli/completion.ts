@@ -1,8 +1,9 @@
 // `completion bash|zsh|fish` prints a completion script; the hidden `__complete WORDS…` answers it (and kubectl's
 // plugin completion, which runs `kubectl_complete-agent WORDS…`) with the candidates for the last word, looking up
 // names in the cluster when the word is an Agent, Station, AgentDefinition or namespace.
-import { type CommandIo, parseFlags, UsageError } from '../cmd/usage.ts';
+
 import { KubeObjectSchema, listAll, NAMESPACES } from '../kube/index.ts';
+import { type CommandIo, parseFlags, UsageError } from './command.ts';
 import {
   completionAnswer,
   completionScript,

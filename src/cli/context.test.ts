@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { UsageError } from '../cmd/usage.ts';
+import { UsageError } from './command.ts';
 import {
   type CliCommandSpec,
   cliCommand,

@@ -4,9 +4,9 @@
 // fake transport and a manual clock.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Command, type CommandIo, UsageError } from '../cmd/usage.ts';
 import { createTransport, describeKubeError, resolveClusterConfig, type Transport } from '../kube/index.ts';
 import { type Clock, systemClock } from '../runtime/index.ts';
+import { type Command, type CommandIo, UsageError } from './command.ts';
 import { CliError, EXIT, oneLine } from './exit.ts';
 import { type ConnectionFlags, programName } from './flags.ts';
 import { colorEnabled, type Paint, painter, sanitize } from './style.ts';

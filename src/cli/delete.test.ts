@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { UsageError } from '../cmd/usage.ts';
+import { UsageError } from './command.ts';
 import { guarded } from './context.ts';
 import { deleteSpec, parseDeleteRequest } from './delete.ts';
 import { AGENTS_PATH, captureIo, FakeCluster, fakeDeps, STATIONS_PATH } from './fake-cluster.ts';

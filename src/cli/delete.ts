@@ -1,8 +1,8 @@
 // `delete <kind> <name...>`: deletes Agents (a running one is stopped: its Job goes with it), Stations or
 // AgentDefinitions, in the background as kubectl does.
 import { GROUP, RESOURCE_NAMES } from '../api/index.ts';
-import { type CommandIo, UsageError } from '../cmd/usage.ts';
 import { deleteKind, what } from './api.ts';
+import { type CommandIo, UsageError } from './command.ts';
 import { type CliCommandSpec, type CliDeps, cliCommand, helpText } from './context.ts';
 import { EXIT, EXIT_CODES_HELP, exitCodeOf, kubeErrorLine } from './exit.ts';
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFlags, parseCliFlags } from './flags.ts';

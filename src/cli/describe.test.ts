@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type Agent, parseJob, parsePod } from '../api/index.ts';
-import { UsageError } from '../cmd/usage.ts';
 import type { EventRead } from './api.ts';
+import { UsageError } from './command.ts';
 import { guarded } from './context.ts';
 import { describeNames, describeSpec } from './describe.ts';
 import { describeAgent, eventAge, jobSummary, podSummary } from './describe-text.ts';

@@ -1,6 +1,7 @@
 // `describe agent <name>`: the run's status, conditions, Events, its Job and pod, usage and cost.
-import { type CommandIo, UsageError } from '../cmd/usage.ts';
+
 import { getAgent, getJob, jobPods, objectEvents } from './api.ts';
+import { type CommandIo, UsageError } from './command.ts';
 import { type CliCommandSpec, type CliDeps, cliCommand, helpText, paints } from './context.ts';
 import { describeAgent } from './describe-text.ts';
 import { EXIT, EXIT_CODES_HELP } from './exit.ts';

@@ -1,7 +1,7 @@
 // A scripted API server for the CLI command tests, on the project's fake transport: objects by path, LIST (with
 // label and field selectors on the few fields the CLI uses), GET, POST (generateName), DELETE, WATCH streams that
 // receive every later change, pod log streams, and per-request overrides (403, 404, 500…). Not a test file itself.
-import type { CommandIo } from '../cmd/usage.ts';
+
 import {
   createFakeTransport,
   type FakeReply,
@@ -10,6 +10,7 @@ import {
   type FakeTransport,
 } from '../kube/fake-transport.ts';
 import { flushMicrotasks, ManualClock } from '../runtime/clock.ts';
+import type { CommandIo } from './command.ts';
 import type { CliDeps, Connection } from './context.ts';
 import type { ConnectionFlags } from './flags.ts';
 

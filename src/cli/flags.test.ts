@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { UsageError } from '../cmd/usage.ts';
+import { UsageError } from './command.ts';
 import { guarded } from './context.ts';
 import { AGENTS_PATH, captureIo, FakeCluster, fakeDeps } from './fake-cluster.ts';
 import {

@@ -1,7 +1,7 @@
 // Command-line parsing shared by the CLI commands: the kubectl connection flags, durations, `--set key=value`,
 // `-o` formats, how the bundle was invoked (`kubectl agent …` through a file named kubectl-agent*) and where the
 // subcommand is when global flags come first. Pure.
-import { parseFlags, UsageError } from '../cmd/usage.ts';
+import { parseFlags, UsageError } from './command.ts';
 
 /** The connection flags every command takes, as kubectl spells them. */
 export const CONNECTION_FLAGS = {

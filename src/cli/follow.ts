@@ -3,8 +3,8 @@
 // change elsewhere), the agent container's log on stdout when following, and the exit code at the end: the run's
 // own, 124 when --timeout passes, 130 on Ctrl-C (the run goes on).
 import type { Agent, Station } from '../api/index.ts';
-import type { CommandIo } from '../cmd/usage.ts';
 import { AgentReadSchema } from './api.ts';
+import type { CommandIo } from './command.ts';
 import type { CliDeps, Connection } from './context.ts';
 import { finishRender, INITIAL_RENDER_STATE, renderLine, renderText } from './event-lines.ts';
 import { CliError, EXIT } from './exit.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { load } from 'js-yaml';
-import { UsageError } from '../cmd/usage.ts';
+import { UsageError } from './command.ts';
 import { guarded } from './context.ts';
 import { AGENTS_PATH, captureIo, FakeCluster, fakeDeps, STATIONS_PATH, until } from './fake-cluster.ts';
 import { getSpec, parseGetRequest } from './get.ts';

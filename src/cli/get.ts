@@ -1,8 +1,9 @@
 // `get [agents|stations|definitions] [name ...]`: kubectl-like tables (the CRDs' printer columns), `-o wide|json|
 // yaml|name`, `--watch` (rows re-printed as objects change, from the project's informer: no polling), `-A`.
-import { type CommandIo, UsageError } from '../cmd/usage.ts';
+
 import { type KubeObject, objectKey } from '../kube/index.ts';
 import { getRaw, listKind, what } from './api.ts';
+import { type CommandIo, UsageError } from './command.ts';
 import {
   type CliCommandSpec,
   type CliDeps,

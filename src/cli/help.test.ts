@@ -4,7 +4,7 @@ import { main } from '../cli.ts';
 import { controllerCommand } from '../cmd/controller.ts';
 import { initCommand } from '../cmd/init.ts';
 import { supervisorCommand } from '../cmd/supervisor.ts';
-import type { Command } from '../cmd/usage.ts';
+import type { Command } from './command.ts';
 import { CLI_COMMANDS, pluginHelp } from './index.ts';
 
 const PROGRAM = 'agent-controller';

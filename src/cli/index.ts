@@ -1,8 +1,7 @@
 // The command line (issue 11 §1): the commands people run, their shared help, and the kubectl plugin entry (the
 // bundle invoked through a file named kubectl-agent*, or kubectl_complete-agent for kubectl's completion).
-import { closeCommand, promptCommand } from '../cmd/prompt.ts';
-import { type Command, type CommandIo, UsageError } from '../cmd/usage.ts';
-import { versionCommand } from '../cmd/version.ts';
+
+import { type Command, type CommandIo, UsageError } from './command.ts';
 import { completeCommand, completionCommand } from './completion.ts';
 import { deleteCommand } from './delete.ts';
 import { describeCommand } from './describe.ts';
@@ -10,7 +9,9 @@ import { EXIT } from './exit.ts';
 import { splitCommand } from './flags.ts';
 import { getCommand } from './get.ts';
 import { logsCommand } from './logs.ts';
+import { closeCommand, promptCommand } from './prompt.ts';
 import { runCommand } from './run.ts';
+import { versionCommand } from './version.ts';
 
 export {
   completeCommand,

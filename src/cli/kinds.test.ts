@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as v from 'valibot';
 import { buildCrd } from '../api/crd/index.ts';
-import { UsageError } from '../cmd/usage.ts';
+import { UsageError } from './command.ts';
 import {
   AGENTS_KIND,
   checkName,

@@ -12,9 +12,9 @@ import {
   RESOURCE_NAMES,
   VERSION,
 } from '../api/index.ts';
-import { UsageError } from '../cmd/usage.ts';
 import { type KubeObject, KubeObjectSchema, type ResourceType } from '../kube/index.ts';
 import type { Result } from '../shared/result.ts';
+import { UsageError } from './command.ts';
 
 /** A kind as the CLI names it (its canonical word). */
 export type KindName = 'agents' | 'stations' | 'definitions';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { UsageError } from '../cmd/usage.ts';
+import { UsageError } from './command.ts';
 import { guarded } from './context.ts';
 import { AGENTS_PATH, captureIo, FakeCluster, fakeDeps, PODS_PATH, until } from './fake-cluster.ts';
 import { logsSpec, parseLogsRequest } from './logs.ts';

@@ -1,8 +1,8 @@
 // `logs <agent> [-f]`: the agent container's log of a run, as readable text (or the raw lines with --json); when
 // the pod is gone (or there never was one: a batch run), the run's captured output (status.output).
 import type { Agent } from '../api/index.ts';
-import { type CommandIo, UsageError } from '../cmd/usage.ts';
 import { getAgent, jobPods, must } from './api.ts';
+import { type CommandIo, UsageError } from './command.ts';
 import {
   type CliCommandSpec,
   type CliDeps,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { UsageError } from '../cmd/usage.ts';
+import { UsageError } from './command.ts';
 import { guarded } from './context.ts';
 import {
   AGENTS_PATH,

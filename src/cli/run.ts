@@ -1,8 +1,8 @@
 // `run <station>`: creates an Agent of a Station and prints its name; with --wait, waits for it (status line, exit
 // code of the run); with --follow, also streams its log as readable text.
 import type { AgentDefinition, Station } from '../api/index.ts';
-import { type CommandIo, UsageError } from '../cmd/usage.ts';
 import { createAgent, getDefinition, getStation, type Optional } from './api.ts';
+import { type CommandIo, UsageError } from './command.ts';
 import { type CliCommandSpec, type CliDeps, cliCommand, helpText, paints } from './context.ts';
 import { CliError, EXIT, EXIT_CODES_HELP, kubeFailure } from './exit.ts';
 import {

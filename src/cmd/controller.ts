@@ -1,11 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import * as v from 'valibot';
+import { type Command, parseFlags, UsageError } from '../cli/command.ts';
 import { ALL_NAMESPACES, type ControllerConfig, parseControllerConfig } from '../config/index.ts';
 import { consoleOrigin, createConsoleApp } from '../console/app.ts';
+import { consolePorts } from '../console/ports.ts';
 import { SessionStore } from '../console/session.ts';
 import { type RunningController, startController } from '../controller/run-controller.ts';
 import { type AccessReviews, createAccessReviews, whoAmI } from '../effects/access-review.ts';
-import { consolePorts } from '../effects/console-ports.ts';
 import { watchInstalledCrds } from '../effects/crd-check.ts';
 import { installCrds } from '../effects/install-crds.ts';
 import { promptPorts } from '../effects/realtime/prompt-ports.ts';
@@ -22,7 +23,6 @@ import { createApp, type RunningServer, serveApp } from '../server/index.ts';
 import { createPromptApi } from '../server/prompt.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
 import { VERSION } from '../shared/version.ts';
-import { type Command, parseFlags, UsageError } from './usage.ts';
 
 /** A lag at or past this (seconds) is logged: the event loop is never to be blocked longer (issue 15 §3). */
 const EVENT_LOOP_BLOCKED_S = 0.1;

@@ -1,5 +1,6 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { type Command, parseFlags, UsageError } from '../cli/command.ts';
 import { TERMINATION_MESSAGE_PATH } from '../jobs/bundle.ts';
 import {
   createProcessRunner,
@@ -12,7 +13,6 @@ import {
 import { encodeEvent, eventSinkFromEnv, lifecycleEvent } from '../pod/shared/index.ts';
 import { createLogger, type Logger, parseLogLevel } from '../shared/log.ts';
 import { VENDOR_INFO, vendorForModel } from '../vendors/cli/index.ts';
-import { type Command, parseFlags, UsageError } from './usage.ts';
 
 /** How long the init waits for its sinks to take the last events before it exits. */
 const SINK_CLOSE_BUDGET_MS = 10_000;

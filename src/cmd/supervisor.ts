@@ -1,6 +1,6 @@
+import { type Command, parseFlags, UsageError } from '../cli/command.ts';
 import { runRealtimeSupervisor, runSupervisor, waitForFlush } from '../pod/supervisor/index.ts';
 import { runServerSupervisor } from '../pod/supervisor/server.ts';
-import { type Command, parseFlags, UsageError } from './usage.ts';
 
 /** How long the supervisor waits for its own stdout/stderr to drain before the hard exit. */
 const FLUSH_BEFORE_EXIT_MS = 2000;

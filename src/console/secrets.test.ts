@@ -1,4 +1,4 @@
-// The console never renders a Secret (pages.ts promises it): driven with its real ports (src/effects/console-ports.ts
+// The console never renders a Secret (pages.ts promises it): driven with its real ports (src/console/ports.ts
 // and the realtime prompt ports) over a scripted API server that holds Secrets and serves them to anyone who asks.
 // The Agents, their conditions, Events, Job, pods, log and the realtime run's prompt path all point at those Secrets
 // (secretKeyRef, Secret names in messages, the run's prompt token in flight to the pod); no page, fragment, output
@@ -17,8 +17,8 @@ import {
   STATIONS_PATH,
 } from '../cli/fake-cluster.ts';
 import { iso, NS, rawAgent, rawDefinition, rawStation, T0 } from '../cli/test-fixtures.ts';
+import { consolePorts } from '../console/ports.ts';
 import type { AccessReviews } from '../effects/access-review.ts';
-import { consolePorts } from '../effects/console-ports.ts';
 import { promptPorts } from '../effects/realtime/prompt-ports.ts';
 import { promptTokens, REALTIME_KEY_FIELD, REALTIME_KEY_SECRET } from '../effects/realtime/tokens.ts';
 import { ManualClock } from '../runtime/clock.ts';

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SELF = relative(ROOT, fileURLToPath(import.meta.url));
 const TREES = ['src', 'scripts', 'test', 'bench', 'deploy', 'docs'];
-const TOP_FILES = ['README.md', 'CHANGELOG.md'];
+const TOP_FILES = ['README.md', 'ARCHITECTURE.md', 'CHANGELOG.md'];
 const HISTORY = new Set(['CHANGELOG.md']);
 
 /** Every text file under the scanned trees, repository-relative, `/`-separated. */

@@ -22,14 +22,14 @@ import {
 } from '../cli/api.ts';
 import { CliError } from '../cli/exit.ts';
 import { streamRunLog } from '../cli/log-stream.ts';
-import type { ConsolePorts } from '../console/app.ts';
-import type { SessionStore } from '../console/session.ts';
+import type { AccessReviews } from '../effects/access-review.ts';
+import type { promptPorts } from '../effects/realtime/prompt-ports.ts';
+import { AGENTS, STATIONS } from '../effects/resources.ts';
 import { getObject, listAll, type Transport } from '../kube/index.ts';
 import type { Clock } from '../runtime/index.ts';
 import { type CallerIdentity, createPromptApi } from '../server/prompt.ts';
-import type { AccessReviews } from './access-review.ts';
-import type { promptPorts } from './realtime/prompt-ports.ts';
-import { AGENTS, STATIONS } from './resources.ts';
+import type { ConsolePorts } from './app.ts';
+import type { SessionStore } from './session.ts';
 
 export interface ConsolePortsOptions {
   readonly transport: Transport;

@@ -9,8 +9,8 @@ import { createInterface } from 'node:readline';
 import * as v from 'valibot';
 import { GROUP, VERSION } from '../api/index.ts';
 import { describeKubeError, resolveClusterConfig } from '../kube/index.ts';
+import { type Command, type CommandIo, parseFlags, UsageError } from './command.ts';
 import { DEFAULT_CONTROLLER_NAMESPACE, findPromptApi } from './prompt-endpoint.ts';
-import { type Command, type CommandIo, parseFlags, UsageError } from './usage.ts';
 
 /** Where the prompt API is when nothing says otherwise: `npm start`'s local controller. */
 export const DEFAULT_ENDPOINT = 'http://127.0.0.1:8443';

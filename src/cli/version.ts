@@ -1,5 +1,5 @@
 import { VERSION } from '../shared/version.ts';
-import { type Command, parseFlags } from './usage.ts';
+import { type Command, parseFlags } from './command.ts';
 
 export const versionCommand: Command = {
   name: 'version',

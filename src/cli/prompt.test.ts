@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { UsageError } from './command.ts';
 import { closeCommand, promptCommand, readable } from './prompt.ts';
-import { UsageError } from './usage.ts';
 
 describe('prompt CLI: readable lines', () => {
   const cases: [string, string, { text?: string; failed?: boolean }][] = [
