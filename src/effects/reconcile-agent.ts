@@ -1,9 +1,9 @@
 import { type Agent, isTerminalPhase } from '../api/index.ts';
 import { type ApiServerEndpoints, runHoldsToken } from '../jobs/index.ts';
 import { describeKubeError } from '../kube/index.ts';
-import { cleanupBackoffMs, holdsBatchFinalizer, isBatchRun } from '../reconcile/agent/batch.ts';
+import { cleanupBackoffMs, isBatchRun } from '../reconcile/agent/batch.ts';
 import { holdsCleanupFinalizer } from '../reconcile/agent/cleanup.ts';
-import { apiKeySecretKey, isBatchProvider } from '../reconcile/batch/plan.ts';
+import { apiKeySecretKey, holdsBatchFinalizer, isBatchProvider } from '../reconcile/batch/plan.ts';
 import {
   type Decision,
   decide,

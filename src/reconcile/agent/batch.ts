@@ -31,6 +31,7 @@ import {
   batchProviderFor,
   batchRequestFor,
   batchUnsupported,
+  holdsBatchFinalizer,
   isBatchProvider,
   MAX_CLEANUP_ATTEMPTS,
   selectLines,
@@ -48,11 +49,11 @@ import {
 } from '../reasons.ts';
 import type { Snapshot } from '../snapshot.ts';
 import { decideAdmission } from '../station/admission.ts';
+import { failBeforeStart } from './fail.ts';
 import { runObjectActions } from './run-objects.ts';
 import { decideRunning, finish } from './running.ts';
 import {
   type BuildRequest,
-  failBeforeStart,
   type JobBuilder,
   preemptActions,
   queuedDecision,
@@ -75,11 +76,6 @@ const NOTHING: Decision = { actions: [] };
 /** True when the Agent's run is (or was) a batch run: its submission record names a provider. */
 export function isBatchRun(agent: Agent): boolean {
   return isBatchProvider(agent.status.batchProvider);
-}
-
-/** True when the Agent still holds the batch finalizer. */
-export function holdsBatchFinalizer(agent: Agent): boolean {
-  return batchFinalizerIndex(agent) >= 0;
 }
 
 function batchConditions(reason: string, message: string): ConditionUpdate[] {

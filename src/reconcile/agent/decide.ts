@@ -1,23 +1,25 @@
 import { buildJob } from '../../jobs/index.ts';
 import type { Decision } from '../actions.ts';
+import { holdsBatchFinalizer } from '../batch/plan.ts';
 import { failureBuild } from '../reasons.ts';
-import { decideServing, serverRequest } from '../serving/decide.ts';
+import { decideServerStart, decideServing, serverRequest } from '../serving/decide.ts';
+import { isServer, serverBuildTime } from '../serving/plan.ts';
 import type { Snapshot } from '../snapshot.ts';
 import {
   decideBatchCleanup,
+  decideBatchPending,
   decideBatchRunning,
   decideFallback,
-  holdsBatchFinalizer,
   isBatchRun,
 } from './batch.ts';
 import { decideRunCleanup, holdsCleanupFinalizer } from './cleanup.ts';
-import { decidePending } from './pending.ts';
+import { buildError } from './fail.ts';
+import { decideJobStart } from './job.ts';
 import { decideRunning } from './running.ts';
-import type { JobBuilder } from './start.ts';
+import { checkStart, type JobBuilder, preparePodRun } from './start.ts';
 
-export { STALE_JOB_RETRY_MS } from './pending.ts';
 export { EARLY_VERDICT_RETRY_MS } from './running.ts';
-export { type BuildRequest, type JobBuilder, jobOwnership } from './start.ts';
+export { type BuildRequest, type JobBuilder, jobOwnership, STALE_JOB_RETRY_MS } from './start.ts';
 
 const NOTHING: Decision = { actions: [] };
 
@@ -86,10 +88,33 @@ export function decide(snapshot: Snapshot, now: Date, build: JobBuilder = buildJ
       if (isBatchRun(agent)) return decideBatchRunning(snapshot, now);
       return decideRunning(snapshot, now);
     case 'Pending':
-      return decidePending(snapshot, now, build);
+      return decidePendingAgent(snapshot, now, build);
     case 'Serving':
       return decideServingAgent(snapshot, now, build);
   }
+}
+
+/**
+ * A Pending Agent: the start step every mode shares (./start.ts), then its mode: a batch run (or one that holds the
+ * batch finalizer) submits to its vendor, a server creates its objects, a Job run is admitted in its Station.
+ */
+function decidePendingAgent(s: Snapshot, now: Date, build: JobBuilder): Decision {
+  const checked = checkStart(s, now);
+  if (checked.kind === 'decided') return checked.decision;
+  const { station, definition } = checked;
+  if (definition.spec.execution === 'batch' || holdsBatchFinalizer(s.agent)) {
+    return decideBatchPending(s, now, station, definition);
+  }
+  const server = isServer(definition);
+  const prepared = preparePodRun(s, now, build, checked, server ? serverBuildTime(s.agent) : now);
+  if (prepared.kind === 'decided') return prepared.decision;
+  // A server takes no run slot: it is not a run of the Station's queue (issue 12).
+  if (server) {
+    return decideServerStart(s, now, station, definition, prepared, (reason, failure) =>
+      buildError(s, now, reason, failure),
+    );
+  }
+  return decideJobStart(s, now, checked, prepared);
 }
 
 /** A server (issue 12): its objects rebuilt from the current recipe, Station and policy, then compared. */

@@ -16,7 +16,7 @@ import type { Decision } from '../actions.ts';
 import { conditionsSatisfied } from '../conditions.ts';
 import { CONDITION_DEPENDENCIES_READY, CONDITION_READY, REASON } from '../reasons.ts';
 import type { EndpointView, Snapshot } from '../snapshot.ts';
-import { failBeforeStart } from './start.ts';
+import { failBeforeStart } from './fail.ts';
 import { agentRef, event, statusPatch } from './status.ts';
 
 /** Re-check period while the EndpointSlice watch has not listed yet. */

@@ -1,24 +1,50 @@
-// The start step every execution mode shares: building the run (the Job builder's contract, tracing), admission's
-// verdicts as actions (queued, preempting the victims of Replace), ownership of an existing Job, and failing a run
-// before it starts. Each mode's Pending decision (pending.ts for Jobs, batch.ts, serving/decide.ts) builds on it.
+// The start step every execution mode shares (ARCHITECTURE.md, "One run, end to end"): the checks every Pending
+// Agent passes first (references, policy, realtime and server refusals), the preparation of a run with pods (refused
+// run objects, an existing Job adopted, the Job built, dependencies ready), admission's verdicts as actions (queued,
+// preempting the victims of Replace), the Running transition, and tracing. `decide` (./decide.ts) runs these steps and
+// hands over to the mode: ./job.ts, ./batch.ts, ../serving/decide.ts; no mode imports another.
 
-import { type Agent, GROUP, type Job, KIND_AGENT, type Station } from '../../api/index.ts';
+import {
+  type Agent,
+  type AgentDefinition,
+  GROUP,
+  type Job,
+  KIND_AGENT,
+  type Station,
+} from '../../api/index.ts';
 import type { BuildJobInput } from '../../jobs/index.ts';
 import type { Result } from '../../shared/result.ts';
 import { runTrace } from '../../shared/trace-context.ts';
-import type { Action, Decision, JobManifest, RunFailureKind } from '../actions.ts';
+import type { Action, Decision, JobManifest } from '../actions.ts';
+import { holdsBatchFinalizer } from '../batch/plan.ts';
 import { conditionsSatisfied } from '../conditions.ts';
-import { preemptedMessage, REASON } from '../reasons.ts';
+import { policyRefusal, runIntent, runLimits, withPolicyTools } from '../policy/check.ts';
+import { realtimeProblem } from '../realtime/plan.ts';
+import {
+  FAILURE_MISSING_REF,
+  failureBinding,
+  failureBuild,
+  failureInput,
+  failureInvalidReference,
+  failureNotOwned,
+  failureRejected,
+  failureServiceAccount,
+  preemptedMessage,
+  REASON,
+} from '../reasons.ts';
+import { serverProblem } from '../serving/plan.ts';
 import type { Snapshot } from '../snapshot.ts';
+import { dependencyGate } from './dependencies.ts';
+import { buildError, failBeforeStart } from './fail.ts';
 import {
   agentRef,
   event,
-  failedConditions,
   formatStatusTime,
   queuedConditions,
+  runningConditions,
   statusPatch,
 } from './status.ts';
-import { pruneAfter } from './transition.ts';
+import { secondsBetween } from './transition.ts';
 
 /** What the Job builder receives: the run's objects, the init image and the Job creation time. */
 export type BuildRequest = BuildJobInput;
@@ -122,34 +148,201 @@ export function jobOwnership(job: Job, agent: Agent): 'owned' | 'stale' | 'forei
   return 'foreign';
 }
 
-export interface EarlyFailure {
-  readonly kind: RunFailureKind;
-  readonly reason: string;
-  readonly failureReason: string;
-  readonly message: string;
+/** Re-check period while a Job left by an earlier Agent of the same name waits for garbage collection. */
+export const STALE_JOB_RETRY_MS = 2000;
+
+/** One step of starting a run: decided here (fail, wait, ask), or go on with what it established. */
+export type Step<T> =
+  | { readonly kind: 'decided'; readonly decision: Decision }
+  | ({ readonly kind: 'go' } & T);
+
+const decided = (decision: Decision): { readonly kind: 'decided'; readonly decision: Decision } => ({
+  kind: 'decided',
+  decision,
+});
+
+/** A Pending Agent that passed the checks every mode makes: its Station, definition and policy observation. */
+export interface Checked {
+  readonly station: Station;
+  readonly definition: AgentDefinition;
+  readonly policy: NonNullable<Snapshot['policy']>;
 }
 
-/** A Pending Agent fails without a run because it cannot be built or started: `build_error`, one line for both. */
-export function buildError(s: Snapshot, now: Date, reason: string, failureReason: string): Decision {
-  return failBeforeStart(s, now, { kind: 'build_error', reason, failureReason, message: failureReason });
+/**
+ * The checks every execution mode makes first, in this order: the references (invalid, missing), the AgentPolicy
+ * (a run whose Job exists is adopted under the policy it started with), then what realtime and server runs refuse.
+ * A batch run that holds its finalizer has passed them already.
+ */
+export function checkStart(s: Snapshot, now: Date): Step<Checked> {
+  const { agent, station, definition } = s;
+  if (s.invalidReference !== undefined) {
+    const { kind, name, message } = s.invalidReference;
+    const failureReason = failureInvalidReference(kind, name, message);
+    return decided(buildError(s, now, REASON.invalidReference, failureReason));
+  }
+  if (station === null || definition === null) {
+    const message =
+      station === null
+        ? `Station ${agent.spec.stationRef} not found`
+        : `AgentDefinition ${station.spec.agentDefRef} of Station ${station.metadata.name} not found`;
+    return decided(
+      failBeforeStart(s, now, {
+        kind: 'missing_ref',
+        reason: REASON.missingReference,
+        failureReason: FAILURE_MISSING_REF,
+        message,
+      }),
+    );
+  }
+  const policy = s.policy ?? { kind: 'none' };
+  const refusal = holdsBatchFinalizer(agent)
+    ? undefined
+    : policyRefusal(policy, definition, () => runIntent(agent, station, definition));
+  if (refusal !== undefined) {
+    // A run whose Job already exists started under the policy it saw then (its Running patch was lost): it is
+    // adopted below, never failed by a policy changed since.
+    if (s.job.kind === 'unknown' && definition.spec.execution !== 'batch')
+      return decided({ actions: [], needs: 'job' });
+    if (s.job.kind !== 'present') {
+      return decided(
+        failBeforeStart(s, now, {
+          kind: 'policy',
+          reason: REASON.policyViolation,
+          failureReason: refusal,
+          message: refusal,
+        }),
+      );
+    }
+  }
+  const realtime = holdsBatchFinalizer(agent)
+    ? undefined
+    : realtimeProblem(agent, definition, s.options.realtime.enabled);
+  if (realtime !== undefined) {
+    return decided(buildError(s, now, REASON.realtimeRefused, realtime));
+  }
+  const serving = serverProblem(
+    agent,
+    definition,
+    s.options.server?.enabled === true,
+    policy.kind === 'found' ? policy.policy : undefined,
+  );
+  if (serving !== undefined) return decided(buildError(s, now, REASON.serverRefused, serving));
+
+  return { kind: 'go', station, definition, policy };
 }
 
-/** A Pending Agent fails without a run: no jobName, no exitCode, not timed. */
-export function failBeforeStart(s: Snapshot, now: Date, f: EarlyFailure): Decision {
+/** A pod run (a Job, or a server's Deployment) built and allowed to proceed to admission. */
+export interface Prepared {
+  readonly request: BuildRequest;
+  readonly job: JobManifest;
+}
+
+/**
+ * What a run with pods (a Job run or a server) does before admission: fail on a run object the API server refused,
+ * adopt or wait for a Job of its name, build the Job (at `buildTime`: a server's objects never move by themselves,
+ * so they are built as of the Agent's creation), wait for the Services it depends on.
+ */
+export function preparePodRun(
+  s: Snapshot,
+  now: Date,
+  build: JobBuilder,
+  checked: Checked,
+  buildTime: Date,
+): Step<Prepared> {
   const { agent } = s;
-  const completedAt = formatStatusTime(now);
+  const { station, definition, policy } = checked;
+  if (s.serviceAccountRefused !== undefined) {
+    const failureReason = failureServiceAccount(s.serviceAccountRefused.message);
+    return decided(buildError(s, now, REASON.buildFailed, failureReason));
+  }
+  if (s.inputRefused !== undefined) {
+    return decided(buildError(s, now, REASON.buildFailed, failureInput(s.inputRefused.message)));
+  }
+  if (s.bindingRefused !== undefined) {
+    const failureReason = failureBinding(s.bindingRefused.message);
+    return decided(buildError(s, now, REASON.rbacRefused, failureReason));
+  }
+  if (s.jobRejected !== undefined) {
+    const failureReason = failureRejected(s.jobRejected.message);
+    return decided(buildError(s, now, REASON.buildFailed, failureReason));
+  }
+  if (s.job.kind === 'present') {
+    const job = s.job.job;
+    switch (jobOwnership(job, agent)) {
+      case 'owned':
+        return decided(adopt(s, job, now));
+      case 'stale':
+        return decided({ actions: [], requeueAfterMs: STALE_JOB_RETRY_MS });
+      case 'foreign': {
+        const failureReason = failureNotOwned(job.metadata.name);
+        return decided(buildError(s, now, REASON.jobNotOwned, failureReason));
+      }
+    }
+  }
+  // The memory is read only for a run about to start (below); until then the Job is built, and checked, without it.
+  const memory = s.memory?.kind === 'read' ? s.memory : undefined;
+  const request: BuildRequest = {
+    agent,
+    station,
+    definition: withPolicyTools(definition, policy.kind === 'found' ? policy.policy : undefined),
+    agentImage: s.options.agentImage,
+    now: buildTime,
+    limits: runLimits(policy.kind === 'found' ? policy.policy : undefined),
+    ...(memory !== undefined
+      ? { memory: { content: memory.content, resourceVersion: memory.resourceVersion } }
+      : {}),
+    ...runTracing(s),
+  };
+  const built = build(request);
+  if (!built.ok) {
+    const failureReason = failureBuild(built.error);
+    return decided(buildError(s, now, REASON.buildFailed, failureReason));
+  }
+  // The Services it depends on have ready endpoints (it waits before admission: no slot is taken meanwhile).
+  const gate = dependencyGate(s, definition, now);
+  if (gate !== undefined) return decided(gate);
+
+  return { kind: 'go', request, job: built.value };
+}
+
+/** Running + jobName + startedAt, the Started event and the queue-time metric. */
+export function startActions(
+  s: Snapshot,
+  jobName: string,
+  startedAt: string,
+  message: string,
+  jobCreated: Date,
+  now: Date,
+): Action[] {
+  const { agent } = s;
+  const queued = secondsBetween(agent.metadata.creationTimestamp, jobCreated);
+  return [
+    statusPatch(
+      agent,
+      { phase: 'Running', jobName, startedAt, ...traceIdOf(s) },
+      runningConditions(`Job ${jobName} is running`),
+      now,
+    ),
+    event(agentRef(agent), 'Normal', REASON.started, message),
+    ...(queued !== undefined
+      ? [{ kind: 'observeMetric' as const, observation: { metric: 'runQueue' as const, seconds: queued } }]
+      : []),
+  ];
+}
+
+function adopt(s: Snapshot, job: Job, now: Date): Decision {
+  const created = Date.parse(job.metadata.creationTimestamp);
+  const jobCreated = Number.isNaN(created) ? now : new Date(created);
+  const startedAt = s.agent.status.startedAt ?? formatStatusTime(jobCreated);
   return {
-    actions: [
-      statusPatch(
-        agent,
-        { phase: 'Failed', failureReason: f.failureReason, completedAt },
-        failedConditions(f.reason, f.message),
-        now,
-      ),
-      event(agentRef(agent), 'Warning', f.reason, f.message),
-      { kind: 'observeMetric', observation: { metric: 'runCompleted', phase: 'Failed' } },
-      { kind: 'observeMetric', observation: { metric: 'runFailure', kind: f.kind } },
-      ...pruneAfter(s, 'Failed', completedAt),
-    ],
+    actions: startActions(
+      s,
+      job.metadata.name,
+      startedAt,
+      `Adopted existing Job ${job.metadata.name}`,
+      jobCreated,
+      now,
+    ),
+    requeueAfterMs: s.options.requeueMs,
   };
 }

@@ -153,3 +153,8 @@ export function selectLines(
 export function batchFinalizerIndex(agent: Agent): number {
   return agent.metadata.finalizers.indexOf(BATCH_FINALIZER);
 }
+
+/** True when the Agent still holds the batch finalizer. */
+export function holdsBatchFinalizer(agent: Agent): boolean {
+  return batchFinalizerIndex(agent) >= 0;
+}

@@ -6,14 +6,13 @@ import type { Action, Decision } from '../actions.ts';
 import { decide } from '../agent/decide.ts';
 import type { ServerChildObservation, ServerObservation, Snapshot } from '../snapshot.ts';
 import { agent, at, definition, iso, queueOf, station } from '../test-fixtures.ts';
+import { desiredServerObjects, planChild } from './decide.ts';
 import {
-  desiredServerObjects,
   FAILURE_SERVER_DISABLED,
   FAILURE_SERVER_NOT_ALLOWED,
-  planChild,
   serverBuildTime,
   serverProblem,
-} from './decide.ts';
+} from './plan.ts';
 
 type Present = Extract<ServerChildObservation, { kind: 'present' }>;
 
