@@ -3,16 +3,9 @@ import { describe, it } from 'node:test';
 import type { Agent } from '../api/index.ts';
 import { agentOf, iso, NS, stationOf, T0 } from '../cli/test-fixtures.ts';
 import type { CallerIdentity } from '../server/prompt.ts';
-import {
-  type AccessRequest,
-  type ConsolePorts,
-  consoleOrigin,
-  createConsoleApp,
-  LOGIN_COOKIE,
-  MAX_STREAMS_PER_USER,
-  SESSION_COOKIE,
-  sameOrigin,
-} from './app.ts';
+import { consoleOrigin, createConsoleApp } from './app.ts';
+import type { AccessRequest, ConsolePorts } from './contract.ts';
+import { LOGIN_COOKIE, MAX_STREAMS_PER_USER, SESSION_COOKIE, sameOrigin } from './kit.ts';
 import { SessionStore, SIGN_IN_FAILURES_PER_WINDOW } from './session.ts';
 
 const ALICE: CallerIdentity = { username: 'alice', groups: ['devs', 'system:authenticated'] };

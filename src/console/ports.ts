@@ -28,7 +28,7 @@ import { AGENTS, STATIONS } from '../effects/resources.ts';
 import { getObject, listAll, type Transport } from '../kube/index.ts';
 import type { Clock } from '../runtime/index.ts';
 import { type CallerIdentity, createPromptApi } from '../server/prompt.ts';
-import type { ConsolePorts } from './app.ts';
+import type { ConsolePorts } from './contract.ts';
 import type { SessionStore } from './session.ts';
 
 export interface ConsolePortsOptions {

@@ -24,7 +24,8 @@ import { promptTokens, REALTIME_KEY_FIELD, REALTIME_KEY_SECRET } from '../effect
 import { ManualClock } from '../runtime/clock.ts';
 import type { CallerIdentity } from '../server/prompt.ts';
 import { createLogger } from '../shared/log.ts';
-import { createConsoleApp, SESSION_COOKIE } from './app.ts';
+import { createConsoleApp } from './app.ts';
+import { SESSION_COOKIE } from './kit.ts';
 import { SessionStore } from './session.ts';
 
 type Obj = Record<string, unknown> & { metadata: Record<string, unknown> };
