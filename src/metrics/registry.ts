@@ -48,9 +48,15 @@ export interface ControllerMetrics {
 /** Creates the registry and every metric; `withProcessMetrics` adds prom-client's default process metrics. */
 export function createControllerMetrics(withProcessMetrics = true): ControllerMetrics {
   const registry = new Registry();
-  const registers = [registry];
-  const m: ControllerMetrics = {
-    registry,
+  const m: ControllerMetrics = { registry, ...defineMetrics([registry]) };
+  zeroSeries(m);
+  if (withProcessMetrics) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
+  return m;
+}
+
+/** Every metric of the controller, registered with `registers`: declarations only (names, help, labels, buckets). */
+function defineMetrics(registers: Registry[]): Omit<ControllerMetrics, 'registry'> {
+  return {
     resyncs: new Counter({
       name: 'controller_resyncs_total',
       help: 'Full LIST resyncs (startup, poll, 410)',
@@ -212,6 +218,13 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
       registers,
     }),
   };
+}
+
+/**
+ * The series that exist from the start at 0, so `increase()` and the alerts count a series' first event (a counter
+ * that appears at 1 has no earlier sample to increase from).
+ */
+function zeroSeries(m: ControllerMetrics): void {
   for (const phase of PHASES) m.agents.set({ phase }, 0);
   for (const kind of RUN_FAILURE_KINDS) m.runFailures.inc({ kind }, 0);
   for (const provider of BATCH_PROVIDERS) m.batchOrphans.inc({ provider }, 0);
@@ -230,6 +243,4 @@ export function createControllerMetrics(withProcessMetrics = true): ControllerMe
   m.isLeader.set(0);
   m.readAheadLogs.set(0);
   m.readAheadLogBytes.set(0);
-  if (withProcessMetrics) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
-  return m;
 }

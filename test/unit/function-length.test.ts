@@ -12,8 +12,8 @@ import ts from 'typescript';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const LIMIT = 150;
 
-/** Declarative data, not logic: exempt. */
-const DATA = new Set(['src/metrics/monitoring/dashboard.ts panels']);
+/** Declarative data, not logic: exempt (the dashboard's panels; the metric declarations: name, help, labels). */
+const DATA = new Set(['src/metrics/monitoring/dashboard.ts panels', 'src/metrics/registry.ts defineMetrics']);
 
 /** Over the limit when the rule came in (lines of the body): may shrink, never grow. */
 const LEGACY: ReadonlyMap<string, number> = new Map([
@@ -23,7 +23,6 @@ const LEGACY: ReadonlyMap<string, number> = new Map([
   ['src/effects/batch/poller.ts createBatchPoller', 212],
   ['src/effects/reconcile-agent.ts reconcileOnce', 210],
   ['src/cli/follow.ts awaitRun', 201],
-  ['src/metrics/registry.ts createControllerMetrics', 187],
   ['src/runtime/informer.ts createInformer', 177],
   ['src/runtime/workqueue.ts createWorkQueue', 162],
   ['src/cmd/controller.ts run', 159],
