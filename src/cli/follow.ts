@@ -139,69 +139,33 @@ export async function awaitRun(o: AwaitOptions): Promise<number> {
   };
 
   // The log, when following.
-  const logStop = new AbortController();
-  /** Fired when the run has ended: the pod lookup finishes its first list, a started pod's log is read once. */
-  const runOver = new AbortController();
-  let logState = INITIAL_RENDER_STATE;
-  let logStarted = false;
-  let podFound = false;
-  let logEnded: StreamEnd | undefined;
-  let printedLines = 0;
-  const printLine = (line: string): void => {
-    printedLines++;
-    if (o.follow?.raw === true) {
-      io.stdout(`${line}\n`);
-      return;
-    }
-    const r = renderLine(line, logState, o.paintOut);
-    logState = r.state;
-    if (r.text !== '') io.stdout(r.text);
-  };
-  let logDone: Promise<void> = Promise.resolve();
-  const startLog = (jobName: string): void => {
-    logStarted = true;
-    logDone = streamRunLog({
-      transport: conn.transport,
-      namespace: ns,
-      jobName,
-      clock: deps.clock,
-      random: deps.random,
-      signal: logStop.signal,
-      runOver: runOver.signal,
-      onPod: () => {
-        podFound = true;
-        live.suspend();
-        if (runOver.signal.aborted) graceTimer ??= deps.clock.setTimer(LOG_GRACE_MS, () => logStop.abort());
-      },
-      onLine: printLine,
-    }).then((end) => {
-      logEnded = end;
-      if (o.follow?.raw !== true) io.stdout(finishRender(logState));
-      logState = INITIAL_RENDER_STATE;
-      if (end.kind === 'failed') {
-        // No live log (the pods or the log may not be read, or cannot be now): wait for the run as --wait does;
-        // its recorded output is shown at the end.
-        live.clear();
-        io.stderr(
-          `warning: no live log: ${end.error.message}; waiting for the run to end (its recorded output is shown then)\n`,
-        );
-        live.resume();
-        check();
-      } else if (
+  const log = new LogFollower(o, {
+    suspend: () => live.suspend(),
+    failed: (message) => {
+      // No live log (the pods or the log may not be read, or cannot be now): wait for the run as --wait does;
+      // its recorded output is shown at the end.
+      live.clear();
+      io.stderr(
+        `warning: no live log: ${message}; waiting for the run to end (its recorded output is shown then)\n`,
+      );
+      live.resume();
+      check();
+    },
+    ended: (end) => {
+      if (
         o.untilLogEnds === true &&
         end.kind !== 'aborted' &&
-        !(end.kind === 'gone' && printedLines === 0)
+        !(end.kind === 'gone' && log.printedLines === 0)
       )
         settle({ code: EXIT.ok });
       else {
         live.resume();
         check();
       }
-    });
-  };
+    },
+  });
 
   const station = o.station;
-  let graceTimer: (() => void) | undefined;
   const check = (): void => {
     if (outcome !== undefined) return;
     const terminal = current.status.phase === 'Succeeded' || current.status.phase === 'Failed';
@@ -214,16 +178,13 @@ export async function awaitRun(o: AwaitOptions): Promise<number> {
       return;
     }
     const jobName = current.status.jobName;
-    if (o.follow !== undefined && !logStarted && jobName !== undefined && jobName !== '') startLog(jobName);
+    if (o.follow !== undefined && !log.started && jobName !== undefined && jobName !== '') log.start(jobName);
     if (!terminal) return;
-    if (o.follow !== undefined && logStarted && logEnded === undefined) {
-      // The container has ended and its log stream closes by itself; do not wait for it for ever. The pod lookup
-      // finishes its first list (a started pod's log is read once; without one, the recorded output is shown).
-      runOver.abort();
-      if (podFound) graceTimer ??= deps.clock.setTimer(LOG_GRACE_MS, () => logStop.abort());
+    if (o.follow !== undefined && log.started && log.end === undefined) {
+      log.runEnded();
       return;
     }
-    if (o.follow !== undefined && printedLines === 0 && (current.status.output ?? '') !== '') {
+    if (o.follow !== undefined && log.printedLines === 0 && (current.status.output ?? '') !== '') {
       // No pod to read (a batch run, a run that failed before its pod, a pod already collected): its output.
       live.clear();
       io.stdout(
@@ -290,13 +251,21 @@ export async function awaitRun(o: AwaitOptions): Promise<number> {
   } finally {
     cancelTick();
     cancelTimeout();
-    graceTimer?.();
     interrupt.signal.removeEventListener('abort', onInterrupt);
     interrupt.dispose();
-    logStop.abort();
-    await Promise.all([watch.stop(), logDone]);
+    await Promise.all([watch.stop(), log.stop()]);
   }
-  const result = outcome as { code: number } | { error: CliError } | undefined;
+  return finishAwait(o, live, current, outcome as { code: number } | { error: CliError } | undefined);
+}
+
+/** What the command says and returns once the wait is over: the error, the Ctrl-C note, or the final status line. */
+function finishAwait(
+  o: AwaitOptions,
+  live: LiveStatus,
+  current: Agent,
+  result: { code: number } | { error: CliError } | undefined,
+): number {
+  const name = o.agent.metadata.name;
   if (result === undefined) return EXIT.failed;
   if ('error' in result) {
     live.clear();
@@ -304,11 +273,100 @@ export async function awaitRun(o: AwaitOptions): Promise<number> {
   }
   if (result.code === EXIT.interrupted) {
     live.clear();
-    io.stderr(
+    o.io.stderr(
       `interrupted: agent "${name}" goes on; see it with '${o.program} get agent ${name}', stop it with '${o.program} delete agent ${name}'\n`,
     );
     return result.code;
   }
   if (o.statusLine) live.finish(runView(current, undefined));
   return result.code;
+}
+
+/** What the log follower tells `awaitRun`. */
+interface LogEvents {
+  /** The run's pod was found: its log follows, the status line steps aside. */
+  readonly suspend: () => void;
+  /** No live log can be read; the message says why. */
+  readonly failed: (message: string) => void;
+  /** The log ended (not failed). */
+  readonly ended: (end: StreamEnd) => void;
+}
+
+/**
+ * The run's log while following (`--follow`, `logs -f`): started once the Job is known, printed raw or rendered,
+ * given up `LOG_GRACE_MS` after the run has ended (a finished container's stream closes by itself, but not always).
+ */
+class LogFollower {
+  #stop = new AbortController();
+  /** Fired when the run has ended: the pod lookup finishes its first list, a started pod's log is read once. */
+  #runOver = new AbortController();
+  #state = INITIAL_RENDER_STATE;
+  #podFound = false;
+  #graceTimer: (() => void) | undefined;
+  #done: Promise<void> = Promise.resolve();
+  started = false;
+  end: StreamEnd | undefined;
+  printedLines = 0;
+
+  constructor(
+    private readonly o: AwaitOptions,
+    private readonly events: LogEvents,
+  ) {}
+
+  #print(line: string): void {
+    this.printedLines++;
+    if (this.o.follow?.raw === true) {
+      this.o.io.stdout(`${line}\n`);
+      return;
+    }
+    const r = renderLine(line, this.#state, this.o.paintOut);
+    this.#state = r.state;
+    if (r.text !== '') this.o.io.stdout(r.text);
+  }
+
+  #graceAfterEnd(): void {
+    this.#graceTimer ??= this.o.deps.clock.setTimer(LOG_GRACE_MS, () => this.#stop.abort());
+  }
+
+  start(jobName: string): void {
+    const { o } = this;
+    this.started = true;
+    this.#done = streamRunLog({
+      transport: o.conn.transport,
+      namespace: o.agent.metadata.namespace,
+      jobName,
+      clock: o.deps.clock,
+      random: o.deps.random,
+      signal: this.#stop.signal,
+      runOver: this.#runOver.signal,
+      onPod: () => {
+        this.#podFound = true;
+        this.events.suspend();
+        if (this.#runOver.signal.aborted) this.#graceAfterEnd();
+      },
+      onLine: (line) => this.#print(line),
+    }).then((end) => {
+      this.end = end;
+      if (o.follow?.raw !== true) o.io.stdout(finishRender(this.#state));
+      this.#state = INITIAL_RENDER_STATE;
+      if (end.kind === 'failed') this.events.failed(end.error.message);
+      else this.events.ended(end);
+    });
+  }
+
+  /**
+   * The run ended while its log is still open: the stream closes by itself; do not wait for it for ever. The pod
+   * lookup finishes its first list (a started pod's log is read once; without one, the recorded output is shown).
+   */
+  runEnded(): void {
+    this.#runOver.abort();
+    if (this.#podFound) this.#graceAfterEnd();
+  }
+
+  /** Stops following and resolves once the stream has closed. */
+  stop(): Promise<void> {
+    this.#graceTimer?.();
+    this.#stop.abort();
+    return this.#done;
+  }
 }

@@ -22,7 +22,6 @@ const LEGACY: ReadonlyMap<string, number> = new Map([
   ['src/kube/transport.ts createTransport', 213],
   ['src/effects/batch/poller.ts createBatchPoller', 212],
   ['src/effects/reconcile-agent.ts reconcileOnce', 210],
-  ['src/cli/follow.ts awaitRun', 201],
   ['src/runtime/informer.ts createInformer', 177],
   ['src/runtime/workqueue.ts createWorkQueue', 162],
   ['src/cmd/controller.ts run', 159],
