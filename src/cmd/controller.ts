@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import * as v from 'valibot';
-import { type Command, parseFlags, UsageError } from '../cli/command.ts';
+import { type Command, type CommandIo, parseFlags, UsageError } from '../cli/command.ts';
 import { ALL_NAMESPACES, type ControllerConfig, parseControllerConfig } from '../config/index.ts';
 import { consoleOrigin, createConsoleApp } from '../console/app.ts';
 import { consolePorts } from '../console/ports.ts';
@@ -63,50 +63,12 @@ export const controllerCommand: Command = {
     'BATCH_POLL_SECONDS, BATCH_POLL_LIST, REALTIME_ENABLED, CONSOLE_TRACE_URL (links trace ids: {traceID}).',
   ].join('\n'),
   async run(io) {
-    const { values, help } = parseFlags(io.argv, {
-      kubeconfig: { type: 'string' },
-      namespace: { type: 'string' },
-      'all-namespaces': { type: 'boolean' },
-      port: { type: 'string' },
-      'bind-address': { type: 'string' },
-      'log-level': { type: 'string' },
-      'api-port': { type: 'string' },
-      'tls-cert-file': { type: 'string' },
-      'tls-private-key-file': { type: 'string' },
-      'install-crds': { type: 'boolean' },
-      console: { type: 'boolean' },
-      'console-port': { type: 'string' },
-      'console-bind-address': { type: 'string' },
-    });
-    if (help) {
+    const read = await readConfig(io);
+    if (read === 'help') {
       io.stdout(`${controllerCommand.usage}\n`);
       return 0;
     }
-    const str = (x: unknown): string | undefined => (typeof x === 'string' ? x : undefined);
-    const inClusterNamespace = await readFile(`${SERVICE_ACCOUNT_DIR}/namespace`, 'utf8').catch(
-      () => undefined,
-    );
-    const parsed = parseControllerConfig(
-      {
-        kubeconfig: str(values.kubeconfig),
-        namespace: str(values.namespace),
-        allNamespaces: values['all-namespaces'] === true,
-        port: str(values.port),
-        bindAddress: str(values['bind-address']),
-        logLevel: str(values['log-level']),
-        apiPort: str(values['api-port']),
-        tlsCertFile: str(values['tls-cert-file']),
-        tlsPrivateKeyFile: str(values['tls-private-key-file']),
-        console: values.console === true,
-        consolePort: str(values['console-port']),
-        consoleBindAddress: str(values['console-bind-address']),
-      },
-      io.env,
-      inClusterNamespace,
-      Math.random().toString(36).slice(2, 8),
-    );
-    if (!parsed.ok) throw new UsageError(parsed.error);
-    const config = parsed.value;
+    const { config, installCrdsFirst } = read;
     const log = createLogger(config.logLevel, io.stderr);
 
     const cluster = await resolveClusterConfig({ kubeconfig: config.kubeconfig, env: io.env });
@@ -142,7 +104,7 @@ export const controllerCommand: Command = {
       source: cluster.value.source,
       server: cluster.value.server,
     });
-    if (values['install-crds'] === true) {
+    if (installCrdsFirst) {
       const installed = await installCrds(transport, clock, log);
       if (!installed.ok) {
         log.error('Installing the CRDs failed', { error: installed.error });
@@ -222,6 +184,53 @@ export const controllerCommand: Command = {
       : 1;
   },
 };
+
+/** The controller's configuration from its flags, the environment and the in-cluster namespace; `help` for -h. */
+async function readConfig(
+  io: CommandIo,
+): Promise<'help' | { readonly config: ControllerConfig; readonly installCrdsFirst: boolean }> {
+  const { values, help } = parseFlags(io.argv, {
+    kubeconfig: { type: 'string' },
+    namespace: { type: 'string' },
+    'all-namespaces': { type: 'boolean' },
+    port: { type: 'string' },
+    'bind-address': { type: 'string' },
+    'log-level': { type: 'string' },
+    'api-port': { type: 'string' },
+    'tls-cert-file': { type: 'string' },
+    'tls-private-key-file': { type: 'string' },
+    'install-crds': { type: 'boolean' },
+    console: { type: 'boolean' },
+    'console-port': { type: 'string' },
+    'console-bind-address': { type: 'string' },
+  });
+  if (help) return 'help';
+  const str = (x: unknown): string | undefined => (typeof x === 'string' ? x : undefined);
+  const inClusterNamespace = await readFile(`${SERVICE_ACCOUNT_DIR}/namespace`, 'utf8').catch(
+    () => undefined,
+  );
+  const parsed = parseControllerConfig(
+    {
+      kubeconfig: str(values.kubeconfig),
+      namespace: str(values.namespace),
+      allNamespaces: values['all-namespaces'] === true,
+      port: str(values.port),
+      bindAddress: str(values['bind-address']),
+      logLevel: str(values['log-level']),
+      apiPort: str(values['api-port']),
+      tlsCertFile: str(values['tls-cert-file']),
+      tlsPrivateKeyFile: str(values['tls-private-key-file']),
+      console: values.console === true,
+      consolePort: str(values['console-port']),
+      consoleBindAddress: str(values['console-bind-address']),
+    },
+    io.env,
+    inClusterNamespace,
+    Math.random().toString(36).slice(2, 8),
+  );
+  if (!parsed.ok) throw new UsageError(parsed.error);
+  return { config: parsed.value, installCrdsFirst: values['install-crds'] === true };
+}
 
 /** Serves the realtime prompt API on its own port (every replica, leader or not); undefined when it cannot listen. */
 async function servePromptApi(

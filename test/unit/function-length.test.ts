@@ -24,7 +24,6 @@ const LEGACY: ReadonlyMap<string, number> = new Map([
   ['src/effects/reconcile-agent.ts reconcileOnce', 210],
   ['src/runtime/informer.ts createInformer', 177],
   ['src/runtime/workqueue.ts createWorkQueue', 162],
-  ['src/cmd/controller.ts run', 159],
   ['src/runtime/leader.ts createLeaderElector', 158],
   ['src/server/prompt.ts createPromptApi', 151],
 ]);
