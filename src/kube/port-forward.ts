@@ -2,6 +2,8 @@
 // subresource asking to upgrade to SPDY/3.1 with the `portforward.k8s.io` protocol; the API server proxies the
 // upgraded connection to the node's kubelet. Each forwarded connection is a pair of streams, `error` and `data`,
 // sharing a request id; the kubelet writes a failure (e.g. nothing listening on the port) to the error stream.
+// Why SPDY and not the API server's WebSocket port-forward (which is this same SPDY tunnelled through WebSocket):
+// docs/design/kubernetes.md#port-forward.
 import { Buffer } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { request as httpRequest } from 'node:http';
