@@ -62,6 +62,7 @@ export {
   StationBook,
   type StationQueueView,
 } from './station/book.ts';
+export { type LaneStation, termStartKeys, toldItWaits, wakeableHeads } from './station/wake.ts';
 export {
   DEFAULT_HISTORY_LIMIT,
   type PruneChoice,
