@@ -5,8 +5,8 @@
 
 import { describeKubeError, type KubeError } from '../kube/index.ts';
 import { type Clock, createWorkQueue, type WorkQueue, type WorkResult } from '../runtime/index.ts';
-import type { Result } from '../shared/result.ts';
 import type { Logger } from '../shared/log.ts';
+import type { Result } from '../shared/result.ts';
 
 export interface TermDeps {
   readonly clock: Clock;

@@ -6,6 +6,7 @@
 import type { Agent } from '../api/index.ts';
 import { parseCachedJob } from '../effects/gather.ts';
 import type { KubeObject } from '../kube/index.ts';
+import { showsStartProblem } from '../reconcile/agent/starting.ts';
 import {
   isJobFinished,
   type LaneStation,
@@ -13,7 +14,6 @@ import {
   type StationBook,
   wakeableHeads,
 } from '../reconcile/index.ts';
-import { showsStartProblem } from '../reconcile/agent/starting.ts';
 import { termStartKeys } from '../reconcile/station/wake.ts';
 import type { Change } from '../runtime/index.ts';
 

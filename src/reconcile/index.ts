@@ -62,7 +62,6 @@ export {
   StationBook,
   type StationQueueView,
 } from './station/book.ts';
-export { type LaneStation, termStartKeys, toldItWaits, wakeableHeads } from './station/wake.ts';
 export {
   DEFAULT_HISTORY_LIMIT,
   type PruneChoice,
@@ -79,3 +78,4 @@ export {
   type RunPhase,
   runPhase,
 } from './station/runs.ts';
+export { type LaneStation, termStartKeys, toldItWaits, wakeableHeads } from './station/wake.ts';

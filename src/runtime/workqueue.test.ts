@@ -362,10 +362,10 @@ describe('createWorkQueue reasons', () => {
     q.add('x', false, 'poll'); // this run of x fails: retried after 5 ms, then it asks for 100 ms
     await flushMicrotasks();
     assert.deepEqual(seen.slice(2), ['x:poll']);
-    clock.advance(5);
+    await clock.advance(5);
     await flushMicrotasks();
     assert.deepEqual(seen.slice(3), ['x:retry']);
-    clock.advance(100);
+    await clock.advance(100);
     await flushMicrotasks();
     assert.deepEqual(seen.slice(4), ['x:requeue']);
     // A key added while it is processed keeps that add's reason for its next run.
@@ -378,7 +378,7 @@ describe('createWorkQueue reasons', () => {
     assert.deepEqual(seen.slice(5), ['busy:term-start', 'busy:station-changed']);
     // A delayed add that fires carries its own reason.
     q.addAfter('z', 50, 'batch-ended');
-    clock.advance(50);
+    await clock.advance(50);
     await flushMicrotasks();
     assert.deepEqual(seen.slice(7), ['z:batch-ended']);
     await q.shutdown();

@@ -20,7 +20,13 @@ const waiting = (name: string, created: number): Agent =>
     created,
     status: {
       conditions: [
-        { type: 'Ready', status: 'False', reason: 'Queued', message: 'waits', lastTransitionTime: '2025-03-01T12:00:00Z' },
+        {
+          type: 'Ready',
+          status: 'False',
+          reason: 'Queued',
+          message: 'waits',
+          lastTransitionTime: '2025-03-01T12:00:00Z',
+        },
       ],
     },
   });
@@ -44,7 +50,9 @@ describe('wakeableHeads', () => {
 
   it('wakes the head under Replace even with every slot taken (it may preempt); none under Forbid', () => {
     const b = bookOf(running('r'), ...queued(3));
-    assert.deepEqual(wakeableHeads(b, LANE, { maxConcurrentRuns: 1, concurrencyPolicy: 'Replace' }), ['team/q1']);
+    assert.deepEqual(wakeableHeads(b, LANE, { maxConcurrentRuns: 1, concurrencyPolicy: 'Replace' }), [
+      'team/q1',
+    ]);
     assert.deepEqual(wakeableHeads(b, LANE, { concurrencyPolicy: 'Forbid' }), []);
   });
 
