@@ -239,26 +239,9 @@ export function startController(deps: ControllerDeps): RunningController {
     },
   });
   const terms = term.terms;
-  elector = config.leaderElection
-    ? createLeaderElector({
-        transport,
-        namespace: config.leaseNamespace,
-        name: config.leaseName,
-        identity: config.identity,
-        clock,
-        logger: log,
-        onStartedLeading: () => {
-          terms
-            .start()
-            .catch((error: unknown) => log.error('Starting to reconcile failed', { error: String(error) }));
-        },
-        onStoppedLeading: () => void terms.stop(),
-        onTick: ({ reachable, leading }) => {
-          apiReachable = reachable;
-          metrics.isLeader.set(leading ? 1 : 0);
-        },
-      })
-    : undefined;
+  elector = electorOf(deps, terms, (reachable) => {
+    apiReachable = reachable;
+  });
 
   const runs = caches.always.map((i) => i.run(abort.signal));
   const electing = (elector ? elector.run(abort.signal) : terms.start()).catch((error: unknown) => {
@@ -608,4 +591,34 @@ async function stopController(s: {
   await s.w.tracing.shutdown(2000);
   // The elector logs the release and its failure itself, with the Lease and identity.
   if (s.elector) await s.elector.release();
+}
+
+/** The Lease elector when leader election is on: a won Lease starts a term, a lost one ends it. */
+function electorOf(
+  deps: ControllerDeps,
+  terms: Terms,
+  onReachable: (reachable: boolean) => void,
+): LeaderElector | undefined {
+  const { config, transport, clock, metrics } = deps;
+  const log = deps.logger;
+  return deps.config.leaderElection
+    ? createLeaderElector({
+        transport,
+        namespace: config.leaseNamespace,
+        name: config.leaseName,
+        identity: config.identity,
+        clock,
+        logger: log,
+        onStartedLeading: () => {
+          terms
+            .start()
+            .catch((error: unknown) => log.error('Starting to reconcile failed', { error: String(error) }));
+        },
+        onStoppedLeading: () => void terms.stop(),
+        onTick: ({ reachable, leading }) => {
+          onReachable(reachable);
+          metrics.isLeader.set(leading ? 1 : 0);
+        },
+      })
+    : undefined;
 }
