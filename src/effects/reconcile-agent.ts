@@ -78,16 +78,22 @@ export const NOT_LEADING_RECHECK_MS = 1000;
 export const SERVER_CONFLICT_RETRY_MS = 1000;
 
 /**
- * Reconciles one Agent by key (`namespace/name`): reads the cache and the few live objects the core needs, asks
+ * Reconciles one Agent by key (`namespace/name`), queued for `reason` (the trigger that woke it, shown in the debug
+ * line; docs/design/wiring.md): reads the cache and the few live objects the core needs, asks
  * `decide`, and executes the decision. Level-triggered: it never trusts the event that woke it.
  * Guarantees: never throws; an API failure yields `retry` (per-key backoff); a superseded write yields `done`
  * (the change that superseded it wakes the key again); while this replica may not write (its Lease renewal in
  * doubt) nothing is read or written and the key is looked at again after NOT_LEADING_RECHECK_MS.
  */
-export async function reconcileAgent(key: string, deps: ReconcileDeps): Promise<WorkResult> {
+export async function reconcileAgent(key: string, deps: ReconcileDeps, reason?: string): Promise<WorkResult> {
   const started = Date.now();
   const result = await reconcileTraced(key, deps);
-  deps.logger.debug('Reconciled', { agent: key, result: result.kind, ms: Date.now() - started });
+  deps.logger.debug('Reconciled', {
+    agent: key,
+    ...(reason !== undefined ? { reason } : {}),
+    result: result.kind,
+    ms: Date.now() - started,
+  });
   return result;
 }
 

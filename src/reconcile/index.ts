@@ -78,3 +78,4 @@ export {
   type RunPhase,
   runPhase,
 } from './station/runs.ts';
+export { type LaneStation, termStartKeys, toldItWaits, wakeableHeads } from './station/wake.ts';

@@ -39,4 +39,10 @@ export { Store } from './store.ts';
 export type { ListReason, WatcherOutcome, WatcherState, WatcherStep } from './watcher.ts';
 export { INITIAL_WATCHER_STATE, nextWatcherStep } from './watcher.ts';
 export type { WorkQueue, WorkQueueHooks, WorkQueueOptions, WorkResult } from './workqueue.ts';
-export { createWorkQueue, DEFAULT_ITEM_BACKOFF } from './workqueue.ts';
+export {
+  createWorkQueue,
+  DEFAULT_ITEM_BACKOFF,
+  REQUEUE_REASON,
+  RETRY_REASON,
+  UNSPECIFIED_REASON,
+} from './workqueue.ts';

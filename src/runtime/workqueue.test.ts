@@ -338,3 +338,49 @@ describe('createWorkQueue urgent keys', () => {
     await q.shutdown();
   });
 });
+
+describe('createWorkQueue reasons', () => {
+  it('hands the handler the first reason since the key was last taken, and retry/requeue for its own re-adds', async () => {
+    const clock = new ManualClock(0);
+    const seen: string[] = [];
+    let release: (() => void) | undefined;
+    const results: WorkResult[] = [{ kind: 'done' }, { kind: 'retry' }, { kind: 'requeueAfter', ms: 100 }];
+    const q = createWorkQueue({
+      clock,
+      handler: async (key, reason) => {
+        seen.push(`${key}:${reason}`);
+        if (key === 'busy' && release === undefined) await new Promise<void>((r) => (release = r));
+        return key === 'x' ? (results.shift() ?? { kind: 'done' }) : { kind: 'done' };
+      },
+    });
+    q.add('x', false, 'agent-changed');
+    q.add('x', true, 'job-changed'); // merged: the first reason stays
+    q.add('y'); // no reason given
+    q.start();
+    await flushMicrotasks();
+    assert.deepEqual(seen, ['x:agent-changed', 'y:unspecified']);
+    q.add('x', false, 'poll'); // this run of x fails: retried after 5 ms, then it asks for 100 ms
+    await flushMicrotasks();
+    assert.deepEqual(seen.slice(2), ['x:poll']);
+    await clock.advance(5);
+    await flushMicrotasks();
+    assert.deepEqual(seen.slice(3), ['x:retry']);
+    await clock.advance(100);
+    await flushMicrotasks();
+    assert.deepEqual(seen.slice(4), ['x:requeue']);
+    // A key added while it is processed keeps that add's reason for its next run.
+    q.add('busy', false, 'term-start');
+    await flushMicrotasks();
+    q.add('busy', false, 'station-changed');
+    q.add('busy', false, 'policy-changed');
+    release?.();
+    for (let i = 0; i < 5; i++) await flushMicrotasks();
+    assert.deepEqual(seen.slice(5), ['busy:term-start', 'busy:station-changed']);
+    // A delayed add that fires carries its own reason.
+    q.addAfter('z', 50, 'batch-ended');
+    await clock.advance(50);
+    await flushMicrotasks();
+    assert.deepEqual(seen.slice(7), ['z:batch-ended']);
+    await q.shutdown();
+  });
+});

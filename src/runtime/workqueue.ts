@@ -35,7 +35,11 @@ export interface WorkQueueOptions {
   readonly clock: Clock;
   /** How many different keys may be processed at once (default 1). */
   readonly concurrency?: number;
-  readonly handler: (key: string) => Promise<WorkResult>;
+  /**
+   * Processes one key. `reason` is why it was queued: the reason of the first add since a worker last took it
+   * (an add merged into a queued key keeps the earlier reason); a retry is `retry`, a `requeueAfter` is `requeue`.
+   */
+  readonly handler: (key: string, reason: string) => Promise<WorkResult>;
   readonly backoff?: BackoffPolicy;
   readonly hooks?: WorkQueueHooks;
   readonly logger?: Logger;
@@ -46,6 +50,13 @@ export interface WorkQueueOptions {
    */
   readonly sliceBudgetMs?: number;
 }
+
+/** The reason of a key queued without one. */
+export const UNSPECIFIED_REASON = 'unspecified';
+/** The reason of a key queued again after its handler failed (per-key backoff). */
+export const RETRY_REASON = 'retry';
+/** The reason of a key queued again after its handler asked to be looked at later (`requeueAfter`). */
+export const REQUEUE_REASON = 'requeue';
 
 /** Runs `fn` after pending I/O and timers (a macrotask), on Node and Deno. */
 const nextMacrotask: (fn: () => void) => void =
@@ -58,16 +69,18 @@ const nextMacrotask: (fn: () => void) => void =
  * - a key is never processed concurrently with itself: an add while it is processing runs it once more afterwards;
  * - `addAfter` keeps the earliest due time per key; an immediate add supersedes a pending delayed one;
  * - failures back off per key exponentially; success (`done`, `requeueAfter`) forgets the key's failures;
- * - a handler that throws counts as `retry`.
+ * - a handler that throws counts as `retry`;
+ * - each queued key carries the reason it was queued for (the first since a worker last took it), handed to the
+ *   handler.
  */
 export interface WorkQueue {
   /**
    * Queues a key. `urgent` keys are taken before every ordinary one (a finished run ahead of a burst of new
    * Agents); an ordinary key already queued is promoted.
    */
-  add(key: string, urgent?: boolean): void;
-  /** Adds after `ms` (≤ 0: now). Keeps whichever due time is earlier. */
-  addAfter(key: string, ms: number): void;
+  add(key: string, urgent?: boolean, reason?: string): void;
+  /** Adds after `ms` (≤ 0: now). Keeps whichever due time is earlier (and that add's reason). */
+  addAfter(key: string, ms: number, reason?: string): void;
   /** Adds after the key's next backoff delay and counts a failure. */
   addRateLimited(key: string): void;
   /** Resets the key's failure count. */
@@ -89,6 +102,26 @@ export interface WorkQueue {
   shutdown(opts?: { readonly drain?: boolean }): Promise<void>;
 }
 
+/**
+ * The current synchronous stretch of the queue: opened by the first call, closed when the event loop next runs a
+ * macrotask. `spent()` opens one if none is open and says whether the open one has run past `budgetMs` (wall time).
+ */
+function createSlice(budgetMs: number): { spent(): boolean } {
+  let start = 0;
+  let open = false;
+  return {
+    spent() {
+      if (open) return performance.now() - start > budgetMs;
+      open = true;
+      start = performance.now();
+      nextMacrotask(() => {
+        open = false;
+      });
+      return false;
+    },
+  };
+}
+
 /** Creates a work queue. */
 export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
   const clock = opts.clock;
@@ -101,15 +134,14 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
   const processing = new Set<string>();
   /** Keys added while processing (value: added urgently): re-queued when their run finishes. */
   const dirty = new Map<string, boolean>();
-  const waiting = new Map<string, { due: number; cancel: () => void }>();
+  const waiting = new Map<string, { due: number; cancel: () => void; reason: string }>();
   const failures = new Map<string, number>();
+  /** Why each ready (or dirty) key was queued: the first reason since a worker last took it. */
+  const reasons = new Map<string, string>();
   let started = false;
   let stopping = false;
   let idle: (() => void) | undefined;
-  const budget = opts.sliceBudgetMs ?? 10;
-  /** Start of the current synchronous stretch; `sliceOpen` until the event loop next runs a macrotask. */
-  let sliceStart = 0;
-  let sliceOpen = false;
+  const slice = createSlice(opts.sliceBudgetMs ?? 10);
   let yielding = false;
 
   const readyCount = (): number => ready.size + urgentReady.size;
@@ -117,13 +149,7 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
 
   const pump = (): void => {
     if (!started || yielding) return;
-    if (!sliceOpen) {
-      sliceOpen = true;
-      sliceStart = performance.now();
-      nextMacrotask(() => {
-        sliceOpen = false;
-      });
-    } else if (performance.now() - sliceStart > budget && readyCount() > 0 && processing.size < concurrency) {
+    if (slice.spent() && readyCount() > 0 && processing.size < concurrency) {
       yielding = true;
       nextMacrotask(() => {
         yielding = false;
@@ -139,17 +165,19 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
       from.delete(key);
       processing.add(key);
       hooks.onQueueLatency?.(clock.now() - since);
-      void work(key);
+      const reason = reasons.get(key) ?? UNSPECIFIED_REASON;
+      reasons.delete(key);
+      void work(key, reason);
     }
     depthChanged();
     if (stopping && processing.size === 0 && readyCount() === 0) idle?.();
   };
 
-  const work = async (key: string): Promise<void> => {
+  const work = async (key: string, reason: string): Promise<void> => {
     const begin = clock.now();
     let result: WorkResult;
     try {
-      result = await opts.handler(key);
+      result = await opts.handler(key, reason);
     } catch (e) {
       opts.logger?.error('Work handler threw', { key, error: e instanceof Error ? e.message : String(e) });
       result = { kind: 'retry', reason: 'threw' };
@@ -166,7 +194,7 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
         break;
       case 'requeueAfter':
         queue.forget(key);
-        queue.addAfter(key, result.ms);
+        queue.addAfter(key, result.ms, REQUEUE_REASON);
         break;
     }
     const urgent = dirty.get(key);
@@ -177,13 +205,14 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
     pump();
   };
 
-  const enqueue = (key: string, urgent = false): void => {
+  const enqueue = (key: string, urgent = false, reason = UNSPECIFIED_REASON): void => {
     if (stopping) return;
     const w = waiting.get(key);
     if (w) {
       w.cancel();
       waiting.delete(key);
     }
+    if (!reasons.has(key)) reasons.set(key, reason);
     if (processing.has(key)) {
       dirty.set(key, urgent || dirty.get(key) === true);
       return;
@@ -203,9 +232,9 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
 
   const queue: WorkQueue = {
     add: enqueue,
-    addAfter(key, ms) {
+    addAfter(key, ms, reason = UNSPECIFIED_REASON) {
       if (stopping) return;
-      if (ms <= 0) return enqueue(key);
+      if (ms <= 0) return enqueue(key, false, reason);
       if (ready.has(key) || urgentReady.has(key)) return;
       const due = clock.now() + ms;
       const w = waiting.get(key);
@@ -213,14 +242,14 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
       w?.cancel();
       const cancel = clock.setTimer(ms, () => {
         waiting.delete(key);
-        enqueue(key);
+        enqueue(key, false, reason);
       });
-      waiting.set(key, { due, cancel });
+      waiting.set(key, { due, cancel, reason });
     },
     addRateLimited(key) {
       const n = failures.get(key) ?? 0;
       failures.set(key, n + 1);
-      queue.addAfter(key, baseDelay(policy, n));
+      queue.addAfter(key, baseDelay(policy, n), RETRY_REASON);
     },
     forget(key) {
       failures.delete(key);
@@ -237,10 +266,12 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
       stopping = true;
       for (const w of waiting.values()) w.cancel();
       waiting.clear();
+      for (const key of dirty.keys()) reasons.delete(key);
       dirty.clear();
       if (!o.drain || !started) {
         ready.clear();
         urgentReady.clear();
+        reasons.clear();
       }
       depthChanged();
       return new Promise<void>((resolve) => {
