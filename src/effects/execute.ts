@@ -76,8 +76,19 @@ function outcomeError(outcome: ExecuteOutcome): string | undefined {
   }
 }
 
-/** Performs one action by its handler: undefined to go on with the next, an outcome to stop the decision there. */
-function executeAction(action: Action, deps: ExecuteDeps): Promise<ExecuteOutcome | undefined> {
+/**
+ * Performs one action by its handler: undefined to go on with the next, an outcome to stop the decision there. A
+ * best-effort action never stops the decision: whatever its handler reports or throws is logged.
+ */
+async function executeAction(action: Action, deps: ExecuteDeps): Promise<ExecuteOutcome | undefined> {
   const handler = HANDLERS[action.kind] as Handler<Action['kind']>;
-  return handler(action, deps);
+  if (!EXECUTOR_CONTRACT[action.kind].bestEffort) return handler(action, deps);
+  try {
+    const outcome = await handler(action, deps);
+    if (outcome !== undefined)
+      deps.logger.warn('Best-effort action not done', { action: action.kind, outcome: outcome.kind });
+  } catch (error) {
+    deps.logger.warn('Best-effort action failed', { action: action.kind, error: String(error) });
+  }
+  return undefined;
 }

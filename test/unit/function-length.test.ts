@@ -19,7 +19,6 @@ const DATA = new Set(['src/metrics/monitoring/dashboard.ts panels']);
 const LEGACY: ReadonlyMap<string, number> = new Map([
   ['src/controller/run-controller.ts startController', 829],
   ['src/console/app.ts createConsoleApp', 426],
-  ['src/effects/execute.ts executeAction', 394],
   ['src/kube/transport.ts createTransport', 213],
   ['src/effects/batch/poller.ts createBatchPoller', 212],
   ['src/effects/reconcile-agent.ts reconcileOnce', 210],
