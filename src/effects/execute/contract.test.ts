@@ -59,7 +59,7 @@ const status = (code: number, reason: string): FakeReply => ({
 });
 
 /** The API server's answer for each API answer class. */
-const API: Readonly<Record<string, FakeReply>> = {
+const API = {
   alreadyExists: status(409, 'AlreadyExists'),
   conflict: status(409, 'Conflict'),
   notFound: status(404, 'NotFound'),
@@ -67,7 +67,7 @@ const API: Readonly<Record<string, FakeReply>> = {
   invalid: status(422, 'Invalid'),
   badRequest: status(400, 'BadRequest'),
   error: status(500, 'InternalError'),
-};
+} as const satisfies Readonly<Record<string, FakeReply>>;
 
 /** A written object as the API server echoes it. */
 function echo(req: FakeRequest): FakeReply {
@@ -86,16 +86,19 @@ function echo(req: FakeRequest): FakeReply {
 const writes =
   (answer: Answer): Script =>
   (req) =>
-    answer === 'ok' ? echo(req) : (API[answer] ?? assert.fail(`no API answer ${answer}`));
+    answer === 'ok'
+      ? echo(req)
+      : ((API as Readonly<Record<string, FakeReply | undefined>>)[answer] ??
+        assert.fail(`no API answer ${answer}`));
 
 /** A create answered 409 AlreadyExists, and the object of that name read back as `found` (undefined: gone). */
 const taken =
   (found: unknown): Script =>
   (req) =>
     req.method === 'POST'
-      ? API.alreadyExists!
+      ? API.alreadyExists
       : found === undefined
-        ? API.notFound!
+        ? API.notFound
         : { status: 200, body: found };
 
 const judged = (answer: Answer, ours: unknown, other: unknown): Script | undefined => {
@@ -165,11 +168,11 @@ function vendor(answer: Answer): BatchVendor {
 
 /** The batch runtime: the key read through the fake transport (`keyMissing`: 404, `error`: 500), the vendor's answer. */
 function batchCase(action: Action, answer: Answer): Case {
-  const secret: Script = (req) =>
+  const secret: Script = () =>
     answer === 'keyMissing'
-      ? API.notFound!
+      ? API.notFound
       : answer === 'error'
-        ? API.error!
+        ? API.error
         : { status: 200, body: { data: { ANTHROPIC_API_KEY: btoa('sk-test') } } };
   if (answer === 'notReady') return { action, reply: secret };
   const transport = createFakeTransport({ request: secret });
@@ -212,11 +215,11 @@ const SCENARIOS: { readonly [K in Kind]: (answer: Answer, variant?: string) => C
     const crb = { metadata: { name: 'crb', labels: {} } };
     const reply: Script =
       answer === 'ok'
-        ? (req) => (req.method === 'GET' ? list([]) : API.error!)
+        ? (req) => (req.method === 'GET' ? list([]) : API.error)
         : answer === 'notFound'
           ? (req) =>
               req.method === 'DELETE'
-                ? API.notFound!
+                ? API.notFound
                 : list(req.path.endsWith('/clusterrolebindings') ? [crb] : [])
           : writes(answer);
     return { action: { kind: 'deleteRunBindings', ref }, reply };
@@ -295,7 +298,7 @@ const SCENARIOS: { readonly [K in Kind]: (answer: Answer, variant?: string) => C
       readVersion: '',
     },
     // ok: not there yet (404 on the read), then created; error: the read fails.
-    reply: (req) => (answer === 'ok' ? (req.method === 'GET' ? API.notFound! : echo(req)) : API.error!),
+    reply: (req) => (answer === 'ok' ? (req.method === 'GET' ? API.notFound : echo(req)) : API.error),
   }),
   observeMetric: (answer) => ({
     action: { kind: 'observeMetric', observation: { metric: 'runQueue', seconds: 3 } },
