@@ -1,6 +1,6 @@
 // Agent memory (issue 10 §3), the I/O half: reading a starting run's memory ConfigMap into its snapshot (with a
 // SelfSubjectAccessReview proving it can be saved), and the
-// `saveMemory` action (see the executor contract in src/reconcile/actions.ts). The pure half is src/jobs/memory.ts
+// `saveMemory` action (see the executor contract in src/reconcile/executor-contract.ts). The pure half is src/jobs/memory.ts
 // and src/reconcile/agent/memory.ts.
 
 import * as v from 'valibot';

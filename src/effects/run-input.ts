@@ -1,5 +1,5 @@
 // The I/O of a run's input ConfigMap (issue 10 §1): create it, and resolve a name collision (see the executor
-// contract of `createRunInput` in src/reconcile/actions.ts). What goes into it is pure (src/jobs/run-input.ts).
+// contract of `createRunInput` in src/reconcile/executor-contract.ts). What goes into it is pure (src/jobs/run-input.ts).
 import * as v from 'valibot';
 import { API_VERSION } from '../api/index.ts';
 import { ANNOTATION_AGENT_UID, type InputConfigMapManifest } from '../jobs/index.ts';

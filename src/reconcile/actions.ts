@@ -14,82 +14,10 @@ import type { StatusCondition } from './conditions.ts';
 /**
  * Decisions are data: `decide` returns a `Decision`, and the executor (src/effects) is the only code that writes.
  *
- * Executor contract (the core relies on it):
- * - Actions run **in array order**, one at a time. A decision is one transition; its later actions
- *   (status, events, metrics) assume the earlier writes happened.
- * - `createServiceAccount` (the run's own ServiceAccount, first of the run's objects; issue 9 §2): 201 or 409
- *   `AlreadyExists` → continue. 403 `Forbidden` → stop, call `decide` again with `serviceAccountRefused` (the
- *   Agent fails: without its ServiceAccount no pod of the run could be created). Any other error → stop, retried.
- * - `createRunBinding` (a RoleBinding or ClusterRoleBinding of the run's ServiceAccount to a ClusterRole its policy
- *   lets it have; after the ServiceAccount, before the Job; issue 9 §2): 201 → continue. 409 → GET it: labelled
- *   with this Agent's uid → continue; left by an earlier Agent of the same name (same run labels, another uid, or
- *   being deleted) → the reconcile is retried later (garbage collection removes it); anything else → stop, call
- *   `decide` again with `bindingRefused`. 403 / 422 / 400 → stop, call `decide` again with `bindingRefused` (the
- *   Agent fails with the reason). Other errors → stop, retried.
- * - `deleteRunBindings`: lists the RoleBindings of the Agent's namespace and the ClusterRoleBindings labelled with its
- *   uid and deletes each (404 counts as deleted). Any error → stop, retried.
- * - `deleteJob` (Foreground propagation: the Job goes once its pods are gone; `uid` precondition): 200/202/404
- *   → continue; 409 (another Job of that name now) → continue; other errors → stop, retried.
- * - `createNetworkPolicy` (the run's own policy, before the `createJob` of the same run;
- *   docs/design/reference-behaviour.md#d-i-networkpolicy-per-run, issue 9):
- *   201 → continue. 409 `AlreadyExists` → continue (idempotent: a retried start finds its own policy). 403
- *   `Forbidden` → log a warning once per controller and continue (a cluster without that grant still runs agents,
- *   with whatever other policies select their pods). Any other error → stop, the reconcile errors and is retried
- *   with backoff.
- * - `createRunInput` (the run's input ConfigMap, right before its `createJob`; issue 10 §1): 201 → continue. 409 →
- *   GET it: controlled by this Agent with the same data → continue; controlled by this Agent with other data (a
- *   retried start whose memory changed; no pod has mounted it yet) → delete it (uid precondition) and create it
- *   again; left by an earlier Agent of the same name → the reconcile is retried later (garbage collection removes
- *   it). 403 / 422 / 400 → stop, call `decide` again with `inputRefused` (the Agent fails). Other errors → stop,
- *   retried.
- * - `createJob`: 201 → continue. 409 `AlreadyExists` → stop this decision, GET the Job and call `decide` again
- *   with `job: {kind: 'present', job, evidence: {kind: 'notGathered'}}` (a few rounds at most per reconcile: a Job
- *   that vanished in between is then created again); decide
- *   adopts a Job whose controller ownerReference is this Agent's uid and fails the Agent otherwise. 422 `Invalid`
- *   or 400 → stop, call `decide` again with `jobRejected: {message}` (the Agent fails,
- *   docs/design/reference-behaviour.md#d-b-unbuildable-job-fails). Any other
- *   error → stop, the reconcile errors and is retried with backoff.
- * - `patchStatus`: merge patch of `/status` with `metadata.resourceVersion` as precondition. 409 → the decision
- *   is superseded: stop, drop the rest, no retry (the change that bumped the resourceVersion triggers the next
- *   reconcile, which recomputes from fresh state). Events and metrics after it are therefore recorded once.
- * - `deleteAgent` (preconditions.resourceVersion, default propagation): 200/202 → continue; 404 → already gone,
- *   continue. 409 → for `purpose: 'preempt'` stop and drop the rest (the victim changed, perhaps it finished;
- *   the next reconcile recomputes); for `purpose: 'prune'` skip it and continue with the next action.
- * - Before every action but `observeMetric` the executor asks whether this replica may still write (it leads and
- *   its Lease renewal is confirmed); when not, it stops with `notLeading` and the shell looks at the key again
- *   shortly. Once the decision's status patch landed, the actions that report it (`recordEvent`, `notifySinks`,
- *   `saveMemory`) are not fenced: the transition is this decision's, and nobody else would report it.
- * - `recordEvent` and `observeMetric` are best effort: a failure is logged and never stops the decision.
- * - `addFinalizer` / `removeFinalizer`: a JSON patch of the Agent that tests and touches only the one finalizer
- *   entry (add: tests the resourceVersion; remove: tests the entry at `index`). 200 → continue; 404 → stop (gone);
- *   409 / 422 (the test failed) → superseded: stop, the next reconcile recomputes. Other errors → retry.
- * - `submitBatch`: the vendor create (never sent once this replica stopped leading). Success → stop, decide again
- *   with `submission: {kind: 'submitted', id}`. A definite refusal (4xx) → stop, decide again with
- *   `submission: {kind: 'rejected', message}`. Anything else → the reconcile errors and is retried; the create may
- *   have landed, so the next attempt searches the vendor first (`needs: 'batchLookup'`).
- * - `cleanupBatch`: the vendor cleanup of one batch. Done → continue; pending (Anthropic: cancel sent, delete
- *   once ended) → stop, decide again with `cleanup: {kind: 'pending'}`; failure → stop, decide again with
- *   `cleanup: {kind: 'failed', message}`.
- * - `createServerApiKey` (issue 12): POST the Secret with a random key (24 bytes, hex, `sk-` prefix); 201 → patch
- *   the Agent's `status.apiKeySecretUID` with the created Secret's uid (retried in place a few times: only a Secret
- *   the controller created is used), continue; 409 → someone else's: with `recorded`, clear the recorded uid (null),
- *   then continue. Other errors → stop, retried.
- * - `deleteServerObject` (issue 12): DELETE with the uid precondition; 200/202/404/409 → continue; other errors →
- *   stop, retried.
- * - `applyServerObject` (issue 12): POST (or PUT with the resourceVersion precondition). 409 / 404 → superseded:
- *   stop; the shell looks again shortly (nothing watched would wake the Agent). 422 / 400 → stop, call `decide` again with `serverRejected: {message}`. Other
- *   errors → stop, retried.
- * - `notifySinks`: handed to a background deliverer (never awaited, never fails the decision); placed right after
- *   the status patch it reports, so it is sent only once that patch succeeded.
- * - `saveMemory` (issue 10 §3; after the terminal status patch of a Succeeded run and its Event): best effort,
- *   awaited, never stops the decision. GET the ConfigMap: 404 → POST it (label `agents.re-cinq.com/memory: "true"`,
- *   no owner: it outlives the run); found with `MEMORY.md` equal to `content` → nothing is written; else PUT it with
- *   `MEMORY.md` replaced and its resourceVersion as precondition. 409 (Conflict, or AlreadyExists on the POST) →
- *   read again and write again, at most 5 tries. Success → Normal Event `MemorySaved`, plus Normal
- *   `MemoryOverwritten` when the version replaced is not the one the run read (`readVersion`; or a retry was
- *   needed): a concurrent run's update is overwritten, last writer wins, never silently. 403, an immutable
- *   ConfigMap, tries exhausted or another error → Warning Event `MemoryNotSaved` naming the cause (and the grant,
- *   for 403).
+ * The executor contract the core relies on is data: `EXECUTOR_CONTRACT` in ./executor-contract.ts (actions run in
+ * array order, one at a time; per kind, whether this replica's leadership is checked first, whether it is best effort,
+ * and what each answer of the API server or the vendor means for the decision). The executor's handlers
+ * (src/effects/execute/) and the decision simulator (./agent/apply-actions.test-support.ts) read it.
  */
 
 /** The object an action is about. Always an Agent (`agents.re-cinq.com/v1alpha1`). */

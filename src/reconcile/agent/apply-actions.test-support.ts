@@ -1,12 +1,15 @@
 // Test support (imported only by tests): a pure simulator of what executing one `Decision` does to the world one Agent
 // is decided in — the API server's answers to every write when each one succeeds, the vendor's answers, and the
 // shell's caches and per-reconcile bookkeeping (src/effects/execute.ts and src/effects/reconcile-agent.ts) — so that a
-// property can decide again on the state a decision produced. Every action kind is handled explicitly: the switch in
-// `applyAction` ends in an exhaustiveness check, so a new kind does not compile until it is simulated here.
+// property can decide again on the state a decision produced. What each simulated answer means for the decision is
+// read from the executor contract (src/reconcile/executor-contract.ts), as the executor's handlers read it. Every
+// action kind is handled explicitly: the switch in `applyAction` ends in an exhaustiveness check, so a new kind does
+// not compile until it is simulated here.
 
 import { type Agent, parseAgent, parseJob } from '../../api/index.ts';
 import { jobNameFor } from '../../jobs/index.ts';
 import type { Action, Decision } from '../actions.ts';
+import { type Answer, outcomeOf } from '../executor-contract.ts';
 import type { ApiKeyObservation, ServerChildObservation, ServerObservation, Snapshot } from '../snapshot.ts';
 import { StationBook, type StationQueueView } from '../station/book.ts';
 import { cleanupBackoffMs } from './batch.ts';
@@ -167,8 +170,35 @@ function rewrite(d: Draft, body: Json): void {
 /** The Agent's wire form. The parsed form is a faithful stand-in for the stored one: parsing it again is a no-op. */
 const agentWire = (agent: Agent): Record<string, Json> => wire(agent) as Record<string, Json>;
 
-function superseded(what: string): SimOutcome {
-  return { kind: 'superseded', what };
+/**
+ * What the executor contract (src/reconcile/executor-contract.ts) says `answer` means for `action`, as the outcome
+ * of the simulated execution (undefined: go on with the next action). `what` names a superseded write, `id` a
+ * submitted batch. The answers simulated are those of calls that succeed or lose a race (404, 409, a failed test).
+ */
+function answered(action: Action, answer: Answer, what?: string, id?: string): SimOutcome | undefined {
+  const outcome = outcomeOf(action.kind, answer, action.kind === 'deleteAgent' ? action.purpose : undefined);
+  switch (outcome) {
+    case 'continue':
+      return undefined;
+    case 'superseded':
+      return { kind: 'superseded', what: what ?? action.kind };
+    case 'decideAgain:job':
+      return { kind: 'jobExists' };
+    case 'decideAgain:submission:submitted':
+      return { kind: 'batchSubmitted', id: id ?? '' };
+    default:
+      throw new Error(`simulator: ${action.kind} answered ${answer} (${outcome}) is not simulated`);
+  }
+}
+
+/**
+ * A run object created under `key`: `ok`, or `found` (the contract's answer to its name being taken by this run's)
+ * when it exists already.
+ */
+function created(d: Draft, action: Action, found: Answer, key: string): SimOutcome | undefined {
+  const answer: Answer = d.objects.has(key) ? found : 'ok';
+  d.objects.add(key);
+  return answered(action, answer);
 }
 
 /** Objects the snapshot does not observe, by `Kind/namespace/name`. */
@@ -206,49 +236,49 @@ function serverChild(server: ServerObservation, resource: 'deployments' | 'servi
 function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefined {
   const s = d.snapshot;
   switch (action.kind) {
-    // The run's own objects, which no observation of the snapshot shows: created (409 AlreadyExists counts as done,
-    // so creating one again changes nothing).
+    // The run's own objects, which no observation of the snapshot shows: created, or found (409 AlreadyExists, this
+    // run's), which the contract counts as done, so creating one again changes nothing.
     case 'createServiceAccount': {
       const m = action.serviceAccount.metadata;
-      d.objects.add(objectKey('ServiceAccount', m.namespace, m.name));
-      return undefined;
+      return created(d, action, 'alreadyExists', objectKey('ServiceAccount', m.namespace, m.name));
     }
     case 'createRunBinding': {
       const b = action.binding;
-      d.objects.add(
-        objectKey(b.kind, b.kind === 'RoleBinding' ? b.metadata.namespace : undefined, b.metadata.name),
-      );
-      return undefined;
+      const namespace = b.kind === 'RoleBinding' ? b.metadata.namespace : undefined;
+      return created(d, action, 'existsOurs', objectKey(b.kind, namespace, b.metadata.name));
     }
     case 'createNetworkPolicy': {
       const m = action.policy.metadata;
-      d.objects.add(objectKey('NetworkPolicy', m.namespace, m.name));
-      return undefined;
+      return created(d, action, 'alreadyExists', objectKey('NetworkPolicy', m.namespace, m.name));
     }
     case 'createPromptToken':
-      d.objects.add(objectKey('Secret', action.ref.namespace, action.secretName));
-      return undefined;
+      return created(
+        d,
+        action,
+        'alreadyExists',
+        objectKey('Secret', action.ref.namespace, action.secretName),
+      );
     case 'createRunInput': {
       const m = action.configMap.metadata;
-      d.objects.add(objectKey('ConfigMap', m.namespace, m.name));
+      const found = created(d, action, 'existsOurs', objectKey('ConfigMap', m.namespace, m.name));
       // A server reads its input back (on `needs: 'server'`): it now holds this data.
       if (s.server !== undefined)
         d.snapshot = {
           ...s,
           server: { ...s.server, input: { kind: 'present', data: action.configMap.data } },
         };
-      return undefined;
+      return found;
     }
     case 'deleteRunBindings': {
       // Every RoleBinding and ClusterRoleBinding labelled with the Agent's uid (only this run's are simulated).
       for (const k of [...d.objects])
         if (k.startsWith('RoleBinding/') || k.startsWith('ClusterRoleBinding/')) d.objects.delete(k);
-      return undefined;
+      return answered(action, 'ok');
     }
     case 'createJob': {
       // 409 AlreadyExists: the shell reads the Job and decides again (its observation is already `present`).
       if (s.job.kind === 'present' && s.job.job.metadata.name === action.job.metadata.name)
-        return { kind: 'jobExists' };
+        return answered(action, 'alreadyExists');
       d.createSent = true;
       const n = next(d);
       const job = unwrap(
@@ -271,25 +301,26 @@ function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefine
         ...(s.start !== undefined ? { start: { pods: [], createFailures: [] } } : {}),
       };
       d.self = { ...d.self, hasJob: true };
-      return undefined;
+      return answered(action, 'ok');
     }
     case 'deleteJob': {
       // uid precondition; 404 and 409 count as done. Foreground propagation ends with the Job gone.
-      if (s.job.kind === 'present' && s.job.job.metadata.uid === action.uid) {
-        d.snapshot = { ...s, job: { kind: 'absent' } };
-        d.self = { ...d.self, hasJob: false };
-      }
-      return undefined;
+      if (s.job.kind !== 'present') return answered(action, 'notFound');
+      if (s.job.job.metadata.uid !== action.uid) return answered(action, 'conflict');
+      d.snapshot = { ...s, job: { kind: 'absent' } };
+      d.self = { ...d.self, hasJob: false };
+      return answered(action, 'ok');
     }
     case 'patchStatus': {
-      if (d.gone || action.ref.uid !== d.agent.metadata.uid) return superseded('status (404)');
-      if (action.resourceVersion !== d.agent.metadata.resourceVersion) return superseded('status (409)');
+      if (d.gone || action.ref.uid !== d.agent.metadata.uid)
+        return answered(action, 'notFound', 'status (404)');
+      if (action.resourceVersion !== d.agent.metadata.resourceVersion)
+        return answered(action, 'conflict', 'status (409)');
       const before = agentWire(d.agent);
       const status = mergePatch(before.status, wire(action.status));
       // An update that changes nothing is not written: the resourceVersion stays (as the API server does).
-      if (canonical(status) === canonical(before.status ?? null)) return undefined;
-      rewrite(d, { ...before, status });
-      return undefined;
+      if (canonical(status) !== canonical(before.status ?? null)) rewrite(d, { ...before, status });
+      return answered(action, 'ok');
     }
     case 'deleteAgent': {
       // resourceVersion precondition; 404 counts as done; 409 stops a preemption and skips a prune.
@@ -297,62 +328,66 @@ function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefine
       const victim = d.siblings[i];
       if (victim === undefined) {
         if (action.ref.uid === d.agent.metadata.uid) throw new Error('simulator: an Agent deleted itself');
-        return undefined;
+        return answered(action, 'notFound');
       }
       if (victim.agent.metadata.resourceVersion !== action.resourceVersion)
-        return action.purpose === 'preempt' ? superseded(`preemption of ${action.ref.name}`) : undefined;
+        return answered(action, 'conflict', `preemption of ${action.ref.name}`);
       // Siblings hold no finalizers: the delete removes them (and the book forgets them).
       if (victim.agent.metadata.finalizers.length > 0)
         throw new Error('simulator: siblings with finalizers are not simulated');
       d.siblings.splice(i, 1);
-      return undefined;
+      return answered(action, 'ok');
     }
     case 'addFinalizer': {
       // JSON patch testing the resourceVersion; no finalizer can be added to an Agent being deleted (422).
-      if (d.gone || action.ref.uid !== d.agent.metadata.uid) return superseded('finalizer (404)');
-      if (action.resourceVersion !== d.agent.metadata.resourceVersion) return superseded('finalizer (409)');
-      if (d.agent.metadata.deletionTimestamp !== undefined) return superseded('finalizer (422, deleting)');
+      if (d.gone || action.ref.uid !== d.agent.metadata.uid)
+        return answered(action, 'notFound', 'finalizer (404)');
+      if (action.resourceVersion !== d.agent.metadata.resourceVersion)
+        return answered(action, 'conflict', 'finalizer (409)');
+      if (d.agent.metadata.deletionTimestamp !== undefined)
+        return answered(action, 'invalid', 'finalizer (422, deleting)');
       const before = agentWire(d.agent);
       const finalizers = [...d.agent.metadata.finalizers, action.finalizer];
       rewrite(d, { ...before, metadata: { ...(before.metadata as Record<string, Json>), finalizers } });
-      return undefined;
+      return answered(action, 'ok');
     }
     case 'removeFinalizer': {
       // JSON patch testing the entry at `index`; the last finalizer of an Agent being deleted lets it go.
-      if (d.gone || action.ref.uid !== d.agent.metadata.uid) return superseded('finalizer (404)');
+      if (d.gone || action.ref.uid !== d.agent.metadata.uid)
+        return answered(action, 'notFound', 'finalizer (404)');
       if (d.agent.metadata.finalizers[action.index] !== action.finalizer)
-        return superseded('finalizer (422)');
+        return answered(action, 'invalid', 'finalizer (422)');
       const finalizers = d.agent.metadata.finalizers.filter((_, i) => i !== action.index);
-      if (finalizers.length === 0 && d.agent.metadata.deletionTimestamp !== undefined) {
-        d.gone = true;
-        return undefined;
+      if (finalizers.length === 0 && d.agent.metadata.deletionTimestamp !== undefined) d.gone = true;
+      else {
+        const before = agentWire(d.agent);
+        rewrite(d, { ...before, metadata: { ...(before.metadata as Record<string, Json>), finalizers } });
       }
-      const before = agentWire(d.agent);
-      rewrite(d, { ...before, metadata: { ...(before.metadata as Record<string, Json>), finalizers } });
-      return undefined;
+      return answered(action, 'ok');
     }
     case 'submitBatch': {
       // The vendor accepts: the shell decides again at once with the id (same reconcile).
       const id = `batch-sim-${next(d)}`;
       d.snapshot = { ...s, submission: { kind: 'submitted', id } };
-      return { kind: 'batchSubmitted', id };
+      return answered(action, 'ok', undefined, id);
     }
     case 'cleanupBatch':
       // Cancelled and deleted at the vendor: the poller has nothing more to say about it.
       if (s.batchState?.id === action.batchId) d.snapshot = { ...s, batchState: undefined };
-      return undefined;
+      return answered(action, 'ok');
     case 'saveMemory': {
       // Follows the terminal patch of a Succeeded run: its memory observation (read only while Pending) is never
       // read again for this Agent; the ConfigMap itself is outside the snapshot.
       if (d.agent.status.phase !== 'Succeeded')
         throw new Error(`simulator: saveMemory on a ${d.agent.status.phase} Agent`);
       d.objects.add(objectKey('ConfigMap', action.namespace, action.configMap));
-      return undefined;
+      return answered(action, 'ok');
     }
     case 'createServerApiKey': {
       // An existing Secret is kept and not recorded (409: someone else's); a created one's uid is recorded on the
       // Agent's status (the executor's second write, without a precondition).
-      if (s.server !== undefined && s.server.apiKey.kind === 'absent') {
+      const taken = s.server === undefined || s.server.apiKey.kind !== 'absent';
+      if (s.server !== undefined && !taken) {
         const apiKey: ApiKeyObservation = { kind: 'present' };
         d.snapshot = { ...s, server: { ...s.server, apiKey } };
         if (!d.gone && action.ref.uid === d.agent.metadata.uid) {
@@ -364,16 +399,18 @@ function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefine
         }
       }
       d.objects.add(objectKey('Secret', action.ref.namespace, action.secretName));
-      return undefined;
+      return answered(action, taken ? 'alreadyExists' : 'ok');
     }
     case 'applyServerObject': {
       const server = s.server;
       if (server === undefined) throw new Error('simulator: a server object written without its observation');
       const observed = serverChild(server, action.object.resource);
+      const what = `${action.object.manifest.kind} (409)`;
       if (action.replace !== undefined) {
-        if (observed?.kind !== 'present' || observed.resourceVersion !== action.replace.resourceVersion)
-          return superseded(`${action.object.manifest.kind} (409)`);
-      } else if (observed?.kind === 'present') return superseded(`${action.object.manifest.kind} (409)`);
+        if (observed?.kind !== 'present') return answered(action, 'notFound', what);
+        if (observed.resourceVersion !== action.replace.resourceVersion)
+          return answered(action, 'conflict', what);
+      } else if (observed?.kind === 'present') return answered(action, 'alreadyExists', what);
       const n = next(d);
       const m = action.object.manifest.metadata;
       const child: ServerChildObservation = {
@@ -391,19 +428,20 @@ function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefine
           : {}),
       };
       d.snapshot = { ...s, server: withServerChild(server, action.object.resource, child) };
-      return undefined;
+      return answered(action, 'ok');
     }
     case 'deleteServerObject': {
       const route = s.server?.route;
-      if (s.server !== undefined && route?.kind === 'present' && route.uid === action.uid)
-        d.snapshot = { ...s, server: { ...s.server, route: { kind: 'absent' } } };
-      return undefined;
+      if (s.server === undefined || route?.kind !== 'present') return answered(action, 'notFound');
+      if (route.uid !== action.uid) return answered(action, 'conflict');
+      d.snapshot = { ...s, server: { ...s.server, route: { kind: 'absent' } } };
+      return answered(action, 'ok');
     }
     // Events, metrics and sink notifications change nothing the next decision reads.
     case 'recordEvent':
     case 'observeMetric':
     case 'notifySinks':
-      return undefined;
+      return answered(action, 'ok');
     default: {
       const unknown: never = action;
       throw new Error(`simulator: unknown action ${JSON.stringify(unknown)}`);

@@ -1,5 +1,5 @@
 // The simulator the idempotency property of `decide` stands on (apply-actions.test-support.ts): what executing a
-// decision does to the world, checked on hand-made cases against the executor contract (src/reconcile/actions.ts).
+// decision does to the world, checked on hand-made cases against the executor contract (src/reconcile/executor-contract.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Agent } from '../../api/index.ts';
