@@ -81,6 +81,7 @@ export const initCommand: Command = {
         binary: info.binary,
         installer: info.installer,
         stateDir: info.stateDir,
+        npmPackage: info.npmPackage,
       });
       const bundlePath =
         stringFlag(values.bundle) ?? nonEmpty(io.env[BUNDLE_OVERRIDE_ENV]) ?? runningBundle();
