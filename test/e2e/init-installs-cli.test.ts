@@ -3,12 +3,12 @@
 // from a local registry on a loopback port (test/support/npm-registry.ts, the npm registry's own tarballs) into
 // $HOME/.local as the restricted profile's uid 1000; the agent container, whose image has no CLI either, then runs
 // it against the loopback Anthropic fake and the run Succeeds with the model's answer.
-// Node only: the Deno pass runs the same init path with the mock CLI (test/skips-allowed.json).
+// Both passes: the init that runs npm is the bundle on Node or on Deno.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
-import { runPodImage } from '../support/controller.ts';
+import { controllerSkipReason, runPodImage } from '../support/controller.ts';
 import {
   addTestImages,
   agentManifest,
@@ -23,11 +23,11 @@ import {
 } from '../support/index.ts';
 import { startAnthropicModel } from '../support/model-api/index.ts';
 import { startNpmRegistry } from '../support/npm-registry.ts';
-import { agentSecrets, agentTemplate, realCliSkipReason } from '../support/real-clis.ts';
+import { agentSecrets, agentTemplate } from '../support/real-clis.ts';
 
 const cluster = e2eCluster();
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
-const skip = realCliSkipReason(cluster, runtime);
+const skip = controllerSkipReason(cluster);
 
 const PodSchema = v.looseObject({ metadata: v.looseObject({ name: v.string() }) });
 
