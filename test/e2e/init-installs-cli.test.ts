@@ -16,42 +16,19 @@ import {
   applyCrds,
   e2eCluster,
   e2eRuntime,
-  GROUP_VERSION,
-  type Manifest,
   runScenario,
   stationManifest,
   testbedImage,
 } from '../support/index.ts';
 import { startAnthropicModel, startGeminiModel } from '../support/model-api/index.ts';
 import { startNpmRegistry } from '../support/npm-registry.ts';
-import { agentSecrets, agentTemplate } from '../support/real-clis.ts';
+import { agentSecrets, agentTemplate, cliDefinition } from '../support/real-clis.ts';
 
 const cluster = e2eCluster();
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 const skip = controllerSkipReason(cluster);
 
 const PodSchema = v.looseObject({ metadata: v.looseObject({ name: v.string() }) });
-
-/** A recipe of `model` whose env points the CLI at its fake and npm at the local registry. */
-function definition(
-  name: string,
-  model: string,
-  env: Readonly<Record<string, string>>,
-  secret: { name: string; ref: string },
-  extra: Readonly<Record<string, unknown>> = {},
-): Manifest {
-  return {
-    apiVersion: GROUP_VERSION,
-    kind: 'AgentDefinition',
-    metadata: { name },
-    spec: {
-      model,
-      prompt: 'Say something.',
-      resources: { env: Object.entries(env).map(([k, value]) => ({ name: k, value })), secrets: [secret] },
-      ...extra,
-    },
-  };
-}
 
 describe(`the init installs the vendor CLI when the image lacks it (${runtime})`, { skip }, () => {
   if (typeof cluster === 'string') return;
@@ -86,14 +63,14 @@ describe(`the init installs the vendor CLI when the image lacks it (${runtime})`
         const npm = { NPM_CONFIG_REGISTRY: registry.url };
         await s.create(
           agentSecrets(keys),
-          definition(
+          cliDefinition(
             'claude',
             'claude-sonnet-4-5',
             { ANTHROPIC_BASE_URL: claude.baseUrl, ...npm },
             { name: 'ANTHROPIC_API_KEY', ref: 'anthropic' },
           ),
           stationManifest('claude', 'claude', { template }),
-          definition(
+          cliDefinition(
             'gemini',
             'gemini-3.5-flash',
             { GOOGLE_GEMINI_BASE_URL: gemini.baseUrl, ...npm },
