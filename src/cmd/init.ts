@@ -27,6 +27,8 @@ export const initCommand: Command = {
     '',
     'Runs as the init container of a run pod. Configuration comes from the run environment',
     '(AGENT_REPOS, AGENT_SKILLS, AGENT_SKILLS_SOURCE, AGENT_CONVERSATION_*, AGENT_MODEL, AGENT_SINKS, ...).',
+    'A missing vendor CLI is installed with npm at its pinned version (AGENT_CLI_VERSION overrides it; npm reads',
+    'NPM_CONFIG_REGISTRY and its other settings from the env), or with the vendor installer when there is no npm.',
     'Injects <home>/bin/node and <home>/bin/agent-controller.mjs, clones repositories into the workspace,',
     'installs the vendor CLI when missing, copies skills, restores a conversation, and as root gives HOME',
     'and the workspace to uid/gid 1000. Lifecycle events go to stdout and the sinks; logs go to stderr.',
@@ -81,6 +83,7 @@ export const initCommand: Command = {
         binary: info.binary,
         installer: info.installer,
         stateDir: info.stateDir,
+        npmPackage: info.npmPackage,
       });
       const bundlePath =
         stringFlag(values.bundle) ?? nonEmpty(io.env[BUNDLE_OVERRIDE_ENV]) ?? runningBundle();

@@ -12,8 +12,6 @@ import {
   applyCrds,
   e2eCluster,
   e2eRuntime,
-  GROUP_VERSION,
-  type Manifest,
   runScenario,
   stationManifest,
 } from '../support/index.ts';
@@ -23,34 +21,17 @@ import {
   startGeminiModel,
   startOpenAIModel,
 } from '../support/model-api/index.ts';
-import { agentSecrets, agentTemplate, realCliImages, realCliSkipReason } from '../support/real-clis.ts';
+import {
+  agentSecrets,
+  agentTemplate,
+  cliDefinition,
+  realCliImages,
+  realCliSkipReason,
+} from '../support/real-clis.ts';
 
 const cluster = e2eCluster();
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 const skip = realCliSkipReason(cluster, runtime);
-
-function definition(
-  name: string,
-  model: string,
-  env: Readonly<Record<string, string>>,
-  secret: { name: string; ref: string },
-  extra: Readonly<Record<string, unknown>> = {},
-): Manifest {
-  return {
-    apiVersion: GROUP_VERSION,
-    kind: 'AgentDefinition',
-    metadata: { name },
-    spec: {
-      model,
-      prompt: 'Leave a marker in the workspace, then say what you did.',
-      resources: {
-        env: Object.entries(env).map(([k, value]) => ({ name: k, value })),
-        secrets: [secret],
-      },
-      ...extra,
-    },
-  };
-}
 
 /**
  * Whether a request to the fake carried the command's output back (the CLI's second turn): the working directory
@@ -120,14 +101,14 @@ describe(`the real Codex, Gemini CLI and OpenCode in Job runs (${runtime})`, { s
         const template = agentTemplate(images.agent);
         await s.create(
           agentSecrets(keys),
-          definition(
+          cliDefinition(
             'codex',
             'gpt-5.1-codex',
             { OPENAI_BASE_URL: codex.baseUrl },
             { name: 'OPENAI_API_KEY', ref: 'openai' },
           ),
           stationManifest('codex', 'codex', { template }),
-          definition(
+          cliDefinition(
             'gemini',
             'gemini-3.5-flash',
             { GOOGLE_GEMINI_BASE_URL: gemini.baseUrl },
@@ -136,7 +117,7 @@ describe(`the real Codex, Gemini CLI and OpenCode in Job runs (${runtime})`, { s
             { permission_mode: 'bypass' },
           ),
           stationManifest('gemini', 'gemini', { template }),
-          definition(
+          cliDefinition(
             'opencode',
             'opencode/anthropic/claude-sonnet-4-5',
             { ANTHROPIC_BASE_URL: opencode.baseUrl },

@@ -24,6 +24,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { initCommand } from '../../src/cmd/init.ts';
+import { findExecutable } from '../../src/pod/init/fs-ops.ts';
 import {
   type CommandRunner,
   createProcessRunner,
@@ -571,14 +572,23 @@ describe('init: vendor CLI and prerequisites (injectable runner)', () => {
     return { code, events, reports };
   }
 
-  it('runs the codex installer exactly as specified when codex is missing', async () => {
+  /** PATH lookups of an image without npm (everything else as on this machine). */
+  const noNpm = async (name: string, pathVar: string) =>
+    name === 'npm' ? undefined : findExecutable(name, pathVar);
+
+  it('runs the codex installer exactly as specified when codex is missing and the image has no npm', async () => {
     const c = newCase();
     mkdirSync(join(c.dir, 'bin'));
     const calls: Recorded[] = [];
-    const { code, events } = await runPlanned(c, { AGENT_MODEL: 'gpt-5-codex' }, async (argv, options) => {
-      calls.push({ argv, options });
-      return 0;
-    });
+    const { code, events } = await runPlanned(
+      c,
+      { AGENT_MODEL: 'gpt-5-codex' },
+      async (argv, options) => {
+        calls.push({ argv, options });
+        return 0;
+      },
+      noNpm,
+    );
     assert.equal(code, 0);
     assert.deepEqual(events, [
       'started',
@@ -595,6 +605,49 @@ describe('init: vendor CLI and prerequisites (injectable runner)', () => {
       '-c',
       'command -v codex >/dev/null 2>&1 || curl -fsSL https://chatgpt.com/codex/install.sh | sh',
     ]);
+    assert.equal(calls[0]?.options.env.HOME, c.home);
+    assert.ok(existsSync(join(c.home, '.local', 'bin')));
+  });
+
+  it('installs the pinned npm package of the CLI when the image has npm, with the registry env reaching npm', async () => {
+    const c = newCase();
+    mkdirSync(join(c.dir, 'bin'));
+    const calls: Recorded[] = [];
+    const registry = 'http://127.0.0.1:4873/';
+    const { code, events } = await runPlanned(
+      c,
+      { AGENT_MODEL: 'claude-opus-5-5', NPM_CONFIG_REGISTRY: registry },
+      async (argv, options) => {
+        calls.push({ argv, options });
+        return 0;
+      },
+      async (name, pathVar) => (name === 'npm' ? '/usr/bin/npm' : findExecutable(name, pathVar)),
+    );
+    assert.equal(code, 0);
+    assert.deepEqual(events, [
+      'started',
+      'running:supervisor',
+      'running:claude',
+      'running:skills',
+      'succeeded',
+    ]);
+    assert.deepEqual(
+      calls.map((r) => r.argv),
+      [
+        [
+          'npm',
+          'install',
+          '--global',
+          '--prefix',
+          `${c.home}/.local`,
+          '--no-audit',
+          '--no-fund',
+          '@anthropic-ai/claude-code@2.1.332',
+        ],
+        [`${c.home}/.local/bin/claude`, '--version'],
+      ],
+    );
+    assert.equal(calls[0]?.options.env.NPM_CONFIG_REGISTRY, registry);
     assert.equal(calls[0]?.options.env.HOME, c.home);
     assert.ok(existsSync(join(c.home, '.local', 'bin')));
   });

@@ -9,6 +9,7 @@ import * as v from 'valibot';
 import {
   controllerSkipReason,
   type E2eRuntime,
+  GROUP_VERSION,
   type ImageHost,
   type Manifest,
   runPodImage,
@@ -118,4 +119,31 @@ export function agentSecrets(keys: Readonly<Record<string, string>>): Manifest {
 /** A Station pod template whose agent container is `image` (a real-CLI image), stopped within 2 s. */
 export function agentTemplate(image: string): Readonly<Record<string, unknown>> {
   return { spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'agent', image }] } };
+}
+
+/**
+ * A recipe of `model` for a real CLI: literal `env` (the fake's base URL), the key from agent-secrets, and `extra`
+ * spec fields (which may replace the prompt).
+ */
+export function cliDefinition(
+  name: string,
+  model: string,
+  env: Readonly<Record<string, string>>,
+  secret: { name: string; ref: string },
+  extra: Readonly<Record<string, unknown>> = {},
+): Manifest {
+  return {
+    apiVersion: GROUP_VERSION,
+    kind: 'AgentDefinition',
+    metadata: { name },
+    spec: {
+      model,
+      prompt: 'Leave a marker in the workspace, then say what you did.',
+      resources: {
+        env: Object.entries(env).map(([k, value]) => ({ name: k, value })),
+        secrets: [secret],
+      },
+      ...extra,
+    },
+  };
 }

@@ -36,6 +36,7 @@ describe('parseInitConfig', () => {
         skills: [],
         skillsSource: '',
         conversation: { source: '', id: '', pin: '', authEnv: '' },
+        cliVersion: undefined,
       },
     });
   });

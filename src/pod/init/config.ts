@@ -45,7 +45,15 @@ export interface InitConfig {
   readonly skills: readonly string[];
   readonly skillsSource: string;
   readonly conversation: ConversationConfig;
+  /** `AGENT_CLI_VERSION`: the vendor CLI version the npm install uses instead of the pinned one; undefined = pinned. */
+  readonly cliVersion: string | undefined;
 }
+
+/** An npm version or dist-tag (`2.1.332`, `1.0.0-beta.1`, `latest`): never an option, a path or a URL. */
+const CliVersionSchema = v.pipe(
+  v.string(),
+  v.regex(/^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$/, 'AGENT_CLI_VERSION must be an npm version or dist-tag'),
+);
 
 /** Overrides from command-line flags; they win over the environment. */
 export interface InitOverrides {
@@ -106,7 +114,8 @@ function parseJson<T>(
 
 /**
  * Reads the init configuration from the run env (docs/design/reference-behaviour.md#run-environment): `HOME`,
- * `WORKSPACE_DIR`, `AGENT_MODEL`, `AGENT_REPOS`, `AGENT_SKILLS`, `AGENT_SKILLS_SOURCE`, `AGENT_CONVERSATION_*`.
+ * `WORKSPACE_DIR`, `AGENT_MODEL`, `AGENT_REPOS`, `AGENT_SKILLS`, `AGENT_SKILLS_SOURCE`, `AGENT_CONVERSATION_*`,
+ * `AGENT_CLI_VERSION`.
  * Guarantees: home and workspace are absolute, normalized and not `/` (init later chowns them recursively);
  * missing list variables mean empty lists; a malformed JSON list is an error, never silently ignored.
  */
@@ -125,6 +134,10 @@ export function parseInitConfig(
   if (!repos.ok) return repos;
   const skills = parseJson('AGENT_SKILLS', env.AGENT_SKILLS, SkillsSchema, []);
   if (!skills.ok) return skills;
+  const rawVersion = nonEmpty(env.AGENT_CLI_VERSION?.trim());
+  const cliVersion = rawVersion === undefined ? undefined : v.safeParse(CliVersionSchema, rawVersion);
+  if (cliVersion !== undefined && !cliVersion.success)
+    return err(cliVersion.issues[0]?.message ?? 'AGENT_CLI_VERSION is malformed');
   return ok({
     home: home.value,
     workspace: workspace.value,
@@ -138,6 +151,7 @@ export function parseInitConfig(
       pin: (env.AGENT_CONVERSATION_PIN ?? '').trim(),
       authEnv: (env.AGENT_CONVERSATION_AUTH ?? '').trim(),
     },
+    cliVersion: cliVersion?.output,
   });
 }
 

@@ -47,5 +47,12 @@ export {
 } from './run-init.ts';
 export { type CommandRunner, createProcessRunner, type RunOptions } from './runner.ts';
 export { isAllowedSourceUrl, isSafeSkillName, planSkills, type SkillsPlan } from './skills.ts';
-export { describeStep, type Step, type Tool, type ToolName } from './steps.ts';
+export {
+  chooseVariant,
+  describeStep,
+  type Step,
+  type Tool,
+  type ToolName,
+  type ToolVariant,
+} from './steps.ts';
 export { type CliFacts, planVendorCli } from './vendor-cli.ts';

@@ -24,6 +24,7 @@ const BASE: InitConfig = {
   skills: [],
   skillsSource: '',
   conversation: { source: '', id: '', pin: '', authEnv: '' },
+  cliVersion: undefined,
 };
 
 describe('planInit', () => {

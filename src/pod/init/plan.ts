@@ -52,7 +52,7 @@ export function planInit(config: InitConfig, cli: CliFacts): InitPlan {
   }
   if (gitSteps.length > 0) tools.push({ name: 'git', requires: ['git'], steps: gitSteps });
 
-  const cliTool = planVendorCli(cli, config.home);
+  const cliTool = planVendorCli(cli, config.home, config.cliVersion);
   if (cliTool) tools.push(cliTool);
 
   const skills = planSkills(config.skills, config.skillsSource, config.home, config.workspace);

@@ -13,7 +13,7 @@ import { type InitPlan, requiredExecutables } from './plan.ts';
 import { choosePackageManager, installCommands } from './prerequisites.ts';
 import { redactUrlCredentials } from './repos.ts';
 import type { CommandRunner } from './runner.ts';
-import { describeStep, type Step, type Tool } from './steps.ts';
+import { chooseVariant, describeStep, type Step, type Tool } from './steps.ts';
 
 /** The uid and gid that own HOME and the workspace after the init (the agent container's user). */
 export const RUN_UID = 1000;
@@ -112,7 +112,7 @@ export async function runInit(plan: InitPlan, ports: InitPorts): Promise<number>
         continue;
       }
     }
-    tools.push(tool);
+    tools.push(await resolveVariant(tool, pathVar, which, log));
   }
 
   if (tools.some((t) => t.skipIfPresent !== undefined) && !(await ensureWritableDir(plan.home))) {
@@ -164,6 +164,26 @@ export async function runInit(plan: InitPlan, ports: InitPorts): Promise<number>
 
   emit('succeeded');
   return 0;
+}
+
+/** The tool with its preferred variant chosen when the variant's executable is on PATH (logged either way). */
+async function resolveVariant(
+  tool: Tool,
+  pathVar: string,
+  which: (name: string, pathVar: string) => Promise<string | undefined>,
+  log: Logger,
+): Promise<Tool> {
+  const preferred = tool.preferred;
+  if (preferred === undefined) return tool;
+  const found = await which(preferred.when, pathVar);
+  const chosen = chooseVariant(tool, (exe) => exe === preferred.when && found !== undefined);
+  if (found !== undefined) log.info('Installing the vendor CLI', { tool: tool.name, via: preferred.summary });
+  else
+    log.info('No npm in the image; installing the vendor CLI with its own installer', {
+      tool: tool.name,
+      missing: preferred.when,
+    });
+  return chosen;
 }
 
 async function installPrerequisites(

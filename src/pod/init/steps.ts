@@ -60,6 +60,27 @@ export interface Tool {
   readonly requires: readonly string[];
   /** For a vendor CLI tool: the CLI's executable; when it is already on PATH the tool is skipped. */
   readonly skipIfPresent?: string;
+  /** A way to do the tool's work that wins when its executable `when` is on PATH (the npm install of a CLI). */
+  readonly preferred?: ToolVariant;
+}
+
+/** Steps that replace a tool's own when the executable `when` is on PATH. */
+export interface ToolVariant {
+  readonly when: string;
+  readonly steps: readonly Step[];
+  readonly requires: readonly string[];
+  /** What the variant does, for the log (e.g. `npm install @anthropic-ai/claude-code@2.1.332`). */
+  readonly summary: string;
+}
+
+/**
+ * The tool as it will run: its preferred variant when `onPath(variant.when)`, else its own steps (the fallback).
+ * Pure; the executor supplies the PATH lookup's answer.
+ */
+export function chooseVariant(tool: Tool, onPath: (executable: string) => boolean): Tool {
+  const { preferred, ...rest } = tool;
+  if (preferred === undefined || !onPath(preferred.when)) return rest;
+  return { ...rest, steps: preferred.steps, requires: preferred.requires };
 }
 
 /** A one-line rendering of a step for logs; argv elements are JSON-quoted when they contain spaces. */

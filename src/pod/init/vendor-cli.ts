@@ -1,4 +1,4 @@
-import type { Tool } from './steps.ts';
+import type { Step, Tool } from './steps.ts';
 
 /** The facts about the routed vendor CLI that the init needs (supplied by `src/vendors/cli`). */
 export interface CliFacts {
@@ -10,24 +10,55 @@ export interface CliFacts {
   readonly installer: { readonly script: string; readonly requires: readonly string[] } | undefined;
   /** Conversation state folder relative to HOME; undefined = no restore. */
   readonly stateDir: string | undefined;
+  /** The CLI's npm package and pinned version; undefined = no npm install. */
+  readonly npmPackage?: { readonly name: string; readonly version: string } | undefined;
 }
 
 /**
  * The vendor CLI tool (docs/design/reference-behaviour.md#init-steps,
- * docs/design/reference-behaviour.md#vendor-routing-and-argv): `mkdir -p $HOME/.local/bin`, then
- * `bash -o pipefail -c "<installer script>"` with HOME set. Undefined when the vendor has no installer or no
+ * docs/reference/vendor-clis.md#installing-in-the-init): `mkdir -p $HOME/.local/bin`, then, when the image has
+ * `npm`, `npm install --global --prefix $HOME/.local <package>@<version>` (the pinned version, or `version` when
+ * the run sets one) and `<binary> --version` for the log; otherwise the vendor's installer
+ * (`bash -o pipefail -c "<installer script>"`, the reference's way). HOME is set for both; everything else of the
+ * init's env (NPM_CONFIG_REGISTRY, proxies) reaches npm as is. Undefined when the vendor has no installer or no
  * binary. The executor skips the tool when the binary is already on PATH, so an image that ships the CLI never
  * downloads it.
  */
-export function planVendorCli(cli: CliFacts, home: string): Tool | undefined {
+export function planVendorCli(cli: CliFacts, home: string, version?: string): Tool | undefined {
   if (cli.installer === undefined || cli.binary === undefined) return undefined;
-  return {
+  const localBin = `${home}/.local/bin`;
+  const mkdir: Step = { kind: 'mkdir', path: localBin };
+  const tool: Tool = {
     name: cli.vendor,
     requires: cli.installer.requires,
     skipIfPresent: cli.binary,
     steps: [
-      { kind: 'mkdir', path: `${home}/.local/bin` },
+      mkdir,
       { kind: 'exec', argv: ['bash', '-o', 'pipefail', '-c', cli.installer.script], env: { HOME: home } },
     ],
+  };
+  if (cli.npmPackage === undefined) return tool;
+  const spec = `${cli.npmPackage.name}@${version ?? cli.npmPackage.version}`;
+  const npm: readonly string[] = [
+    'npm',
+    'install',
+    '--global',
+    '--prefix',
+    `${home}/.local`,
+    '--no-audit',
+    '--no-fund',
+  ];
+  return {
+    ...tool,
+    preferred: {
+      when: 'npm',
+      requires: ['npm'],
+      summary: `npm install ${spec}`,
+      steps: [
+        mkdir,
+        { kind: 'exec', argv: [...npm, spec], env: { HOME: home, npm_config_update_notifier: 'false' } },
+        { kind: 'exec', argv: [`${localBin}/${cli.binary}`, '--version'], env: { HOME: home } },
+      ],
+    },
   };
 }

@@ -12,14 +12,25 @@ export interface Installer {
   readonly requires: readonly string[];
 }
 
+/** The CLI's npm package, pinned to the version the tests run (test/clis/package.json). */
+export interface NpmPackage {
+  readonly name: string;
+  readonly version: string;
+}
+
 /** Facts about one vendor CLI. */
 export interface VendorInfo {
   /** Executable name on PATH (`exec` has none of its own: it runs `tool_config.command`). */
   readonly binary: string | undefined;
   /** Conversation state folder relative to HOME, saved and restored for continuity; undefined = none. */
   readonly stateDir: string | undefined;
-  /** Installer, or undefined when nothing is installed. */
+  /** The vendor's own installer (the reference's), used when the image has no `npm`; undefined = none. */
   readonly installer: Installer | undefined;
+  /**
+   * The npm package the init installs when the image has `npm` (docs/reference/vendor-clis.md#installing-in-the-init);
+   * undefined = none.
+   */
+  readonly npmPackage: NpmPackage | undefined;
 }
 
 const curlInstaller = (
@@ -33,7 +44,7 @@ const curlInstaller = (
 });
 
 /**
- * Vendor facts. OpenCode installs into `$HOME/.opencode/bin`, which our run PATH includes (the reference's did not).
+ * Vendor facts. The npm pins equal test/clis/package.json (a unit test ties them). OpenCode installs into `$HOME/.opencode/bin`, which our run PATH includes (the reference's did not).
  * Gemini CLI is an npm package; it is installed under `$HOME/.local` and runs on the injected runtime
  * (`/agent/bin` is on the run PATH), so it needs `npm` only in the init container.
  */
@@ -42,16 +53,19 @@ export const VENDOR_INFO: Readonly<Record<Vendor, VendorInfo>> = {
     binary: 'claude',
     stateDir: '.claude/projects',
     installer: curlInstaller('claude', 'https://claude.ai/install.sh', 'bash', ['bash', 'curl', 'sha256sum']),
+    npmPackage: { name: '@anthropic-ai/claude-code', version: '2.1.332' },
   },
   codex: {
     binary: 'codex',
     stateDir: '.codex/sessions',
     installer: curlInstaller('codex', 'https://chatgpt.com/codex/install.sh', 'sh', ['bash', 'curl', 'tar']),
+    npmPackage: { name: '@openai/codex', version: '0.171.0' },
   },
   opencode: {
     binary: 'opencode',
     stateDir: undefined,
     installer: curlInstaller('opencode', 'https://opencode.ai/install', 'bash', ['bash', 'curl', 'tar']),
+    npmPackage: { name: 'opencode-ai', version: '1.18.33' },
   },
   gemini: {
     binary: 'gemini',
@@ -61,6 +75,7 @@ export const VENDOR_INFO: Readonly<Record<Vendor, VendorInfo>> = {
         'command -v gemini >/dev/null 2>&1 || npm install -g --prefix "$HOME/.local" @google/gemini-cli',
       requires: ['bash', 'npm'],
     },
+    npmPackage: { name: '@google/gemini-cli', version: '0.61.0' },
   },
-  exec: { binary: undefined, stateDir: undefined, installer: undefined },
+  exec: { binary: undefined, stateDir: undefined, installer: undefined, npmPackage: undefined },
 };
