@@ -124,6 +124,18 @@ function turnsSince(fake: ModelApiFake, since: number) {
   );
 }
 
+/**
+ * Whether a prompt's NDJSON answer holds `answer`: in one line (Claude's `result`, Codex's `agent_message`,
+ * OpenCode's `text` part) or spread over Gemini CLI's streamed assistant `message` deltas.
+ */
+function answered(r: { text: string; lines: Record<string, unknown>[] }, answer: string): boolean {
+  const deltas = r.lines
+    .filter((l) => l.type === 'message' && l.role === 'assistant')
+    .map((l) => String(l.content))
+    .join('');
+  return r.text.includes(answer) || deltas.includes(answer);
+}
+
 /** Whether a request's body holds every one of `texts` (in whatever wrapping the CLI gives a turn). */
 function carries(body: unknown, ...texts: string[]): boolean {
   const all = JSON.stringify(body);
@@ -174,11 +186,11 @@ describe(`the real CLIs in a realtime session, resumed in a second run (${runtim
 
           const one = await promptWhenReady(base, agentPath(s, 'first', 'prompt'), launcher, PROMPTS[0]);
           assert.equal(one.status, 200, one.text);
-          assert.ok(one.text.includes(ANSWERS[0]), `the first answer reaches the caller: ${one.text}`);
+          assert.ok(answered(one, ANSWERS[0]), `the first answer reaches the caller: ${one.text}`);
           const beforeSecond = Date.now();
           const two = await call(base, agentPath(s, 'first', 'prompt'), launcher, { prompt: PROMPTS[1] });
           assert.equal(two.status, 200, two.text);
-          assert.ok(two.text.includes(ANSWERS[1]), `the second answer reaches the caller: ${two.text}`);
+          assert.ok(answered(two, ANSWERS[1]), `the second answer reaches the caller: ${two.text}`);
           const secondTurn = turnsSince(fake, beforeSecond)[0];
           assert.ok(secondTurn, `a model request for the second prompt: ${requests()}`);
           assert.ok(
@@ -213,7 +225,7 @@ describe(`the real CLIs in a realtime session, resumed in a second run (${runtim
           const three = await promptWhenReady(base, agentPath(s, 'second', 'prompt'), launcher, PROMPTS[2]);
           assert.equal(three.status, 200, three.text);
           assert.ok(
-            three.text.includes(ANSWERS[2]),
+            answered(three, ANSWERS[2]),
             `the answer after the resume reaches the caller: ${three.text}`,
           );
           assert.ok(store.fetched.includes(`/${session}`), 'the init container fetched the session');
