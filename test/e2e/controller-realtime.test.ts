@@ -9,9 +9,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { type AddressInfo, connect as netConnect } from 'node:net';
+import { connect as netConnect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {

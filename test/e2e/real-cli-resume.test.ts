@@ -204,7 +204,7 @@ describe(`the real CLIs in a realtime session, resumed in a second run (${runtim
             'status.sessionId',
             60_000,
           );
-          const session = first.status.sessionId ?? '';
+          const session = String(first.status.sessionId ?? '');
           assert.match(session, c.session, 'the CLI names its session');
           const closed = await call(base, agentPath(s, 'first', 'close'), launcher, {});
           assert.ok(closed.status === 200 || closed.status === 202, closed.text);
