@@ -9,9 +9,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { type AddressInfo, connect as netConnect } from 'node:net';
+import { connect as netConnect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
@@ -39,6 +38,7 @@ import {
   applyRealtimeRbac,
   call,
   promptWhenReady,
+  startConversationStore,
   startRealtimeReplica,
 } from '../support/realtime.ts';
 
@@ -53,41 +53,6 @@ function realtimeDefinition(name: string, spec: Readonly<Record<string, unknown>
     kind: 'AgentDefinition',
     metadata: { name },
     spec: { model: 'claude-opus-5-5', prompt: 'hello {topic}', execution: 'realtime', ...spec },
-  };
-}
-
-/** A loopback conversation store: POST <path> keeps the body, GET <path> returns it (404 when unknown). */
-async function startConversationStore(): Promise<{
-  url: string;
-  saved: Map<string, Buffer>;
-  fetched: string[];
-  close(): Promise<void>;
-}> {
-  const saved = new Map<string, Buffer>();
-  const fetched: string[] = [];
-  const server = createServer((req, res) => {
-    const path = (req.url ?? '/').replace(/^\/store/, '');
-    if (req.method === 'POST') {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        saved.set(path, Buffer.concat(chunks));
-        res.writeHead(201).end();
-      });
-      return;
-    }
-    fetched.push(path);
-    const body = saved.get(path);
-    if (body === undefined) res.writeHead(404).end();
-    else res.writeHead(200, { 'content-type': 'application/gzip' }).end(body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}/store`,
-    saved,
-    fetched,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
 
@@ -599,11 +564,11 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
             ...agentManifest('resume-no-source', 'st-plain-2'),
             spec: { stationRef: 'st-plain-2', resumeSession: 's-1' },
           },
-          realtimeDefinition('def-opencode', { ...source, model: 'opencode/x/y' }),
-          stationManifest('st-opencode', 'def-opencode'),
+          realtimeDefinition('def-exec', { ...source, model: 'exec', tool_config: { command: ['true'] } }),
+          stationManifest('st-exec', 'def-exec'),
           {
-            ...agentManifest('resume-opencode', 'st-opencode'),
-            spec: { stationRef: 'st-opencode', resumeSession: 's-1' },
+            ...agentManifest('resume-exec', 'st-exec'),
+            spec: { stationRef: 'st-exec', resumeSession: 's-1' },
           },
         );
         await startRealtimeReplica(s, { identity: 'rt-on' });
@@ -611,7 +576,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
           ['with-id', 'realtime execution cannot use resources.conversation.id'],
           ['with-pin', 'realtime execution cannot use resources.conversation.pin'],
           ['resume-no-source', 'resumeSession needs resources.conversation.source'],
-          ['resume-opencode', 'opencode cannot resume a session'],
+          ['resume-exec', 'exec cannot resume a session'],
         ];
         for (const [name, reason] of want) {
           const a = await s.waitTerminal(name, 60_000);

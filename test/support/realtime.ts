@@ -1,5 +1,7 @@
 // The realtime prompt API as e2e tests call it: the RBAC a realtime controller and its callers need, a replica with
 // REALTIME_ENABLED, the API's URL from its log, and prompt/close calls (NDJSON answers parsed).
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { applyRbacManifests, type ControllerProcess, GROUP_VERSION, type Scenario } from './controller.ts';
 import { pollUntil } from './poll.ts';
 
@@ -71,4 +73,39 @@ export async function promptWhenReady(base: string, path: string, token: string,
     },
     { timeoutMs: 90_000, intervalMs: 500, description: 'the run pod to take a prompt' },
   );
+}
+
+/** A loopback conversation store: POST <path> keeps the body, GET <path> returns it (404 when unknown). */
+export async function startConversationStore(): Promise<{
+  url: string;
+  saved: Map<string, Buffer>;
+  fetched: string[];
+  close(): Promise<void>;
+}> {
+  const saved = new Map<string, Buffer>();
+  const fetched: string[] = [];
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').replace(/^\/store/, '');
+    if (req.method === 'POST') {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        saved.set(path, Buffer.concat(chunks));
+        res.writeHead(201).end();
+      });
+      return;
+    }
+    fetched.push(path);
+    const body = saved.get(path);
+    if (body === undefined) res.writeHead(404).end();
+    else res.writeHead(200, { 'content-type': 'application/gzip' }).end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/store`,
+    saved,
+    fetched,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }

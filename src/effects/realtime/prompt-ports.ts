@@ -20,7 +20,7 @@ import {
 import { REASON } from '../../reconcile/reasons.ts';
 import type { PodEndpoint, PromptApiDeps, PromptTarget, Upstream } from '../../server/prompt.ts';
 import type { Logger } from '../../shared/log.ts';
-import { sessionIdOf } from '../../vendors/cli/session.ts';
+import { sessionIdOfAny } from '../../vendors/cli/session.ts';
 import { type AccessReviews, createAccessReviews } from '../access-review.ts';
 import { AGENTS } from '../resources.ts';
 import type { PromptTokens } from './tokens.ts';
@@ -153,7 +153,7 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
       } catch {
         return undefined;
       }
-      return sessionIdOf('claude', parsed) ?? sessionIdOf('gemini', parsed) ?? sessionIdOf('codex', parsed);
+      return sessionIdOfAny(parsed);
     },
     sessionSeen(target, sessionId) {
       void recordSession(o, target, sessionId);

@@ -98,8 +98,9 @@ describe('supervisor configuration', () => {
     assert.equal(parseSupervisorConfig({ ...base, HOME: '' }).config.conversation, undefined);
     assert.equal(parseSupervisorConfig({ ...base, AGENT_MODEL: 'exec' }).config.conversation, undefined);
     assert.equal(
-      parseSupervisorConfig({ ...base, AGENT_MODEL: 'opencode/x/y' }).config.conversation,
-      undefined,
+      parseSupervisorConfig({ ...base, AGENT_MODEL: 'opencode/x/y' }).config.conversation?.stateDir,
+      '.local/share/opencode',
+      'OpenCode keeps its sessions in its XDG data folder',
     );
     assert.equal(
       parseSupervisorConfig({ ...base, AGENT_CONVERSATION_AUTH: 'AGENT_SINKS' }).config.conversation

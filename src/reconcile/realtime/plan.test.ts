@@ -91,11 +91,11 @@ describe('realtime admission reasons', () => {
       undefined,
     ],
     [
-      'resumeSession on a CLI that cannot resume (opencode)',
+      'resumeSession on opencode (its sessionID, --session)',
       agentWith('a', { resumeSession: 's-1', model: 'opencode/x/y' }),
       realtimeDef(source),
       true,
-      'opencode cannot resume a session',
+      undefined,
     ],
     [
       'resumeSession on the exec model',

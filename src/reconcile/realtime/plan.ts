@@ -20,12 +20,11 @@ export const FAILURE_RESUME_NEEDS_REALTIME = 'resumeSession requires realtime ex
 
 /**
  * Vendors whose CLI continues a session by id in a realtime run
- * (docs/reference/vendor-cli-events.md#resuming-a-session): the supervisor must learn the session id from the CLI's
- * output, which opencode does not print; exec keeps no session.
+ * (docs/reference/vendor-cli-events.md#resuming-a-session): the supervisor learns the session id from the CLI's
+ * output (OpenCode's `sessionID` on every line, docs/reference/vendor-clis.md#resume-3) and the init restores the
+ * CLI's state folder; exec keeps no session.
  */
-const RESUMABLE: ReadonlySet<string> = new Set(['claude', 'codex', 'gemini']);
-/** Vendors whose Job-run argv carries a resume id (opencode's `--session` included); an exec command has none. */
-const RESUMABLE_IN_JOB: ReadonlySet<string> = new Set([...RESUMABLE, 'opencode']);
+const RESUMABLE: ReadonlySet<string> = new Set(['claude', 'codex', 'gemini', 'opencode']);
 
 /** True for a run the controller serves prompts to. */
 export function isRealtime(definition: AgentDefinition | null): boolean {
@@ -49,7 +48,7 @@ export function realtimeProblem(
     if (resume === '') return undefined;
     // A Job run passes the id to its CLI; one whose CLI takes none is refused, never run as if fresh.
     const vendor = vendorForModel(resolveModel(agent, definition));
-    return RESUMABLE_IN_JOB.has(vendor) ? undefined : `${vendor} cannot resume a session`;
+    return RESUMABLE.has(vendor) ? undefined : `${vendor} cannot resume a session`;
   }
   if (!enabled) return FAILURE_REALTIME_DISABLED;
   const conversation = definition.spec.resources.conversation;

@@ -63,7 +63,8 @@ export const VENDOR_INFO: Readonly<Record<Vendor, VendorInfo>> = {
   },
   opencode: {
     binary: 'opencode',
-    stateDir: undefined,
+    // Its sessions are rows of `opencode.db` in its XDG data folder (docs/reference/vendor-clis.md#resume-3).
+    stateDir: '.local/share/opencode',
     installer: curlInstaller('opencode', 'https://opencode.ai/install', 'bash', ['bash', 'curl', 'tar']),
     npmPackage: { name: 'opencode-ai', version: '1.18.33' },
   },

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { sessionIdInOutput, sessionIdOf } from './session.ts';
+import { sessionIdInOutput, sessionIdOf, sessionIdOfAny } from './session.ts';
 
 describe('sessionIdOf', () => {
   it('reads each CLI’s line: Claude and Gemini session_id, Codex thread_id, OpenCode sessionID on any line', () => {
@@ -19,6 +19,19 @@ describe('sessionIdOf', () => {
     assert.equal(sessionIdOf('opencode', { sessionID: 'ses_1' }), undefined);
     assert.equal(sessionIdOf('opencode', { type: 'init', session_id: 'g-1' }), undefined);
     assert.equal(sessionIdOf('exec', { type: 'text', sessionID: 'ses_1' }), undefined);
+  });
+
+  it('sessionIdOfAny: any CLI’s line, for the prompt API that relays lines without knowing the vendor', () => {
+    assert.equal(sessionIdOfAny({ type: 'system', subtype: 'init', session_id: 's-1' }), 's-1');
+    assert.equal(sessionIdOfAny({ type: 'init', session_id: 'g-1' }), 'g-1');
+    assert.equal(sessionIdOfAny({ type: 'thread.started', thread_id: 't-1' }), 't-1');
+    assert.equal(
+      sessionIdOfAny({ type: 'text', sessionID: 'ses_db3f85685ffe3DmNTCyLqDEu7X', part: {} }),
+      'ses_db3f85685ffe3DmNTCyLqDEu7X',
+    );
+    assert.equal(sessionIdOfAny({ type: 'result', result: 'x' }), undefined);
+    assert.equal(sessionIdOfAny({ type: 'text', sessionID: '-x' }), undefined);
+    assert.equal(sessionIdOfAny('ses_1'), undefined);
   });
 
   it('sessionIdInOutput: the last one revealed', () => {

@@ -20,6 +20,22 @@ export function sessionIdOf(vendor: Vendor, line: unknown): string | undefined {
   return typeof id === 'string' && ID.test(id) ? id : undefined;
 }
 
+/** The vendors whose lines name a session, in the order {@link sessionIdOfAny} asks them. */
+const SESSION_VENDORS: readonly Vendor[] = ['claude', 'gemini', 'codex', 'opencode'];
+
+/**
+ * The session id a line reveals when its vendor is not known (the prompt API relays lines without it): the first
+ * vendor's reading that yields one. The four shapes do not overlap (`system`/`init` with `session_id`, `init`,
+ * `thread.started`, `sessionID`).
+ */
+export function sessionIdOfAny(line: unknown): string | undefined {
+  for (const vendor of SESSION_VENDORS) {
+    const id = sessionIdOf(vendor, line);
+    if (id !== undefined) return id;
+  }
+  return undefined;
+}
+
 /** The session id of a run's output (newline-separated event lines): the last one revealed, or undefined. */
 export function sessionIdInOutput(vendor: Vendor, output: string): string | undefined {
   let found: string | undefined;
