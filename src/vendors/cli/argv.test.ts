@@ -424,7 +424,12 @@ describe('codex MCP servers', () => {
       ...base,
       model: 'gpt-6-sol',
       mcpServers: [
-        { name: 'lore', transport: 'http', url: 'http://localhost:8080/mcp', headers_secret: 'lore-mcp-auth' },
+        {
+          name: 'lore',
+          transport: 'http',
+          url: 'http://localhost:8080/mcp',
+          headers_secret: 'lore-mcp-auth',
+        },
         { name: 'fs', transport: 'stdio', command: 'fs-mcp', args: ['/workspace', 'a"b'] },
         { name: 'a.b', transport: 'sse', url: 'http://x/sse', headers_secret: '' },
       ],

@@ -30,7 +30,10 @@ export function sessionIdProblem(what: string, id: string | undefined): string |
  * a tool from the model (docs/reference/vendor-clis.md#sandbox-and-approvals): a `disallowed_tools` list routed to it
  * would be silently ignored, so the run is refused instead.
  */
-export function denyListProblem(vendor: Vendor, disallowed: readonly string[] | undefined): string | undefined {
+export function denyListProblem(
+  vendor: Vendor,
+  disallowed: readonly string[] | undefined,
+): string | undefined {
   const tools = (disallowed ?? []).filter((t) => t !== '');
   if (vendor !== 'codex' || tools.length === 0) return undefined;
   return `disallowed_tools (${tools.join(', ')}): the codex CLI cannot enforce a tool deny list; remove it or use a model routed to Claude Code`;

@@ -29,7 +29,10 @@ export function codexMcpOverrides(servers: readonly McpServerSpec[]): string[] {
     if (s.transport === 'http' || s.transport === 'sse') {
       if (s.url !== undefined) out.push('-c', `${at}.url=${toml(s.url)}`);
       if (s.headers_secret)
-        out.push('-c', `${at}.env_http_headers={ Authorization = ${toml(mcpHeaderEnvName(s.headers_secret))} }`);
+        out.push(
+          '-c',
+          `${at}.env_http_headers={ Authorization = ${toml(mcpHeaderEnvName(s.headers_secret))} }`,
+        );
     } else {
       if (s.command !== undefined) out.push('-c', `${at}.command=${toml(s.command)}`);
       out.push('-c', `${at}.args=[${(s.args ?? []).map(toml).join(', ')}]`);
