@@ -7,17 +7,11 @@
 // Node only: the Deno pass runs the same paths with the mock CLI.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import OpenAI from 'openai';
-import * as v from 'valibot';
 import {
-  addTestImages,
-  agentCondition,
   agentManifest,
-  apiPath,
   applyCrds,
   applyRbacManifests,
   e2eCluster,
@@ -29,14 +23,21 @@ import {
   stationManifest,
 } from '../support/index.ts';
 import { type ModelApiFake, startOpenAIModel, type Turn } from '../support/model-api/index.ts';
+import {
+  commandLines,
+  firstCompletion,
+  mcpToolImage,
+  mcpToolLog,
+  servingClient,
+  streamedCompletion,
+} from '../support/real-cli-checks.ts';
 import { agentSecrets, agentTemplate, realCliImages, realCliSkipReason } from '../support/real-clis.ts';
-import { createPolicy, endpointOf, startServerReplica } from '../support/server.ts';
+import { createPolicy, startServerReplica } from '../support/server.ts';
 
 const cluster = e2eCluster();
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 const skip = realCliSkipReason(cluster, runtime);
 
-const MCP_SERVER = join(dirname(fileURLToPath(import.meta.url)), '..', 'support', 'mcp-tool-server.mjs');
 const MODEL = 'gpt-5.1-codex';
 
 /** A Codex recipe pointed at `fake`, with the key from agent-secrets. */
@@ -64,22 +65,6 @@ function definition(
 /** The model requests of a fake's record. */
 const modelRequests = (fake: ModelApiFake) =>
   fake.requests.filter((r) => r.method === 'POST' && r.path === '/v1/responses');
-
-/** The command lines of every process on the machine (the test node's containers are local processes). */
-function commandLines(): string[] {
-  const out: string[] = [];
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      out.push(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
-
-const PodSchema = v.looseObject({ metadata: v.looseObject({ name: v.string() }) });
-const SecretSchema = v.looseObject({ data: v.record(v.string(), v.string()) });
 
 describe(`the real Codex: retries, deadline, stdin, cost, tool rules, MCP, server mode (${runtime})`, {
   skip,
@@ -250,20 +235,12 @@ describe(`the real Codex: retries, deadline, stdin, cost, tool rules, MCP, serve
     try {
       await runScenario(cluster, 'real-codex-mcp', async (s) => {
         const images = realCliImages(s, runtime);
-        const port = 20_000 + Math.floor(Math.random() * 20_000);
-        const toolImage = `mcp-tool:${s.ns}`;
-        s.defer(
-          addTestImages(s.cluster, `mcp-${s.ns}`, {
-            [toolImage]: {
-              entrypoint: ['node', '/opt/mcp-tool-server.mjs'],
-              env: { MCP_PORT: String(port), MCP_ANSWER: where },
-              files: { '/opt/mcp-tool-server.mjs': MCP_SERVER },
-            },
-          }),
-        );
+        const tool = mcpToolImage(s, where);
         await s.create(
           agentSecrets({ openai: apiKey }),
-          definition('mcp', fake, { sidecars: [{ name: 'lookup', image: toolImage, mcp: { port } }] }),
+          definition('mcp', fake, {
+            sidecars: [{ name: 'lookup', image: tool.image, mcp: { port: tool.port } }],
+          }),
           stationManifest('mcp', 'mcp', { template: agentTemplate(images.agent) }),
           agentManifest('mcp-run', 'mcp'),
         );
@@ -276,9 +253,7 @@ describe(`the real Codex: retries, deadline, stdin, cost, tool rules, MCP, serve
         assert.ok(requests[0]?.tools.includes('mcp__lookup'), `tools: ${requests[0]?.tools.join(',')}`);
         const [result] = requests[1]?.toolResults ?? [];
         assert.ok(result?.content.includes(`found the keys at ${where}`), `tool result: ${result?.content}`);
-        const pods = await s.client.list(apiPath('v1', 'pods', { namespace: s.ns }), {}, PodSchema);
-        const pod = pods.items[0]?.metadata.name ?? '';
-        const toolLog = await s.client.logs(s.ns, pod, { container: 'lookup' });
+        const toolLog = await mcpToolLog(s, 'lookup');
         // Codex sends its own `_meta` (turn metadata) before the name.
         assert.match(toolLog, /^mcp tools\/call \{.*"name":"lookup","arguments":\{"q":"the keys"\}\}$/m);
       });
@@ -310,48 +285,14 @@ describe(`the real Codex: retries, deadline, stdin, cost, tool rules, MCP, serve
           stationManifest('bot', 'bot', { policyRef: policy, template: agentTemplate(images.agent) }),
           agentManifest('bot', 'bot'),
         );
-        await s.waitForAgent(
-          'bot',
-          (a) => a.status.phase === 'Serving' && agentCondition(a, 'Ready')?.status === 'True',
-          'Serving and Ready',
-          120_000,
-        );
-        const secret = await s.client.get(
-          `/api/v1/namespaces/${s.ns}/secrets/bot-server-api-key`,
-          SecretSchema,
-        );
-        const key = Buffer.from(secret.data['api-key'] ?? '', 'base64').toString('utf8');
-        const client = new OpenAI({
-          apiKey: key,
-          baseURL: `http://${await endpointOf(s, 'bot-server')}/v1`,
-          maxRetries: 0,
-          timeout: 120_000,
-        });
-        const plain = await pollUntil(
-          async (observe) => {
-            try {
-              return await client.chat.completions.create({
-                model: MODEL,
-                messages: [{ role: 'user', content: 'Who answers?' }],
-              });
-            } catch (error) {
-              observe(String(error));
-              return undefined;
-            }
-          },
-          { timeoutMs: 90_000, intervalMs: 1000, description: 'an answer from the server' },
-        );
+        const client = await servingClient(s, 'bot');
+        const plain = await firstCompletion(client, MODEL, 'Who answers?');
         assert.equal(plain.choices[0]?.message.content, 'Served by the real Codex.');
         assert.equal(plain.choices[0]?.finish_reason, 'stop');
-
-        const stream = await client.chat.completions.create({
-          model: MODEL,
-          stream: true,
-          messages: [{ role: 'user', content: 'Who answers, streamed?' }],
-        });
-        let streamed = '';
-        for await (const chunk of stream) streamed += chunk.choices[0]?.delta?.content ?? '';
-        assert.equal(streamed, 'Served by the real Codex.');
+        assert.equal(
+          await streamedCompletion(client, MODEL, 'Who answers, streamed?'),
+          'Served by the real Codex.',
+        );
 
         // Both prompts reached the model through the CLI, with the run's key, and nothing from stdin.
         const asked = modelRequests(fake);
