@@ -681,7 +681,10 @@ describe('buildJob rewrite details', () => {
       const job = built({
         ...input,
         agent: withAgent({ spec: agentModel === undefined ? {} : { model: agentModel } }),
-        definition: withDefinition(defModel === undefined ? {} : { model: defModel }),
+        // No deny list: the fixture's would refuse a codex run (it cannot enforce one).
+        definition: withDefinition(
+          defModel === undefined ? { disallowed_tools: [] } : { model: defModel, disallowed_tools: [] },
+        ),
       });
       const c = agentContainer(job);
       const env = c.env as { name: string; value?: string }[];
@@ -1476,7 +1479,7 @@ describe('buildJob and buildRunInput: the prompt travels in the input ConfigMap 
       'gemini-3-pro',
       'opencode/anthropic/claude-opus-5-5',
     ]) {
-      const r = buildJob({ ...input, definition: withPrompt(long, { model }) });
+      const r = buildJob({ ...input, definition: withPrompt(long, { model, disallowed_tools: [] }) });
       assert.ok(r.ok, `${model}: ${r.ok ? '' : r.error}`);
       assert.ok(!JSON.stringify(r.value).includes(long.slice(0, 1000)));
     }

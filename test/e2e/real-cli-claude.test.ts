@@ -6,13 +6,9 @@
 // Node only: the Deno pass runs the same Job path with the mock CLI (run-results, pod-runtime).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
 import {
-  addTestImages,
   agentManifest,
   apiPath,
   applyCrds,
@@ -26,26 +22,12 @@ import {
   stationManifest,
 } from '../support/index.ts';
 import { type ModelRequest, startAnthropicModel, type Turn } from '../support/model-api/index.ts';
+import { commandLines, mcpToolImage, mcpToolLog } from '../support/real-cli-checks.ts';
 import { agentSecrets, agentTemplate, realCliImages, realCliSkipReason } from '../support/real-clis.ts';
 
 const cluster = e2eCluster();
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 const skip = realCliSkipReason(cluster, runtime);
-
-const MCP_SERVER = join(dirname(fileURLToPath(import.meta.url)), '..', 'support', 'mcp-tool-server.mjs');
-
-/** The command lines of every process on the machine (the test node's containers are local processes). */
-function commandLines(): string[] {
-  const out: string[] = [];
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      out.push(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
 
 const PodSchema = v.looseObject({ metadata: v.looseObject({ name: v.string() }) });
 const EventSchema = v.looseObject({ message: v.optional(v.string(), '') });
@@ -219,23 +201,13 @@ describe(`the real Claude Code in Job runs (${runtime})`, { skip }, () => {
     try {
       await runScenario(cluster, 'real-claude-mcp', async (s) => {
         const images = realCliImages(s, runtime);
-        const port = 20_000 + Math.floor(Math.random() * 20_000);
-        const toolImage = `mcp-tool:${s.ns}`;
-        s.defer(
-          addTestImages(s.cluster, `mcp-${s.ns}`, {
-            [toolImage]: {
-              entrypoint: ['node', '/opt/mcp-tool-server.mjs'],
-              env: { MCP_PORT: String(port), MCP_ANSWER: where },
-              files: { '/opt/mcp-tool-server.mjs': MCP_SERVER },
-            },
-          }),
-        );
+        const tool = mcpToolImage(s, where);
         const template = agentTemplate(images.agent);
         await s.create(
           secret(apiKey),
           definition('mcp', fake.baseUrl, {
             allowed_tools: ['mcp__lookup__lookup'],
-            sidecars: [{ name: 'lookup', image: toolImage, mcp: { port } }],
+            sidecars: [{ name: 'lookup', image: tool.image, mcp: { port: tool.port } }],
           }),
           stationManifest('mcp', 'mcp', { template }),
           agentManifest('mcp-run', 'mcp'),
@@ -248,9 +220,7 @@ describe(`the real Claude Code in Job runs (${runtime})`, { skip }, () => {
         assert.equal(requests.length, 2);
         const [result] = requests[1]?.toolResults ?? [];
         assert.ok(result?.content.includes(`found the keys at ${where}`), `tool result: ${result?.content}`);
-        const pods = await s.client.list(apiPath('v1', 'pods', { namespace: s.ns }), {}, PodSchema);
-        const pod = pods.items[0]?.metadata.name ?? '';
-        const toolLog = await s.client.logs(s.ns, pod, { container: 'lookup' });
+        const toolLog = await mcpToolLog(s, 'lookup');
         assert.match(toolLog, /^mcp initialize$/m);
         assert.match(toolLog, /^mcp tools\/list$/m);
         assert.match(toolLog, /^mcp tools\/call \{"name":"lookup","arguments":\{"q":"the keys"\}/m);

@@ -5,29 +5,24 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import OpenAI from 'openai';
-import * as v from 'valibot';
 import {
-  agentCondition,
   agentManifest,
   applyCrds,
   applyRbacManifests,
   e2eCluster,
   e2eRuntime,
   GROUP_VERSION,
-  pollUntil,
   runScenario,
   stationManifest,
 } from '../support/index.ts';
 import { startAnthropicModel } from '../support/model-api/index.ts';
+import { firstCompletion, servingClient, streamedCompletion } from '../support/real-cli-checks.ts';
 import { agentSecrets, realCliImages, realCliSkipReason } from '../support/real-clis.ts';
-import { createPolicy, endpointOf, startServerReplica } from '../support/server.ts';
+import { createPolicy, startServerReplica } from '../support/server.ts';
 
 const cluster = e2eCluster();
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 const skip = realCliSkipReason(cluster, runtime);
-
-const SecretSchema = v.looseObject({ data: v.record(v.string(), v.string()) });
 
 describe(`the real Claude Code behind server mode (${runtime})`, { skip }, () => {
   if (typeof cluster === 'string') return;
@@ -76,49 +71,14 @@ describe(`the real Claude Code behind server mode (${runtime})`, { skip }, () =>
           }),
           agentManifest('bot', 'bot'),
         );
-        await s.waitForAgent(
-          'bot',
-          (a) => a.status.phase === 'Serving' && agentCondition(a, 'Ready')?.status === 'True',
-          'Serving and Ready',
-          120_000,
-        );
-        const secret = await s.client.get(
-          `/api/v1/namespaces/${s.ns}/secrets/bot-server-api-key`,
-          SecretSchema,
-        );
-        const key = Buffer.from(secret.data['api-key'] ?? '', 'base64').toString('utf8');
-        const client = new OpenAI({
-          apiKey: key,
-          baseURL: `http://${await endpointOf(s, 'bot-server')}/v1`,
-          maxRetries: 0,
-          timeout: 120_000,
-        });
-
-        const plain = await pollUntil(
-          async (observe) => {
-            try {
-              return await client.chat.completions.create({
-                model: 'claude-sonnet-4-5',
-                messages: [{ role: 'user', content: 'Who answers?' }],
-              });
-            } catch (error) {
-              observe(String(error));
-              return undefined;
-            }
-          },
-          { timeoutMs: 90_000, intervalMs: 1000, description: 'an answer from the server' },
-        );
+        const client = await servingClient(s, 'bot');
+        const plain = await firstCompletion(client, 'claude-sonnet-4-5', 'Who answers?');
         assert.equal(plain.choices[0]?.message.content, 'Served by the real Claude Code.');
         assert.equal(plain.choices[0]?.finish_reason, 'stop');
-
-        const stream = await client.chat.completions.create({
-          model: 'claude-sonnet-4-5',
-          stream: true,
-          messages: [{ role: 'user', content: 'Who answers, streamed?' }],
-        });
-        let streamed = '';
-        for await (const chunk of stream) streamed += chunk.choices[0]?.delta?.content ?? '';
-        assert.equal(streamed, 'Served by the real Claude Code.');
+        assert.equal(
+          await streamedCompletion(client, 'claude-sonnet-4-5', 'Who answers, streamed?'),
+          'Served by the real Claude Code.',
+        );
 
         // Both prompts reached the model through the CLI, with the run's key.
         const asked = fake.requests.filter((r) => r.path === '/v1/messages');

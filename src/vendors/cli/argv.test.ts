@@ -143,7 +143,7 @@ describe('vendorCommand argv', () => {
     ],
     [
       'codex fresh, auto',
-      { ...base, model: 'gpt-6-sol', allowedTools: ['x'], disallowedTools: ['y'], maxTurns: 4 },
+      { ...base, model: 'gpt-6-sol', allowedTools: ['x'], disallowedTools: [''], maxTurns: 4 },
       'codex',
       [
         'codex',
@@ -360,6 +360,11 @@ describe('vendorCommand errors', () => {
       `spec.resumeSession "--dangerously-skip-permissions" must not start with '-'`,
     ],
     [
+      'a deny list routed to codex, which cannot enforce one',
+      { ...base, model: 'gpt-6-sol', disallowedTools: ['Bash', 'WebFetch'] },
+      'disallowed_tools (Bash, WebFetch): the codex CLI cannot enforce a tool deny list; remove it or use a model routed to Claude Code',
+    ],
+    [
       'a pin with a newline',
       { ...base, conversationPin: 'a\nb' },
       'resources.conversation.pin must not contain control characters',
@@ -410,6 +415,48 @@ describe('claudeMcpConfig', () => {
       '--strict-mcp-config',
     ]);
     assert.equal(argv.at(-2), '--', 'the MCP config comes before the prompt fence');
+  });
+});
+
+describe('codex MCP servers', () => {
+  it('become -c overrides before the prompt fence, approved, the header read from its env var', () => {
+    const res = vendorCommand({
+      ...base,
+      model: 'gpt-6-sol',
+      mcpServers: [
+        {
+          name: 'lore',
+          transport: 'http',
+          url: 'http://localhost:8080/mcp',
+          headers_secret: 'lore-mcp-auth',
+        },
+        { name: 'fs', transport: 'stdio', command: 'fs-mcp', args: ['/workspace', 'a"b'] },
+        { name: 'a.b', transport: 'sse', url: 'http://x/sse', headers_secret: '' },
+      ],
+    });
+    assert.ok(res.ok);
+    const argv = res.value.argv;
+    const first = argv.indexOf('-c', argv.indexOf('sandbox_mode="workspace-write"'));
+    assert.deepEqual(argv.slice(first), [
+      '-c',
+      'mcp_servers.lore.url="http://localhost:8080/mcp"',
+      '-c',
+      'mcp_servers.lore.env_http_headers={ Authorization = "LORE_MCP_AUTH" }',
+      '-c',
+      'mcp_servers.lore.default_tools_approval_mode="approve"',
+      '-c',
+      'mcp_servers.fs.command="fs-mcp"',
+      '-c',
+      'mcp_servers.fs.args=["/workspace", "a\\"b"]',
+      '-c',
+      'mcp_servers.fs.default_tools_approval_mode="approve"',
+      '-c',
+      'mcp_servers."a.b".url="http://x/sse"',
+      '-c',
+      'mcp_servers."a.b".default_tools_approval_mode="approve"',
+      '--',
+      'Fix it',
+    ]);
   });
 });
 

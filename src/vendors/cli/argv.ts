@@ -26,9 +26,24 @@ export function sessionIdProblem(what: string, id: string | undefined): string |
 }
 
 /**
+ * Why a recipe's deny list cannot go to `vendor`'s CLI, or undefined. Codex 0.171 has no flag or config that keeps
+ * a tool from the model (docs/reference/vendor-clis.md#sandbox-and-approvals): a `disallowed_tools` list routed to it
+ * would be silently ignored, so the run is refused instead.
+ */
+export function denyListProblem(
+  vendor: Vendor,
+  disallowed: readonly string[] | undefined,
+): string | undefined {
+  const tools = (disallowed ?? []).filter((t) => t !== '');
+  if (vendor !== 'codex' || tools.length === 0) return undefined;
+  return `disallowed_tools (${tools.join(', ')}): the codex CLI cannot enforce a tool deny list; remove it or use a model routed to Claude Code`;
+}
+
+/**
  * The vendor command for a run: routed by {@link vendorForModel} on the resolved model, then built by that
  * vendor's argv builder. Errors (one line, for `status.failureReason`): an exec recipe without a usable
- * `tool_config.command`, or a resume id / conversation pin that starts with `-` or holds control characters.
+ * `tool_config.command`, a resume id / conversation pin that starts with `-` or holds control characters, or a
+ * deny list the CLI cannot enforce ({@link denyListProblem}).
  */
 export function vendorCommand(input: VendorRunInput): Result<VendorCommand, string> {
   const problem =
@@ -36,6 +51,8 @@ export function vendorCommand(input: VendorRunInput): Result<VendorCommand, stri
     sessionIdProblem('resources.conversation.pin', input.conversationPin);
   if (problem !== undefined) return err(problem);
   const vendor = vendorForModel(input.model);
+  const deny = denyListProblem(vendor, input.disallowedTools);
+  if (deny !== undefined) return err(deny);
   switch (vendor) {
     case 'claude':
       return ok({ vendor, argv: claudeArgv(input) });

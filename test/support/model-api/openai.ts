@@ -153,6 +153,7 @@ function outputItems(turn: AnswerTurn, step: number): Record<string, unknown>[] 
       id: `fc_fake_step${step}`,
       type: 'function_call',
       call_id: callId(turn, step, 'call_fake'),
+      ...(turn.toolCall.namespace !== undefined ? { namespace: turn.toolCall.namespace } : {}),
       name: turn.toolCall.name,
       arguments: JSON.stringify(turn.toolCall.input),
       status: 'completed',

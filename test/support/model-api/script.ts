@@ -30,6 +30,11 @@ export interface ScriptToolCall {
   readonly input: Readonly<Record<string, unknown>>;
   /** The call id (default `call_<step>`; Anthropic ids get the `toolu_` prefix). */
   readonly id?: string;
+  /**
+   * OpenAI Responses only: the tool namespace of a `function_call` item (Codex offers an MCP server's tools as a
+   * namespace `mcp__<server>`, docs/reference/vendor-clis.md#mcp-1).
+   */
+  readonly namespace?: string;
 }
 
 /** An answer: at least one of thinking, text and a tool call (rendered in that order). */
