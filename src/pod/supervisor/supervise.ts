@@ -275,7 +275,7 @@ export async function launch(
     return { ok: false, reason: 'not-found' };
   }
   if (ctx.config.vendor === 'gemini') await provideGeminiSettings(ctx);
-  const started = vendorLaunch(ctx.config.vendor, [file, ...args], ctx.io.env);
+  const started = vendorLaunch(ctx.config.vendor, [file, ...args], ctx.io.env, ctx.config.cliSettings);
   const spawned = await spawnAgent(file, started.argv.slice(1), started.env, stdin);
   if (!spawned.ok) {
     ctx.log.error(`[supervisor] failed to start the agent: ${spawned.error}`, { agent: file });
@@ -301,7 +301,7 @@ export async function provideGeminiSettings(ctx: RunContext): Promise<void> {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') existing = null;
     }
-    const settings = geminiSettings(existing);
+    const settings = geminiSettings(existing, ctx.config.cliSettings);
     if (settings === undefined) {
       ctx.log.warn('[supervisor] the Gemini settings file is not a JSON object; left as it is', { path });
       return;
