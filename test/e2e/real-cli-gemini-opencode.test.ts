@@ -7,10 +7,14 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import * as v from 'valibot';
 import {
+  addTestImages,
   agentManifest,
+  apiPath,
   applyCrds,
   e2eCluster,
   e2eRuntime,
@@ -18,6 +22,7 @@ import {
   type Manifest,
   pollUntil,
   runScenario,
+  type Scenario,
   stationManifest,
 } from '../support/index.ts';
 import {
@@ -31,6 +36,11 @@ import { agentSecrets, agentTemplate, realCliImages, realCliSkipReason } from '.
 const cluster = e2eCluster();
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 const skip = realCliSkipReason(cluster, runtime);
+
+const MCP_SERVER = join(dirname(fileURLToPath(import.meta.url)), '..', 'support', 'mcp-tool-server.mjs');
+const PodSchema = v.looseObject({
+  metadata: v.looseObject({ name: v.string(), labels: v.optional(v.record(v.string(), v.string()), {}) }),
+});
 
 const GEMINI_MODEL = 'gemini-3.5-flash';
 const OPENCODE_MODEL = 'opencode/anthropic/claude-sonnet-4-5';
@@ -88,6 +98,22 @@ function commandLines(): string[] {
     }
   }
   return out;
+}
+
+/** The MCP run succeeded, the sidecar's answer reached the model, and the sidecar saw the call. */
+async function checkMcpRun(s: Scenario, name: string, fake: ModelApiFake, where: string): Promise<void> {
+  const run = await s.waitTerminal(name, 240_000);
+  const requests = turnsOf(fake);
+  const detail = JSON.stringify({ status: run.status, tools: requests[0]?.tools });
+  assert.equal(run.status.phase, 'Succeeded', detail);
+  assert.equal((run.status as Record<string, unknown>).result, 'The keys are where the tool said.', detail);
+  assert.equal(requests.length, 2, detail);
+  const [result] = requests[1]?.toolResults ?? [];
+  assert.ok(result?.content.includes(`found the keys at ${where}`), `tool result: ${result?.content}`);
+  const pods = await s.client.list(apiPath('v1', 'pods', { namespace: s.ns }), {}, PodSchema);
+  const pod = pods.items.find((p) => p.metadata.name.includes(name))?.metadata.name ?? '';
+  const toolLog = await s.client.logs(s.ns, pod, { container: 'lookup' });
+  assert.match(toolLog, /^mcp tools\/call \{"name":"lookup","arguments":\{"q":"the keys"\}/m);
 }
 
 describe(`the real Gemini CLI and OpenCode beyond the Job run (${runtime})`, { skip }, () => {
@@ -243,6 +269,208 @@ describe(`the real Gemini CLI and OpenCode beyond the Job run (${runtime})`, { s
       });
     } finally {
       await Promise.all([gemini.close(), geminiDenied.close(), opencode.close(), opencodeDenied.close()]);
+    }
+  });
+
+  it("call a tool sidecar's MCP server and hand its answer to the model", { timeout: 400_000 }, async () => {
+    const where = `shelf-${randomBytes(4).toString('hex')}`;
+    const keys = {
+      gemini: `AIza-e2e-${randomBytes(16).toString('hex')}`,
+      anthropic: `sk-ant-e2e-${randomBytes(16).toString('hex')}`,
+    };
+    // Gemini CLI names an MCP tool mcp_<server>_<tool>, OpenCode <server>_<tool> (docs/reference/vendor-clis.md).
+    const gemini = await startGeminiModel({
+      apiKey: keys.gemini,
+      turns: [
+        { toolCall: { name: 'mcp_lookup_lookup', input: { q: 'the keys' } } },
+        { text: 'The keys are where the tool said.' },
+      ],
+    });
+    const opencode = await startAnthropicModel({
+      apiKey: keys.anthropic,
+      conversations: [
+        titleConversation,
+        {
+          turns: [
+            { toolCall: { name: 'lookup_lookup', input: { q: 'the keys' } } },
+            { text: 'The keys are where the tool said.' },
+          ],
+        },
+      ],
+    });
+    try {
+      await runScenario(cluster, 'real-gem-oc-mcp', async (s) => {
+        const images = realCliImages(s, runtime);
+        const port = 20_000 + Math.floor(Math.random() * 20_000);
+        const toolImage = `mcp-tool:${s.ns}`;
+        s.defer(
+          addTestImages(s.cluster, `mcp-${s.ns}`, {
+            [toolImage]: {
+              entrypoint: ['node', '/opt/mcp-tool-server.mjs'],
+              env: { MCP_PORT: String(port), MCP_ANSWER: where },
+              files: { '/opt/mcp-tool-server.mjs': MCP_SERVER },
+            },
+          }),
+        );
+        const template = agentTemplate(images.agent);
+        const sidecars = [{ name: 'lookup', image: toolImage, mcp: { port } }];
+        await s.create(
+          agentSecrets(keys),
+          definition('gemini-mcp', 'gemini', gemini.baseUrl, { sidecars }),
+          stationManifest('gemini-mcp', 'gemini-mcp', { template }),
+          agentManifest('gemini-mcp-run', 'gemini-mcp'),
+        );
+        await s.startReplica({ env: { AGENT_IMAGE: images.init } });
+        // One run at a time: both sidecars would listen on the same port of the node.
+        await checkMcpRun(s, 'gemini-mcp-run', gemini, where);
+        await s.create(
+          definition('opencode-mcp', 'opencode', opencode.baseUrl, { sidecars }),
+          stationManifest('opencode-mcp', 'opencode-mcp', { template }),
+          agentManifest('opencode-mcp-run', 'opencode-mcp'),
+        );
+        await checkMcpRun(s, 'opencode-mcp-run', opencode, where);
+      });
+    } finally {
+      await Promise.all([gemini.close(), opencode.close()]);
+    }
+  });
+
+  it("retry 429 and 500 themselves; fail with the CLI's message when retries run out; are killed at the deadline (124)", {
+    timeout: 500_000,
+  }, async () => {
+    const keys = {
+      gemini: `AIza-e2e-${randomBytes(16).toString('hex')}`,
+      anthropic: `sk-ant-e2e-${randomBytes(16).toString('hex')}`,
+    };
+    const wait = (cli: string) => `tail -f /dev/null # wait-${cli}-${randomBytes(6).toString('hex')}`;
+    const sleepers = { gemini: wait('gemini'), opencode: wait('opencode') };
+    // Gemini CLI waits the RetryInfo delay of a 429, and the "Please retry in" delay of a 503's message.
+    const geminiOverloaded = 'The model is overloaded (e2e). Please retry in 1s.';
+    const opencodeFailure = 'scripted outage (e2e)';
+    const geminiFlaky = await startGeminiModel({
+      apiKey: keys.gemini,
+      turns: [
+        { error: { status: 429, retryAfter: 1 } },
+        { error: { status: 503, message: geminiOverloaded } },
+        { text: 'recovered' },
+      ],
+    });
+    const geminiFailing = await startGeminiModel({
+      apiKey: keys.gemini,
+      turns: [
+        ...Array.from({ length: 12 }, () => ({ error: { status: 503, message: geminiOverloaded } })),
+        { text: 'not reached' },
+      ],
+    });
+    const geminiSlow = await startGeminiModel({
+      apiKey: keys.gemini,
+      turns: [
+        { toolCall: { name: 'run_shell_command', input: { command: sleepers.gemini, description: 'wait' } } },
+      ],
+    });
+    const opencodeFlaky = await startAnthropicModel({
+      apiKey: keys.anthropic,
+      conversations: [
+        titleConversation,
+        {
+          turns: [
+            { error: { status: 429, retryAfter: 1 } },
+            { error: { status: 500 } },
+            { text: 'recovered' },
+          ],
+        },
+      ],
+    });
+    const opencodeFailing = await startAnthropicModel({
+      apiKey: keys.anthropic,
+      conversations: [
+        titleConversation,
+        {
+          turns: [
+            ...Array.from({ length: 8 }, () => ({ error: { status: 500, message: opencodeFailure } })),
+            { text: 'not reached' },
+          ],
+        },
+      ],
+    });
+    const opencodeSlow = await startAnthropicModel({
+      apiKey: keys.anthropic,
+      conversations: [
+        titleConversation,
+        {
+          turns: [{ toolCall: { name: 'bash', input: { command: sleepers.opencode, description: 'wait' } } }],
+        },
+      ],
+    });
+    const fakes = [geminiFlaky, geminiFailing, geminiSlow, opencodeFlaky, opencodeFailing, opencodeSlow];
+    try {
+      await runScenario(cluster, 'real-gem-oc-fail', async (s) => {
+        const images = realCliImages(s, runtime);
+        const template = agentTemplate(images.agent);
+        const cases = [
+          ['gemini-flaky', 'gemini', geminiFlaky, 10],
+          ['gemini-failing', 'gemini', geminiFailing, 10],
+          ['gemini-slow', 'gemini', geminiSlow, 1],
+          ['opencode-flaky', 'opencode', opencodeFlaky, 10],
+          ['opencode-failing', 'opencode', opencodeFailing, 10],
+          ['opencode-slow', 'opencode', opencodeSlow, 1],
+        ] as const;
+        await s.create(
+          agentSecrets(keys),
+          ...cases.flatMap(([name, cli, fake, deadlineMinutes]) => [
+            definition(name, cli, fake.baseUrl),
+            stationManifest(name, name, { template, deadlineMinutes }),
+            agentManifest(`${name}-run`, name),
+          ]),
+        );
+        await s.startReplica({ env: { AGENT_IMAGE: images.init } });
+        const statusOf = (fake: ModelApiFake) => turnsOf(fake).map((r) => r.status);
+
+        for (const [name, fake] of [
+          ['gemini-flaky-run', geminiFlaky],
+          ['opencode-flaky-run', opencodeFlaky],
+        ] as const) {
+          const run = await s.waitTerminal(name, 240_000);
+          assert.equal(run.status.phase, 'Succeeded', `${name}: ${JSON.stringify(run.status)}`);
+          assert.equal((run.status as Record<string, unknown>).result, 'recovered');
+          assert.deepEqual(statusOf(fake), [429, fake === geminiFlaky ? 503 : 500, 200], name);
+        }
+
+        const gf = await s.waitTerminal('gemini-failing-run', 240_000);
+        assert.equal(gf.status.phase, 'Failed', JSON.stringify(gf.status));
+        assert.ok(
+          String(gf.status.failureReason).includes('The model is overloaded (e2e).'),
+          JSON.stringify(gf.status),
+        );
+        // Gemini CLI's own retries (general.maxAttempts, default 10), every one refused.
+        assert.deepEqual(
+          statusOf(geminiFailing),
+          Array.from({ length: 10 }, () => 503),
+        );
+
+        const of = await s.waitTerminal('opencode-failing-run', 240_000);
+        assert.equal(of.status.phase, 'Failed', JSON.stringify(of.status));
+        assert.ok(String(of.status.failureReason).includes(opencodeFailure), JSON.stringify(of.status));
+        assert.ok(statusOf(opencodeFailing).length > 1, 'OpenCode retried');
+        assert.ok(statusOf(opencodeFailing).every((code) => code === 500));
+
+        for (const [cli, fake] of [
+          ['gemini', geminiSlow],
+          ['opencode', opencodeSlow],
+        ] as const) {
+          const killed = await s.waitTerminal(`${cli}-slow-run`, 240_000);
+          assert.equal(killed.status.phase, 'Failed', JSON.stringify(killed.status));
+          assert.equal(killed.status.exitCode, 124, JSON.stringify(killed.status));
+          assert.equal(turnsOf(fake).length, 1, 'the tool call was being served when the deadline came');
+          // The CLI's children went with it: no process of the tool call is left.
+          await pollUntil(() => (commandLines().some((l) => l.includes(sleepers[cli])) ? undefined : true), {
+            timeoutMs: 30_000,
+            description: `the tool process of the killed ${cli} run to be gone`,
+          });
+        }
+      });
+    } finally {
+      await Promise.all(fakes.map((f) => f.close()));
     }
   });
 });

@@ -3,8 +3,9 @@
 // configuration (docs/reference/vendor-clis.md#tool-permissions-1, docs/reference/vendor-clis.md#tool-permissions-2).
 // Pure.
 
-import type { VendorRunInput } from './input.ts';
+import type { McpServerSpec, VendorRunInput } from './input.ts';
 import { present } from './input.ts';
+import { mcpHeaderEnvName } from './mcp.ts';
 import type { Vendor } from './route.ts';
 
 /** The run env that carries the settings. */
@@ -17,20 +18,57 @@ const isJsonObject = (u: unknown): u is JsonObject =>
 /**
  * The settings a run of `vendor` needs beyond its argv, or undefined when none:
  * - Gemini CLI: `tools.exclude` = the deny list (an excluded tool is not offered, a call anyway is answered "not
- *   found" and never runs).
- * - OpenCode: `permission.<tool>: "deny"` per denied tool (not offered; a call anyway becomes the `invalid` tool).
+ *   found" and never runs); `mcpServers` (http as `httpUrl`, sse as `url`, stdio as `command`/`args`; a
+ *   `headers_secret` as an `Authorization` header read from its env var, which Gemini CLI expands in settings).
+ * - OpenCode: `permission.<tool>: "deny"` per denied tool (not offered; a call anyway becomes the `invalid` tool);
+ *   `mcp` (http and sse as `remote`, stdio as `local`; the header as `{env:NAME}`, which OpenCode expands).
+ * Never a secret: header values are references to the env var that holds them.
  */
 export function cliSettings(vendor: Vendor, input: VendorRunInput): JsonObject | undefined {
   const denied = present(input.disallowedTools);
-  if (denied.length === 0) return undefined;
+  const servers = input.mcpServers ?? [];
+  const settings: JsonObject = {};
   switch (vendor) {
     case 'gemini':
-      return { tools: { exclude: denied } };
+      if (denied.length > 0) settings.tools = { exclude: denied };
+      if (servers.length > 0) settings.mcpServers = mcpEntries(servers, geminiMcp);
+      break;
     case 'opencode':
-      return { permission: Object.fromEntries(denied.map((t) => [t, 'deny'])) };
+      if (denied.length > 0) settings.permission = Object.fromEntries(denied.map((t) => [t, 'deny']));
+      if (servers.length > 0) settings.mcp = mcpEntries(servers, opencodeMcp);
+      break;
     default:
       return undefined;
   }
+  return Object.keys(settings).length > 0 ? settings : undefined;
+}
+
+const mcpEntries = (servers: readonly McpServerSpec[], entry: (s: McpServerSpec) => JsonObject): JsonObject =>
+  Object.fromEntries(servers.map((s) => [s.name, entry(s)]));
+
+/** The env var holding a server's `Authorization` header, if it has one. */
+const headerEnv = (s: McpServerSpec): string | undefined =>
+  s.headers_secret ? mcpHeaderEnvName(s.headers_secret) : undefined;
+
+function geminiMcp(s: McpServerSpec): JsonObject {
+  if (s.transport !== 'http' && s.transport !== 'sse')
+    return { command: s.command ?? '', args: [...(s.args ?? [])] };
+  const env = headerEnv(s);
+  return {
+    [s.transport === 'http' ? 'httpUrl' : 'url']: s.url ?? '',
+    ...(env !== undefined ? { headers: { Authorization: `\${${env}}` } } : {}),
+  };
+}
+
+function opencodeMcp(s: McpServerSpec): JsonObject {
+  if (s.transport !== 'http' && s.transport !== 'sse')
+    return { type: 'local', command: [s.command ?? '', ...(s.args ?? [])] };
+  const env = headerEnv(s);
+  return {
+    type: 'remote',
+    url: s.url ?? '',
+    ...(env !== undefined ? { headers: { Authorization: `{env:${env}}` } } : {}),
+  };
 }
 
 /**
