@@ -19,6 +19,8 @@ import {
   MAX_ARG_BYTES,
   utf8Bytes,
 } from '../vendors/cli/prompt-delivery.ts';
+import type { Vendor } from '../vendors/cli/route.ts';
+import { CLI_SETTINGS_ENV, cliSettings } from '../vendors/cli/settings.ts';
 import { supervisorCommand } from './bundle.ts';
 import {
   clampDeadlineMinutes,
@@ -191,6 +193,15 @@ function turnRecipe(agent: Agent, definition: AgentDefinition) {
 }
 
 /**
+ * `AGENT_CLI_SETTINGS`: what the recipe asks of a CLI that only its settings take (Gemini CLI's and OpenCode's deny
+ * list, src/vendors/cli/settings.ts), in every mode; none when there is nothing to say.
+ */
+function cliSettingsEnv(vendor: Vendor, agent: Agent, definition: AgentDefinition): EnvVar[] {
+  const settings = cliSettings(vendor, { ...turnRecipe(agent, definition), prompt: '' });
+  return settings === undefined ? [] : [{ name: CLI_SETTINGS_ENV, value: JSON.stringify(settings) }];
+}
+
+/**
  * The agent container's extra env of a server (issue 12): the mode, the port, the recipe of each request's turn and
  * the limits. The API key reaches the pod as a mounted file (the server's pod template, src/jobs/server.ts).
  */
@@ -353,6 +364,7 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
         : []),
       ...(parameters === 'file' ? [{ name: 'AGENT_PARAMETERS_FILE', value: INPUT_PARAMETERS_FILE }] : []),
       ...(input.tracing !== undefined ? tracingEnv(agent, input.tracing.tracesUrl) : []),
+      ...cliSettingsEnv(command.value.vendor, agent, definition),
       ...(realtime ? realtimeEnv(agent, definition) : []),
       ...(server ? serverEnv(agent, definition) : []),
     ],

@@ -24,7 +24,7 @@ export const SERVER_ENV_NAMES: ReadonlySet<string> = new Set(SERVER_ENV_NAMES_LI
  * Env names the controller owns. A recipe-supplied name (env, secret, sink/conversation `headers_secret`, repo
  * `token_secret`, MCP header env name) equal to one of these is dropped or blanked, so the controller's value wins.
  * The reference's 23 names plus `AGENT_DEADLINE_AT`, `AGENT_PROMPT_FILE` and `AGENT_PARAMETERS_FILE` (the input ConfigMap's), the run's trace context
- * (`TRACEPARENT`, `AGENT_OTLP_TRACES_ENDPOINT`), the realtime run's own (`AGENT_EXECUTION`, `AGENT_PROMPT_*`,
+ * (`TRACEPARENT`, `AGENT_OTLP_TRACES_ENDPOINT`), the CLI settings the run's recipe makes (`AGENT_CLI_SETTINGS`), the realtime run's own (`AGENT_EXECUTION`, `AGENT_PROMPT_*`,
  * `AGENT_RUN_RECIPE`, `AGENT_RESUME_SESSION`) and the server run's (`AGENT_SERVER_*`).
  */
 export const RESERVED_ENV_NAMES: ReadonlySet<string> = new Set([
@@ -54,6 +54,7 @@ export const RESERVED_ENV_NAMES: ReadonlySet<string> = new Set([
   'AGENT_SYSTEM_PROMPT_FILE',
   'AGENT_PARAMETERS_FILE',
   'AGENT_OTLP_TRACES_ENDPOINT',
+  'AGENT_CLI_SETTINGS',
   'TRACEPARENT',
   'HOME',
   'PATH',

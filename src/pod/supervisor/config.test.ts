@@ -20,6 +20,17 @@ describe('supervisor configuration', () => {
     assert.equal(config.terminationMessagePath, '/dev/termination-log');
   });
 
+  it('AGENT_CLI_SETTINGS is read as a JSON object; anything else is ignored with a warning', () => {
+    const set = parseSupervisorConfig({ AGENT_CLI_SETTINGS: '{"tools":{"exclude":["run_shell_command"]}}' });
+    assert.deepEqual(set.warnings, []);
+    assert.deepEqual(set.config.cliSettings, { tools: { exclude: ['run_shell_command'] } });
+    for (const bad of ['[1]', '"x"', '{oops']) {
+      const got = parseSupervisorConfig({ AGENT_CLI_SETTINGS: bad });
+      assert.equal(got.config.cliSettings, undefined, bad);
+      assert.deepEqual(got.warnings, ['[supervisor] AGENT_CLI_SETTINGS is not a JSON object; ignored']);
+    }
+  });
+
   it('AGENT_TERMINATION_MESSAGE_PATH overrides where the run report goes; a relative path is refused', () => {
     const set = parseSupervisorConfig({ AGENT_TERMINATION_MESSAGE_PATH: ' /tmp/x/../report ' });
     assert.deepEqual(set.warnings, []);

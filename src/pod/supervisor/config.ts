@@ -1,5 +1,6 @@
+import * as v from 'valibot';
 import { TERMINATION_MESSAGE_PATH } from '../../jobs/bundle.ts';
-import { VENDOR_INFO, type Vendor, vendorForModel } from '../../vendors/cli/index.ts';
+import { CLI_SETTINGS_ENV, VENDOR_INFO, type Vendor, vendorForModel } from '../../vendors/cli/index.ts';
 import {
   type Env,
   type EnvProblem,
@@ -60,6 +61,26 @@ export interface SupervisorConfig {
    * absolute path, for tests; default {@link TERMINATION_MESSAGE_PATH}).
    */
   readonly terminationMessagePath: string;
+  /** `AGENT_CLI_SETTINGS`: what the recipe asks of the CLI's own settings (src/vendors/cli/settings.ts). */
+  readonly cliSettings?: Record<string, unknown>;
+}
+
+const CliSettingsSchema = v.record(v.string(), v.unknown());
+
+/** `AGENT_CLI_SETTINGS` as a JSON object; undefined when unset; a warning when it is something else. */
+function cliSettingsFromEnv(env: Env, warnings: string[]): Record<string, unknown> | undefined {
+  const raw = readString(env, CLI_SETTINGS_ENV);
+  if (raw === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    parsed = undefined;
+  }
+  const settings = v.safeParse(CliSettingsSchema, parsed);
+  if (settings.success && !Array.isArray(parsed)) return settings.output;
+  warnings.push(`[supervisor] ${CLI_SETTINGS_ENV} is not a JSON object; ignored`);
+  return undefined;
 }
 
 /**
@@ -104,6 +125,7 @@ export function parseSupervisorConfig(env: Env): { config: SupervisorConfig; war
   }
 
   const conversation = conversationFromEnv(env, vendor);
+  const cliSettings = cliSettingsFromEnv(env, warnings);
   return {
     config: {
       sinks,
@@ -120,6 +142,7 @@ export function parseSupervisorConfig(env: Env): { config: SupervisorConfig; war
       ...(conversation ? { conversation } : {}),
       flushMs,
       terminationMessagePath,
+      ...(cliSettings !== undefined ? { cliSettings } : {}),
     },
     warnings,
   };

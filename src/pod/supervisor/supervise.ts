@@ -33,6 +33,7 @@ import { saveConversation } from './conversation.ts';
 import { LineSplitter, MAX_LINE_BYTES } from './line-splitter.ts';
 import { initialOutcome, nextWakeAt, type OutcomeEvent, type OutcomeState, step } from './outcome.ts';
 import { BareOutput, type WritableLike } from './output.ts';
+import { descendantGroups, readProcesses } from './process-tree.ts';
 import { writeRunReport } from './report.ts';
 import { selected } from './select.ts';
 import { terminalOf } from './terminal.ts';
@@ -275,7 +276,7 @@ export async function launch(
     return { ok: false, reason: 'not-found' };
   }
   if (ctx.config.vendor === 'gemini') await provideGeminiSettings(ctx);
-  const started = vendorLaunch(ctx.config.vendor, [file, ...args], ctx.io.env);
+  const started = vendorLaunch(ctx.config.vendor, [file, ...args], ctx.io.env, ctx.config.cliSettings);
   const spawned = await spawnAgent(file, started.argv.slice(1), started.env, stdin);
   if (!spawned.ok) {
     ctx.log.error(`[supervisor] failed to start the agent: ${spawned.error}`, { agent: file });
@@ -301,7 +302,7 @@ export async function provideGeminiSettings(ctx: RunContext): Promise<void> {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') existing = null;
     }
-    const settings = geminiSettings(existing);
+    const settings = geminiSettings(existing, ctx.config.cliSettings);
     if (settings === undefined) {
       ctx.log.warn('[supervisor] the Gemini settings file is not a JSON object; left as it is', { path });
       return;
@@ -476,10 +477,20 @@ function pump(
   });
 }
 
-/** Sends `signal` to the child's process group (it leads its own), falling back to the child alone. */
+/**
+ * Sends `signal` to the child's process group (it leads its own), falling back to the child alone, and to the process
+ * groups its descendants started of their own (a tool a CLI runs detached), so that none outlives it.
+ */
 export function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   const pid = child.pid;
   if (pid === undefined) return;
+  for (const group of descendantGroups(pid, readProcesses())) {
+    try {
+      process.kill(-group, signal);
+    } catch {
+      // already gone
+    }
+  }
   try {
     process.kill(-pid, signal);
   } catch {

@@ -153,10 +153,22 @@ describe('AgentPolicy checks: each limit with its exact reason', () => {
       'AgentPolicy tight: tool Bash is denied',
     ],
     [
-      'a deny list on a CLI that cannot enforce it (gemini takes allow lists only)',
+      'a deny list on a CLI that cannot enforce it (codex)',
       { tools: { deny: ['shell'] } },
+      { definition: { model: 'gpt-5-codex' } },
+      'AgentPolicy tight: the codex CLI cannot enforce a tool deny list',
+    ],
+    [
+      'gemini enforces a deny list (its settings)',
+      { tools: { deny: ['run_shell_command'] } },
       { definition: { model: 'gemini-3-pro' } },
-      'AgentPolicy tight: the gemini CLI cannot enforce a tool deny list',
+      undefined,
+    ],
+    [
+      'opencode enforces a deny list (its config)',
+      { tools: { deny: ['bash'] } },
+      { definition: { model: 'opencode/anthropic/claude-sonnet-4-5' } },
+      undefined,
     ],
     [
       'an allow list on a CLI that cannot enforce it (codex)',

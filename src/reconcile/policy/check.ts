@@ -77,10 +77,12 @@ const sameProfile = (a: unknown, b: { type: string; localhostProfile?: string | 
 
 /**
  * Vendors whose CLI takes an allow list / a deny list of tools (docs/reference/vendor-cli-events.md#tool-flags:
- * Claude both, Gemini allow only).
+ * Claude both, Gemini allow only as a flag; Gemini CLI's deny list is its settings' `tools.exclude` and OpenCode's
+ * its config's `permission`, both written by the supervisor: docs/reference/vendor-clis.md#tool-permissions-1,
+ * docs/reference/vendor-clis.md#tool-permissions-2).
  */
 const ENFORCES_ALLOW: ReadonlySet<Vendor> = new Set(['claude', 'gemini']);
-const ENFORCES_DENY: ReadonlySet<Vendor> = new Set(['claude']);
+const ENFORCES_DENY: ReadonlySet<Vendor> = new Set(['claude', 'gemini', 'opencode']);
 
 export { globMatch };
 

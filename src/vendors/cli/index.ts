@@ -56,6 +56,7 @@ export {
   usageOf,
 } from './run-report.ts';
 export { sessionIdInOutput, sessionIdOf } from './session.ts';
+export { CLI_SETTINGS_ENV, cliSettings, mergeSettings } from './settings.ts';
 export {
   classifyEvent,
   classifyLine,

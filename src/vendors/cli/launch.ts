@@ -4,6 +4,7 @@
 // every mode starts its CLI through the supervisor's one `launch`. Facts: docs/reference/vendor-clis.md. Pure.
 
 import type { Vendor } from './route.ts';
+import { type JsonObject, mergeSettings } from './settings.ts';
 
 /** A process environment (unset entries allowed). */
 export type LaunchEnv = Readonly<Record<string, string | undefined>>;
@@ -81,7 +82,7 @@ export const OPENCODE_QUIET_ENV: Readonly<Record<string, string>> = {
  * OpenAI-compatible one) are the recipe's to configure through `OPENCODE_CONFIG_CONTENT`; the one it sets is left
  * as is.
  */
-function opencodeLaunch(argv: readonly string[], env: LaunchEnv): VendorLaunch {
+function opencodeLaunch(argv: readonly string[], env: LaunchEnv, settings?: JsonObject): VendorLaunch {
   const out: Record<string, string | undefined> = { ...env };
   for (const [name, value] of Object.entries(OPENCODE_QUIET_ENV))
     if (env[name] === undefined) out[name] = value;
@@ -92,10 +93,24 @@ function opencodeLaunch(argv: readonly string[], env: LaunchEnv): VendorLaunch {
       const baseURL = `${anthropic.trim().replace(/\/+$/, '').replace(/\/v1$/, '')}/v1`;
       config.provider = { anthropic: { options: { baseURL } } };
     }
-    out.OPENCODE_CONFIG_CONTENT = JSON.stringify(config);
+    out.OPENCODE_CONFIG_CONTENT = JSON.stringify(settings ? mergeSettings(config, settings) : config);
+  } else if (settings !== undefined) {
+    // The recipe's own configuration gets the run's settings (its deny list) on top; one that is not a JSON object
+    // is left alone and OpenCode reports it.
+    const own = parseObject(env.OPENCODE_CONFIG_CONTENT);
+    if (own !== undefined) out.OPENCODE_CONFIG_CONTENT = JSON.stringify(mergeSettings(own, settings));
   }
   return { argv, env: out };
 }
+
+const parseObject = (text: string): JsonObject | undefined => {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return isJsonObject(parsed) ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+};
 
 /**
  * Claude Code's switch that keeps a headless run off the network beyond its model API (a connectivity check at the
@@ -113,13 +128,21 @@ function claudeLaunch(argv: readonly string[], env: LaunchEnv): VendorLaunch {
   return { argv, env: out };
 }
 
-/** The argv and env `vendor`'s CLI is started with, given the argv built for it and the run's environment. */
-export function vendorLaunch(vendor: Vendor, argv: readonly string[], env: LaunchEnv): VendorLaunch {
+/**
+ * The argv and env `vendor`'s CLI is started with, given the argv built for it, the run's environment and the
+ * settings its recipe makes (`cliSettings`; OpenCode takes them in its config, Gemini CLI in its settings file).
+ */
+export function vendorLaunch(
+  vendor: Vendor,
+  argv: readonly string[],
+  env: LaunchEnv,
+  settings?: JsonObject,
+): VendorLaunch {
   switch (vendor) {
     case 'codex':
       return codexLaunch(argv, env);
     case 'opencode':
-      return opencodeLaunch(argv, env);
+      return opencodeLaunch(argv, env, settings);
     case 'claude':
       return claudeLaunch(argv, env);
     case 'gemini':
@@ -131,7 +154,7 @@ export function vendorLaunch(vendor: Vendor, argv: readonly string[], env: Launc
 /** Gemini CLI's user settings file, relative to HOME. */
 export const GEMINI_SETTINGS_FILE = '.gemini/settings.json';
 
-type Json = Record<string, unknown>;
+type Json = JsonObject;
 const isJsonObject = (u: unknown): u is Json => typeof u === 'object' && u !== null && !Array.isArray(u);
 
 /** `obj[key]` as an object (a copy), or a fresh one when it is missing or not an object. */
@@ -144,11 +167,12 @@ const child = (obj: Json, key: string): Json => (isJsonObject(obj[key]) ? { ...(
  * `security.auth.selectedType: "gemini-api-key"` (no env var does it headless), and sends usage statistics and
  * telemetry off the base URL unless `privacy.usageStatisticsEnabled` and `telemetry.enabled` are false
  * (docs/reference/vendor-clis.md#endpoint-key-files-2, docs/reference/vendor-clis.md#requests---output-format-stream-json---prompt).
- * Keys the file already sets are kept: a file from a skills or conversation restore, or the recipe's, wins.
+ * Keys the file already sets are kept: a file from a skills or conversation restore, or the recipe's, wins; then
+ * `overlay` (the run's `cliSettings`: its deny list as `tools.exclude`) is merged on top, lists joined.
  */
-export function geminiSettings(existing: unknown): Json | undefined {
+export function geminiSettings(existing: unknown, overlay?: Json): Json | undefined {
   if (existing !== undefined && !isJsonObject(existing)) return undefined;
-  const settings: Json = { ...(existing ?? {}) };
+  const settings: Json = overlay ? mergeSettings(existing ?? {}, overlay) : { ...(existing ?? {}) };
   const security = child(settings, 'security');
   const auth = child(security, 'auth');
   if (auth.selectedType === undefined) auth.selectedType = 'gemini-api-key';
