@@ -1,4 +1,4 @@
-// The sweeps of each poll (docs/design/wiring.md#sweeps): history beyond each Station's limit, the Jobs of runs
+// The sweeps of each poll (docs/design/wiring.md#the-poll-and-its-sweeps): history beyond each Station's limit, the Jobs of runs
 // that could not start whose delete failed, and run ClusterRoleBindings left behind. Each reads the caches, decides
 // with the pure core where there is a decision, and stops the moment this replica may no longer write.
 

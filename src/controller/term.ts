@@ -1,4 +1,4 @@
-// A leadership term of this replica (docs/design/wiring.md#term): while it holds the Lease it has a work queue and a
+// A leadership term of this replica (docs/design/wiring.md#the-term): while it holds the Lease it has a work queue and a
 // poll timer. A new term waits for the previous one to stop, re-lists Agents and Jobs with quorum reads, wakes what
 // it must look at first (the `termStart` trigger), then starts the workers and the poll. A term that ends stops
 // taking keys at once; handlers in flight finish (their writes carry resourceVersion preconditions).

@@ -169,6 +169,7 @@ describe('runEnv', () => {
         'AGENT_PARAMETERS_FILE',
         'AGENT_OTLP_TRACES_ENDPOINT',
         'TRACEPARENT',
+        'AGENT_CLI_SETTINGS',
       ];
       const want =
         REALTIME_ENV_NAMES.has(name) || SERVER_ENV_NAMES.has(name) || agentOnly.includes(name) ? 0 : 1;
@@ -278,8 +279,9 @@ describe('deadlines', () => {
 });
 
 describe('reserved names and header env names', () => {
-  it('reserves the 23 reference names plus AGENT_DEADLINE_AT, the input files, the trace context, the 6 realtime names and the 6 server names', () => {
-    assert.equal(RESERVED_ENV_NAMES.size, 41);
+  it('reserves the 23 reference names plus AGENT_DEADLINE_AT, the input files, the trace context, the CLI settings, the 6 realtime names and the 6 server names', () => {
+    assert.equal(RESERVED_ENV_NAMES.size, 42);
+    assert.ok(isReservedEnvName('AGENT_CLI_SETTINGS'));
     assert.ok(isReservedEnvName('AGENT_SYSTEM_PROMPT_FILE'));
     assert.ok(isReservedEnvName('TRACEPARENT'));
     assert.ok(isReservedEnvName('AGENT_OTLP_TRACES_ENDPOINT'));

@@ -55,8 +55,8 @@ describe('defined once (issue 27 §4)', () => {
     );
     assert.deepEqual(definedIn(/\bconcurrencyOf\(/).sort(), [
       'src/cli/status.ts',
-      'src/controller/run-controller.ts',
       'src/reconcile/station/admission.ts',
+      'src/reconcile/station/wake.ts',
     ]);
   });
 
