@@ -11,7 +11,8 @@ import { permissionModeOf, present, type VendorRunInput } from './input.ts';
  * The prompt goes last, bound with `=` to `--prompt` (headless mode; `--resume` needs `-p` rather than a
  * positional prompt): a value bound with `=` is never parsed as a flag, which is what the `--` fence guarantees
  * for the other CLIs. Tool names are bound with `=` too, so the array option cannot swallow the next argument.
- * Disallowed tools, max turns and MCP servers have no Gemini CLI flag (they live in its settings) and are ignored.
+ * Disallowed tools and MCP servers have no Gemini CLI flag: they go to its settings file through `AGENT_CLI_SETTINGS`
+ * (src/vendors/cli/settings.ts). Max turns has neither and is ignored.
  */
 export function geminiArgv(input: VendorRunInput): string[] {
   const argv = ['gemini', '--output-format', 'stream-json', '--model', input.model, '--skip-trust'];

@@ -17,8 +17,9 @@ export function opencodeModel(model: string): string | undefined {
 }
 
 /**
- * `opencode run --format json [--model p/m] [--session <id>] -- <prompt>`. Permission mode, tool lists and max
- * turns have no OpenCode flag and are ignored, as in the reference; a resume id continues that session. The prompt
+ * `opencode run --format json [--model p/m] [--session <id>] -- <prompt>`. Permission mode, the allow list and max
+ * turns have no OpenCode flag and are ignored, as in the reference; the deny list and MCP servers go to its config
+ * through `AGENT_CLI_SETTINGS` (src/vendors/cli/settings.ts). A resume id continues that session. The prompt
  * is last like every vendor's, but the supervisor hands it over on stdin instead (see `deliverPrompt`).
  */
 export function opencodeArgv(input: VendorRunInput): string[] {
