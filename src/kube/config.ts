@@ -5,7 +5,8 @@ import * as v from 'valibot';
 import type { Result } from '../shared/result.ts';
 import { err, ok } from '../shared/result.ts';
 import type { KubeError } from './errors.ts';
-import type { CredentialSource, Credentials, TlsMaterial } from './transport.ts';
+import type { TlsMaterial } from './tls.ts';
+import type { CredentialSource, Credentials } from './transport.ts';
 
 /** Where the service-account files live in a pod. */
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';

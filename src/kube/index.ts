@@ -59,6 +59,8 @@ export {
   SECRETS,
   SERVICE_ACCOUNTS,
 } from './resources.ts';
+export type { TlsMaterial } from './tls.ts';
+export { sameTls } from './tls.ts';
 export type {
   CredentialSource,
   Credentials,
@@ -66,11 +68,10 @@ export type {
   RequestSample,
   Response,
   StreamOptions,
-  TlsMaterial,
   Transport,
   TransportOptions,
 } from './transport.ts';
-export { createTransport, sameTls } from './transport.ts';
+export { createTransport } from './transport.ts';
 export type { LineDecoder, WatchEnd, WatchEvent, WatchLine, WatchOptions } from './watch.ts';
 export {
   createLineDecoder,

@@ -15,7 +15,7 @@ import { err, ok } from '../shared/result.ts';
 import type { ClusterConfig } from './config.ts';
 import { apiErrorFromResponse, type KubeError } from './errors.ts';
 import { SpdySession } from './spdy/session.ts';
-import { tlsOptions } from './transport.ts';
+import { tlsOptions } from './tls.ts';
 
 export const PORT_FORWARD_PROTOCOL = 'portforward.k8s.io';
 export const SPDY_UPGRADE = 'SPDY/3.1';

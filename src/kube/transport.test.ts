@@ -2,9 +2,16 @@ import assert from 'node:assert/strict';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { ok } from '../shared/result.ts';
+import { err, ok } from '../shared/result.ts';
 import type { CredentialSource } from './transport.ts';
-import { createTransport, sameTls } from './transport.ts';
+import {
+  apiServerEndpoint,
+  createTransport,
+  encodeBody,
+  requestHeaders,
+  sampleCode,
+  timeoutError,
+} from './transport.ts';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;
 
@@ -244,11 +251,105 @@ describe('createTransport (against a loopback HTTP server)', () => {
   });
 });
 
-describe('sameTls', () => {
-  it('compares PEM strings and bytes by content', () => {
-    assert.equal(sameTls({ ca: 'A', cert: 'B' }, { ca: 'A', cert: new TextEncoder().encode('B') }), true);
-    assert.equal(sameTls({ ca: 'A' }, { ca: 'B' }), false);
-    assert.equal(sameTls({ ca: 'A' }, { ca: 'A', rejectUnauthorized: false }), false);
-    assert.equal(sameTls({}, {}), true);
+describe('apiServerEndpoint', () => {
+  it('keeps the path prefix without trailing slashes and defaults the port by scheme', () => {
+    assert.deepEqual(apiServerEndpoint('https://api.example:6443/prefix//'), {
+      protocol: 'https:',
+      secure: true,
+      hostname: 'api.example',
+      port: '6443',
+      basePath: '/prefix',
+    });
+    assert.deepEqual(apiServerEndpoint('https://api.example'), {
+      protocol: 'https:',
+      secure: true,
+      hostname: 'api.example',
+      port: 443,
+      basePath: '',
+    });
+    assert.deepEqual(apiServerEndpoint('http://127.0.0.1/'), {
+      protocol: 'http:',
+      secure: false,
+      hostname: '127.0.0.1',
+      port: 80,
+      basePath: '',
+    });
+  });
+
+  it('strips the brackets of an IPv6 literal', () => {
+    assert.equal(apiServerEndpoint('https://[::1]:6443').hostname, '::1');
+  });
+
+  it('refuses a scheme other than http and https', () => {
+    assert.throws(
+      () => apiServerEndpoint('ftp://api.example'),
+      /unsupported API server URL ftp:\/\/api.example/,
+    );
+  });
+});
+
+describe('encodeBody', () => {
+  it('sends a string as is, anything else as JSON, and nothing for undefined', () => {
+    assert.equal(encodeBody('a: b'), 'a: b');
+    assert.equal(encodeBody({ k: [1, 'x'] }), '{"k":[1,"x"]}');
+    assert.equal(encodeBody(null), 'null');
+    assert.equal(encodeBody(undefined), undefined);
+  });
+});
+
+describe('requestHeaders', () => {
+  it('without a body: Accept, User-Agent and the credentials headers, which may override them', () => {
+    assert.deepEqual(requestHeaders('ua/1', { Authorization: 'Bearer t' }, undefined, 'text/plain'), {
+      Accept: 'application/json, */*',
+      'User-Agent': 'ua/1',
+      Authorization: 'Bearer t',
+    });
+    assert.deepEqual(requestHeaders('ua/1', { Accept: 'x/y' }, undefined, undefined), {
+      Accept: 'x/y',
+      'User-Agent': 'ua/1',
+    });
+  });
+
+  it('with a body: its type (JSON by default) and its length in bytes, not characters', () => {
+    assert.deepEqual(requestHeaders('ua/1', {}, '{"a":"é"}', undefined), {
+      Accept: 'application/json, */*',
+      'User-Agent': 'ua/1',
+      'Content-Type': 'application/json',
+      'Content-Length': '10',
+    });
+    assert.deepEqual(requestHeaders('ua/1', {}, '[]', 'application/merge-patch+json'), {
+      Accept: 'application/json, */*',
+      'User-Agent': 'ua/1',
+      'Content-Type': 'application/merge-patch+json',
+      'Content-Length': '2',
+    });
+  });
+});
+
+describe('timeoutError', () => {
+  it('a request without an answer, a stream without data (idle)', () => {
+    const ex = { method: 'GET', path: '/api/v1/pods', timeoutMs: 250 };
+    assert.deepEqual(timeoutError(ex, false), {
+      kind: 'timeout',
+      idle: false,
+      message: 'no answer within 250 ms for GET /api/v1/pods',
+    });
+    assert.deepEqual(timeoutError(ex, true), {
+      kind: 'timeout',
+      idle: true,
+      message: 'no data for 250 ms on GET /api/v1/pods',
+    });
+  });
+});
+
+describe('sampleCode', () => {
+  it('the HTTP status of an answer or an api error, else the kind of the error', () => {
+    assert.equal(sampleCode(ok({ status: 201 })), '201');
+    assert.equal(
+      sampleCode(err({ kind: 'api', code: 409, reason: 'Conflict', message: '', status: undefined })),
+      '409',
+    );
+    assert.equal(sampleCode(err({ kind: 'timeout', idle: true, message: '' })), 'timeout');
+    assert.equal(sampleCode(err({ kind: 'network', message: 'reset' })), 'network');
   });
 });

@@ -4,19 +4,10 @@ import * as https from 'node:https';
 import type { Result } from '../shared/result.ts';
 import { err, ok } from '../shared/result.ts';
 import { VERSION } from '../shared/version.ts';
+import { type AgentPool, createAgentPool } from './agent-pool.ts';
 import { apiErrorFromResponse, type KubeError } from './errors.ts';
 import { type Query, queryString } from './paths.ts';
-
-/** TLS material for the connection to the API server. Strings are PEM. */
-export interface TlsMaterial {
-  readonly ca?: string | Uint8Array | undefined;
-  readonly cert?: string | Uint8Array | undefined;
-  readonly key?: string | Uint8Array | undefined;
-  /** false only when the kubeconfig says insecure-skip-tls-verify. */
-  readonly rejectUnauthorized?: boolean | undefined;
-  /** TLS server name override (kubeconfig `tls-server-name`). */
-  readonly servername?: string | undefined;
-}
+import { type TlsMaterial, tlsOptions } from './tls.ts';
 
 /** What a request needs to authenticate: headers (e.g. `Authorization`) and TLS material. */
 export interface Credentials {
@@ -105,34 +96,6 @@ export interface Transport {
   close(): void;
 }
 
-interface AgentEntry {
-  readonly agent: http.Agent;
-  readonly tls: TlsMaterial;
-  inflight: number;
-  retired: boolean;
-}
-
-const sameBytes = (a: string | Uint8Array | undefined, b: string | Uint8Array | undefined): boolean => {
-  if (a === b) return true;
-  if (a === undefined || b === undefined) return false;
-  const ta = typeof a === 'string' ? new TextEncoder().encode(a) : a;
-  const tb = typeof b === 'string' ? new TextEncoder().encode(b) : b;
-  if (ta.length !== tb.length) return false;
-  for (let i = 0; i < ta.length; i++) if (ta[i] !== tb[i]) return false;
-  return true;
-};
-
-/** True when two TLS materials would produce the same connections. */
-export function sameTls(a: TlsMaterial, b: TlsMaterial): boolean {
-  return (
-    sameBytes(a.ca, b.ca) &&
-    sameBytes(a.cert, b.cert) &&
-    sameBytes(a.key, b.key) &&
-    a.rejectUnauthorized === b.rejectUnauthorized &&
-    a.servername === b.servername
-  );
-}
-
 const USER_AGENT = `agent-controller/${VERSION}`;
 
 /** The User-Agent of a transport for `identity`: parentheses and control characters are left out of it. */
@@ -141,173 +104,215 @@ export function userAgentFor(identity: string | undefined): string {
   return safe === '' ? USER_AGENT : `${USER_AGENT} (${safe})`;
 }
 
+/** Where the API server is (from its URL): what `http(s).request` needs, and the path prefix kept before every path. */
+export interface ApiServerEndpoint {
+  readonly protocol: 'http:' | 'https:';
+  readonly secure: boolean;
+  /** Without the brackets of an IPv6 literal. */
+  readonly hostname: string;
+  /** The URL's port, else the scheme's (443 or 80). */
+  readonly port: string | number;
+  /** The URL's path without trailing slashes (`''` for none). */
+  readonly basePath: string;
+}
+
+/** The endpoint of an API server URL (pure). Throws on a scheme other than http and https. */
+export function apiServerEndpoint(server: string): ApiServerEndpoint {
+  const base = new URL(server);
+  const secure = base.protocol === 'https:';
+  if (!secure && base.protocol !== 'http:') throw new Error(`unsupported API server URL ${server}`);
+  return {
+    protocol: secure ? 'https:' : 'http:',
+    secure,
+    hostname: base.hostname.replace(/^\[|\]$/g, ''),
+    port: base.port || (secure ? 443 : 80),
+    basePath: base.pathname.replace(/\/+$/, ''),
+  };
+}
+
+/** A request body as sent (pure): a string as is, anything else JSON-encoded; undefined when there is none. */
+export function encodeBody(body: unknown): string | undefined {
+  if (body === undefined) return undefined;
+  return typeof body === 'string' ? body : JSON.stringify(body);
+}
+
+/**
+ * The headers of one request (pure): Accept and User-Agent, then the credentials' headers (which may override
+ * them), then for a body its Content-Type (default JSON) and its Content-Length in bytes.
+ */
+export function requestHeaders(
+  userAgent: string,
+  credentialHeaders: Readonly<Record<string, string>>,
+  body: string | undefined,
+  contentType: string | undefined,
+): Record<string, string> {
+  const headers: Record<string, string> = {
+    Accept: 'application/json, */*',
+    'User-Agent': userAgent,
+    ...credentialHeaders,
+  };
+  if (body !== undefined) {
+    headers['Content-Type'] = contentType ?? 'application/json';
+    headers['Content-Length'] = String(Buffer.byteLength(body));
+  }
+  return headers;
+}
+
+/** The error of a request out of time (pure): no answer within `timeoutMs`, or (a stream) no data for that long. */
+export function timeoutError(
+  request: { readonly method: string; readonly path: string; readonly timeoutMs: number },
+  streaming: boolean,
+): KubeError {
+  const { method, path, timeoutMs } = request;
+  return {
+    kind: 'timeout',
+    idle: streaming,
+    message: streaming
+      ? `no data for ${timeoutMs} ms on ${method} ${path}`
+      : `no answer within ${timeoutMs} ms for ${method} ${path}`,
+  };
+}
+
+/** The `code` of a request's metrics sample (pure): the HTTP status, else the error's kind. */
+export function sampleCode(outcome: Result<{ readonly status: number }, KubeError>): string {
+  if (outcome.ok) return String(outcome.value.status);
+  return outcome.error.kind === 'api' ? String(outcome.error.code) : outcome.error.kind;
+}
+
+/** One request as sent: a whole-answer request, or a stream when `onData` is set. */
+interface Exchange {
+  readonly method: string;
+  readonly path: string;
+  readonly query: Query | undefined;
+  readonly body: string | undefined;
+  readonly contentType: string | undefined;
+  readonly signal: AbortSignal | undefined;
+  /** Total deadline (request) or idle deadline (stream). */
+  readonly timeoutMs: number;
+  readonly onData: ((chunk: Uint8Array) => void) | undefined;
+}
+type Outcome = Result<{ status: number; text: string }, KubeError>;
+
+/** What every request of one transport shares. */
+interface Connection {
+  readonly endpoint: ApiServerEndpoint;
+  readonly agents: AgentPool<http.Agent>;
+  readonly userAgent: string;
+  readonly maxBodyBytes: number;
+}
+
+/** A keep-alive agent to the API server: https with the TLS material, or plain http (which has none). */
+function keepAliveAgent(secure: boolean, tls: TlsMaterial): http.Agent {
+  return secure
+    ? new https.Agent({ keepAlive: true, keepAliveMsecs: 30_000, ...tlsOptions(tls) })
+    : new http.Agent({ keepAlive: true, keepAliveMsecs: 30_000 });
+}
+
+/**
+ * Sends `ex` once with `creds` over the connection's current agent and settles with its outcome: the whole body
+ * (up to the limit) or, for a stream, each chunk handed on; the deadline is re-armed by every chunk of a stream.
+ */
+function sendOnce(conn: Connection, ex: Exchange, creds: Credentials): Promise<Outcome> {
+  return new Promise<Outcome>((resolve) => {
+    if (conn.agents.isClosed()) return resolve(err({ kind: 'network', message: 'transport closed' }));
+    if (ex.signal?.aborted) return resolve(err({ kind: 'aborted', message: 'aborted before sending' }));
+    const { endpoint, maxBodyBytes } = conn;
+    const entry = conn.agents.acquire(creds.tls);
+    const streaming = ex.onData !== undefined;
+    let settled = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let req: http.ClientRequest | undefined;
+    const onAbort = (): void => finish(err({ kind: 'aborted', message: 'aborted by caller' }));
+    const finish = (outcome: Outcome): void => {
+      if (settled) return;
+      settled = true;
+      if (timer !== undefined) clearTimeout(timer);
+      ex.signal?.removeEventListener('abort', onAbort);
+      if (!outcome.ok && req && !req.destroyed) req.destroy();
+      conn.agents.release(entry);
+      resolve(outcome);
+    };
+    const arm = (): void => {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = setTimeout(() => finish(err(timeoutError(ex, streaming))), ex.timeoutMs);
+    };
+    ex.signal?.addEventListener('abort', onAbort, { once: true });
+    arm();
+    try {
+      req = (endpoint.secure ? https : http).request({
+        protocol: endpoint.protocol,
+        hostname: endpoint.hostname,
+        port: endpoint.port,
+        method: ex.method,
+        path: `${endpoint.basePath}${ex.path}${queryString(ex.query)}`,
+        headers: requestHeaders(conn.userAgent, creds.headers, ex.body, ex.contentType),
+        agent: entry.agent,
+      });
+    } catch (e) {
+      return finish(err({ kind: 'network', message: e instanceof Error ? e.message : String(e) }));
+    }
+    req.on('error', (e) => finish(err({ kind: 'network', message: e.message })));
+    req.on('response', (res) => {
+      const status = res.statusCode ?? 0;
+      const success = status >= 200 && status < 300;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      if (streaming) arm();
+      res.on('data', (chunk: Buffer) => {
+        if (settled) return;
+        if (streaming && success) {
+          arm();
+          ex.onData?.(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+          return;
+        }
+        size += chunk.length;
+        if (size > maxBodyBytes) {
+          finish(err({ kind: 'decode', message: `response body over ${maxBodyBytes} bytes` }));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        if (success) finish(ok({ status, text }));
+        else finish(err(apiErrorFromResponse(status, text)));
+      });
+      res.on('error', (e) => finish(err({ kind: 'network', message: e.message })));
+      res.on('close', () => {
+        if (!res.complete)
+          finish(err({ kind: 'network', message: 'connection closed before the response ended' }));
+      });
+    });
+    if (ex.body !== undefined) req.write(ex.body);
+    req.end();
+  });
+}
+
 /** Creates the transport. Nothing connects until the first request. */
 export function createTransport(options: TransportOptions): Transport {
-  const base = new URL(options.server);
-  const secure = base.protocol === 'https:';
-  if (!secure && base.protocol !== 'http:') throw new Error(`unsupported API server URL ${options.server}`);
-  const basePath = base.pathname.replace(/\/+$/, '');
+  const endpoint = apiServerEndpoint(options.server);
+  const conn: Connection = {
+    endpoint,
+    agents: createAgentPool((tls) => keepAliveAgent(endpoint.secure, tls)),
+    userAgent: userAgentFor(options.identity),
+    maxBodyBytes: options.maxBodyBytes ?? 64 * 1024 * 1024,
+  };
   const defaultTimeout = options.timeoutMs ?? 30_000;
-  const maxBody = options.maxBodyBytes ?? 64 * 1024 * 1024;
-  const userAgent = userAgentFor(options.identity);
   const now = options.now ?? (() => performance.now());
   const observe = options.observe ?? (() => {});
-  let current: AgentEntry | undefined;
-  const all = new Set<AgentEntry>();
-  let closed = false;
 
-  const acquire = (tls: TlsMaterial): AgentEntry => {
-    if (current && sameTls(current.tls, tls)) {
-      current.inflight++;
-      return current;
-    }
-    if (current) {
-      current.retired = true;
-      if (current.inflight === 0) {
-        current.agent.destroy();
-        all.delete(current);
-      }
-    }
-    const agentOptions = { keepAlive: true, keepAliveMsecs: 30_000, ...tlsOptions(tls) };
-    const agent = secure
-      ? new https.Agent(agentOptions)
-      : new http.Agent({ keepAlive: true, keepAliveMsecs: 30_000 });
-    current = { agent, tls, inflight: 1, retired: false };
-    all.add(current);
-    return current;
-  };
-  const release = (entry: AgentEntry): void => {
-    entry.inflight--;
-    if (entry.retired && entry.inflight === 0) {
-      entry.agent.destroy();
-      all.delete(entry);
-    }
-  };
-
-  interface Exchange {
-    readonly method: string;
-    readonly path: string;
-    readonly query: Query | undefined;
-    readonly body: string | undefined;
-    readonly contentType: string | undefined;
-    readonly signal: AbortSignal | undefined;
-    /** Total deadline (request) or idle deadline (stream). */
-    readonly timeoutMs: number;
-    readonly onData: ((chunk: Uint8Array) => void) | undefined;
-  }
-  type Outcome = Result<{ status: number; text: string }, KubeError>;
-
-  const once = (ex: Exchange, creds: Credentials): Promise<Outcome> =>
-    new Promise<Outcome>((resolve) => {
-      if (closed) return resolve(err({ kind: 'network', message: 'transport closed' }));
-      if (ex.signal?.aborted) return resolve(err({ kind: 'aborted', message: 'aborted before sending' }));
-      const entry = acquire(creds.tls);
-      const streaming = ex.onData !== undefined;
-      let settled = false;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      let req: http.ClientRequest | undefined;
-      const onAbort = (): void => finish(err({ kind: 'aborted', message: 'aborted by caller' }));
-      const finish = (outcome: Outcome): void => {
-        if (settled) return;
-        settled = true;
-        if (timer !== undefined) clearTimeout(timer);
-        ex.signal?.removeEventListener('abort', onAbort);
-        if (!outcome.ok && req && !req.destroyed) req.destroy();
-        release(entry);
-        resolve(outcome);
-      };
-      const arm = (): void => {
-        if (timer !== undefined) clearTimeout(timer);
-        timer = setTimeout(
-          () =>
-            finish(
-              err({
-                kind: 'timeout',
-                idle: streaming,
-                message: streaming
-                  ? `no data for ${ex.timeoutMs} ms on ${ex.method} ${ex.path}`
-                  : `no answer within ${ex.timeoutMs} ms for ${ex.method} ${ex.path}`,
-              }),
-            ),
-          ex.timeoutMs,
-        );
-      };
-      const headers: Record<string, string> = {
-        Accept: 'application/json, */*',
-        'User-Agent': userAgent,
-        ...creds.headers,
-      };
-      if (ex.body !== undefined) {
-        headers['Content-Type'] = ex.contentType ?? 'application/json';
-        headers['Content-Length'] = String(Buffer.byteLength(ex.body));
-      }
-      ex.signal?.addEventListener('abort', onAbort, { once: true });
-      arm();
-      const transportModule = secure ? https : http;
-      try {
-        req = transportModule.request({
-          protocol: base.protocol,
-          hostname: base.hostname.replace(/^\[|\]$/g, ''),
-          port: base.port || (secure ? 443 : 80),
-          method: ex.method,
-          path: `${basePath}${ex.path}${queryString(ex.query)}`,
-          headers,
-          agent: entry.agent,
-        });
-      } catch (e) {
-        return finish(err({ kind: 'network', message: e instanceof Error ? e.message : String(e) }));
-      }
-      req.on('error', (e) => finish(err({ kind: 'network', message: e.message })));
-      req.on('response', (res) => {
-        const status = res.statusCode ?? 0;
-        const success = status >= 200 && status < 300;
-        const chunks: Buffer[] = [];
-        let size = 0;
-        if (streaming) arm();
-        res.on('data', (chunk: Buffer) => {
-          if (settled) return;
-          if (streaming && success) {
-            arm();
-            ex.onData?.(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-            return;
-          }
-          size += chunk.length;
-          if (size > maxBody) {
-            finish(err({ kind: 'decode', message: `response body over ${maxBody} bytes` }));
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          if (success) finish(ok({ status, text }));
-          else finish(err(apiErrorFromResponse(status, text)));
-        });
-        res.on('error', (e) => finish(err({ kind: 'network', message: e.message })));
-        res.on('close', () => {
-          if (!res.complete)
-            finish(err({ kind: 'network', message: 'connection closed before the response ended' }));
-        });
-      });
-      if (ex.body !== undefined) req.write(ex.body);
-      req.end();
-    });
-
+  /** Sends with the cached credentials; after a 401, once more with refreshed ones. Observes the outcome. */
   const exchange = async (ex: Exchange): Promise<Outcome> => {
     const started = now();
     let creds = await options.credentials({ refresh: false });
-    let outcome: Outcome = creds.ok ? await once(ex, creds.value) : creds;
+    let outcome: Outcome = creds.ok ? await sendOnce(conn, ex, creds.value) : creds;
     if (!outcome.ok && outcome.error.kind === 'api' && outcome.error.code === 401) {
       creds = await options.credentials({ refresh: true });
-      outcome = creds.ok ? await once(ex, creds.value) : creds;
+      outcome = creds.ok ? await sendOnce(conn, ex, creds.value) : creds;
     }
     observe({
       verb: ex.method,
-      code: outcome.ok
-        ? String(outcome.value.status)
-        : outcome.error.kind === 'api'
-          ? String(outcome.error.code)
-          : outcome.error.kind,
+      code: sampleCode(outcome),
       durationMs: now() - started,
       stream: ex.onData !== undefined,
     });
@@ -316,17 +321,11 @@ export function createTransport(options: TransportOptions): Transport {
 
   return {
     async request(method, path, opts = {}) {
-      const body =
-        opts.body === undefined
-          ? undefined
-          : typeof opts.body === 'string'
-            ? opts.body
-            : JSON.stringify(opts.body);
       const r = await exchange({
         method,
         path,
         query: opts.query,
-        body,
+        body: encodeBody(opts.body),
         contentType: opts.contentType,
         signal: opts.signal,
         timeoutMs: opts.timeoutMs ?? defaultTimeout,
@@ -347,28 +346,6 @@ export function createTransport(options: TransportOptions): Transport {
       });
       return r.ok ? ok({ status: r.value.status }) : r;
     },
-    close() {
-      closed = true;
-      for (const e of all) e.agent.destroy();
-      all.clear();
-      current = undefined;
-    },
-  };
-}
-
-function toPem(v: string | Uint8Array): string | Buffer {
-  return typeof v === 'string' ? v : Buffer.from(v);
-}
-
-/** node:https options for connections to the API server with this TLS material. */
-export function tlsOptions(
-  tls: TlsMaterial,
-): Pick<https.AgentOptions, 'ca' | 'cert' | 'key' | 'rejectUnauthorized' | 'servername'> {
-  return {
-    ...(tls.ca !== undefined ? { ca: toPem(tls.ca) } : {}),
-    ...(tls.cert !== undefined ? { cert: toPem(tls.cert) } : {}),
-    ...(tls.key !== undefined ? { key: toPem(tls.key) } : {}),
-    ...(tls.rejectUnauthorized !== undefined ? { rejectUnauthorized: tls.rejectUnauthorized } : {}),
-    ...(tls.servername !== undefined ? { servername: tls.servername } : {}),
+    close: () => conn.agents.close(),
   };
 }
