@@ -17,7 +17,6 @@ const DATA = new Set(['src/metrics/monitoring/dashboard.ts panels', 'src/metrics
 
 /** Over the limit when the rule came in (lines of the body): may shrink, never grow. */
 const LEGACY: ReadonlyMap<string, number> = new Map([
-  ['src/effects/batch/poller.ts createBatchPoller', 212],
   ['src/effects/reconcile-agent.ts reconcileOnce', 210],
   ['src/runtime/informer.ts createInformer', 177],
   ['src/runtime/workqueue.ts createWorkQueue', 162],

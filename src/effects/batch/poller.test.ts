@@ -9,7 +9,7 @@ import {
   type BatchVendor,
   LIST_PAGE_SIZE,
 } from '../../vendors/batch/port.ts';
-import { createBatchPoller, LIST_THRESHOLD } from './poller.ts';
+import { createBatchPoller, LIST_THRESHOLD, spreadOverPeriod } from './poller.ts';
 import { createBatchRuntime } from './runtime.ts';
 import type { SecretReader } from './secrets.ts';
 
@@ -280,5 +280,14 @@ describe('batch poller: each poll reported for the run spans (issue 10 §5)', ()
     );
     for (const p of t.polled)
       assert.equal(p.endMs - p.startMs, 40, 'from the start of the call to its answer');
+  });
+});
+
+describe('spreadOverPeriod', () => {
+  it('lands within the period that starts now, at whole milliseconds', () => {
+    assert.deepEqual(
+      [0, 0.25, 0.99999].map((r) => spreadOverPeriod(1_000, r, PERIOD)),
+      [1_000, 3_500, 10_999],
+    );
   });
 });
