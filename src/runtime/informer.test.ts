@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import * as v from 'valibot';
 import {
   createFakeTransport,
   type FakeReply,
@@ -11,8 +12,15 @@ import { CONFIG_MAPS } from '../kube/resources.ts';
 import { DEFAULT_WATCH_IDLE_MS } from '../kube/watch.ts';
 import { createLogger } from '../shared/log.ts';
 import { flushMicrotasks, ManualClock } from './clock.ts';
-import { createInformer, type InformerOptions } from './informer.ts';
-import type { Change } from './store.ts';
+import {
+  applyWatchEvent,
+  cachedIfUnchanged,
+  createInformer,
+  createInterrupter,
+  type InformerOptions,
+  longestWatchSeconds,
+} from './informer.ts';
+import { type Change, Store } from './store.ts';
 
 const cm = (name: string, rv: string) => ({
   metadata: { name, namespace: 'n', resourceVersion: rv },
@@ -355,5 +363,143 @@ describe('stripManagedFields', () => {
     assert.equal(obj.metadata.managedFields.length, 1, 'the input is not changed');
     const bare = { metadata: { name: 'b' } };
     assert.equal(stripManagedFields(bare), bare);
+  });
+});
+
+describe('longestWatchSeconds', () => {
+  it('90% of the idle limit in whole seconds, at least 1', () => {
+    assert.deepEqual(
+      [90_000, 10_000, 1_999, 1_000, 0].map((ms) => longestWatchSeconds(ms)),
+      [81, 9, 1, 1, 1],
+    );
+  });
+});
+
+describe('createInterrupter', () => {
+  it('interrupt aborts what runs now, and nothing between runs', async () => {
+    const resyncs = createInterrupter();
+    const outer = new AbortController();
+    resyncs.interrupt(); // nothing runs: no effect on the next run
+    const seen: AbortSignal[] = [];
+    const first = resyncs.during(outer.signal, async (s) => {
+      seen.push(s);
+      assert.equal(s.aborted, false);
+      resyncs.interrupt();
+      return s.aborted;
+    });
+    assert.equal(await first, true);
+    const second = await resyncs.during(outer.signal, async (s) => s.aborted);
+    assert.equal(second, false);
+    resyncs.interrupt(); // after the run: no effect on what it handed out
+    assert.equal(outer.signal.aborted, false);
+    assert.equal(seen.length, 1);
+  });
+
+  it('the outer signal aborts the run too, and an aborted one starts aborted', async () => {
+    const resyncs = createInterrupter();
+    const outer = new AbortController();
+    assert.equal(
+      await resyncs.during(outer.signal, async (s) => {
+        outer.abort();
+        return s.aborted;
+      }),
+      true,
+    );
+    assert.equal(await resyncs.during(outer.signal, async (s) => s.aborted), true);
+  });
+});
+
+describe('cachedIfUnchanged', () => {
+  const store = new Store<KubeObject>();
+  store.replace([{ metadata: { name: 'a', namespace: 'n', resourceVersion: '5' } } as KubeObject]);
+  const cached = store.get('n/a');
+
+  it('reuses the cached object when the listed one has its resourceVersion', () => {
+    assert.ok(cached);
+    assert.equal(
+      cachedIfUnchanged(store, { metadata: { name: 'a', namespace: 'n', resourceVersion: '5' } }),
+      cached,
+    );
+  });
+
+  it('not for another resourceVersion, another key, none, or no metadata', () => {
+    for (const raw of [
+      { metadata: { name: 'a', namespace: 'n', resourceVersion: '6' } },
+      { metadata: { name: 'a', namespace: 'm', resourceVersion: '5' } },
+      { metadata: { name: 'a', resourceVersion: '5' } },
+      { metadata: { name: 'a', namespace: 'n' } },
+      { metadata: { name: 'a', namespace: 'n', resourceVersion: 5 } },
+      { metadata: null },
+      {},
+    ])
+      assert.equal(cachedIfUnchanged(store, raw), undefined, JSON.stringify(raw));
+  });
+});
+
+describe('applyWatchEvent', () => {
+  const Schema = v.looseObject({
+    metadata: v.looseObject({
+      name: v.string(),
+      namespace: v.optional(v.string()),
+      resourceVersion: v.string(),
+    }),
+    data: v.optional(v.string()),
+  });
+  type Obj = v.InferOutput<typeof Schema>;
+  const schema = Schema as unknown as v.GenericSchema<unknown, Obj & KubeObject>;
+  const obj = (rv: string, extra: Record<string, unknown> = {}) => ({
+    metadata: { name: 'a', namespace: 'n', resourceVersion: rv, ...extra },
+  });
+  const event = (type: 'ADDED' | 'MODIFIED' | 'DELETED', object: Record<string, unknown>) =>
+    ({ kind: 'object', type, object, resourceVersion: undefined }) as const;
+
+  it('stores an added object without its managedFields, then reports a modification with the old state', () => {
+    const store = new Store<Obj & KubeObject>();
+    assert.deepEqual(applyWatchEvent(store, schema, event('ADDED', obj('1', { managedFields: [{}] }))), {
+      kind: 'change',
+      change: { type: 'added', object: obj('1') },
+    });
+    assert.deepEqual(applyWatchEvent(store, schema, event('MODIFIED', obj('2'))), {
+      kind: 'change',
+      change: { type: 'modified', old: obj('1'), object: obj('2') },
+    });
+    assert.deepEqual(store.get('n/a'), obj('2'));
+  });
+
+  it('skips an object that fails the schema, naming it by its raw key, and keeps the cached one', () => {
+    const store = new Store<Obj & KubeObject>();
+    applyWatchEvent(store, schema, event('ADDED', obj('1')));
+    const bad = { metadata: { name: 'a', namespace: 'n', resourceVersion: 7 } };
+    assert.deepEqual(applyWatchEvent(store, schema, event('MODIFIED', bad)), {
+      kind: 'invalid',
+      name: 'n/a',
+      error: 'Invalid type: Expected string but received 7',
+    });
+    assert.deepEqual(store.get('n/a'), obj('1'));
+  });
+
+  it('DELETED removes the object even when it fails the schema, reporting the last state known', () => {
+    const store = new Store<Obj & KubeObject>();
+    applyWatchEvent(store, schema, event('ADDED', obj('1')));
+    const bad = { metadata: { name: 'a', namespace: 'n', resourceVersion: 7 } };
+    assert.deepEqual(applyWatchEvent(store, schema, event('DELETED', bad)), {
+      kind: 'change',
+      change: { type: 'deleted', object: obj('1') },
+    });
+    assert.equal(store.size, 0);
+    applyWatchEvent(store, schema, event('ADDED', obj('2')));
+    assert.deepEqual(applyWatchEvent(store, schema, event('DELETED', obj('3'))), {
+      kind: 'change',
+      change: { type: 'deleted', object: obj('3') },
+    });
+  });
+
+  it('DELETED of an object not cached, and a bookmark, change nothing', () => {
+    const store = new Store<Obj & KubeObject>();
+    assert.deepEqual(applyWatchEvent(store, schema, event('DELETED', obj('1'))), { kind: 'none' });
+    assert.deepEqual(applyWatchEvent(store, schema, { kind: 'bookmark', resourceVersion: '9' }), {
+      kind: 'none',
+    });
+    assert.equal(store.size, 0);
   });
 });

@@ -99,12 +99,16 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
   let running = false;
   let watches = 0;
   const idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_WATCH_IDLE_MS;
-  // The server ends each watch before the idle limit could: a quiet watch is not mistaken for a dead one.
-  const longestWatchSeconds = Math.max(1, Math.floor((0.9 * idleTimeoutMs) / 1000));
+  const longestWatch = longestWatchSeconds(idleTimeoutMs);
+  const selectors = {
+    namespace: opts.namespace,
+    labelSelector: opts.labelSelector,
+    fieldSelector: opts.fieldSelector,
+  };
   let rv: string | undefined;
   let waiters: Array<(r: Result<ListSummary, KubeError>) => void> = [];
   /** Aborts the current watch or backoff sleep when a resync is requested. */
-  let interrupt: AbortController | undefined;
+  const resyncs = createInterrupter();
   /** The last watch broke, or a LIST failed: the next watch is a reconnect (also after a resync). */
   let lostWatch = false;
 
@@ -112,24 +116,7 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
     const served = waiters;
     waiters = [];
     hooks.onList?.(reason);
-    const r = await listAll(opts.transport, opts.resource, schema, {
-      namespace: opts.namespace,
-      labelSelector: opts.labelSelector,
-      fieldSelector: opts.fieldSelector,
-      limit: opts.pageSize,
-      signal,
-      reuse: (raw) => {
-        const meta = raw.metadata;
-        if (typeof meta !== 'object' || meta === null) return undefined;
-        const m = meta as Record<string, unknown>;
-        const cached = store.get(rawKey(raw));
-        return cached !== undefined &&
-          typeof m.resourceVersion === 'string' &&
-          cached.metadata.resourceVersion === m.resourceVersion
-          ? cached
-          : undefined;
-      },
-    });
+    const r = await listIntoStore(opts, store, schema, log, signal);
     if (!r.ok) {
       for (const w of served) w(r);
       if (signal.aborted) return undefined;
@@ -140,62 +127,40 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
       lostWatch = true;
       return { kind: 'listFailed', error: r.error };
     }
-    for (const bad of r.value.invalid)
-      log.warn('Skipped invalid object', { name: bad.name, ns: bad.namespace, error: bad.message });
-    const changes = store.replace(r.value.items.map(stripManagedFields));
-    rv = r.value.resourceVersion;
-    log.debug('Listed', { reason, items: r.value.items.length, pages: r.value.pages, resourceVersion: rv });
+    const { changes, pages, summary } = r.value;
+    rv = summary.resourceVersion;
+    log.debug('Listed', { reason, items: summary.items, pages, resourceVersion: rv });
     for (const c of changes) emit(c);
-    const summary = { items: r.value.items.length, resourceVersion: r.value.resourceVersion };
     for (const w of served) w(ok(summary));
-    return { kind: 'listed', resourceVersion: r.value.resourceVersion };
+    return { kind: 'listed', resourceVersion: summary.resourceVersion };
   };
 
   const applyEvent = (ev: WatchEvent): void => {
     if (ev.resourceVersion !== undefined) rv = ev.resourceVersion;
-    if (ev.kind === 'bookmark') return;
-    const parsed = schemaParse(schema, ev.object);
-    if (ev.type === 'DELETED') {
-      const key = parsed.ok ? objectKey(parsed.value) : rawKey(ev.object);
-      const old = store.delete(key);
-      const last = parsed.ok ? parsed.value : old;
-      if (old !== undefined && last !== undefined) emit({ type: 'deleted', object: last });
-      return;
-    }
-    if (!parsed.ok) {
-      log.warn('Skipped invalid object', { name: rawKey(ev.object), error: parsed.error });
-      return;
-    }
-    emit(store.upsert(stripManagedFields(parsed.value)));
+    const effect = applyWatchEvent(store, schema, ev);
+    if (effect.kind === 'change') emit(effect.change);
+    else if (effect.kind === 'invalid')
+      log.warn('Skipped invalid object', { name: effect.name, error: effect.error });
   };
 
   const watch = async (from: string, signal: AbortSignal): Promise<WatcherOutcome | undefined> => {
     if (watches++ > 0 && lostWatch) hooks.onReconnect?.();
     lostWatch = false;
-    interrupt = new AbortController();
-    const both = anySignal(signal, interrupt.signal);
     rv = from;
     const started = opts.clock.now();
-    const end = await watchOnce(
-      opts.transport,
-      opts.resource,
-      {
-        namespace: opts.namespace,
-        labelSelector: opts.labelSelector,
-        fieldSelector: opts.fieldSelector,
-        resourceVersion: from,
-        timeoutSeconds: Math.min(
-          (opts.watchTimeoutSeconds ?? watchTimeoutSeconds)(opts.random()),
-          longestWatchSeconds,
-        ),
-        idleTimeoutMs,
-        signal: both.signal,
-      },
-      applyEvent,
-      (message) => log.warn('Skipped watch line', { error: message }),
+    const timeoutSeconds = Math.min(
+      (opts.watchTimeoutSeconds ?? watchTimeoutSeconds)(opts.random()),
+      longestWatch,
     );
-    both.dispose();
-    interrupt = undefined;
+    const end = await resyncs.during(signal, (interruptible) =>
+      watchOnce(
+        opts.transport,
+        opts.resource,
+        { ...selectors, resourceVersion: from, timeoutSeconds, idleTimeoutMs, signal: interruptible },
+        applyEvent,
+        (message) => log.warn('Skipped watch line', { error: message }),
+      ),
+    );
     const durationMs = opts.clock.now() - started;
     if (end.kind === 'aborted') return signal.aborted ? undefined : { kind: 'resyncRequested' };
     // A server or proxy that keeps ending watches at once is losing them too (the watcher backs off from it).
@@ -222,11 +187,9 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
       case 'watch':
         return watch(step.resourceVersion, signal);
       case 'sleep': {
-        interrupt = new AbortController();
-        const both = anySignal(signal, interrupt.signal);
-        const slept = await opts.clock.sleep(step.ms, both.signal);
-        both.dispose();
-        interrupt = undefined;
+        const slept = await resyncs.during(signal, (interruptible) =>
+          opts.clock.sleep(step.ms, interruptible),
+        );
         if (signal.aborted) return undefined;
         if (!slept) return { kind: 'resyncRequested' };
         return execute(step.next, signal);
@@ -259,12 +222,119 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
       if (!running) return Promise.resolve(err({ kind: 'aborted', message: 'informer not running' }));
       return new Promise((resolve) => {
         waiters.push(resolve);
-        interrupt?.abort();
+        resyncs.interrupt();
       });
     },
     resourceVersion: () => rv,
   };
   return informer;
+}
+
+/**
+ * LISTs the informer's objects (paginated; unchanged ones reused from the store) and replaces the store's content
+ * with them, without their managedFields; objects that fail the schema are logged and left out. Answers the changes
+ * made to the store, the pages read and the list's summary.
+ */
+async function listIntoStore<T extends KubeObject>(
+  opts: InformerOptions<T>,
+  store: Store<T>,
+  schema: v.GenericSchema<unknown, T>,
+  log: Logger,
+  signal: AbortSignal,
+): Promise<Result<{ changes: Change<T>[]; pages: number; summary: ListSummary }, KubeError>> {
+  const r = await listAll(opts.transport, opts.resource, schema, {
+    namespace: opts.namespace,
+    labelSelector: opts.labelSelector,
+    fieldSelector: opts.fieldSelector,
+    limit: opts.pageSize,
+    signal,
+    reuse: (raw) => cachedIfUnchanged(store, raw),
+  });
+  if (!r.ok) return r;
+  for (const bad of r.value.invalid)
+    log.warn('Skipped invalid object', { name: bad.name, ns: bad.namespace, error: bad.message });
+  const changes = store.replace(r.value.items.map(stripManagedFields));
+  const summary = { items: r.value.items.length, resourceVersion: r.value.resourceVersion };
+  return ok({ changes, pages: r.value.pages, summary });
+}
+
+/** The server ends each watch before the idle limit could (pure): at most 90% of it, and at least 1 s. */
+export function longestWatchSeconds(idleTimeoutMs: number): number {
+  return Math.max(1, Math.floor((0.9 * idleTimeoutMs) / 1000));
+}
+
+/** Runs one thing at a time (a watch, a backoff sleep) so that a requested resync can cut it short. */
+export interface Interrupter {
+  /** Runs `fn` with a signal that fires when `signal` does or on {@link interrupt} while `fn` runs. */
+  during<R>(signal: AbortSignal, fn: (signal: AbortSignal) => Promise<R>): Promise<R>;
+  /** Aborts what runs now; does nothing between runs. */
+  interrupt(): void;
+}
+
+export function createInterrupter(): Interrupter {
+  let current: AbortController | undefined;
+  return {
+    async during(signal, fn) {
+      const own = new AbortController();
+      current = own;
+      const both = anySignal(signal, own.signal);
+      try {
+        return await fn(both.signal);
+      } finally {
+        both.dispose();
+        current = undefined;
+      }
+    },
+    interrupt: () => current?.abort(),
+  };
+}
+
+/**
+ * The cached object for a listed raw object with the cached one's resourceVersion, reused instead of parsing the
+ * raw one again; undefined when not cached, changed, or without a resourceVersion.
+ */
+export function cachedIfUnchanged<T extends KubeObject>(
+  store: StoreReader<T>,
+  raw: Readonly<Record<string, unknown>>,
+): T | undefined {
+  const meta = raw.metadata;
+  if (typeof meta !== 'object' || meta === null) return undefined;
+  const m = meta as Record<string, unknown>;
+  const cached = store.get(rawKey(raw));
+  return cached !== undefined &&
+    typeof m.resourceVersion === 'string' &&
+    cached.metadata.resourceVersion === m.resourceVersion
+    ? cached
+    : undefined;
+}
+
+/** What one watch event did to the cache: a change to emit, an object skipped as invalid, or nothing. */
+export type EventEffect<T> =
+  | { readonly kind: 'change'; readonly change: Change<T> }
+  | { readonly kind: 'invalid'; readonly name: string; readonly error: string }
+  | { readonly kind: 'none' };
+
+/**
+ * Applies one watch event to the store. A bookmark changes nothing. DELETED removes the object, by its raw key when
+ * it fails the schema, and reports its last state (the event's, else the cached one) when it was cached. ADDED and
+ * MODIFIED store the object without its managedFields when it passes the schema; otherwise it is skipped.
+ */
+export function applyWatchEvent<T extends KubeObject>(
+  store: Store<T>,
+  schema: v.GenericSchema<unknown, T>,
+  ev: WatchEvent,
+): EventEffect<T> {
+  if (ev.kind === 'bookmark') return { kind: 'none' };
+  const parsed = schemaParse(schema, ev.object);
+  if (ev.type === 'DELETED') {
+    const key = parsed.ok ? objectKey(parsed.value) : rawKey(ev.object);
+    const old = store.delete(key);
+    const last = parsed.ok ? parsed.value : old;
+    if (old === undefined || last === undefined) return { kind: 'none' };
+    return { kind: 'change', change: { type: 'deleted', object: last } };
+  }
+  if (!parsed.ok) return { kind: 'invalid', name: rawKey(ev.object), error: parsed.error };
+  return { kind: 'change', change: store.upsert(stripManagedFields(parsed.value)) };
 }
 
 /**
