@@ -1,6 +1,7 @@
 import type { Logger } from '../shared/log.ts';
 import { type BackoffPolicy, baseDelay } from './backoff.ts';
 import type { Clock } from './clock.ts';
+import { createDelayedKeys, createReadyKeys } from './workqueue-keys.ts';
 
 /** What the handler says about one key. */
 export type WorkResult =
@@ -128,13 +129,11 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
   const concurrency = Math.max(1, opts.concurrency ?? 1);
   const policy = opts.backoff ?? DEFAULT_ITEM_BACKOFF;
   const hooks = opts.hooks ?? {};
-  /** Ready keys in FIFO order with the time they became ready; `urgent` ones are taken first. */
-  const ready = new Map<string, number>();
-  const urgentReady = new Map<string, number>();
+  const ready = createReadyKeys();
   const processing = new Set<string>();
   /** Keys added while processing (value: added urgently): re-queued when their run finishes. */
   const dirty = new Map<string, boolean>();
-  const waiting = new Map<string, { due: number; cancel: () => void; reason: string }>();
+  const waiting = createDelayedKeys(clock);
   const failures = new Map<string, number>();
   /** Why each ready (or dirty) key was queued: the first reason since a worker last took it. */
   const reasons = new Map<string, string>();
@@ -144,12 +143,11 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
   const slice = createSlice(opts.sliceBudgetMs ?? 10);
   let yielding = false;
 
-  const readyCount = (): number => ready.size + urgentReady.size;
-  const depthChanged = (): void => hooks.onDepth?.(readyCount());
+  const depthChanged = (): void => hooks.onDepth?.(ready.size);
 
   const pump = (): void => {
     if (!started || yielding) return;
-    if (slice.spent() && readyCount() > 0 && processing.size < concurrency) {
+    if (slice.spent() && ready.size > 0 && processing.size < concurrency) {
       yielding = true;
       nextMacrotask(() => {
         yielding = false;
@@ -157,12 +155,10 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
       });
       return;
     }
-    while (processing.size < concurrency && readyCount() > 0) {
-      const from = urgentReady.size > 0 ? urgentReady : ready;
-      const first = from.entries().next();
-      if (first.done) break;
-      const [key, since] = first.value;
-      from.delete(key);
+    while (processing.size < concurrency && ready.size > 0) {
+      const next = ready.take();
+      if (next === undefined) break;
+      const { key, since } = next;
       processing.add(key);
       hooks.onQueueLatency?.(clock.now() - since);
       const reason = reasons.get(key) ?? UNSPECIFIED_REASON;
@@ -170,7 +166,7 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
       void work(key, reason);
     }
     depthChanged();
-    if (stopping && processing.size === 0 && readyCount() === 0) idle?.();
+    if (stopping && processing.size === 0 && ready.size === 0) idle?.();
   };
 
   const work = async (key: string, reason: string): Promise<void> => {
@@ -207,25 +203,13 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
 
   const enqueue = (key: string, urgent = false, reason = UNSPECIFIED_REASON): void => {
     if (stopping) return;
-    const w = waiting.get(key);
-    if (w) {
-      w.cancel();
-      waiting.delete(key);
-    }
+    waiting.cancel(key);
     if (!reasons.has(key)) reasons.set(key, reason);
     if (processing.has(key)) {
       dirty.set(key, urgent || dirty.get(key) === true);
       return;
     }
-    if (urgentReady.has(key)) return;
-    const since = ready.get(key);
-    if (since !== undefined) {
-      if (!urgent) return;
-      ready.delete(key);
-      urgentReady.set(key, since);
-      return;
-    }
-    (urgent ? urgentReady : ready).set(key, clock.now());
+    if (ready.add(key, urgent, clock.now()) === 'merged') return;
     hooks.onAdd?.();
     pump();
   };
@@ -235,16 +219,8 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
     addAfter(key, ms, reason = UNSPECIFIED_REASON) {
       if (stopping) return;
       if (ms <= 0) return enqueue(key, false, reason);
-      if (ready.has(key) || urgentReady.has(key)) return;
-      const due = clock.now() + ms;
-      const w = waiting.get(key);
-      if (w && w.due <= due) return;
-      w?.cancel();
-      const cancel = clock.setTimer(ms, () => {
-        waiting.delete(key);
-        enqueue(key, false, reason);
-      });
-      waiting.set(key, { due, cancel, reason });
+      if (ready.has(key)) return;
+      waiting.schedule(key, ms, () => enqueue(key, false, reason));
     },
     addRateLimited(key) {
       const n = failures.get(key) ?? 0;
@@ -255,7 +231,7 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
       failures.delete(key);
     },
     numRequeues: (key) => failures.get(key) ?? 0,
-    depth: () => readyCount(),
+    depth: () => ready.size,
     delayed: () => waiting.size,
     active: () => processing.size,
     start() {
@@ -264,20 +240,18 @@ export function createWorkQueue(opts: WorkQueueOptions): WorkQueue {
     },
     shutdown(o = {}) {
       stopping = true;
-      for (const w of waiting.values()) w.cancel();
-      waiting.clear();
+      waiting.cancelAll();
       for (const key of dirty.keys()) reasons.delete(key);
       dirty.clear();
       if (!o.drain || !started) {
         ready.clear();
-        urgentReady.clear();
         reasons.clear();
       }
       depthChanged();
       return new Promise<void>((resolve) => {
         idle = resolve;
         pump();
-        if (processing.size === 0 && readyCount() === 0) resolve();
+        if (processing.size === 0 && ready.size === 0) resolve();
       });
     },
   };
