@@ -9,10 +9,12 @@ import {
   createLeaderElector,
   createLeaseBody,
   decideLeader,
+  electorSettings,
   formatMicroTime,
   INITIAL_LEADERSHIP,
   type Lease,
   type LeaseObservation,
+  leadsFreshly,
   observeLease,
   releasePatch,
   renewPatch,
@@ -140,6 +142,47 @@ describe('afterAttempt', () => {
   });
   it('a standby stays one on errors', () => {
     assert.equal(afterAttempt(INITIAL_LEADERSHIP, 'error', 0, limits).leading, false);
+  });
+});
+
+describe('electorSettings', () => {
+  it("the reference's defaults: 15 s lease, 5 s tick, 2 failures, a 10 s renew deadline, 5 s requests", () => {
+    assert.deepEqual(electorSettings({ identity: 'me' }), {
+      self: { identity: 'me', leaseDurationSeconds: 15 },
+      retryMs: 5_000,
+      limits: { maxFailures: 2, renewDeadlineMs: 10_000 },
+      requestTimeoutMs: 5_000,
+    });
+  });
+
+  it('the renew deadline follows a custom lease and tick; requests take one tick within [1 s, 10 s]', () => {
+    assert.deepEqual(electorSettings({ identity: 'me', leaseDurationSeconds: 30, retryPeriodMs: 200 }), {
+      self: { identity: 'me', leaseDurationSeconds: 30 },
+      retryMs: 200,
+      limits: { maxFailures: 2, renewDeadlineMs: 29_800 },
+      requestTimeoutMs: 1_000,
+    });
+    assert.equal(electorSettings({ identity: 'me', retryPeriodMs: 60_000 }).requestTimeoutMs, 10_000);
+  });
+
+  it('an explicit renew deadline and failure count are kept as given', () => {
+    assert.deepEqual(
+      electorSettings({ identity: 'me', renewDeadlineMs: 7_000, maxConsecutiveFailures: 5 }).limits,
+      { maxFailures: 5, renewDeadlineMs: 7_000 },
+    );
+  });
+});
+
+describe('leadsFreshly', () => {
+  const leading = { leading: true, consecutiveFailures: 0, lastRenewedAt: 1_000 };
+  it('while leading with a renewal younger than the deadline, up to but not at the deadline', () => {
+    assert.equal(leadsFreshly(leading, 1_000, 10_000), true);
+    assert.equal(leadsFreshly(leading, 10_999, 10_000), true);
+    assert.equal(leadsFreshly(leading, 11_000, 10_000), false);
+  });
+  it('never when not leading or never renewed', () => {
+    assert.equal(leadsFreshly({ ...leading, leading: false }, 1_000, 10_000), false);
+    assert.equal(leadsFreshly({ ...leading, lastRenewedAt: undefined }, 1_000, 10_000), false);
   });
 });
 

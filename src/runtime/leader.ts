@@ -264,20 +264,93 @@ export interface LeaderElector {
   tick(): Promise<void>;
 }
 
-/** Creates an elector; nothing happens until `run` or `tick`. */
-export function createLeaderElector(opts: LeaderElectorOptions): LeaderElector {
+/** An elector's settings, its options' defaults filled in. */
+export interface ElectorSettings {
+  readonly self: ElectorSelf;
+  /** Tick period. */
+  readonly retryMs: number;
+  readonly limits: { readonly maxFailures: number; readonly renewDeadlineMs: number };
+  /** Timeout of each Lease request: one tick, within [1 s, 10 s]. */
+  readonly requestTimeoutMs: number;
+}
+
+/**
+ * The settings of an elector (pure): the reference's defaults (15 s lease, 5 s tick, 2 failures); the renew
+ * deadline defaults to the lease duration less one tick, so a leader steps down before a standby may take over.
+ */
+export function electorSettings(
+  opts: Pick<
+    LeaderElectorOptions,
+    'identity' | 'leaseDurationSeconds' | 'retryPeriodMs' | 'maxConsecutiveFailures' | 'renewDeadlineMs'
+  >,
+): ElectorSettings {
   const self: ElectorSelf = {
     identity: opts.identity,
     leaseDurationSeconds: opts.leaseDurationSeconds ?? LEASE_DURATION_SECONDS,
   };
   const retryMs = opts.retryPeriodMs ?? RETRY_PERIOD_MS;
-  const limits = {
-    maxFailures: opts.maxConsecutiveFailures ?? MAX_CONSECUTIVE_RENEW_FAILURES,
-    renewDeadlineMs: opts.renewDeadlineMs ?? self.leaseDurationSeconds * 1000 - retryMs,
+  return {
+    self,
+    retryMs,
+    limits: {
+      maxFailures: opts.maxConsecutiveFailures ?? MAX_CONSECUTIVE_RENEW_FAILURES,
+      renewDeadlineMs: opts.renewDeadlineMs ?? self.leaseDurationSeconds * 1000 - retryMs,
+    },
+    requestTimeoutMs: Math.max(1000, Math.min(retryMs, 10_000)),
   };
+}
+
+/** Whether we lead with a renewal younger than the renew deadline at `now` (pure): what a write may rely on. */
+export function leadsFreshly(state: LeadershipState, now: number, renewDeadlineMs: number): boolean {
+  return state.leading && state.lastRenewedAt !== undefined && now - state.lastRenewedAt < renewDeadlineMs;
+}
+
+/** What a tick writes to the Lease for a decision to create, renew or acquire it (resourceVersion-guarded). */
+function writeLease(
+  opts: LeaderElectorOptions,
+  settings: ElectorSettings,
+  decision: Exclude<LeaderDecision, { kind: 'wait' }>,
+  resourceVersion: string,
+  now: number,
+): Promise<Result<Lease, KubeError>> {
+  const { self, requestTimeoutMs } = settings;
+  const ref = { namespace: opts.namespace, name: opts.name };
+  switch (decision.kind) {
+    case 'create':
+      return createObject(
+        opts.transport,
+        LEASES,
+        opts.namespace,
+        createLeaseBody(opts.name, self, now),
+        LeaseSchema,
+        { timeoutMs: requestTimeoutMs },
+      );
+    case 'renew':
+      return mergePatch(opts.transport, LEASES, ref, renewPatch(now), LeaseSchema, {
+        resourceVersion,
+        timeoutMs: requestTimeoutMs,
+      });
+    case 'acquire':
+      return mergePatch(
+        opts.transport,
+        LEASES,
+        ref,
+        acquirePatch(self, decision.transitions, now),
+        LeaseSchema,
+        {
+          resourceVersion,
+          timeoutMs: requestTimeoutMs,
+        },
+      );
+  }
+}
+
+/** Creates an elector; nothing happens until `run` or `tick`. */
+export function createLeaderElector(opts: LeaderElectorOptions): LeaderElector {
+  const settings = electorSettings(opts);
+  const { self, retryMs, limits, requestTimeoutMs } = settings;
   const log = opts.logger.with({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
   const ref = { namespace: opts.namespace, name: opts.name };
-  const requestTimeoutMs = Math.max(1000, Math.min(retryMs, 10_000));
   let observed: LeaseObservation | undefined;
   let state: LeadershipState = INITIAL_LEADERSHIP;
   let ticking: Promise<void> | undefined;
@@ -317,46 +390,11 @@ export function createLeaderElector(opts: LeaderElectorOptions): LeaderElector {
     const now = opts.clock.now();
     observed = observeLease(observed, got.ok ? got.value : null, now);
     const decision = decideLeader(observed, self, now);
-    const rv = observed.resourceVersion;
-    switch (decision.kind) {
-      case 'wait':
-        return { result: 'standby', reachable: true };
-      case 'create': {
-        const r = await createObject(
-          opts.transport,
-          LEASES,
-          opts.namespace,
-          createLeaseBody(opts.name, self, now),
-          LeaseSchema,
-          {
-            timeoutMs: requestTimeoutMs,
-          },
-        );
-        return { result: fromWrite(r, 'create'), reachable: true };
-      }
-      case 'renew': {
-        const r = await mergePatch(opts.transport, LEASES, ref, renewPatch(now), LeaseSchema, {
-          resourceVersion: rv,
-          timeoutMs: requestTimeoutMs,
-        });
-        return { result: fromWrite(r, 'renew'), reachable: true };
-      }
-      case 'acquire': {
-        log.info('Taking over the lease', { previousHolder: observed.holder, why: decision.why });
-        const r = await mergePatch(
-          opts.transport,
-          LEASES,
-          ref,
-          acquirePatch(self, decision.transitions, now),
-          LeaseSchema,
-          {
-            resourceVersion: rv,
-            timeoutMs: requestTimeoutMs,
-          },
-        );
-        return { result: fromWrite(r, 'acquire'), reachable: true };
-      }
-    }
+    if (decision.kind === 'wait') return { result: 'standby', reachable: true };
+    if (decision.kind === 'acquire')
+      log.info('Taking over the lease', { previousHolder: observed.holder, why: decision.why });
+    const r = await writeLease(opts, settings, decision, observed.resourceVersion, now);
+    return { result: fromWrite(r, decision.kind), reachable: true };
   };
 
   const tick = (): Promise<void> => {
@@ -385,23 +423,12 @@ export function createLeaderElector(opts: LeaderElectorOptions): LeaderElector {
       }
       await ticking;
     },
-    holdsLease() {
-      return (
-        state.leading &&
-        state.lastRenewedAt !== undefined &&
-        opts.clock.now() - state.lastRenewedAt < limits.renewDeadlineMs
-      );
-    },
+    holdsLease: () => leadsFreshly(state, opts.clock.now(), limits.renewDeadlineMs),
     isLeader() {
       if (!state.leading) return false;
-      if (
-        state.lastRenewedAt === undefined ||
-        opts.clock.now() - state.lastRenewedAt >= limits.renewDeadlineMs
-      ) {
-        setState({ ...state, leading: false });
-        return false;
-      }
-      return true;
+      if (leadsFreshly(state, opts.clock.now(), limits.renewDeadlineMs)) return true;
+      setState({ ...state, leading: false });
+      return false;
     },
     async release() {
       await ticking;
