@@ -681,9 +681,11 @@ describe('buildJob rewrite details', () => {
       const job = built({
         ...input,
         agent: withAgent({ spec: agentModel === undefined ? {} : { model: agentModel } }),
-        // No deny list: the fixture's would refuse a codex run (it cannot enforce one).
+        // No tool lists: the fixture's would refuse a codex or opencode run (they cannot enforce them).
         definition: withDefinition(
-          defModel === undefined ? { disallowed_tools: [] } : { model: defModel, disallowed_tools: [] },
+          defModel === undefined
+            ? { allowed_tools: [], disallowed_tools: [] }
+            : { model: defModel, allowed_tools: [], disallowed_tools: [] },
         ),
       });
       const c = agentContainer(job);
@@ -1479,7 +1481,10 @@ describe('buildJob and buildRunInput: the prompt travels in the input ConfigMap 
       'gemini-3-pro',
       'opencode/anthropic/claude-opus-5-5',
     ]) {
-      const r = buildJob({ ...input, definition: withPrompt(long, { model, disallowed_tools: [] }) });
+      const r = buildJob({
+        ...input,
+        definition: withPrompt(long, { model, allowed_tools: [], disallowed_tools: [] }),
+      });
       assert.ok(r.ok, `${model}: ${r.ok ? '' : r.error}`);
       assert.ok(!JSON.stringify(r.value).includes(long.slice(0, 1000)));
     }

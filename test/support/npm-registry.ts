@@ -4,8 +4,9 @@
 // `scripts/install-clis`, its published package.json; tarballs are the npm cache's own files, found by the
 // lockfile's integrity (the cache `npm ci` in scripts/install-clis filled), so what is served is byte for byte what
 // the npm registry served and npm's integrity check passes. A package the cache lacks is added with
-// `npm cache add` first. Nothing is copied to disk, so nothing needs a cache key of its own: the CLI install is
-// keyed by the lockfile's hash already.
+// `npm cache add` first. OpenCode's launcher, which the lockfile cannot hold, is served beside them, pinned by its
+// published integrity (BEYOND_LOCKFILE). Nothing is copied to disk, so nothing needs a cache key of its own: the CLI
+// install is keyed by the lockfile's hash already.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, readFileSync } from 'node:fs';
@@ -71,6 +72,40 @@ function npm(args: readonly string[]): string {
   return r.stdout.trim();
 }
 
+/**
+ * Packages served beyond the lockfile, pinned by the integrity the npm registry publishes: OpenCode's launcher
+ * `opencode-ai`, which the init installs (src/vendors/cli/info.ts) but npm cannot keep in test/clis/package-lock.json
+ * (test/clis/package.json "//"); its version is the binary packages' there. Their tarball is put into the npm cache
+ * with `npm cache add` when missing; the packument's manifest is the tarball's own package.json.
+ */
+const BEYOND_LOCKFILE = [
+  {
+    name: 'opencode-ai',
+    versionOf: 'node_modules/opencode-linux-x64',
+    integrity:
+      'sha512-58P1ffLRXiAY4QeoABqUjqf6DEzm1ihpovvn9Ad+oOLbLiwK/rf88wruT9IATJ7AtNjmi8iA7pC8tN4o5y799Q==',
+  },
+] as const;
+
+/** `package/package.json` of an npm tarball. */
+function tarballManifest(file: string): Record<string, unknown> {
+  const r = spawnSync('tar', ['-xzOf', file, 'package/package.json'], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`tar: no package/package.json in ${file}: ${r.stderr}`);
+  return v.parse(PackageJsonSchema, JSON.parse(r.stdout));
+}
+
+/** The packages of {@link BEYOND_LOCKFILE}, their tarballs in the npm cache. */
+function beyondLockfile(cache: string, lock: Readonly<Record<string, unknown>>): Served[] {
+  return BEYOND_LOCKFILE.map(({ name, versionOf, integrity }) => {
+    const { version } = v.parse(LockEntrySchema, lock[versionOf]);
+    const file = cachePath(cache, integrity);
+    if (!existsSync(file)) npm(['cache', 'add', `${name}@${version}`]);
+    if (!existsSync(file) || !matchesIntegrity(file, integrity))
+      throw new Error(`the npm cache has no ${name}@${version} matching its pinned integrity`);
+    return { name, version, integrity, file, manifest: { ...tarballManifest(file), name, version } };
+  });
+}
+
 /** The package versions of the lockfile, with the installed ones' package.json and tarballs from the npm cache. */
 function servedPackages(): Served[] {
   const manifest = installRealClis();
@@ -99,7 +134,7 @@ function servedPackages(): Served[] {
       manifest: { ...lockFields, ...published, name, version: entry.version },
     });
   }
-  return served;
+  return [...served, ...beyondLockfile(cache, lock.packages)];
 }
 
 /** The packument of `name`: every served version, `latest` the top-level entry's. */

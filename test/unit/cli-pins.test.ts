@@ -32,6 +32,14 @@ describe('the npm pins of the vendor CLIs', () => {
     });
   });
 
+  it('allow the install scripts of the launchers whose bin is a stub until their postinstall runs', () => {
+    // docs/reference/vendor-clis.md#installing: Claude Code's and OpenCode's `bin` print an error until then.
+    const stubs = Object.values(VENDOR_INFO).flatMap((i) =>
+      i.npmPackage?.binaryFromPostinstall === true ? [i.npmPackage.name] : [],
+    );
+    assert.deepEqual(stubs, ['@anthropic-ai/claude-code', 'opencode-ai']);
+  });
+
   it('name every vendor with an executable of its own', () => {
     for (const [vendor, info] of Object.entries(VENDOR_INFO))
       assert.equal(info.npmPackage !== undefined, info.binary !== undefined, vendor);

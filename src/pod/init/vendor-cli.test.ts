@@ -33,6 +33,8 @@ describe('the vendor CLI install plan', () => {
       requires: ['npm'],
       steps: [
         { kind: 'mkdir', path: '/agent/.local/bin' },
+        // npm 11.19.1 fails a global install into a prefix without `lib` (ENOENT, exit 254).
+        { kind: 'mkdir', path: '/agent/.local/lib' },
         {
           kind: 'exec',
           argv: [...NPM_INSTALL, '@anthropic-ai/claude-code@9.8.7'],
@@ -43,9 +45,21 @@ describe('the vendor CLI install plan', () => {
     });
   });
 
+  it('a package whose bin is a stub until its postinstall runs is allowed that one install script', () => {
+    const opencode: CliFacts = {
+      ...CLAUDE,
+      vendor: 'opencode',
+      binary: 'opencode',
+      npmPackage: { name: 'opencode-ai', version: '1.2.3', binaryFromPostinstall: true },
+    };
+    const install = asRun(planVendorCli(opencode, '/agent'), ['npm']).steps[2];
+    assert.ok(install?.kind === 'exec');
+    assert.deepEqual(install.argv, [...NPM_INSTALL, '--allow-scripts=opencode-ai', 'opencode-ai@1.2.3']);
+  });
+
   it('a version the run sets wins over the pin', () => {
     const run = asRun(planVendorCli(CLAUDE, '/agent', '2.0.1'), ['npm']);
-    const install = run.steps[1];
+    const install = run.steps[2];
     assert.ok(install?.kind === 'exec');
     assert.deepEqual(install.argv.at(-1), '@anthropic-ai/claude-code@2.0.1');
   });

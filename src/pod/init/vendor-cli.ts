@@ -11,14 +11,18 @@ export interface CliFacts {
   /** Conversation state folder relative to HOME; undefined = no restore. */
   readonly stateDir: string | undefined;
   /** The CLI's npm package and pinned version; undefined = no npm install. */
-  readonly npmPackage?: { readonly name: string; readonly version: string } | undefined;
+  readonly npmPackage?:
+    | { readonly name: string; readonly version: string; readonly binaryFromPostinstall?: boolean }
+    | undefined;
 }
 
 /**
  * The vendor CLI tool (docs/design/reference-behaviour.md#init-steps,
  * docs/reference/vendor-clis.md#installing-in-the-init): `mkdir -p $HOME/.local/bin`, then, when the image has
- * `npm`, `npm install --global --prefix $HOME/.local <package>@<version>` (the pinned version, or `version` when
- * the run sets one) and `<binary> --version` for the log; otherwise the vendor's installer
+ * `npm`, `mkdir -p $HOME/.local/lib` and `npm install --global --prefix $HOME/.local <package>@<version>` (the pinned version, or `version` when
+ * the run sets one) and `<binary> --version` for the log; a package whose `bin` is a stub until its postinstall
+ * runs (Claude Code, OpenCode) gets `--allow-scripts=<package>`, which npm needs to run that script once it blocks
+ * unreviewed install scripts (`strict-allow-scripts`, npm 11.19's opt-in); otherwise the vendor's installer
  * (`bash -o pipefail -c "<installer script>"`, the reference's way). HOME is set for both; everything else of the
  * init's env (NPM_CONFIG_REGISTRY, proxies) reaches npm as is. Undefined when the vendor has no installer or no
  * binary. The executor skips the tool when the binary is already on PATH, so an image that ships the CLI never
@@ -47,6 +51,7 @@ export function planVendorCli(cli: CliFacts, home: string, version?: string): To
     `${home}/.local`,
     '--no-audit',
     '--no-fund',
+    ...(cli.npmPackage.binaryFromPostinstall === true ? [`--allow-scripts=${cli.npmPackage.name}`] : []),
   ];
   return {
     ...tool,
@@ -56,6 +61,8 @@ export function planVendorCli(cli: CliFacts, home: string, version?: string): To
       summary: `npm install ${spec}`,
       steps: [
         mkdir,
+        // npm 11.19.1 fails a global install whose prefix has no `lib` (`ENOENT: … lstat '<prefix>/lib'`, exit 254).
+        { kind: 'mkdir', path: `${home}/.local/lib` },
         { kind: 'exec', argv: [...npm, spec], env: { HOME: home, npm_config_update_notifier: 'false' } },
         { kind: 'exec', argv: [`${localBin}/${cli.binary}`, '--version'], env: { HOME: home } },
       ],

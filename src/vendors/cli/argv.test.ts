@@ -142,8 +142,8 @@ describe('vendorCommand argv', () => {
       [...CLAUDE_HEAD, '--model', 'claude-opus-5-5', '--', '--help me'],
     ],
     [
-      'codex fresh, auto',
-      { ...base, model: 'gpt-6-sol', allowedTools: ['x'], disallowedTools: [''], maxTurns: 4 },
+      'codex fresh, auto (lists of empty names are no lists)',
+      { ...base, model: 'gpt-6-sol', allowedTools: [''], disallowedTools: [''], maxTurns: 4 },
       'codex',
       [
         'codex',
@@ -159,8 +159,8 @@ describe('vendorCommand argv', () => {
       ],
     ],
     [
-      'codex fresh, bypass',
-      { ...base, model: 'gpt-5-codex', permissionMode: 'bypass' },
+      'codex fresh, bypass (an allow list means nothing there, as for every CLI)',
+      { ...base, model: 'gpt-5-codex', permissionMode: 'bypass', allowedTools: ['Read'] },
       'codex',
       [
         'codex',
@@ -363,6 +363,21 @@ describe('vendorCommand errors', () => {
       'a deny list routed to codex, which cannot enforce one',
       { ...base, model: 'gpt-6-sol', disallowedTools: ['Bash', 'WebFetch'] },
       'disallowed_tools (Bash, WebFetch): the codex CLI cannot enforce a tool deny list; remove it or use a model routed to Claude Code',
+    ],
+    [
+      'an allow list routed to codex in auto mode, which it cannot enforce',
+      { ...base, model: 'gpt-6-sol', allowedTools: ['Read', 'Grep'] },
+      'allowed_tools (Read, Grep): the codex CLI cannot enforce a tool allow list, so the run would get every tool; remove it (or set permission_mode: bypass to allow every tool) or use a model routed to Claude Code or Gemini CLI',
+    ],
+    [
+      'an allow list routed to opencode (an unknown permission mode reads as auto)',
+      { ...base, model: 'opencode/anthropic/claude-opus-5-5', permissionMode: 'ask', allowedTools: ['read'] },
+      'allowed_tools (read): the opencode CLI cannot enforce a tool allow list, so the run would get every tool; remove it (or set permission_mode: bypass to allow every tool) or use a model routed to Claude Code or Gemini CLI',
+    ],
+    [
+      'a deny list on codex is named before its allow list',
+      { ...base, model: 'codex', allowedTools: ['Read'], disallowedTools: ['Bash'] },
+      'disallowed_tools (Bash): the codex CLI cannot enforce a tool deny list; remove it or use a model routed to Claude Code',
     ],
     [
       'a pin with a newline',

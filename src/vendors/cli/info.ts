@@ -16,6 +16,11 @@ export interface Installer {
 export interface NpmPackage {
   readonly name: string;
   readonly version: string;
+  /**
+   * True when the package's npm `bin` is a stub until its own postinstall puts the platform binary there
+   * (docs/reference/vendor-clis.md#installing): the init allows that one package's install scripts.
+   */
+  readonly binaryFromPostinstall?: boolean;
 }
 
 /** Facts about one vendor CLI. */
@@ -53,7 +58,7 @@ export const VENDOR_INFO: Readonly<Record<Vendor, VendorInfo>> = {
     binary: 'claude',
     stateDir: '.claude/projects',
     installer: curlInstaller('claude', 'https://claude.ai/install.sh', 'bash', ['bash', 'curl', 'sha256sum']),
-    npmPackage: { name: '@anthropic-ai/claude-code', version: '2.1.332' },
+    npmPackage: { name: '@anthropic-ai/claude-code', version: '2.1.332', binaryFromPostinstall: true },
   },
   codex: {
     binary: 'codex',
@@ -66,7 +71,7 @@ export const VENDOR_INFO: Readonly<Record<Vendor, VendorInfo>> = {
     // Its sessions are rows of `opencode.db` in its XDG data folder (docs/reference/vendor-clis.md#resume-3).
     stateDir: '.local/share/opencode',
     installer: curlInstaller('opencode', 'https://opencode.ai/install', 'bash', ['bash', 'curl', 'tar']),
-    npmPackage: { name: 'opencode-ai', version: '1.18.33' },
+    npmPackage: { name: 'opencode-ai', version: '1.18.33', binaryFromPostinstall: true },
   },
   gemini: {
     binary: 'gemini',
