@@ -22,7 +22,7 @@ import { describeBatchError } from '../vendors/batch/http.ts';
 import { runCustomId } from '../vendors/batch/port.ts';
 import type { BatchPoller } from './batch/poller.ts';
 import { checkCredentials, knownSubmission, vendorCall } from './batch/runtime.ts';
-import { type ExecuteDeps, executeActions } from './execute.ts';
+import { type ExecuteDeps, executeActions, serverKeyOf } from './execute.ts';
 import {
   cachedDefinition,
   type GatherDeps,
@@ -137,6 +137,7 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
     return { kind: 'done' };
   const uid = agent.metadata.uid;
   const notBefore = deps.batch?.cleanupNotBefore.get(uid);
+  const serverKey = serverKeyOf(deps.serverKeys, uid, agent.status.apiKeySecretUID);
   let snapshot: Snapshot = {
     agent,
     station: null,
@@ -148,6 +149,7 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
     ...(deps.poller !== undefined ? { batchState: deps.poller.observation(uid) } : {}),
     ...(notBefore !== undefined ? { cleanupNotBefore: new Date(notBefore) } : {}),
     ...(deps.prices !== undefined ? { prices: deps.prices() } : {}),
+    ...(serverKey !== undefined ? { serverKey } : {}),
   };
   const refs = await resolveRefs(agent, snapshot, deps);
   if (!refs.ok) {

@@ -46,6 +46,8 @@ export interface AgentStatusPatch {
   /** Where a server answers, and its Service (issue 12). */
   readonly url?: string;
   readonly serviceName?: string;
+  /** The uid of the API-key Secret the controller created for a server; null clears it (issue 12). */
+  readonly apiKeySecretUID?: string | null;
   /** The run's trace (issue 10 §5), set when it starts and the controller traces. */
   readonly traceID?: string;
   readonly batchProvider?: BatchProvider;

@@ -265,7 +265,7 @@ export const EXECUTOR_CONTRACT: { readonly [K in Action['kind']]: ContractEntry 
     family: 'server',
     ...write,
     answers: { ...createKept },
-    note: "Issue 12: a random key (24 bytes hex, sk- prefix). Created: the Secret's uid is recorded in status.apiKeySecretUID (retried in place a few times: only a Secret the controller created is used). 409: someone else's; with `recorded` the recorded uid is cleared. A recording that fails is retried.",
+    note: "Issue 12: a random key (24 bytes hex, sk- prefix). Created: the Secret's uid is reported to the shell's observation store (`Snapshot.serverKey`), and decide records it in status.apiKeySecretUID (only a Secret the controller created is used). 409: someone else's; with `recorded` that is reported too, and decide clears the recorded uid. The executor writes no status here: a record that fails is decided again by the next reconcile.",
   },
   applyServerObject: {
     family: 'server',

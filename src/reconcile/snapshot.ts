@@ -84,6 +84,16 @@ export interface ServerObservation {
  */
 export type ApiKeyObservation = { readonly kind: 'present' } | { readonly kind: 'absent' };
 
+/**
+ * What the executor's last create of a server's generated API-key Secret met, kept by the shell (per Agent uid) until
+ * the Agent's status says it (issue 27 §2): `created` with the new Secret's uid (decide records it in
+ * `status.apiKeySecretUID`), or `taken` (a Secret of that name existed: someone else's; decide clears a uid recorded
+ * before). A record that fails is decided again on the next reconcile, as long as this replica keeps the observation.
+ */
+export type ServerKeyObservation =
+  | { readonly kind: 'created'; readonly uid: string }
+  | { readonly kind: 'taken' };
+
 /** Controller settings the decisions depend on. */
 export interface ReconcileOptions {
   /** Image of the run pod's init container (controller env `AGENT_IMAGE`). */
@@ -273,6 +283,8 @@ export interface Snapshot {
   readonly start?: StartObservation | undefined;
   /** A server's objects (issue 12), read live when decide asks (`needs: 'server'`). */
   readonly server?: ServerObservation | undefined;
+  /** A server's API-key Secret created or found taken by the executor and not yet on the Agent's status. */
+  readonly serverKey?: ServerKeyObservation | undefined;
   /** Set by the executor when the API server refused a server object (422/400): `message` names it and says why. */
   readonly serverRejected?: { readonly message: string } | undefined;
   /** The AgentPolicy of the Agent's Station (Pending only; undefined reads as none). */

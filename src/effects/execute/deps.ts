@@ -16,6 +16,7 @@ import {
 import type { ControllerMetrics } from '../../metrics/index.ts';
 import { type Answer, type Observation, type Outcome, outcomeOf } from '../../reconcile/executor-contract.ts';
 import type { Action, AgentRef } from '../../reconcile/index.ts';
+import type { ServerKeyObservation } from '../../reconcile/snapshot.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { BatchRuntime } from '../batch/runtime.ts';
 import type { SinkDispatcher } from '../batch/sinks.ts';
@@ -67,6 +68,51 @@ export interface ExecuteDeps {
   readonly sinks?: SinkDispatcher;
   /** Realtime runs: derives each run's prompt token (absent while the controller key is not loaded). */
   readonly promptTokens?: PromptTokens | undefined;
+  /**
+   * What each server's last API-key Secret create met (by Agent uid), for the snapshot to read until the Agent's
+   * status says it: the executor never records the key itself (decide does, issue 27 §2). Without it a created key
+   * is never recorded (and never used).
+   */
+  readonly serverKeys?: ServerKeys | undefined;
+}
+
+/** The observations of server key creates, by Agent uid (see `ServerKeyObservation`). */
+export interface ServerKeys {
+  get(agentUid: string): ServerKeyObservation | undefined;
+  set(agentUid: string, observation: ServerKeyObservation): void;
+  delete(agentUid: string): void;
+}
+
+/** At most this many observations are kept (an Agent deleted before its key was recorded leaves one behind). */
+const MAX_SERVER_KEYS = 10_000;
+
+export function createServerKeys(): ServerKeys {
+  const byAgent = new Map<string, ServerKeyObservation>();
+  return {
+    get: (uid) => byAgent.get(uid),
+    set(uid, observation) {
+      if (byAgent.size >= MAX_SERVER_KEYS && !byAgent.has(uid)) byAgent.clear();
+      byAgent.set(uid, observation);
+    },
+    delete: (uid) => void byAgent.delete(uid),
+  };
+}
+
+/**
+ * The server key observation the snapshot of `agent` reads: undefined once its status says it (the observation is
+ * then forgotten): a created Secret's uid recorded, or, after a taken name, no uid recorded.
+ */
+export function serverKeyOf(
+  keys: ServerKeys | undefined,
+  agentUid: string,
+  recorded: string | undefined,
+): ServerKeyObservation | undefined {
+  const key = keys?.get(agentUid);
+  if (key === undefined) return undefined;
+  const said = key.kind === 'created' ? recorded === key.uid : recorded === undefined;
+  if (!said) return key;
+  keys?.delete(agentUid);
+  return undefined;
 }
 
 /**

@@ -384,20 +384,17 @@ function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefine
       return answered(action, 'ok');
     }
     case 'createServerApiKey': {
-      // An existing Secret is kept and not recorded (409: someone else's); a created one's uid is recorded on the
-      // Agent's status (the executor's second write, without a precondition).
+      // An existing Secret is kept (409: someone else's; reported as taken when a uid was recorded); a created one's
+      // uid is reported to the shell's observation store, which the next snapshots read until the status says it.
       const taken = s.server === undefined || s.server.apiKey.kind !== 'absent';
       if (s.server !== undefined && !taken) {
         const apiKey: ApiKeyObservation = { kind: 'present' };
-        d.snapshot = { ...s, server: { ...s.server, apiKey } };
-        if (!d.gone && action.ref.uid === d.agent.metadata.uid) {
-          const before = agentWire(d.agent);
-          rewrite(d, {
-            ...before,
-            status: mergePatch(before.status, { apiKeySecretUID: `uid-secret-${next(d)}` }),
-          });
-        }
-      }
+        d.snapshot = {
+          ...s,
+          server: { ...s.server, apiKey },
+          serverKey: { kind: 'created', uid: `uid-secret-${next(d)}` },
+        };
+      } else if (action.recorded) d.snapshot = { ...s, serverKey: { kind: 'taken' } };
       d.objects.add(objectKey('Secret', action.ref.namespace, action.secretName));
       return answered(action, taken ? 'alreadyExists' : 'ok');
     }
@@ -515,6 +512,13 @@ export function applyDecision(world: SimWorld, decision: Decision, now: Date): A
       const { live: _l, ...start } = snapshot.start;
       snapshot = { ...snapshot, start };
     }
+  }
+  // The shell forgets a server key observation once the Agent's status says it (serverKeyOf).
+  const key = snapshot.serverKey;
+  const recorded = snapshot.agent.status.apiKeySecretUID;
+  if (key !== undefined && (key.kind === 'created' ? recorded === key.uid : recorded === undefined)) {
+    const { serverKey: _k, ...rest } = snapshot;
+    snapshot = rest;
   }
   // The book saw every change in the same turn: the Station picture of the next decision.
   if (!d.gone) snapshot = { ...snapshot, queue: queueView(snapshot.agent, d.siblings, d.self) };
