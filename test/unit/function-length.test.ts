@@ -23,7 +23,6 @@ const LEGACY: ReadonlyMap<string, number> = new Map([
   ['src/runtime/informer.ts createInformer', 177],
   ['src/runtime/workqueue.ts createWorkQueue', 162],
   ['src/runtime/leader.ts createLeaderElector', 158],
-  ['src/server/prompt.ts createPromptApi', 151],
 ]);
 
 function sources(dir: string): string[] {
