@@ -19,7 +19,6 @@ const DATA = new Set(['src/metrics/monitoring/dashboard.ts panels', 'src/metrics
 const LEGACY: ReadonlyMap<string, number> = new Map([
   ['src/kube/transport.ts createTransport', 213],
   ['src/effects/batch/poller.ts createBatchPoller', 212],
-  ['src/effects/reconcile-agent.ts reconcileOnce', 210],
   ['src/runtime/informer.ts createInformer', 177],
   ['src/runtime/workqueue.ts createWorkQueue', 162],
   ['src/runtime/leader.ts createLeaderElector', 158],
