@@ -54,7 +54,7 @@ describe('one writer of Agent status (issue 27 §2)', () => {
       statusWrites(`await mergePatch(t, AGENTS, ref, { status }, s, { subresource: 'status' });`),
       ['names the status subresource', 'patches an Agent with a status'],
     );
-    assert.deepEqual(statusWrites("t.request('PATCH', `${path}/status`, { body })"), [
+    assert.deepEqual(statusWrites("t.request('PATCH', `/apis/x/agents/a/status`, { body })"), [
       'names the status subresource',
     ]);
     // What is not a status write: the action, its handler's key, a case.
