@@ -564,46 +564,24 @@ describe('executeActions', () => {
       assert.equal(await sample(ok.metrics, 'controller_jobs_created_total'), 1, 'a ConfigMap is not a Job');
     });
 
-    it('409, this run’s with the same data → continue: the Job is still created', async () => {
-      const c = inputManifest();
-      const h = harness((req) => {
-        if (req.method === 'POST' && req.path === CONFIG_MAPS_PATH)
-          return { status: 409, body: status(409, 'AlreadyExists', 'exists') };
-        if (req.method === 'GET' && req.path === `${CONFIG_MAPS_PATH}/agent-job-a1-input`) {
-          return {
-            status: 200,
-            body: { ...c, metadata: { ...c.metadata, uid: 'uid-cm', resourceVersion: '98' } },
-          };
-        }
-        return success(req);
-      });
-      const out = await executeActions([createInput(c), ...later], h.deps);
-      assert.deepEqual(out, { kind: 'done' });
-      assert.deepEqual(
-        h.requests.map((r) => `${r.method} ${r.path}`),
-        [
-          `POST ${CONFIG_MAPS_PATH}`,
-          `GET ${CONFIG_MAPS_PATH}/agent-job-a1-input`,
-          `POST ${JOBS_PATH}`,
-          `PATCH ${agentPath('a1')}/status`,
-        ],
-      );
-    });
-
-    it('409, an earlier Agent’s → retryLater; the Job and the rest are not run', async () => {
+    it('409 → the ConfigMap read back and reported (decide again with it found); the Job and the rest are not run', async () => {
       const c = inputManifest();
       const h = harness((req) => {
         if (req.method === 'POST') return { status: 409, body: status(409, 'AlreadyExists', 'exists') };
         const owner = { ...c.metadata.ownerReferences[0], uid: 'uid-previous' };
-        return { status: 200, body: { ...c, metadata: { ...c.metadata, ownerReferences: [owner] } } };
+        return {
+          status: 200,
+          body: { ...c, metadata: { ...c.metadata, uid: 'uid-cm', ownerReferences: [owner] } },
+        };
       });
       const out = await executeActions([createInput(c), ...later], h.deps);
-      assert.equal(out.kind, 'retryLater');
-      assert.match(
-        out.kind === 'retryLater' ? out.reason : '',
-        /of an earlier Agent of this name is still there$/,
+      assert.equal(out.kind, 'found');
+      assert.equal(out.kind === 'found' && out.found.controller?.uid, 'uid-previous');
+      assert.equal(out.kind === 'found' && out.found.key, 'ConfigMap team/agent-job-a1-input');
+      assert.deepEqual(
+        h.requests.map((r) => `${r.method} ${r.path}`),
+        [`POST ${CONFIG_MAPS_PATH}`, `GET ${CONFIG_MAPS_PATH}/agent-job-a1-input`],
       );
-      assert.equal(h.requests.filter((r) => r.path === JOBS_PATH).length, 0);
       assert.equal(h.events.calls.length, 0);
     });
 

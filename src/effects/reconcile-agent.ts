@@ -361,6 +361,8 @@ async function afterOutcome(
       return again({ ...snapshot, serviceAccountRefused: { message: outcome.message } });
     case 'inputRefused':
       return again({ ...snapshot, inputRefused: { message: outcome.message } });
+    case 'found':
+      return again({ ...snapshot, found: [...(snapshot.found ?? []), outcome.found] });
     case 'jobRejected':
       return again({ ...snapshot, jobRejected: { message: outcome.message } });
     case 'serverRejected':

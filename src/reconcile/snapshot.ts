@@ -94,6 +94,26 @@ export type ServerKeyObservation =
   | { readonly kind: 'created'; readonly uid: string }
   | { readonly kind: 'taken' };
 
+/**
+ * An object found under the name of a run object whose create met 409 AlreadyExists, as the shell read it back
+ * (issue 27 §2): decide judges whose it is (src/reconcile/agent/found.ts) and adopts it, waits it out, replaces it or
+ * fails the run. `key` names the create it answers (`foundKey`).
+ */
+export interface FoundObject {
+  readonly key: string;
+  readonly uid: string;
+  /** It carries a deletionTimestamp. */
+  readonly deleting: boolean;
+  /** Its controller ownerReference, if it has one. */
+  readonly controller?:
+    | { readonly uid: string; readonly kind: string; readonly apiVersion: string; readonly name: string }
+    | undefined;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
+  /** A ConfigMap's data. */
+  readonly data?: Readonly<Record<string, string>> | undefined;
+}
+
 /** Controller settings the decisions depend on. */
 export interface ReconcileOptions {
   /** Image of the run pod's init container (controller env `AGENT_IMAGE`). */
@@ -241,6 +261,11 @@ export interface Snapshot {
    * that is not this run's): `message` names the binding and the API server's answer. The Agent fails.
    */
   readonly bindingRefused?: { readonly message: string } | undefined;
+  /**
+   * Objects found under the names of run objects this reconcile tried to create (a 409, then a GET), in the order
+   * they were found; several for one key when a replaced object was found again.
+   */
+  readonly found?: readonly FoundObject[] | undefined;
   /**
    * Set when the Station or the AgentDefinition exists but cannot be parsed (`message` says why); `station` /
    * `definition` are then `null`. A Pending Agent fails with the reason instead of waiting forever

@@ -16,7 +16,7 @@ import {
 import type { ControllerMetrics } from '../../metrics/index.ts';
 import { type Answer, type Observation, type Outcome, outcomeOf } from '../../reconcile/executor-contract.ts';
 import type { Action, AgentRef } from '../../reconcile/index.ts';
-import type { ServerKeyObservation } from '../../reconcile/snapshot.ts';
+import type { FoundObject, ServerKeyObservation } from '../../reconcile/snapshot.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { BatchRuntime } from '../batch/runtime.ts';
 import type { SinkDispatcher } from '../batch/sinks.ts';
@@ -158,8 +158,10 @@ export type ExecuteOutcome =
   | { readonly kind: 'bindingRefused'; readonly message: string }
   /** The API server refused the run's ServiceAccount (403): decide again with `serviceAccountRefused`. */
   | { readonly kind: 'serviceAccountRefused'; readonly message: string }
-  /** The API server refused the run's input ConfigMap (or its name is taken): decide again with `inputRefused`. */
+  /** The API server refused the run's input ConfigMap: decide again with `inputRefused`. */
   | { readonly kind: 'inputRefused'; readonly message: string }
+  /** A run object's name was taken: decide again with the object found appended to `found`. */
+  | { readonly kind: 'found'; readonly found: FoundObject }
   /** The API server refused the Job (422/400): decide again with `jobRejected`. */
   | { readonly kind: 'jobRejected'; readonly message: string }
   /** The API server refused a server object (422/400): decide again with `serverRejected`. */
@@ -229,6 +231,8 @@ export interface Detail {
   readonly afterMs?: number;
   /** The variant of the action the contract distinguishes (`deleteAgent`'s purpose). */
   readonly variant?: string;
+  /** The object found under a taken name. */
+  readonly found?: FoundObject;
 }
 
 const messageOf = (d: Detail): string =>
@@ -247,6 +251,14 @@ function decideAgain(observation: Observation, d: Detail): ExecuteOutcome {
       return { kind: 'cleanupPending', detail: messageOf(d) };
     case 'cleanup:failed':
       return { kind: 'cleanupFailed', message: messageOf(d) };
+    case 'found':
+      return d.found !== undefined
+        ? { kind: 'found', found: d.found }
+        : {
+            kind: 'error',
+            error: { kind: 'decode', message: 'a taken name without the object found' },
+            action: 'createRunInput',
+          };
     default:
       return { kind: observation, message: messageOf(d) };
   }
