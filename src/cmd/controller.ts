@@ -141,7 +141,6 @@ export const controllerCommand: Command = {
       ? promptPorts({
           transport,
           tokens: () => controller.promptTokens(),
-          events: controller.events,
           cachedAgent: (ns, name) => controller.cachedAgent(ns, name),
           logger: log,
           now: Date.now,

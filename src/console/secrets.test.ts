@@ -238,7 +238,6 @@ function world() {
       prompt: promptPorts({
         transport: c.transport,
         tokens: () => promptTokens(HMAC_KEY),
-        events: { record: async () => {} },
         logger: createLogger('error', () => {}),
         now: () => clock.now(),
         fetch: podFetch,

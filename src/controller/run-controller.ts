@@ -10,7 +10,13 @@ import { type BatchPoller, createBatchPoller, type TrackedBatch } from '../effec
 import { type BatchRuntime, createBatchRuntime } from '../effects/batch/runtime.ts';
 import { createSecretReader, type SecretReader } from '../effects/batch/secrets.ts';
 import { createSinkDispatcher } from '../effects/batch/sinks.ts';
-import { createTombstones, executeActions, type Tombstones } from '../effects/execute.ts';
+import {
+  createServerKeys,
+  createTombstones,
+  executeActions,
+  type ServerKeys,
+  type Tombstones,
+} from '../effects/execute.ts';
 import { FinishedRunIndex } from '../effects/finished-runs.ts';
 import { parseCachedJob, parseCachedStation, readAgentLog } from '../effects/gather.ts';
 import { createPriceSource } from '../effects/prices.ts';
@@ -99,6 +105,8 @@ interface Watching {
   /** Every cached Agent by Station: queues, slot holders, finished runs. */
   readonly book: StationBook<Agent>;
   readonly tombstones: Tombstones;
+  /** What the executor's server key creates met, until the Agents' status says it. */
+  readonly serverKeys: ServerKeys;
   readonly starts: RunStartIndex;
   readonly finishedRuns: FinishedRunIndex;
   readonly endpoints: ReturnType<typeof createEndpointSource>;
@@ -409,6 +417,7 @@ function createWatching(
     caches,
     book,
     tombstones,
+    serverKeys: createServerKeys(),
     starts,
     finishedRuns,
     endpoints,
@@ -504,6 +513,7 @@ function reconcileDepsOf(
       if (parsed.success) w.recordAgent(parsed.output);
     },
     tombstones: w.tombstones,
+    serverKeys: w.serverKeys,
     backgroundEvents: true,
     backgroundPrunes: true,
     batch: w.batchRuntime,

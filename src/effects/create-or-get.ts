@@ -14,6 +14,7 @@ import {
   type ResourceType,
   type Transport,
 } from '../kube/index.ts';
+import type { FoundObject } from '../reconcile/snapshot.ts';
 
 /** The outcome of {@link createOrGet}: created, or the object that holds the name, or why neither. */
 export type CreateOrGet<T> =
@@ -57,4 +58,39 @@ export async function createOrGet<T>(
     };
   }
   return { kind: 'error', error: found.error };
+}
+
+/** What decide reads of an object found under a taken name (see `FoundObject`). */
+export function foundObject(
+  key: string,
+  metadata: {
+    readonly uid?: string | undefined;
+    readonly deletionTimestamp?: string | null | undefined;
+    readonly labels?: Readonly<Record<string, string>> | null | undefined;
+    readonly annotations?: Readonly<Record<string, string>> | null | undefined;
+    readonly ownerReferences?:
+      | readonly {
+          readonly uid: string;
+          readonly kind: string;
+          readonly apiVersion: string;
+          readonly name: string;
+          readonly controller?: boolean | null | undefined;
+        }[]
+      | null
+      | undefined;
+  },
+  data?: Readonly<Record<string, string>> | null,
+): FoundObject {
+  const owner = (metadata.ownerReferences ?? []).find((o) => o.controller === true);
+  return {
+    key,
+    uid: metadata.uid ?? '',
+    deleting: metadata.deletionTimestamp != null,
+    ...(owner !== undefined
+      ? { controller: { uid: owner.uid, kind: owner.kind, apiVersion: owner.apiVersion, name: owner.name } }
+      : {}),
+    labels: metadata.labels ?? {},
+    annotations: metadata.annotations ?? {},
+    ...(data != null ? { data } : {}),
+  };
 }

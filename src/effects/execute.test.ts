@@ -24,7 +24,15 @@ import { agent, at, definition, NS, station } from '../reconcile/test-fixtures.t
 import { createLogger } from '../shared/log.ts';
 import type { BatchVendor } from '../vendors/batch/port.ts';
 import { createBatchRuntime } from './batch/runtime.ts';
-import { createTombstones, type ExecuteOutcome, executeActions, FIELD_MANAGER, observe } from './execute.ts';
+import {
+  createServerKeys,
+  createTombstones,
+  type ExecuteOutcome,
+  executeActions,
+  FIELD_MANAGER,
+  observe,
+  serverKeyOf,
+} from './execute.ts';
 
 const GROUP_PATH = '/apis/agents.re-cinq.com/v1alpha1';
 const JOBS_PATH = `/apis/batch/v1/namespaces/${NS}/jobs`;
@@ -556,46 +564,24 @@ describe('executeActions', () => {
       assert.equal(await sample(ok.metrics, 'controller_jobs_created_total'), 1, 'a ConfigMap is not a Job');
     });
 
-    it('409, this run’s with the same data → continue: the Job is still created', async () => {
-      const c = inputManifest();
-      const h = harness((req) => {
-        if (req.method === 'POST' && req.path === CONFIG_MAPS_PATH)
-          return { status: 409, body: status(409, 'AlreadyExists', 'exists') };
-        if (req.method === 'GET' && req.path === `${CONFIG_MAPS_PATH}/agent-job-a1-input`) {
-          return {
-            status: 200,
-            body: { ...c, metadata: { ...c.metadata, uid: 'uid-cm', resourceVersion: '98' } },
-          };
-        }
-        return success(req);
-      });
-      const out = await executeActions([createInput(c), ...later], h.deps);
-      assert.deepEqual(out, { kind: 'done' });
-      assert.deepEqual(
-        h.requests.map((r) => `${r.method} ${r.path}`),
-        [
-          `POST ${CONFIG_MAPS_PATH}`,
-          `GET ${CONFIG_MAPS_PATH}/agent-job-a1-input`,
-          `POST ${JOBS_PATH}`,
-          `PATCH ${agentPath('a1')}/status`,
-        ],
-      );
-    });
-
-    it('409, an earlier Agent’s → retryLater; the Job and the rest are not run', async () => {
+    it('409 → the ConfigMap read back and reported (decide again with it found); the Job and the rest are not run', async () => {
       const c = inputManifest();
       const h = harness((req) => {
         if (req.method === 'POST') return { status: 409, body: status(409, 'AlreadyExists', 'exists') };
         const owner = { ...c.metadata.ownerReferences[0], uid: 'uid-previous' };
-        return { status: 200, body: { ...c, metadata: { ...c.metadata, ownerReferences: [owner] } } };
+        return {
+          status: 200,
+          body: { ...c, metadata: { ...c.metadata, uid: 'uid-cm', ownerReferences: [owner] } },
+        };
       });
       const out = await executeActions([createInput(c), ...later], h.deps);
-      assert.equal(out.kind, 'retryLater');
-      assert.match(
-        out.kind === 'retryLater' ? out.reason : '',
-        /of an earlier Agent of this name is still there$/,
+      assert.equal(out.kind, 'found');
+      assert.equal(out.kind === 'found' && out.found.controller?.uid, 'uid-previous');
+      assert.equal(out.kind === 'found' && out.found.key, 'ConfigMap team/agent-job-a1-input');
+      assert.deepEqual(
+        h.requests.map((r) => `${r.method} ${r.path}`),
+        [`POST ${CONFIG_MAPS_PATH}`, `GET ${CONFIG_MAPS_PATH}/agent-job-a1-input`],
       );
-      assert.equal(h.requests.filter((r) => r.path === JOBS_PATH).length, 0);
       assert.equal(h.events.calls.length, 0);
     });
 
@@ -1232,7 +1218,8 @@ describe('executeActions: a server API key (issue 12)', () => {
     recorded: false,
   };
 
-  it("records the created Secret's uid on the Agent's status, and never logs the key", async () => {
+  it("reports the created Secret's uid to the snapshot, writes no status, and never logs the key", async () => {
+    const serverKeys = createServerKeys();
     const h = harness((req) => {
       if (req.method === 'POST' && req.path === SECRETS_PATH) {
         const body = req.body as { metadata: Record<string, unknown> };
@@ -1240,91 +1227,58 @@ describe('executeActions: a server API key (issue 12)', () => {
       }
       return success(req);
     });
-    assert.deepEqual(await executeActions([action], h.deps), { kind: 'done' });
-    assert.deepEqual(h.timeline, [`POST ${SECRETS_PATH}`, `PATCH ${agentPath('srv')}/status`]);
+    assert.deepEqual(await executeActions([action], { ...h.deps, serverKeys }), { kind: 'done' });
+    assert.deepEqual(h.timeline, [`POST ${SECRETS_PATH}`], "recording it is the next decision's");
     const posted = h.requests[0]?.body as { stringData: Record<string, string> };
     const key = posted.stringData['api-key'] ?? '';
     assert.match(key, /^sk-[0-9a-f]{48}$/);
-    assert.deepEqual(h.requests[1]?.body, { status: { apiKeySecretUID: 'uid-secret-1' } });
+    assert.deepEqual(serverKeys.get('uid-srv'), { kind: 'created', uid: 'uid-secret-1' });
     assert.ok(!JSON.stringify(h.logs).includes(key), 'the key is not logged');
   });
 
-  it('records nothing when the name is taken (409: not its own), and stops on another error', async () => {
-    const taken = harness((req) =>
-      req.method === 'POST' && req.path === SECRETS_PATH
-        ? { status: 409, body: status(409, 'AlreadyExists', 'secrets "srv-server-api-key" already exists') }
-        : success(req),
-    );
-    assert.deepEqual(await executeActions([action], taken.deps), { kind: 'done' });
-    assert.deepEqual(taken.timeline, [`POST ${SECRETS_PATH}`]);
+  it('reports a taken name only when a uid was recorded (a rotation someone raced); stops on another error', async () => {
+    const taken = () =>
+      harness((req) =>
+        req.method === 'POST' && req.path === SECRETS_PATH
+          ? { status: 409, body: status(409, 'AlreadyExists', 'secrets "srv-server-api-key" already exists') }
+          : success(req),
+      );
+    const fresh = createServerKeys();
+    const first = taken();
+    assert.deepEqual(await executeActions([action], { ...first.deps, serverKeys: fresh }), { kind: 'done' });
+    assert.deepEqual(first.timeline, [`POST ${SECRETS_PATH}`]);
+    assert.equal(fresh.get('uid-srv'), undefined, 'nothing recorded: nothing to clear');
+    const rotated = createServerKeys();
+    const second = taken();
+    const out = await executeActions([{ ...action, recorded: true }], {
+      ...second.deps,
+      serverKeys: rotated,
+    });
+    assert.deepEqual(out, { kind: 'done' });
+    assert.deepEqual(second.timeline, [`POST ${SECRETS_PATH}`], 'no status write: clearing it is decided');
+    assert.deepEqual(rotated.get('uid-srv'), { kind: 'taken' });
     const refused = harness((req) =>
       req.method === 'POST' && req.path === SECRETS_PATH
         ? { status: 403, body: status(403, 'Forbidden', 'no') }
         : success(req),
     );
-    const out = await executeActions([action], refused.deps);
-    assert.equal(out.kind, 'error');
+    const keys = createServerKeys();
+    const failed = await executeActions([action], { ...refused.deps, serverKeys: keys });
+    assert.equal(failed.kind, 'error');
     assert.deepEqual(refused.timeline, [`POST ${SECRETS_PATH}`]);
+    assert.equal(keys.get('uid-srv'), undefined);
   });
 
-  it('tries recording the uid again in place (after 250 ms, then 500 ms), and reports an error when it cannot', async (t) => {
-    // A manual clock: the pauses between tries pass on the test's ticks only (the fake transport needs no timer).
-    t.mock.timers.enable({ apis: ['setTimeout'] });
-    /** Lets the executor run until `done()` holds; it must within a few turns, as nothing here waits on I/O. */
-    const until = async (done: () => boolean, what: string): Promise<void> => {
-      for (let i = 0; i < 50 && !done(); i++) await new Promise((resolve) => setImmediate(resolve));
-      assert.ok(done(), what);
-    };
-    /** Drives the tries of one recording: each waits exactly its pause (not 1 ms less) before it is sent. */
-    const drive = async (patches: () => number): Promise<void> => {
-      await until(() => patches() === 1, 'the first try is sent at once');
-      for (const [n, pause] of [
-        [2, 250],
-        [3, 500],
-      ] as const) {
-        t.mock.timers.tick(pause - 1);
-        for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
-        assert.equal(patches(), n - 1, `try ${n} waits ${pause} ms`);
-        t.mock.timers.tick(1);
-        await until(() => patches() === n, `try ${n} is sent after ${pause} ms`);
-      }
-    };
-    let patches = 0;
-    const h = harness((req) => {
-      if (req.method === 'POST' && req.path === SECRETS_PATH) {
-        const body = req.body as { metadata: Record<string, unknown> };
-        return { status: 201, body: { ...body, metadata: { ...body.metadata, uid: 'uid-secret-2' } } };
-      }
-      if (req.method === 'PATCH') {
-        patches++;
-        if (patches < 3) return { status: 500, body: status(500, 'InternalError', 'etcd hiccup') };
-      }
-      return success(req);
-    });
-    const recorded = executeActions([action], h.deps);
-    await drive(() => patches);
-    assert.deepEqual(await recorded, { kind: 'done' });
-    assert.equal(patches, 3, 'recorded on the third try');
-    const failing = harness((req) =>
-      req.method === 'POST' && req.path === SECRETS_PATH
-        ? { status: 201, body: { ...(req.body as object), metadata: { name: 'x', uid: 'uid-secret-3' } } }
-        : { status: 500, body: status(500, 'InternalError', 'down') },
-    );
-    const failed = executeActions([action], failing.deps);
-    await drive(() => failing.requests.filter((r) => r.method === 'PATCH').length);
-    const out = await failed;
-    assert.equal(out.kind, 'error');
-    assert.equal(failing.requests.filter((r) => r.method === 'PATCH').length, 3);
-  });
-
-  it('clears a recorded uid when a new key meets a Secret it did not create (a rotation someone raced)', async () => {
-    const h = harness((req) =>
-      req.method === 'POST' && req.path === SECRETS_PATH
-        ? { status: 409, body: status(409, 'AlreadyExists', 'exists') }
-        : success(req),
-    );
-    assert.deepEqual(await executeActions([{ ...action, recorded: true }], h.deps), { kind: 'done' });
-    assert.deepEqual(h.timeline, [`POST ${SECRETS_PATH}`, `PATCH ${agentPath('srv')}/status`]);
-    assert.deepEqual(h.requests[1]?.body, { status: { apiKeySecretUID: null } });
+  it('the snapshot reads an observation until the status says it, then forgets it', () => {
+    const keys = createServerKeys();
+    keys.set('a', { kind: 'created', uid: 'uid-secret-1' });
+    assert.deepEqual(serverKeyOf(keys, 'a', undefined), { kind: 'created', uid: 'uid-secret-1' });
+    assert.deepEqual(serverKeyOf(keys, 'a', 'uid-old'), { kind: 'created', uid: 'uid-secret-1' });
+    assert.equal(serverKeyOf(keys, 'a', 'uid-secret-1'), undefined);
+    assert.equal(keys.get('a'), undefined, 'forgotten once recorded');
+    keys.set('b', { kind: 'taken' });
+    assert.deepEqual(serverKeyOf(keys, 'b', 'uid-old'), { kind: 'taken' });
+    assert.equal(serverKeyOf(keys, 'b', undefined), undefined);
+    assert.equal(keys.get('b'), undefined, 'forgotten once cleared');
   });
 });

@@ -8,10 +8,13 @@ import { HANDLERS } from './execute/table.ts';
 
 export {
   type ActionResult,
+  createServerKeys,
   createTombstones,
   type ExecuteDeps,
   type ExecuteOutcome,
   FIELD_MANAGER,
+  type ServerKeys,
+  serverKeyOf,
   type Tombstones,
 } from './execute/deps.ts';
 export { observe } from './execute/reports.ts';

@@ -10,6 +10,7 @@ import {
   objectKey,
 } from '../kube/index.ts';
 import { type ControllerMetrics, createControllerMetrics } from '../metrics/index.ts';
+import { STALE_RUN_OBJECT_RETRY_MS } from '../reconcile/agent/found.ts';
 import {
   FAILURE_JOB_GONE,
   FAILURE_MISSING_REF,
@@ -564,7 +565,7 @@ describe('reconcileAgent', () => {
       assert.equal(statusOf(h.patched()).phase, 'Running');
     });
 
-    it('input ConfigMap POST 409, left by an earlier Agent of the same name → retried, no Job, no status', async () => {
+    it('input ConfigMap POST 409, left by an earlier Agent of the same name → reported, decide waits it out: no Job, no status', async () => {
       const h = harness({
         ...PENDING_WORLD,
         agents: [rawAgent('a1')],
@@ -593,9 +594,49 @@ describe('reconcileAgent', () => {
           return undefined;
         },
       });
-      assert.equal((await h.run()).kind, 'retry');
+      assert.deepEqual(await h.run(), { kind: 'requeueAfter', ms: STALE_RUN_OBJECT_RETRY_MS });
       assert.deepEqual(h.calls(), [`POST ${CONFIG_MAPS_PATH}`, `GET ${INPUT_PATH}`]);
       assert.deepEqual(h.events, []);
+    });
+
+    it('input ConfigMap POST 409, this run’s with other data → decide deletes it (uid precondition), creates it again, then the Job', async () => {
+      let posts = 0;
+      const h = harness({
+        ...PENDING_WORLD,
+        agents: [rawAgent('a1')],
+        router: (req) => {
+          if (req.method === 'POST' && req.path === CONFIG_MAPS_PATH && posts++ === 0)
+            return {
+              status: 409,
+              body: status(409, 'AlreadyExists', 'configmaps "agent-job-a1-input" exists'),
+            };
+          if (req.method === 'GET' && req.path === INPUT_PATH) {
+            const posted = h.requests.find((r) => r.method === 'POST' && r.path === CONFIG_MAPS_PATH)
+              ?.body as { metadata: Record<string, unknown> };
+            return {
+              status: 200,
+              body: {
+                ...posted,
+                metadata: { ...posted.metadata, uid: 'uid-old-input' },
+                data: { prompt: 'older' },
+              },
+            };
+          }
+          return undefined;
+        },
+      });
+      assert.equal((await h.run()).kind, 'requeueAfter');
+      assert.deepEqual(h.calls().slice(0, 5), [
+        `POST ${CONFIG_MAPS_PATH}`,
+        `GET ${INPUT_PATH}`,
+        `DELETE ${INPUT_PATH}`,
+        `POST ${CONFIG_MAPS_PATH}`,
+        `POST ${JOBS_PATH}`,
+      ]);
+      const del = h.requests.find((r) => r.method === 'DELETE');
+      assert.deepEqual((del?.body as { preconditions?: unknown } | undefined)?.preconditions, {
+        uid: 'uid-old-input',
+      });
     });
 
     it('Station and AgentDefinition not cached → confirmed by live GETs first', async () => {

@@ -22,7 +22,7 @@ import { describeBatchError } from '../vendors/batch/http.ts';
 import { runCustomId } from '../vendors/batch/port.ts';
 import type { BatchPoller } from './batch/poller.ts';
 import { checkCredentials, knownSubmission, vendorCall } from './batch/runtime.ts';
-import { type ExecuteDeps, executeActions } from './execute.ts';
+import { type ExecuteDeps, type ExecuteOutcome, executeActions, serverKeyOf } from './execute.ts';
 import {
   cachedDefinition,
   type GatherDeps,
@@ -135,9 +135,53 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
   // deletionTimestamp when a finalizer holds it, wakes it again.
   if (deps.tombstones?.has(agent.metadata.uid) === true && agent.metadata.deletionTimestamp === undefined)
     return { kind: 'done' };
+  const first = await initialSnapshot(agent, deps);
+  if (!first.ok) {
+    log.warn('Reading references failed, will retry', { error: first.error });
+    return { kind: 'retry', reason: first.error };
+  }
+  let snapshot = first.snapshot;
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    // The Station picture is read, decided on and (for an admission) written back in one synchronous step, so
+    // no other reconcile can decide between them: two admissions never see the same free slot
+    // (docs/design/reference-behaviour.md#d-l-admission-by-construction).
+    const queue = deps.book.view(key);
+    if (queue === undefined) return { kind: 'done' };
+    snapshot = { ...snapshot, queue };
+    const decision: Decision = decide(snapshot, deps.now());
+    const starts = decision.admits === true || decision.actions.some((a) => a.kind === 'createJob');
+    if (starts) deps.book.admit(key);
+    const step =
+      decision.needs !== undefined
+        ? await gatherNeed(decision.needs, snapshot, deps, log)
+        : await execute(key, decision, starts, snapshot, deps, log);
+    if (step.kind === 'result') return step.result;
+    snapshot = step.snapshot;
+  }
+  return retry(log, 'Reconcile did not settle', `after ${MAX_ROUNDS} rounds`);
+}
+
+/** What one round of a reconcile ends with: decide again on `snapshot`, or the reconcile's result. */
+type Round =
+  | { readonly kind: 'again'; readonly snapshot: Snapshot }
+  | { readonly kind: 'result'; readonly result: WorkResult };
+
+const again = (snapshot: Snapshot): Round => ({ kind: 'again', snapshot });
+const result = (r: WorkResult): Round => ({ kind: 'result', result: r });
+
+/**
+ * The snapshot a reconcile starts from: the cached Agent, the shell's own observations of it (batch submission and
+ * poller, cleanup backoff, prices, the server key), its Station, definition and policy, and what its phase reads
+ * from the watches (EndpointSlices, the API server's address, the run's pods).
+ */
+async function initialSnapshot(
+  agent: Agent,
+  deps: ReconcileDeps,
+): Promise<{ ok: true; snapshot: Snapshot } | { ok: false; error: string }> {
   const uid = agent.metadata.uid;
   const notBefore = deps.batch?.cleanupNotBefore.get(uid);
-  let snapshot: Snapshot = {
+  const serverKey = serverKeyOf(deps.serverKeys, uid, agent.status.apiKeySecretUID);
+  const base: Snapshot = {
     agent,
     station: null,
     definition: null,
@@ -148,13 +192,11 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
     ...(deps.poller !== undefined ? { batchState: deps.poller.observation(uid) } : {}),
     ...(notBefore !== undefined ? { cleanupNotBefore: new Date(notBefore) } : {}),
     ...(deps.prices !== undefined ? { prices: deps.prices() } : {}),
+    ...(serverKey !== undefined ? { serverKey } : {}),
   };
-  const refs = await resolveRefs(agent, snapshot, deps);
-  if (!refs.ok) {
-    log.warn('Reading references failed, will retry', { error: refs.error });
-    return { kind: 'retry', reason: refs.error };
-  }
-  snapshot = refs.snapshot;
+  const refs = await resolveRefs(agent, base, deps);
+  if (!refs.ok) return refs;
+  let snapshot = refs.snapshot;
   // A Pending run with dependencies sees their EndpointSlices (cached from a watch).
   const dependencies = snapshot.definition?.spec.dependencies ?? [];
   if (agent.status.phase === 'Pending' && dependencies.length > 0 && deps.endpoints !== undefined) {
@@ -175,162 +217,182 @@ async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResu
   ) {
     snapshot = { ...snapshot, apiServer: await deps.apiServer() };
   }
-
   // A Job run in progress sees its pods and pod-creation failures (cached from watches): a pod kept from starting.
   if (agent.status.phase === 'Running' && deps.starts !== undefined && runsAJob(agent)) {
     const start = deps.starts(agent.metadata.namespace, runJobName(agent));
     if (start !== undefined) snapshot = { ...snapshot, start };
   }
+  return { ok: true, snapshot };
+}
 
-  for (let round = 0; round < MAX_ROUNDS; round++) {
-    // The Station picture is read, decided on and (for an admission) written back in one synchronous step, so
-    // no other reconcile can decide between them: two admissions never see the same free slot
-    // (docs/design/reference-behaviour.md#d-l-admission-by-construction).
-    const queue = deps.book.view(key);
-    if (queue === undefined) return { kind: 'done' };
-    snapshot = { ...snapshot, queue };
-    const decision: Decision = decide(snapshot, deps.now());
-    const starts = decision.admits === true || decision.actions.some((a) => a.kind === 'createJob');
-    if (starts) deps.book.admit(key);
-    if (decision.needs === 'credentials') {
+/** Gathers the one observation a decision asked for (`needs`). */
+async function gatherNeed(
+  need: NonNullable<Decision['needs']>,
+  snapshot: Snapshot,
+  deps: ReconcileDeps,
+  log: Logger,
+): Promise<Round> {
+  const { agent } = snapshot;
+  switch (need) {
+    case 'credentials': {
       if (deps.batch === undefined || snapshot.definition === null)
-        return retry(log, 'Batch credentials needed', 'batch execution is not configured');
+        return result(retry(log, 'Batch credentials needed', 'batch execution is not configured'));
       const checked = await checkCredentials(deps.batch, agent, snapshot.definition);
-      if (!checked.ok) return retry(log, 'Reading batch credentials failed', checked.error);
-      snapshot = { ...snapshot, credentials: checked.value };
-      continue;
+      if (!checked.ok) return result(retry(log, 'Reading batch credentials failed', checked.error));
+      return again({ ...snapshot, credentials: checked.value });
     }
-    if (decision.needs === 'batchLookup') {
+    case 'batchLookup': {
       const found = await lookupSubmission(deps, agent, snapshot);
-      if (!found.ok) return retry(log, 'Searching the vendor for an earlier submission failed', found.error);
-      snapshot = { ...snapshot, submission: found.value };
-      continue;
+      if (!found.ok)
+        return result(retry(log, 'Searching the vendor for an earlier submission failed', found.error));
+      return again({ ...snapshot, submission: found.value });
     }
-    if (decision.needs === 'memory') {
+    case 'memory': {
       const spec = snapshot.definition?.spec.memory;
-      if (spec === undefined) return retry(log, 'Memory needed without spec.memory', 'internal');
+      if (spec === undefined) return result(retry(log, 'Memory needed without spec.memory', 'internal'));
       const read = await readMemory(deps, agent.metadata.namespace, spec.configMap);
-      if (!read.ok) return retry(log, 'Reading the memory ConfigMap failed', read.error);
-      snapshot = { ...snapshot, memory: read.value };
-      continue;
+      if (!read.ok) return result(retry(log, 'Reading the memory ConfigMap failed', read.error));
+      return again({ ...snapshot, memory: read.value });
     }
-    if (decision.needs === 'job') {
+    case 'job': {
       const job = await observeJob(deps, agent);
-      if (!job.ok) return retry(log, 'Reading the Job failed', describeKubeError(job.error));
-      snapshot = { ...snapshot, job: job.value };
-      continue;
+      if (!job.ok) return result(retry(log, 'Reading the Job failed', describeKubeError(job.error)));
+      return again({ ...snapshot, job: job.value });
     }
-    if (decision.needs === 'livePods') {
+    case 'livePods': {
       if (snapshot.job.kind !== 'present' || snapshot.start === undefined)
-        return retry(log, 'Live pods needed without a Job', 'internal');
+        return result(retry(log, 'Live pods needed without a Job', 'internal'));
       const pods = await listJobPods(deps, snapshot.job.job);
-      if (!pods.ok) return retry(log, "Listing the run's pods failed", describeKubeError(pods.error));
-      snapshot = { ...snapshot, start: { ...snapshot.start, pods: pods.value, live: true } };
-      continue;
+      if (!pods.ok) return result(retry(log, "Listing the run's pods failed", describeKubeError(pods.error)));
+      return again({ ...snapshot, start: { ...snapshot.start, pods: pods.value, live: true } });
     }
-    if (decision.needs === 'server') {
+    case 'server': {
       if (snapshot.station === null || snapshot.definition === null)
-        return retry(log, 'Server objects needed without a Station and definition', 'internal');
+        return result(retry(log, 'Server objects needed without a Station and definition', 'internal'));
       const read = await observeServer(
         { transport: deps.transport, timeoutMs: deps.timeoutMs ?? 30_000 },
         agent,
         snapshot.definition,
         desiredServerObjects(snapshot),
       );
-      if (!read.ok) return retry(log, "Reading the server's objects failed", read.error);
-      snapshot = { ...snapshot, server: read.value };
-      continue;
+      if (!read.ok) return result(retry(log, "Reading the server's objects failed", read.error));
+      return again({ ...snapshot, server: read.value });
     }
-    if (decision.needs === 'runEvidence') {
-      if (snapshot.job.kind !== 'present') return retry(log, 'Run evidence needed without a Job', 'internal');
+    case 'runEvidence': {
+      if (snapshot.job.kind !== 'present')
+        return result(retry(log, 'Run evidence needed without a Job', 'internal'));
       const evidence = await gatherEvidence(deps, snapshot.job.job);
-      snapshot = { ...snapshot, job: { ...snapshot.job, evidence } };
-      continue;
+      return again({ ...snapshot, job: { ...snapshot.job, evidence } });
     }
-    let createSent = false;
-    const outcome = await executeActions(decision.actions, {
-      ...deps,
-      beforeCreateJob: () => {
-        if (deps.leading !== undefined && !deps.leading()) return false;
-        createSent = true;
-        return true;
-      },
-    });
-    // An admission whose Job was never asked for gives its slot back; once asked, the slot stays held until the
-    // Agent is seen Running, finished or gone (the create may have landed even if its answer was lost). A batch
-    // admission (the finalizer, then the submission record) is given back when its write was refused.
-    const createsJob = decision.actions.some((a) => a.kind === 'createJob');
-    if (starts && (createsJob ? !createSent : outcome.kind === 'superseded' || outcome.kind === 'notLeading'))
-      deps.book.release(key);
-    if (decision.submissionRecord === true && outcome.kind === 'done')
-      deps.batch?.nothingOutstanding.add(uid);
-    switch (outcome.kind) {
-      case 'done':
-      case 'superseded':
-        // A server object changed between its read and its write (its controller writing status, a person's edit):
-        // nothing watched wakes the Agent for that, so it is looked at again shortly.
-        if (outcome.kind === 'superseded' && decision.actions.some((a) => a.kind === 'applyServerObject'))
-          return { kind: 'requeueAfter', ms: SERVER_CONFLICT_RETRY_MS };
-        return decision.requeueAfterMs !== undefined && outcome.kind === 'done'
-          ? { kind: 'requeueAfter', ms: decision.requeueAfterMs }
-          : { kind: 'done' };
-      case 'notLeading':
-        // Not a reason to forget the key: when the Lease's renewal is confirmed after all, this replica goes on
-        // leading in the same term and nothing else would wake it (found by the chaos run: a run whose Job finished
-        // while the API server restarted stayed Running). When leadership did end, the queue is shut down and drops
-        // the key; the next term looks at every run again.
-        return { kind: 'requeueAfter', ms: NOT_LEADING_RECHECK_MS };
-      case 'jobExists': {
-        const job = await observeJob(deps, agent);
-        if (!job.ok) return retry(log, 'Reading the existing Job failed', describeKubeError(job.error));
-        snapshot = { ...snapshot, job: job.value };
-        continue;
-      }
-      case 'bindingRefused':
-        snapshot = { ...snapshot, bindingRefused: { message: outcome.message } };
-        continue;
-      case 'serviceAccountRefused':
-        snapshot = { ...snapshot, serviceAccountRefused: { message: outcome.message } };
-        continue;
-      case 'inputRefused':
-        snapshot = { ...snapshot, inputRefused: { message: outcome.message } };
-        continue;
-      case 'jobRejected':
-        snapshot = { ...snapshot, jobRejected: { message: outcome.message } };
-        continue;
-      case 'serverRejected':
-        snapshot = { ...snapshot, serverRejected: { message: outcome.message } };
-        continue;
-      case 'error':
-        return retry(log, `Action ${outcome.action} failed`, describeKubeError(outcome.error));
-      case 'retryLater':
-        log.warn('Step failed, will retry', { error: outcome.reason });
-        return outcome.afterMs !== undefined
-          ? { kind: 'requeueAfter', ms: Math.max(1000, outcome.afterMs) }
-          : { kind: 'retry', reason: outcome.reason };
-      case 'batchSubmitted':
-        snapshot = { ...snapshot, submission: { kind: 'submitted', id: outcome.id } };
-        continue;
-      case 'batchRejected':
-        snapshot = { ...snapshot, submission: { kind: 'rejected', message: outcome.message } };
-        continue;
-      case 'cleanupPending':
-        snapshot = { ...snapshot, cleanup: { kind: 'pending', detail: outcome.detail } };
-        continue;
-      case 'cleanupFailed': {
-        const attempt = (agent.status.batchCleanupAttempts ?? 0) + 1;
-        deps.batch?.cleanupNotBefore.set(uid, deps.now().getTime() + cleanupBackoffMs(attempt));
-        snapshot = { ...snapshot, cleanup: { kind: 'failed', message: outcome.message } };
-        continue;
-      }
-      default: {
-        // Every outcome is handled above: a new one fails to compile here instead of deciding again silently.
-        const unhandled: never = outcome;
-        return retry(log, 'Unhandled outcome', JSON.stringify(unhandled));
-      }
+    default: {
+      const unhandled: never = need;
+      return result(retry(log, 'Unhandled need', String(unhandled)));
     }
   }
-  return retry(log, 'Reconcile did not settle', `after ${MAX_ROUNDS} rounds`);
+}
+
+/**
+ * Executes a decision, gives back an admission whose Job was never asked for, and turns the executor's outcome into
+ * the reconcile's result or the observation to decide again with.
+ */
+async function execute(
+  key: string,
+  decision: Decision,
+  starts: boolean,
+  snapshot: Snapshot,
+  deps: ReconcileDeps,
+  log: Logger,
+): Promise<Round> {
+  let createSent = false;
+  const outcome = await executeActions(decision.actions, {
+    ...deps,
+    beforeCreateJob: () => {
+      if (deps.leading !== undefined && !deps.leading()) return false;
+      createSent = true;
+      return true;
+    },
+  });
+  // An admission whose Job was never asked for gives its slot back; once asked, the slot stays held until the
+  // Agent is seen Running, finished or gone (the create may have landed even if its answer was lost). A batch
+  // admission (the finalizer, then the submission record) is given back when its write was refused.
+  const createsJob = decision.actions.some((a) => a.kind === 'createJob');
+  if (starts && (createsJob ? !createSent : outcome.kind === 'superseded' || outcome.kind === 'notLeading'))
+    deps.book.release(key);
+  if (decision.submissionRecord === true && outcome.kind === 'done')
+    deps.batch?.nothingOutstanding.add(snapshot.agent.metadata.uid);
+  return afterOutcome(outcome, decision, snapshot, deps, log);
+}
+
+/** What an executor outcome means for the reconcile: its result, or the snapshot to decide again on. */
+async function afterOutcome(
+  outcome: ExecuteOutcome,
+  decision: Decision,
+  snapshot: Snapshot,
+  deps: ReconcileDeps,
+  log: Logger,
+): Promise<Round> {
+  const { agent } = snapshot;
+  switch (outcome.kind) {
+    case 'done':
+    case 'superseded':
+      // A server object changed between its read and its write (its controller writing status, a person's edit):
+      // nothing watched wakes the Agent for that, so it is looked at again shortly.
+      if (outcome.kind === 'superseded' && decision.actions.some((a) => a.kind === 'applyServerObject'))
+        return result({ kind: 'requeueAfter', ms: SERVER_CONFLICT_RETRY_MS });
+      return result(
+        decision.requeueAfterMs !== undefined && outcome.kind === 'done'
+          ? { kind: 'requeueAfter', ms: decision.requeueAfterMs }
+          : { kind: 'done' },
+      );
+    case 'notLeading':
+      // Not a reason to forget the key: when the Lease's renewal is confirmed after all, this replica goes on
+      // leading in the same term and nothing else would wake it (found by the chaos run: a run whose Job finished
+      // while the API server restarted stayed Running). When leadership did end, the queue is shut down and drops
+      // the key; the next term looks at every run again.
+      return result({ kind: 'requeueAfter', ms: NOT_LEADING_RECHECK_MS });
+    case 'jobExists': {
+      const job = await observeJob(deps, agent);
+      if (!job.ok) return result(retry(log, 'Reading the existing Job failed', describeKubeError(job.error)));
+      return again({ ...snapshot, job: job.value });
+    }
+    case 'bindingRefused':
+      return again({ ...snapshot, bindingRefused: { message: outcome.message } });
+    case 'serviceAccountRefused':
+      return again({ ...snapshot, serviceAccountRefused: { message: outcome.message } });
+    case 'inputRefused':
+      return again({ ...snapshot, inputRefused: { message: outcome.message } });
+    case 'found':
+      return again({ ...snapshot, found: [...(snapshot.found ?? []), outcome.found] });
+    case 'jobRejected':
+      return again({ ...snapshot, jobRejected: { message: outcome.message } });
+    case 'serverRejected':
+      return again({ ...snapshot, serverRejected: { message: outcome.message } });
+    case 'error':
+      return result(retry(log, `Action ${outcome.action} failed`, describeKubeError(outcome.error)));
+    case 'retryLater':
+      log.warn('Step failed, will retry', { error: outcome.reason });
+      return result(
+        outcome.afterMs !== undefined
+          ? { kind: 'requeueAfter', ms: Math.max(1000, outcome.afterMs) }
+          : { kind: 'retry', reason: outcome.reason },
+      );
+    case 'batchSubmitted':
+      return again({ ...snapshot, submission: { kind: 'submitted', id: outcome.id } });
+    case 'batchRejected':
+      return again({ ...snapshot, submission: { kind: 'rejected', message: outcome.message } });
+    case 'cleanupPending':
+      return again({ ...snapshot, cleanup: { kind: 'pending', detail: outcome.detail } });
+    case 'cleanupFailed': {
+      const attempt = (agent.status.batchCleanupAttempts ?? 0) + 1;
+      deps.batch?.cleanupNotBefore.set(agent.metadata.uid, deps.now().getTime() + cleanupBackoffMs(attempt));
+      return again({ ...snapshot, cleanup: { kind: 'failed', message: outcome.message } });
+    }
+    default: {
+      // Every outcome is handled above: a new one fails to compile here instead of deciding again silently.
+      const unhandled: never = outcome;
+      return result(retry(log, 'Unhandled outcome', JSON.stringify(unhandled)));
+    }
+  }
 }
 
 /**

@@ -86,7 +86,7 @@ describe('deleteRunBindings (the cleanup of a run, issue 9 §6)', () => {
   });
 });
 
-describe('createRunBinding: a name collision is resolved by the run labels', () => {
+describe('createRunBinding: a name collision is reported with the object found', () => {
   const binding = buildRunClusterRoleBinding(agentOf('u1'), 'reader');
   const existing = (labels: Record<string, string>, deleting = false) =>
     createFakeTransport({
@@ -106,19 +106,23 @@ describe('createRunBinding: a name collision is resolved by the run labels', () 
     });
   const opts = { fieldManager: 'test' };
 
-  it('ours → exists; an earlier Agent of the same name → stale; anything else → refused', async () => {
-    const ours = binding.metadata.labels;
-    assert.deepEqual(await createRunBinding(existing(ours), binding, opts), { kind: 'exists' });
-    const stale = await createRunBinding(
-      existing({ ...ours, 'agents.re-cinq.com/run-uid': 'u0' }),
-      binding,
-      opts,
+  it('409 → the binding of that name read back and reported as found (labels, deleting), for the core to judge', async () => {
+    const labels = { ...binding.metadata.labels, 'agents.re-cinq.com/run-uid': 'u0' };
+    const t = existing(labels, true);
+    assert.deepEqual(await createRunBinding(t, binding, opts), {
+      kind: 'found',
+      found: {
+        key: `ClusterRoleBinding /${binding.metadata.name}`,
+        uid: '',
+        deleting: true,
+        labels,
+        annotations: {},
+      },
+    });
+    assert.deepEqual(
+      t.requests.map((r) => r.method),
+      ['POST', 'GET'],
     );
-    assert.equal(stale.kind, 'stale');
-    assert.equal((await createRunBinding(existing({}, true), binding, opts)).kind, 'stale');
-    const foreign = await createRunBinding(existing({ team: 'x' }), binding, opts);
-    assert.equal(foreign.kind, 'refused');
-    assert.match(foreign.kind === 'refused' ? foreign.message : '', /already exists and is not this run's$/);
   });
 
   it('403 and 422 from the create → refused with the answer', async () => {

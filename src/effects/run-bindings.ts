@@ -1,8 +1,8 @@
-// The I/O of a run's bindings (issue 9 §2, §6): create one, find a run's by its uid label, delete them, and the
-// sweep's list of every run binding. The decisions about them are pure (src/reconcile, src/jobs/run-bindings.ts).
+// The I/O of a run's bindings (issue 9 §2, §6): create one (a name taken is reported with the object found), find a
+// run's by its uid label, delete them, and the sweep's list of every run binding. The decisions about them are pure
+// (src/reconcile/agent/found.ts, src/jobs/run-bindings.ts).
 import * as v from 'valibot';
 import {
-  LABEL_AGENT,
   LABEL_RUN_NAMESPACE,
   LABEL_RUN_UID,
   type ListedBinding,
@@ -21,31 +21,26 @@ import {
   ROLE_BINDINGS,
   type Transport,
 } from '../kube/index.ts';
+import { describeBinding, foundKey } from '../reconcile/agent/found.ts';
+import type { FoundObject } from '../reconcile/snapshot.ts';
 import { err, ok, type Result } from '../shared/result.ts';
-import { createOrGet } from './create-or-get.ts';
+import { createOrGet, foundObject } from './create-or-get.ts';
 
 /** How a binding create ended. */
 export type BindingCreate =
   | { readonly kind: 'created' }
-  /** It exists and is this run's (a retried start). */
-  | { readonly kind: 'exists' }
-  /** A binding of an earlier Agent of the same name is in the way: garbage collection will remove it. */
+  /** The name was taken: the object found, for decide to judge (src/reconcile/agent/found.ts). */
+  | { readonly kind: 'found'; readonly found: FoundObject }
+  /** The object that held the name went before it could be read (looked at again later). */
   | { readonly kind: 'stale'; readonly message: string }
-  /** The API server refused it, or the name is taken by something else: the run fails with `message`. */
+  /** The API server refused it, or the object found cannot be read: the run fails with `message`. */
   | { readonly kind: 'refused'; readonly message: string }
   | { readonly kind: 'error'; readonly error: KubeError };
 
 const rtOf = (b: { readonly kind: string }) =>
   b.kind === 'RoleBinding' ? ROLE_BINDINGS : CLUSTER_ROLE_BINDINGS;
 
-/** `RoleBinding ns/name` or `ClusterRoleBinding name`, for messages. */
-function describeBinding(b: RunBindingManifest): string {
-  return b.kind === 'RoleBinding'
-    ? `RoleBinding ${b.metadata.namespace}/${b.metadata.name} (ClusterRole ${b.roleRef.name})`
-    : `ClusterRoleBinding ${b.metadata.name} (ClusterRole ${b.roleRef.name})`;
-}
-
-/** POSTs one run binding; a name collision is resolved by the run labels of the object found. */
+/** POSTs one run binding; a name collision is reported with the object found (whose it is, decide judges). */
 export async function createRunBinding(
   t: Transport,
   binding: RunBindingManifest,
@@ -57,15 +52,8 @@ export async function createRunBinding(
   const ref = { namespace, name: binding.metadata.name };
   const found = await createOrGet(t, rt, ref, { ...binding }, KubeObjectSchema, what, opts);
   if (found.kind !== 'found') return found;
-  const labels = found.value.metadata.labels ?? {};
-  const ours = binding.metadata.labels;
-  if (labels[LABEL_RUN_UID] === ours[LABEL_RUN_UID]) return { kind: 'exists' };
-  const sameRun =
-    labels[LABEL_RUN_NAMESPACE] === ours[LABEL_RUN_NAMESPACE] && labels[LABEL_AGENT] === ours[LABEL_AGENT];
-  if (sameRun || found.value.metadata.deletionTimestamp != null) {
-    return { kind: 'stale', message: `${what} of an earlier Agent of this name is still there` };
-  }
-  return { kind: 'refused', message: `${what} already exists and is not this run's` };
+  const key = foundKey({ kind: 'createRunBinding', binding });
+  return { kind: 'found', found: foundObject(key, found.value.metadata) };
 }
 
 const BindingItemSchema = v.object({

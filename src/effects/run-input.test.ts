@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { buildRunInput, type InputConfigMapManifest } from '../jobs/index.ts';
 import { createFakeTransport, type FakeReply, type FakeRequest } from '../kube/fake-transport.ts';
 import { agent, at, definition, NS, station } from '../reconcile/test-fixtures.ts';
-import { createRunInput } from './run-input.ts';
+import { createRunInput, deleteRunInput } from './run-input.ts';
 
 const COLLECTION = `/api/v1/namespaces/${NS}/configmaps`;
 const PATH = `${COLLECTION}/agent-job-a-input`;
@@ -94,94 +94,48 @@ describe('createRunInput (the run input ConfigMap, issue 10 §1)', () => {
     assert.equal(input.immutable, true);
   });
 
-  it('409, this run’s with the same data (a retried start) → exists, nothing else is written', async () => {
-    const { out, calls } = await create((req) => (req.method === 'POST' ? exists : found()));
-    assert.deepEqual(out, { kind: 'exists' });
-    assert.deepEqual(calls, [`POST ${COLLECTION}`, `GET ${PATH}`]);
-  });
-
-  it('409, this run’s with other data (its memory changed) → DELETE with the uid precondition, POST again → created', async () => {
-    const { out, requests, calls } = await create((req, n) => {
-      if (req.method === 'POST') return n === 0 ? exists : { status: 201, body: req.body };
-      if (req.method === 'GET')
-        return found({ data: { ...input.data, prompt: 'Do {thing} (older memory)' } });
-      return { status: 200, body: status(200, 'Success', '') };
-    });
-    assert.deepEqual(out, { kind: 'created' });
-    assert.deepEqual(calls, [`POST ${COLLECTION}`, `GET ${PATH}`, `DELETE ${PATH}`, `POST ${COLLECTION}`]);
-    assert.deepEqual((requests[2]?.body as { preconditions?: unknown } | undefined)?.preconditions, {
-      uid: 'uid-cm',
-    });
-    assert.deepEqual(requests[3]?.body, { ...input });
-  });
-
-  it('this run’s with other data again after the DELETE → stale (retried later), not an endless loop', async () => {
-    const { out, calls } = await create((req) => {
-      if (req.method === 'POST') return exists;
-      if (req.method === 'GET') return found({ data: { prompt: 'other' } });
-      return { status: 200, body: status(200, 'Success', '') };
-    });
-    assert.equal(out.kind, 'stale');
-    assert.match(out.kind === 'stale' ? out.message : '', /keeps changing$/);
-    assert.deepEqual(calls, [
-      `POST ${COLLECTION}`,
-      `GET ${PATH}`,
-      `DELETE ${PATH}`,
-      `POST ${COLLECTION}`,
-      `GET ${PATH}`,
-    ]);
-  });
-
-  it('409, an earlier Agent’s of the same name (same run labels, other owner uid) → stale', async () => {
+  it('409 → the ConfigMap of that name read back and reported as found (owner, annotations, data), nothing else written', async () => {
     const { out, calls } = await create((req) =>
-      req.method === 'POST' ? exists : found({ ownerUid: 'uid-previous' }),
+      req.method === 'POST'
+        ? exists
+        : found({ data: { prompt: 'other' }, annotations: { 'agents.re-cinq.com/agent-uid': 'uid-a' } }),
     );
     assert.deepEqual(out, {
-      kind: 'stale',
-      message: `ConfigMap ${NS}/agent-job-a-input of an earlier Agent of this name is still there`,
+      kind: 'found',
+      found: {
+        key: `ConfigMap ${NS}/agent-job-a-input`,
+        uid: 'uid-cm',
+        deleting: false,
+        controller: {
+          uid: input.metadata.ownerReferences[0].uid,
+          kind: 'Agent',
+          apiVersion: 'agents.re-cinq.com/v1alpha1',
+          name: 'a',
+        },
+        labels: input.metadata.labels,
+        annotations: { 'agents.re-cinq.com/agent-uid': 'uid-a' },
+        data: { prompt: 'other' },
+      },
     });
-    assert.deepEqual(calls, [`POST ${COLLECTION}`, `GET ${PATH}`], 'never deletes what is not this run’s');
-  });
-
-  it('409, one being deleted → stale', async () => {
-    const { out } = await create((req) =>
-      req.method === 'POST' ? exists : found({ ownerUid: null, labels: { team: 'x' }, deleting: true }),
+    assert.deepEqual(calls, [`POST ${COLLECTION}`, `GET ${PATH}`], 'whose it is is decided by the core');
+    const orphan = await create((req) =>
+      req.method === 'POST' ? exists : found({ ownerUid: null, deleting: true }),
     );
-    assert.equal(out.kind, 'stale');
+    assert.equal(orphan.out.kind === 'found' && orphan.out.found.controller, undefined);
+    assert.equal(orphan.out.kind === 'found' && orphan.out.found.deleting, true);
   });
 
-  it('409, an unrelated ConfigMap of that name → refused, never deleted', async () => {
-    for (const reply of [found({ ownerUid: null, labels: { team: 'x' } }), found({ ownerUid: null })]) {
-      const { out, calls } = await create((req) => (req.method === 'POST' ? exists : reply));
-      assert.deepEqual(out, {
-        kind: 'refused',
-        message: `ConfigMap ${NS}/agent-job-a-input already exists and is not this run's`,
-      });
-      assert.deepEqual(calls, [`POST ${COLLECTION}`, `GET ${PATH}`]);
-    }
-  });
-
-  it('409, owned by another Agent (an earlier one of this name, whatever its Station) → stale, never deleted', async () => {
-    const { out, calls } = await create((req) =>
-      req.method === 'POST' ? exists : found({ ownerUid: 'uid-other', labels: { team: 'x' } }),
+  it('deleteRunInput: DELETE with the uid precondition', async () => {
+    const t = createFakeTransport({ request: () => ({ status: 200, body: status(200, 'Success', '') }) });
+    assert.deepEqual(await deleteRunInput(t, NS, 'agent-job-a-input', 'uid-cm', 1000), {
+      ok: true,
+      value: undefined,
+    });
+    assert.deepEqual(
+      t.requests.map((r) => `${r.method} ${r.path}`),
+      [`DELETE ${PATH}`],
     );
-    assert.deepEqual(out, {
-      kind: 'stale',
-      message: `ConfigMap ${NS}/agent-job-a-input of an earlier Agent of this name is still there`,
-    });
-    assert.deepEqual(calls, [`POST ${COLLECTION}`, `GET ${PATH}`]);
-  });
-
-  it('409, an orphaned run input (no owner, our Agent-uid annotation) → deleted (uid precondition), created again', async () => {
-    let posts = 0;
-    const { out, calls, requests } = await create((req) => {
-      if (req.method === 'POST') return posts++ === 0 ? exists : { status: 201, body: req.body };
-      if (req.method === 'DELETE') return { status: 200, body: status(200, 'Success', '') };
-      return found({ ownerUid: null, annotations: { 'agents.re-cinq.com/agent-uid': 'uid-gone' } });
-    });
-    assert.deepEqual(out, { kind: 'created' });
-    assert.deepEqual(calls, [`POST ${COLLECTION}`, `GET ${PATH}`, `DELETE ${PATH}`, `POST ${COLLECTION}`]);
-    assert.deepEqual((requests[2]?.body as { preconditions?: unknown } | undefined)?.preconditions, {
+    assert.deepEqual((t.requests[0]?.body as { preconditions?: unknown } | undefined)?.preconditions, {
       uid: 'uid-cm',
     });
   });
@@ -200,24 +154,6 @@ describe('createRunInput (the run input ConfigMap, issue 10 §1)', () => {
       unreadable.out.kind === 'refused' ? unreadable.out.message : '',
       /^ConfigMap team\/agent-job-a-input exists and cannot be read: api 403 Forbidden: /,
     );
-  });
-
-  it('this run’s outdated one it may not delete (403) → refused; already gone (404) → created anyway', async () => {
-    const outdated = (deleteReply: FakeReply) =>
-      create((req, n) => {
-        if (req.method === 'POST') return n === 0 ? exists : { status: 201, body: req.body };
-        if (req.method === 'GET') return found({ data: { prompt: 'old' } });
-        return deleteReply;
-      });
-    const denied = await outdated(forbidden);
-    assert.equal(denied.out.kind, 'refused');
-    assert.match(
-      denied.out.kind === 'refused' ? denied.out.message : '',
-      /^ConfigMap team\/agent-job-a-input is outdated and cannot be deleted: api 403 Forbidden: /,
-    );
-    assert.deepEqual(denied.calls, [`POST ${COLLECTION}`, `GET ${PATH}`, `DELETE ${PATH}`]);
-    const gone = await outdated({ status: 404, body: status(404, 'NotFound', 'not found') });
-    assert.deepEqual(gone.out, { kind: 'created' });
   });
 
   it('403 → refused with the API server’s answer, naming the ConfigMap', async () => {

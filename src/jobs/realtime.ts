@@ -7,6 +7,12 @@ import { safeName } from './names.ts';
 export const REALTIME_PORT = 8090;
 /** Label on a realtime run's Job and pod (`agents.re-cinq.com/execution: realtime`); the NetworkPolicy selects it. */
 export const LABEL_EXECUTION = 'agents.re-cinq.com/execution';
+/**
+ * Annotation on a realtime run's Agent: the CLI session id the prompt API saw in a turn's output (issue 27 §2). The
+ * prompt API only reports it (any replica answers prompts); the leader's decide records it in `status.sessionId`
+ * and announces it (docs/design/one-writer.md).
+ */
+export const ANNOTATION_SESSION_ID = 'agents.re-cinq.com/session-id';
 /** Key of the per-run Secret that holds the run's prompt token. */
 export const PROMPT_TOKEN_KEY = 'token';
 

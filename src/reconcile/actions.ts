@@ -46,6 +46,8 @@ export interface AgentStatusPatch {
   /** Where a server answers, and its Service (issue 12). */
   readonly url?: string;
   readonly serviceName?: string;
+  /** The uid of the API-key Secret the controller created for a server; null clears it (issue 12). */
+  readonly apiKeySecretUID?: string | null;
   /** The run's trace (issue 10 §5), set when it starts and the controller traces. */
   readonly traceID?: string;
   readonly batchProvider?: BatchProvider;
@@ -154,6 +156,17 @@ export type Action =
   | { readonly kind: 'deleteJob'; readonly namespace: string; readonly name: string; readonly uid: string }
   /** The run's input ConfigMap (issue 10 §1): the prompt and ids its Job mounts; emitted right before the Job. */
   | { readonly kind: 'createRunInput'; readonly configMap: InputConfigMapManifest }
+  /**
+   * A run input found under the run's name that must be made again (this run's with other data, or orphaned): deleted
+   * with a uid precondition, right before its create (issue 27 §2).
+   */
+  | {
+      readonly kind: 'deleteRunInput';
+      readonly ref: AgentRef;
+      readonly namespace: string;
+      readonly name: string;
+      readonly uid: string;
+    }
   | { readonly kind: 'createJob'; readonly job: JobManifest }
   /**
    * A server's API-key Secret `secretName` (owned by the Agent) with a random key made by the shell; an existing one

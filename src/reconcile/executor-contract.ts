@@ -7,9 +7,8 @@ import type { Action } from './actions.ts';
  * The classes of answer one action can get. For API writes the HTTP answer: `ok` (2xx), `alreadyExists` (409
  * AlreadyExists on a create), `conflict` (409 Conflict: a precondition failed), `notFound` (404), `forbidden` (403),
  * `invalid` (422, also a failed JSON-patch `test`), `badRequest` (400), `error` (anything else: 5xx, 429, network,
- * timeout, an answer that cannot be read). After a 409 on a create whose name may be taken, the object found is
- * judged: `existsOurs` (this run's), `existsStale` (an earlier Agent's of the same name, or it went meanwhile),
- * `existsOther` (someone else's). Vendor calls: `pending` (a cleanup step must finish at the vendor first),
+ * timeout, an answer that cannot be read). After a 409 on a create whose name may be taken, the object of that name
+ * is read: `existsFound` (read: reported to decide, which judges it), `existsGone` (it went meanwhile). Vendor calls: `pending` (a cleanup step must finish at the vendor first),
  * `vendorRefused` (a definite refusal, 4xx), `vendorUnavailable` (429, 5xx, network), `keyMissing` (the vendor key is
  * not in `agent-secrets`, or may not be read). `notReady`: the shell lacks what the action needs (the batch runtime,
  * the realtime key), so nothing was sent.
@@ -23,9 +22,8 @@ export type Answer =
   | 'invalid'
   | 'badRequest'
   | 'error'
-  | 'existsOurs'
-  | 'existsStale'
-  | 'existsOther'
+  | 'existsFound'
+  | 'existsGone'
   | 'pending'
   | 'vendorRefused'
   | 'vendorUnavailable'
@@ -39,6 +37,8 @@ export type Observation =
   | 'serviceAccountRefused'
   | 'bindingRefused'
   | 'inputRefused'
+  /** `found: [..., {the object read back}]` (src/reconcile/agent/found.ts judges it). */
+  | 'found'
   | 'jobRejected'
   | 'serverRejected'
   /** `submission: {kind: 'submitted', id}`. */
@@ -96,12 +96,11 @@ const report = { fence: 'beforePatch', lastLeaderCheck: false, bestEffort: true,
 /** Creates of run objects that count an existing one of that name as done (idempotent retried starts). */
 const createKept = { ok: 'continue', alreadyExists: 'continue', error: 'retry' } as const;
 
-/** A name taken on a create is judged by the object found (its run labels or controller owner). */
+/** A name taken on a create: the object found is reported, and decide judges it (src/reconcile/agent/found.ts). */
 const judged = (refused: Outcome): Answers => ({
   ok: 'continue',
-  existsOurs: 'continue',
-  existsStale: 'retryLater',
-  existsOther: refused,
+  existsFound: 'decideAgain:found',
+  existsGone: 'retryLater',
   forbidden: refused,
   invalid: refused,
   badRequest: refused,
@@ -124,7 +123,7 @@ export const EXECUTOR_CONTRACT: { readonly [K in Action['kind']]: ContractEntry 
     family: 'run',
     ...write,
     answers: judged('decideAgain:bindingRefused'),
-    note: 'After the ServiceAccount, before the Job. A binding found under its name is ours when labelled with this Agent uid; stale when it carries the same run labels with another uid or is being deleted (garbage collection removes it).',
+    note: 'After the ServiceAccount, before the Job. A binding found under its name is read back and reported; decide judges it (ours when labelled with this Agent uid: adopted; stale when it carries the same run labels with another uid or is being deleted: waited out; else the run fails). The executor decides nothing about it.',
   },
   deleteRunBindings: {
     family: 'run',
@@ -142,7 +141,19 @@ export const EXECUTOR_CONTRACT: { readonly [K in Action['kind']]: ContractEntry 
     family: 'run',
     ...write,
     answers: judged('decideAgain:inputRefused'),
-    note: "Right before the Job (issue 10 §1). Found under its name: controlled by this Agent with the same data is ours; with other data (a retried start whose memory changed, no pod mounted it yet) or orphaned, it is deleted (uid precondition) and created again, once; another Agent's is stale.",
+    note: "Right before the Job (issue 10 §1). Found under its name: read back (owner, annotations, data) and reported; decide judges it: this Agent's with the same data is adopted; this Agent's with other data, or orphaned, is deleted (deleteRunInput) and created again, once; another Agent's is waited out; anything else fails the run.",
+  },
+  deleteRunInput: {
+    family: 'run',
+    ...write,
+    answers: {
+      ok: 'continue',
+      notFound: 'continue',
+      conflict: 'retryLater',
+      forbidden: 'decideAgain:inputRefused',
+      error: 'retry',
+    },
+    note: 'uid precondition: 404 is done; 409 means another object holds the name now (looked at again later); 403 fails the run naming the grant.',
   },
   createJob: {
     family: 'run',
@@ -265,7 +276,7 @@ export const EXECUTOR_CONTRACT: { readonly [K in Action['kind']]: ContractEntry 
     family: 'server',
     ...write,
     answers: { ...createKept },
-    note: "Issue 12: a random key (24 bytes hex, sk- prefix). Created: the Secret's uid is recorded in status.apiKeySecretUID (retried in place a few times: only a Secret the controller created is used). 409: someone else's; with `recorded` the recorded uid is cleared. A recording that fails is retried.",
+    note: "Issue 12: a random key (24 bytes hex, sk- prefix). Created: the Secret's uid is reported to the shell's observation store (`Snapshot.serverKey`), and decide records it in status.apiKeySecretUID (only a Secret the controller created is used). 409: someone else's; with `recorded` that is reported too, and decide clears the recorded uid. The executor writes no status here: a record that fails is decided again by the next reconcile.",
   },
   applyServerObject: {
     family: 'server',

@@ -84,6 +84,36 @@ export interface ServerObservation {
  */
 export type ApiKeyObservation = { readonly kind: 'present' } | { readonly kind: 'absent' };
 
+/**
+ * What the executor's last create of a server's generated API-key Secret met, kept by the shell (per Agent uid) until
+ * the Agent's status says it (issue 27 §2): `created` with the new Secret's uid (decide records it in
+ * `status.apiKeySecretUID`), or `taken` (a Secret of that name existed: someone else's; decide clears a uid recorded
+ * before). A record that fails is decided again on the next reconcile, as long as this replica keeps the observation.
+ */
+export type ServerKeyObservation =
+  | { readonly kind: 'created'; readonly uid: string }
+  | { readonly kind: 'taken' };
+
+/**
+ * An object found under the name of a run object whose create met 409 AlreadyExists, as the shell read it back
+ * (issue 27 §2): decide judges whose it is (src/reconcile/agent/found.ts) and adopts it, waits it out, replaces it or
+ * fails the run. `key` names the create it answers (`foundKey`).
+ */
+export interface FoundObject {
+  readonly key: string;
+  readonly uid: string;
+  /** It carries a deletionTimestamp. */
+  readonly deleting: boolean;
+  /** Its controller ownerReference, if it has one. */
+  readonly controller?:
+    | { readonly uid: string; readonly kind: string; readonly apiVersion: string; readonly name: string }
+    | undefined;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
+  /** A ConfigMap's data. */
+  readonly data?: Readonly<Record<string, string>> | undefined;
+}
+
 /** Controller settings the decisions depend on. */
 export interface ReconcileOptions {
   /** Image of the run pod's init container (controller env `AGENT_IMAGE`). */
@@ -232,6 +262,11 @@ export interface Snapshot {
    */
   readonly bindingRefused?: { readonly message: string } | undefined;
   /**
+   * Objects found under the names of run objects this reconcile tried to create (a 409, then a GET), in the order
+   * they were found; several for one key when a replaced object was found again.
+   */
+  readonly found?: readonly FoundObject[] | undefined;
+  /**
    * Set when the Station or the AgentDefinition exists but cannot be parsed (`message` says why); `station` /
    * `definition` are then `null`. A Pending Agent fails with the reason instead of waiting forever
    * (docs/design/reference-behaviour.md#d-b-unbuildable-job-fails).
@@ -273,6 +308,8 @@ export interface Snapshot {
   readonly start?: StartObservation | undefined;
   /** A server's objects (issue 12), read live when decide asks (`needs: 'server'`). */
   readonly server?: ServerObservation | undefined;
+  /** A server's API-key Secret created or found taken by the executor and not yet on the Agent's status. */
+  readonly serverKey?: ServerKeyObservation | undefined;
   /** Set by the executor when the API server refused a server object (422/400): `message` names it and says why. */
   readonly serverRejected?: { readonly message: string } | undefined;
   /** The AgentPolicy of the Agent's Station (Pending only; undefined reads as none). */

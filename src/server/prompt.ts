@@ -91,7 +91,10 @@ export interface PromptApiDeps {
     body: string,
     signal: AbortSignal,
   ): Promise<Upstream>;
-  /** A turn revealed the run's session id (patch status.sessionId, record an Event); never rejects. */
+  /**
+   * A turn revealed the run's session id: reported (the shell annotates the Agent; decide records it in
+   * status.sessionId and announces it, issue 27 §2); never rejects, never writes status itself.
+   */
   sessionSeen(target: PromptTarget, sessionId: string): void;
   /** The session id in one NDJSON line of this run, if it reveals one. */
   sessionIdOf(line: string): string | undefined;
@@ -123,6 +126,19 @@ const REASONS: Readonly<Record<number, string>> = {
 
 const PromptBody = v.object({ prompt: v.pipe(v.string(), v.minLength(1, 'prompt must not be empty')) });
 const ErrorBody = v.looseObject({ message: v.optional(v.string()) });
+
+/** The body forwarded for a prompt request (`{"prompt": ...}` and nothing else), or why the request is bad. */
+function promptBody(text: string): { readonly body: string } | { readonly problem: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { problem: 'the body must be JSON: {"prompt": "..."}' };
+  }
+  const parsed = v.safeParse(PromptBody, raw);
+  if (!parsed.success) return { problem: `invalid prompt request: ${v.summarize(parsed.issues)}` };
+  return { body: JSON.stringify({ prompt: parsed.output.prompt }) };
+}
 
 /** Builds the prompt API app. */
 export function createPromptApi(deps: PromptApiDeps): Hono {
@@ -175,21 +191,10 @@ export function createPromptApi(deps: PromptApiDeps): Hono {
       done('too_large');
       return fail(413, `the request body is larger than ${MAX_PROMPT_REQUEST_BYTES} bytes`);
     }
-    let body = '{}';
-    if (action === 'prompt') {
-      let raw: unknown;
-      try {
-        raw = JSON.parse(text);
-      } catch {
-        done('bad_request');
-        return fail(400, 'the body must be JSON: {"prompt": "..."}');
-      }
-      const parsed = v.safeParse(PromptBody, raw);
-      if (!parsed.success) {
-        done('bad_request');
-        return fail(400, `invalid prompt request: ${v.summarize(parsed.issues)}`);
-      }
-      body = JSON.stringify({ prompt: parsed.output.prompt });
+    const body = action === 'prompt' ? promptBody(text) : { body: '{}' };
+    if ('problem' in body) {
+      done('bad_request');
+      return fail(400, body.problem);
     }
     const target = await deps.agent(namespace, name);
     if (target === undefined) {
@@ -221,7 +226,7 @@ export function createPromptApi(deps: PromptApiDeps): Hono {
     request.signal.addEventListener('abort', () => abort.abort(), { once: true });
     let upstream: Upstream;
     try {
-      upstream = await deps.forward(endpoint.url, `/${action}`, target.uid, body, abort.signal);
+      upstream = await deps.forward(endpoint.url, `/${action}`, target.uid, body.body, abort.signal);
     } catch (error) {
       // A cached Agent may be a moment behind: a run that just ended is a conflict, not an outage.
       const now = await deps.agent(namespace, name, true);

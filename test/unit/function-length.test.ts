@@ -17,8 +17,6 @@ const DATA = new Set(['src/metrics/monitoring/dashboard.ts panels', 'src/metrics
 
 /** Over the limit when the rule came in (lines of the body): may shrink, never grow. */
 const LEGACY: ReadonlyMap<string, number> = new Map([
-  ['src/effects/reconcile-agent.ts reconcileOnce', 210],
-  ['src/server/prompt.ts createPromptApi', 151],
 ]);
 
 function sources(dir: string): string[] {

@@ -102,9 +102,8 @@ const taken =
         : { status: 200, body: found };
 
 const judged = (answer: Answer, ours: unknown, other: unknown): Script | undefined => {
-  if (answer === 'existsOurs') return taken(ours);
-  if (answer === 'existsStale') return taken(undefined);
-  if (answer === 'existsOther') return taken(other);
+  if (answer === 'existsFound') return taken(ours ?? other);
+  if (answer === 'existsGone') return taken(undefined);
   return writes(answer);
 };
 
@@ -239,6 +238,10 @@ const SCENARIOS: { readonly [K in Kind]: (answer: Answer, variant?: string) => C
     );
     return reply && { action: { kind: 'createRunInput', configMap: input }, reply };
   },
+  deleteRunInput: (answer) => ({
+    action: { kind: 'deleteRunInput', ref, namespace: NS, name: input.metadata.name, uid: 'uid-input' },
+    reply: writes(answer),
+  }),
   createJob: (answer) => ({ action: { kind: 'createJob', job }, reply: writes(answer) }),
   deleteJob: (answer) => ({
     action: { kind: 'deleteJob', namespace: NS, name: job.metadata.name, uid: 'uid-job' },
@@ -394,10 +397,11 @@ const scenario = (kind: Kind, answer: Answer, variant?: string): Case => {
  */
 const LITERAL: { readonly [K in Kind]: readonly [Answer, Outcome, string?] } = {
   createServiceAccount: ['forbidden', 'decideAgain:serviceAccountRefused'],
-  createRunBinding: ['existsStale', 'retryLater'],
+  createRunBinding: ['existsGone', 'retryLater'],
   deleteRunBindings: ['forbidden', 'continue'],
   createNetworkPolicy: ['forbidden', 'continue'],
-  createRunInput: ['existsOther', 'decideAgain:inputRefused'],
+  createRunInput: ['existsFound', 'decideAgain:found'],
+  deleteRunInput: ['conflict', 'retryLater'],
   createJob: ['alreadyExists', 'decideAgain:job'],
   deleteJob: ['conflict', 'continue'],
   patchStatus: ['conflict', 'superseded'],

@@ -16,6 +16,7 @@ import {
 import type { ControllerMetrics } from '../../metrics/index.ts';
 import { type Answer, type Observation, type Outcome, outcomeOf } from '../../reconcile/executor-contract.ts';
 import type { Action, AgentRef } from '../../reconcile/index.ts';
+import type { FoundObject, ServerKeyObservation } from '../../reconcile/snapshot.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { BatchRuntime } from '../batch/runtime.ts';
 import type { SinkDispatcher } from '../batch/sinks.ts';
@@ -67,6 +68,51 @@ export interface ExecuteDeps {
   readonly sinks?: SinkDispatcher;
   /** Realtime runs: derives each run's prompt token (absent while the controller key is not loaded). */
   readonly promptTokens?: PromptTokens | undefined;
+  /**
+   * What each server's last API-key Secret create met (by Agent uid), for the snapshot to read until the Agent's
+   * status says it: the executor never records the key itself (decide does, issue 27 §2). Without it a created key
+   * is never recorded (and never used).
+   */
+  readonly serverKeys?: ServerKeys | undefined;
+}
+
+/** The observations of server key creates, by Agent uid (see `ServerKeyObservation`). */
+export interface ServerKeys {
+  get(agentUid: string): ServerKeyObservation | undefined;
+  set(agentUid: string, observation: ServerKeyObservation): void;
+  delete(agentUid: string): void;
+}
+
+/** At most this many observations are kept (an Agent deleted before its key was recorded leaves one behind). */
+const MAX_SERVER_KEYS = 10_000;
+
+export function createServerKeys(): ServerKeys {
+  const byAgent = new Map<string, ServerKeyObservation>();
+  return {
+    get: (uid) => byAgent.get(uid),
+    set(uid, observation) {
+      if (byAgent.size >= MAX_SERVER_KEYS && !byAgent.has(uid)) byAgent.clear();
+      byAgent.set(uid, observation);
+    },
+    delete: (uid) => void byAgent.delete(uid),
+  };
+}
+
+/**
+ * The server key observation the snapshot of `agent` reads: undefined once its status says it (the observation is
+ * then forgotten): a created Secret's uid recorded, or, after a taken name, no uid recorded.
+ */
+export function serverKeyOf(
+  keys: ServerKeys | undefined,
+  agentUid: string,
+  recorded: string | undefined,
+): ServerKeyObservation | undefined {
+  const key = keys?.get(agentUid);
+  if (key === undefined) return undefined;
+  const said = key.kind === 'created' ? recorded === key.uid : recorded === undefined;
+  if (!said) return key;
+  keys?.delete(agentUid);
+  return undefined;
 }
 
 /**
@@ -112,8 +158,10 @@ export type ExecuteOutcome =
   | { readonly kind: 'bindingRefused'; readonly message: string }
   /** The API server refused the run's ServiceAccount (403): decide again with `serviceAccountRefused`. */
   | { readonly kind: 'serviceAccountRefused'; readonly message: string }
-  /** The API server refused the run's input ConfigMap (or its name is taken): decide again with `inputRefused`. */
+  /** The API server refused the run's input ConfigMap: decide again with `inputRefused`. */
   | { readonly kind: 'inputRefused'; readonly message: string }
+  /** A run object's name was taken: decide again with the object found appended to `found`. */
+  | { readonly kind: 'found'; readonly found: FoundObject }
   /** The API server refused the Job (422/400): decide again with `jobRejected`. */
   | { readonly kind: 'jobRejected'; readonly message: string }
   /** The API server refused a server object (422/400): decide again with `serverRejected`. */
@@ -183,6 +231,8 @@ export interface Detail {
   readonly afterMs?: number;
   /** The variant of the action the contract distinguishes (`deleteAgent`'s purpose). */
   readonly variant?: string;
+  /** The object found under a taken name. */
+  readonly found?: FoundObject;
 }
 
 const messageOf = (d: Detail): string =>
@@ -201,6 +251,14 @@ function decideAgain(observation: Observation, d: Detail): ExecuteOutcome {
       return { kind: 'cleanupPending', detail: messageOf(d) };
     case 'cleanup:failed':
       return { kind: 'cleanupFailed', message: messageOf(d) };
+    case 'found':
+      return d.found !== undefined
+        ? { kind: 'found', found: d.found }
+        : {
+            kind: 'error',
+            error: { kind: 'decode', message: 'a taken name without the object found' },
+            action: 'createRunInput',
+          };
     default:
       return { kind: observation, message: messageOf(d) };
   }

@@ -11,8 +11,9 @@ import {
   type Transport,
 } from '../../kube/index.ts';
 import type { Answer } from '../../reconcile/executor-contract.ts';
+import type { FoundObject } from '../../reconcile/snapshot.ts';
 import { createRunBinding, deleteRunBindings } from '../run-bindings.ts';
-import { createRunInput } from '../run-input.ts';
+import { createRunInput, deleteRunInput } from '../run-input.ts';
 import { answerOf, type Handler, involved, settle, settleApi, writeOptions } from './deps.ts';
 
 /**
@@ -21,15 +22,27 @@ import { answerOf, type Handler, involved, settle, settleApi, writeOptions } fro
  */
 const networkPolicyForbidden = new WeakSet<Transport>();
 
-/** The answer class of a create whose taken name was judged by the object found (run bindings, run input). */
-const judgedAnswer = (kind: 'created' | 'exists' | 'stale' | 'refused'): Answer =>
+/**
+ * The answer class of a create whose name may be taken (run bindings, run input): the object found is reported
+ * (`existsFound`); one gone before it was read is `existsGone`; a refusal (403, 422, 400, or the object found cannot
+ * be read) counts as `forbidden`, which the contract treats as every refusal.
+ */
+const takenAnswer = (kind: 'created' | 'found' | 'stale' | 'refused'): Answer =>
   kind === 'created'
     ? 'ok'
-    : kind === 'exists'
-      ? 'existsOurs'
+    : kind === 'found'
+      ? 'existsFound'
       : kind === 'stale'
-        ? 'existsStale'
-        : 'existsOther';
+        ? 'existsGone'
+        : 'forbidden';
+
+/** The detail of such an answer: the object found, or the message. */
+const takenDetail = (
+  r:
+    | { readonly kind: 'created' }
+    | { readonly kind: 'found'; readonly found: FoundObject }
+    | { readonly message: string },
+) => ('found' in r ? { found: r.found } : 'message' in r ? { message: r.message } : {});
 
 export const createServiceAccount: Handler<'createServiceAccount'> = async (action, deps) => {
   const { metadata } = action.serviceAccount;
@@ -59,7 +72,7 @@ export const createRunBindingHandler: Handler<'createRunBinding'> = async (actio
       clusterRole: binding.roleRef.name,
     });
   if (r.kind === 'error') return settleApi(action, { ok: false, error: r.error });
-  return settle(action, judgedAnswer(r.kind), 'message' in r ? { message: r.message } : {});
+  return settle(action, takenAnswer(r.kind), takenDetail(r));
 };
 
 export const deleteRunBindingsHandler: Handler<'deleteRunBindings'> = async (action, deps) => {
@@ -127,7 +140,22 @@ export const createRunInputHandler: Handler<'createRunInput'> = async (action, d
   if (r.kind === 'created')
     deps.logger.debug('Created run input', { namespace: metadata.namespace, configMap: metadata.name });
   if (r.kind === 'error') return settleApi(action, { ok: false, error: r.error });
-  return settle(action, judgedAnswer(r.kind), 'message' in r ? { message: r.message } : {});
+  return settle(action, takenAnswer(r.kind), takenDetail(r));
+};
+
+export const deleteRunInputHandler: Handler<'deleteRunInput'> = async (action, deps) => {
+  const { namespace, name } = action;
+  const r = await deleteRunInput(deps.transport, namespace, name, action.uid, deps.timeoutMs);
+  if (r.ok) deps.logger.info('Deleted run input to make it again', { namespace, configMap: name });
+  return settleApi(
+    action,
+    r,
+    r.ok
+      ? {}
+      : {
+          message: `ConfigMap ${namespace}/${name} is outdated and cannot be deleted: ${describeKubeError(r.error)}`,
+        },
+  );
 };
 
 export const createJob: Handler<'createJob'> = async (action, deps) => {

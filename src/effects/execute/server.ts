@@ -1,19 +1,9 @@
 // Handlers of the objects of realtime runs and servers: the prompt token, the API key, the server objects
 // (the executor contract: src/reconcile/executor-contract.ts).
-import {
-  createObject,
-  isNotFound,
-  type KubeError,
-  KubeObjectSchema,
-  patchStatus,
-  SECRETS,
-} from '../../kube/index.ts';
-import type { AgentRef } from '../../reconcile/index.ts';
-import { err, ok, type Result } from '../../shared/result.ts';
+import { createObject, KubeObjectSchema, SECRETS } from '../../kube/index.ts';
 import { promptTokenSecret } from '../realtime/tokens.ts';
-import { AGENTS } from '../resources.ts';
 import { apiKeySecret, deleteServerObject as deleteChild, newApiKey, writeServerObject } from '../server.ts';
-import { type ExecuteDeps, FIELD_MANAGER, type Handler, settle, settleApi, writeOptions } from './deps.ts';
+import { FIELD_MANAGER, type Handler, settle, settleApi, writeOptions } from './deps.ts';
 
 export const createPromptToken: Handler<'createPromptToken'> = async (action, deps) => {
   if (deps.promptTokens === undefined)
@@ -37,21 +27,27 @@ export const createPromptToken: Handler<'createPromptToken'> = async (action, de
 
 export const createServerApiKey: Handler<'createServerApiKey'> = async (action, deps) => {
   const { ref } = action;
-  const opts = writeOptions(deps);
   const body = apiKeySecret(ref, action.secretName, newApiKey());
-  const r = await createObject(deps.transport, SECRETS, ref.namespace, body, KubeObjectSchema, opts);
+  const r = await createObject(
+    deps.transport,
+    SECRETS,
+    ref.namespace,
+    body,
+    KubeObjectSchema,
+    writeOptions(deps),
+  );
   if (!r.ok) {
     const outcome = settleApi(action, r);
-    // Someone else's (or an earlier Agent's): never used. A uid recorded before (a rotation) is cleared, so the
-    // next decision sees the name taken.
-    if (outcome !== undefined || !action.recorded) return outcome;
-    const cleared = await recordApiKeySecret(deps, ref, null, opts);
-    if (!cleared.ok) return settleApi(action, cleared);
-    deps.logger.warn('Server API-key Secret name taken by a Secret this controller did not create', {
-      namespace: ref.namespace,
-      secret: action.secretName,
-    });
-    return undefined;
+    // Someone else's (or an earlier Agent's): never used. A uid recorded before (a rotation) is cleared by the next
+    // decision, which reads what the create met.
+    if (outcome === undefined && action.recorded) {
+      deps.serverKeys?.set(ref.uid, { kind: 'taken' });
+      deps.logger.warn('Server API-key Secret name taken by a Secret this controller did not create', {
+        namespace: ref.namespace,
+        secret: action.secretName,
+      });
+    }
+    return outcome;
   }
   const uid = r.value.metadata.uid;
   if (uid === undefined || uid === '')
@@ -59,9 +55,9 @@ export const createServerApiKey: Handler<'createServerApiKey'> = async (action, 
       error: { kind: 'decode', message: 'the created API-key Secret has no uid' },
     });
   deps.logger.info('Created server API-key Secret', { namespace: ref.namespace, secret: action.secretName });
-  // Recorded on the Agent: only a Secret this controller created for it is ever used.
-  const recorded = await recordApiKeySecret(deps, ref, uid, opts);
-  return recorded.ok ? settle(action, 'ok') : settle(action, 'error', { error: recorded.error });
+  // Recorded on the Agent by the next decision: only a Secret this controller created for it is ever used.
+  deps.serverKeys?.set(ref.uid, { kind: 'created', uid });
+  return settle(action, 'ok');
 };
 
 export const deleteServerObject: Handler<'deleteServerObject'> = async (action, deps) => {
@@ -103,35 +99,3 @@ export const applyServerObject: Handler<'applyServerObject'> = async (action, de
     ? settle(action, 'conflict', { what: w.what })
     : settle(action, 'invalid', { message: w.message });
 };
-
-/**
- * Writes (or, with null, clears) `status.apiKeySecretUID` of a server's Agent: a merge patch of that one field, so
- * repeating it is harmless; tried up to three times (a key Secret created and not recorded would never be used).
- */
-async function recordApiKeySecret(
-  deps: ExecuteDeps,
-  ref: AgentRef,
-  uid: string | null,
-  opts: { readonly timeoutMs?: number | undefined; readonly fieldManager: string },
-): Promise<Result<void, KubeError>> {
-  let last: KubeError | undefined;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
-    const r = await patchStatus(
-      deps.transport,
-      AGENTS,
-      ref,
-      { apiKeySecretUID: uid },
-      KubeObjectSchema,
-      opts,
-    );
-    if (r.ok) {
-      deps.metrics.statusPatches.inc();
-      deps.onAgentWritten?.(r.value);
-      return ok(undefined);
-    }
-    last = r.error;
-    if (isNotFound(r.error)) break;
-  }
-  return err(last ?? { kind: 'decode', message: 'the API-key Secret could not be recorded' });
-}

@@ -13,6 +13,7 @@ export const HANDLERS: HandlerTable = {
   deleteRunBindings: run.deleteRunBindingsHandler,
   createNetworkPolicy: run.createNetworkPolicy,
   createRunInput: run.createRunInputHandler,
+  deleteRunInput: run.deleteRunInputHandler,
   createJob: run.createJob,
   deleteJob: run.deleteJob,
   patchStatus: agent.patchStatus,

@@ -7,7 +7,9 @@ import { promptPorts } from './prompt-ports.ts';
 const request = (token: string) =>
   new Request('http://x/', { headers: { authorization: `Bearer ${token}` } });
 
-function ports(opts: { authenticated?: boolean; allowed?: boolean; delayMs?: number } = {}) {
+function ports(
+  opts: { authenticated?: boolean; allowed?: boolean; delayMs?: number; patchStatus?: number } = {},
+) {
   let clock = 0;
   const transport = createFakeTransport({
     request: async (req) => {
@@ -24,13 +26,13 @@ function ports(opts: { authenticated?: boolean; allowed?: boolean; delayMs?: num
         };
       if (req.path.endsWith('/subjectaccessreviews'))
         return { status: 201, body: { status: { allowed: opts.allowed ?? true } } };
+      if (req.method === 'PATCH') return { status: opts.patchStatus ?? 200, body: {} };
       return { status: 404, body: { kind: 'Status', code: 404, reason: 'NotFound' } };
     },
   });
   const p = promptPorts({
     transport,
     tokens: () => undefined,
-    events: { record: async () => {} },
     logger: createLogger('error', () => {}),
     now: () => clock,
   });
@@ -38,7 +40,7 @@ function ports(opts: { authenticated?: boolean; allowed?: boolean; delayMs?: num
   const advance = (ms: number): void => {
     clock += ms;
   };
-  return { p, count, advance };
+  return { p, count, advance, transport };
 }
 
 describe('prompt API ports', () => {
@@ -110,5 +112,54 @@ describe('prompt API ports', () => {
       assert.deepEqual(r, { kind: 'notRealtime' }, jobName);
     }
     assert.equal(t.count('/pods'), 0, 'no pod list was asked');
+  });
+
+  it('reports a session id as the annotation decide reads (uid-guarded merge patch), once per run and id; no status write, no Event', async () => {
+    const t = ports();
+    const target = {
+      namespace: 'ns',
+      name: 'a',
+      uid: 'uid-a',
+      phase: 'Running',
+      jobName: 'a-job',
+      sessionId: undefined,
+    };
+    const patches = () => t.transport.requests.filter((r) => r.method === 'PATCH');
+    const settled = async (n: number) => {
+      for (let i = 0; i < 50 && patches().length < n; i++) await new Promise((r) => setImmediate(r));
+      assert.equal(patches().length, n);
+    };
+    t.p.sessionSeen(target, 'ses-1');
+    t.p.sessionSeen(target, 'ses-1');
+    await settled(1);
+    const [first] = patches();
+    assert.equal(first?.path, '/apis/agents.re-cinq.com/v1alpha1/namespaces/ns/agents/a');
+    assert.deepEqual(first?.body, {
+      metadata: { uid: 'uid-a', annotations: { 'agents.re-cinq.com/session-id': 'ses-1' } },
+    });
+    t.p.sessionSeen(target, 'ses-2');
+    await settled(2);
+    assert.ok(t.transport.requests.every((r) => !r.path.endsWith('/status') && !r.path.includes('/events')));
+  });
+
+  it('reports an id again after its report failed', async () => {
+    const t = ports({ patchStatus: 500 });
+    const target = {
+      namespace: 'ns',
+      name: 'a',
+      uid: 'uid-a',
+      phase: 'Running',
+      jobName: 'j',
+      sessionId: undefined,
+    };
+    const patches = () => t.transport.requests.filter((r) => r.method === 'PATCH').length;
+    t.p.sessionSeen(target, 'ses-1');
+    for (let i = 0; i < 50 && patches() < 1; i++) await new Promise((r) => setImmediate(r));
+    // The failure is handled a few turns later: the next sighting is sent again once it was.
+    for (let i = 0; i < 50 && patches() < 2; i++) {
+      t.p.sessionSeen(target, 'ses-1');
+      await new Promise((r) => setImmediate(r));
+    }
+    assert.equal(patches(), 2);
   });
 });

@@ -1,25 +1,25 @@
 // The prompt API's ports against the real cluster: TokenReview and SubjectAccessReview (delegated authentication and
 // authorisation, as an aggregated API server does), the Agent and its run pod read live from the API server, the
-// forward to the pod's prompt server with the run's token, and the `status.sessionId` patch.
+// forward to the pod's prompt server with the run's token, and the report of a session id a turn revealed (an
+// annotation; decide records it in `status.sessionId`, issue 27 §2).
 
 import * as v from 'valibot';
-import { API_VERSION, DNS1123_SUBDOMAIN, GROUP } from '../../api/index.ts';
+import { DNS1123_SUBDOMAIN, GROUP } from '../../api/index.ts';
 import { LABEL_JOB_NAME } from '../../jobs/names.ts';
-import { LABEL_EXECUTION, REALTIME_PORT } from '../../jobs/realtime.ts';
+import { ANNOTATION_SESSION_ID, LABEL_EXECUTION, REALTIME_PORT } from '../../jobs/realtime.ts';
 import {
   describeKubeError,
-  type EventRecorder,
   getObject,
-  isConflict,
   isNotFound,
+  type KubeError,
   listAll,
+  mergePatch,
   PODS,
-  patchStatus,
   type Transport,
 } from '../../kube/index.ts';
-import { REASON } from '../../reconcile/reasons.ts';
 import type { PodEndpoint, PromptApiDeps, PromptTarget, Upstream } from '../../server/prompt.ts';
 import type { Logger } from '../../shared/log.ts';
+import { err } from '../../shared/result.ts';
 import { sessionIdOfAny } from '../../vendors/cli/session.ts';
 import { type AccessReviews, createAccessReviews } from '../access-review.ts';
 import { AGENTS } from '../resources.ts';
@@ -47,7 +47,6 @@ const PodView = v.looseObject({
 export interface PromptPortsOptions {
   readonly transport: Transport;
   readonly tokens: () => PromptTokens | undefined;
-  readonly events: EventRecorder;
   readonly logger: Logger;
   readonly now: () => number;
   readonly fetch?: typeof fetch;
@@ -63,6 +62,8 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
   const access = o.access ?? createAccessReviews(o);
   /** The prompt server of a run (by Agent uid), kept while it answers; dropped when a forward fails. */
   const endpoints = new Map<string, string>();
+  /** The session id last reported per run (by Agent uid). */
+  const reported = new Map<string, string>();
 
   return {
     now: o.now,
@@ -156,43 +157,40 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
       return sessionIdOfAny(parsed);
     },
     sessionSeen(target, sessionId) {
-      void recordSession(o, target, sessionId);
+      // Once per run and id: every line of a turn may carry it.
+      if (reported.get(target.uid) === sessionId) return;
+      if (reported.size > 10_000) reported.clear();
+      reported.set(target.uid, sessionId);
+      void reportSession(o, target, sessionId).then((ok) => {
+        if (!ok && reported.get(target.uid) === sessionId) reported.delete(target.uid);
+      });
     },
   };
 }
 
-/** Patches `status.sessionId` (resourceVersion precondition, retried on conflict) and records an Event once. */
-async function recordSession(o: PromptPortsOptions, target: PromptTarget, sessionId: string): Promise<void> {
+/**
+ * Reports a session id a turn revealed as the Agent's `agents.re-cinq.com/session-id` annotation (a merge patch of
+ * that one annotation, with the Agent's uid: another Agent of the same name is not touched). Nothing else: decide
+ * records it in `status.sessionId` and announces it (src/reconcile/realtime/session.ts). Never rejects.
+ */
+async function reportSession(
+  o: PromptPortsOptions,
+  target: PromptTarget,
+  sessionId: string,
+): Promise<boolean> {
   const ref = { namespace: target.namespace, name: target.name };
-  for (let attempt = 0; attempt < 4; attempt++) {
-    const got = await getObject(
-      o.transport,
-      AGENTS,
-      ref,
-      v.looseObject({
-        metadata: v.looseObject({ uid: v.string(), resourceVersion: v.string() }),
-        status: v.optional(v.looseObject({ sessionId: v.optional(v.string()) })),
-      }),
-    );
-    if (!got.ok || got.value.metadata.uid !== target.uid) return;
-    if (got.value.status?.sessionId === sessionId) return;
-    const patched = await patchStatus(o.transport, AGENTS, ref, { sessionId }, v.unknown(), {
-      resourceVersion: got.value.metadata.resourceVersion,
-      fieldManager: 'agent-controller',
-    });
-    if (patched.ok) {
-      void o.events.record(
-        { apiVersion: API_VERSION, kind: 'Agent', metadata: { ...ref, uid: target.uid } },
-        { type: 'Normal', reason: REASON.sessionStarted, message: `CLI session ${sessionId}` },
-      );
-      return;
-    }
-    if (!isConflict(patched.error)) {
-      o.logger.warn('Recording the session id failed', {
-        agent: `${ref.namespace}/${ref.name}`,
-        error: describeKubeError(patched.error),
-      });
-      return;
-    }
-  }
+  const patched = await mergePatch(
+    o.transport,
+    AGENTS,
+    ref,
+    { metadata: { uid: target.uid, annotations: { [ANNOTATION_SESSION_ID]: sessionId } } },
+    v.unknown(),
+    { fieldManager: 'agent-controller' },
+  ).catch((error: unknown) => err<KubeError>({ kind: 'network', message: String(error) }));
+  if (patched.ok) return true;
+  o.logger.warn('Reporting the session id failed', {
+    agent: `${ref.namespace}/${ref.name}`,
+    error: describeKubeError(patched.error),
+  });
+  return false;
 }

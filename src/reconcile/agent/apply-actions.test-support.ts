@@ -10,9 +10,16 @@ import { type Agent, parseAgent, parseJob } from '../../api/index.ts';
 import { jobNameFor } from '../../jobs/index.ts';
 import type { Action, Decision } from '../actions.ts';
 import { type Answer, outcomeOf } from '../executor-contract.ts';
-import type { ApiKeyObservation, ServerChildObservation, ServerObservation, Snapshot } from '../snapshot.ts';
+import type {
+  ApiKeyObservation,
+  FoundObject,
+  ServerChildObservation,
+  ServerObservation,
+  Snapshot,
+} from '../snapshot.ts';
 import { StationBook, type StationQueueView } from '../station/book.ts';
 import { cleanupBackoffMs } from './batch.ts';
+import { foundKey } from './found.ts';
 
 /** Another Agent of the namespace as the shell's StationBook knows it. */
 export interface SiblingState {
@@ -55,7 +62,9 @@ export type SimOutcome =
   /** The Job already existed: the shell reads it and decides again in the same reconcile. */
   | { readonly kind: 'jobExists' }
   /** The vendor accepted the batch: the shell decides again in the same reconcile with `submission: submitted`. */
-  | { readonly kind: 'batchSubmitted'; readonly id: string };
+  | { readonly kind: 'batchSubmitted'; readonly id: string }
+  /** A run object's name was taken (by this run's): the shell decides again with the object found. */
+  | { readonly kind: 'found' };
 
 export interface Applied {
   readonly world: SimWorld;
@@ -186,6 +195,8 @@ function answered(action: Action, answer: Answer, what?: string, id?: string): S
       return { kind: 'jobExists' };
     case 'decideAgain:submission:submitted':
       return { kind: 'batchSubmitted', id: id ?? '' };
+    case 'decideAgain:found':
+      return { kind: 'found' };
     default:
       throw new Error(`simulator: ${action.kind} answered ${answer} (${outcome}) is not simulated`);
   }
@@ -199,6 +210,45 @@ function created(d: Draft, action: Action, found: Answer, key: string): SimOutco
   const answer: Answer = d.objects.has(key) ? found : 'ok';
   d.objects.add(key);
   return answered(action, answer);
+}
+
+/**
+ * A run binding or input created; one that exists already (this run's: only the run's own objects are simulated) is
+ * read back and reported, as the shell does after a 409 (`existsFound`), for decide to judge.
+ */
+function createdOrFound(
+  d: Draft,
+  action: Extract<Action, { kind: 'createRunBinding' | 'createRunInput' }>,
+  key: string,
+): SimOutcome | undefined {
+  if (!d.objects.has(key)) return created(d, action, 'ok', key);
+  const agent = d.agent.metadata;
+  const found: FoundObject =
+    action.kind === 'createRunBinding'
+      ? {
+          key: foundKey(action),
+          uid: `uid-${key}`,
+          deleting: false,
+          labels: action.binding.metadata.labels,
+          annotations: {},
+        }
+      : {
+          key: foundKey(action),
+          uid: `uid-${key}`,
+          deleting: false,
+          controller: {
+            uid: agent.uid,
+            kind: 'Agent',
+            apiVersion: 'agents.re-cinq.com/v1alpha1',
+            name: agent.name,
+          },
+          labels: action.configMap.metadata.labels,
+          annotations: action.configMap.metadata.annotations,
+          // Nothing else moves in the simulated world: a retried start builds the same input.
+          data: action.configMap.data,
+        };
+  d.snapshot = { ...d.snapshot, found: [...(d.snapshot.found ?? []), found] };
+  return answered(action, 'existsFound');
 }
 
 /** Objects the snapshot does not observe, by `Kind/namespace/name`. */
@@ -245,7 +295,7 @@ function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefine
     case 'createRunBinding': {
       const b = action.binding;
       const namespace = b.kind === 'RoleBinding' ? b.metadata.namespace : undefined;
-      return created(d, action, 'existsOurs', objectKey(b.kind, namespace, b.metadata.name));
+      return createdOrFound(d, action, objectKey(b.kind, namespace, b.metadata.name));
     }
     case 'createNetworkPolicy': {
       const m = action.policy.metadata;
@@ -260,7 +310,7 @@ function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefine
       );
     case 'createRunInput': {
       const m = action.configMap.metadata;
-      const found = created(d, action, 'existsOurs', objectKey('ConfigMap', m.namespace, m.name));
+      const found = createdOrFound(d, action, objectKey('ConfigMap', m.namespace, m.name));
       // A server reads its input back (on `needs: 'server'`): it now holds this data.
       if (s.server !== undefined)
         d.snapshot = {
@@ -268,6 +318,11 @@ function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefine
           server: { ...s.server, input: { kind: 'present', data: action.configMap.data } },
         };
       return found;
+    }
+    case 'deleteRunInput': {
+      // uid precondition (only the run's own input is simulated): gone, to be created again.
+      d.objects.delete(objectKey('ConfigMap', action.namespace, action.name));
+      return answered(action, 'ok');
     }
     case 'deleteRunBindings': {
       // Every RoleBinding and ClusterRoleBinding labelled with the Agent's uid (only this run's are simulated).
@@ -384,20 +439,17 @@ function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefine
       return answered(action, 'ok');
     }
     case 'createServerApiKey': {
-      // An existing Secret is kept and not recorded (409: someone else's); a created one's uid is recorded on the
-      // Agent's status (the executor's second write, without a precondition).
+      // An existing Secret is kept (409: someone else's; reported as taken when a uid was recorded); a created one's
+      // uid is reported to the shell's observation store, which the next snapshots read until the status says it.
       const taken = s.server === undefined || s.server.apiKey.kind !== 'absent';
       if (s.server !== undefined && !taken) {
         const apiKey: ApiKeyObservation = { kind: 'present' };
-        d.snapshot = { ...s, server: { ...s.server, apiKey } };
-        if (!d.gone && action.ref.uid === d.agent.metadata.uid) {
-          const before = agentWire(d.agent);
-          rewrite(d, {
-            ...before,
-            status: mergePatch(before.status, { apiKeySecretUID: `uid-secret-${next(d)}` }),
-          });
-        }
-      }
+        d.snapshot = {
+          ...s,
+          server: { ...s.server, apiKey },
+          serverKey: { kind: 'created', uid: `uid-secret-${next(d)}` },
+        };
+      } else if (action.recorded) d.snapshot = { ...s, serverKey: { kind: 'taken' } };
       d.objects.add(objectKey('Secret', action.ref.namespace, action.secretName));
       return answered(action, taken ? 'alreadyExists' : 'ok');
     }
@@ -501,6 +553,7 @@ export function applyDecision(world: SimWorld, decision: Decision, now: Date): A
       inputRefused: _i,
       bindingRefused: _b,
       serverRejected: _sr,
+      found: _f,
       cleanup,
       ...rest
     } = snapshot;
@@ -515,6 +568,13 @@ export function applyDecision(world: SimWorld, decision: Decision, now: Date): A
       const { live: _l, ...start } = snapshot.start;
       snapshot = { ...snapshot, start };
     }
+  }
+  // The shell forgets a server key observation once the Agent's status says it (serverKeyOf).
+  const key = snapshot.serverKey;
+  const recorded = snapshot.agent.status.apiKeySecretUID;
+  if (key !== undefined && (key.kind === 'created' ? recorded === key.uid : recorded === undefined)) {
+    const { serverKey: _k, ...rest } = snapshot;
+    snapshot = rest;
   }
   // The book saw every change in the same turn: the Station picture of the next decision.
   if (!d.gone) snapshot = { ...snapshot, queue: queueView(snapshot.agent, d.siblings, d.self) };

@@ -18,6 +18,7 @@ import {
 } from './apply-actions.test-support.ts';
 import { cleanupBackoffMs } from './batch.ts';
 import { decide } from './decide.ts';
+import { judge } from './found.ts';
 
 const NOW = at(60);
 
@@ -146,8 +147,19 @@ describe('apply-actions simulator', () => {
     assert.ok(world.objects.some((k) => k.startsWith('ServiceAccount/')));
     assert.ok(world.objects.some((k) => k.startsWith('NetworkPolicy/')));
     assert.ok(world.objects.some((k) => k.startsWith('ConfigMap/')));
-    // Asked again, the same start would meet its own Job: the shell reads it and decides again.
-    assert.deepEqual(applyDecision(world, d, NOW).outcome, { kind: 'jobExists' });
+    // Asked again, the same start first meets its own input ConfigMap: read back and reported, for decide to judge
+    // (this run's, so adopted); without the input create, it meets its own Job: the shell reads it, decides again.
+    const again = applyDecision(world, d, NOW);
+    assert.deepEqual(again.outcome, { kind: 'found' });
+    const input = d.actions.find((x) => x.kind === 'createRunInput');
+    assert.ok(input?.kind === 'createRunInput');
+    const found = again.world.snapshot.found ?? [];
+    assert.deepEqual(
+      found.map((f) => judge(f, input, a.metadata.uid)),
+      ['ours'],
+    );
+    const rest = { ...d, actions: d.actions.filter((x) => x.kind !== 'createRunInput') };
+    assert.deepEqual(applyDecision(world, rest, NOW).outcome, { kind: 'jobExists' });
   });
 
   it('finalizers: added with the resourceVersion, never to an Agent being deleted; the last one removed lets it go', () => {

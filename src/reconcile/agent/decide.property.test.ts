@@ -55,6 +55,7 @@ const KNOWN_KINDS: Record<Action['kind'], true> = {
   deleteRunBindings: true,
   deleteJob: true,
   createRunInput: true,
+  deleteRunInput: true,
   createJob: true,
   createPromptToken: true,
   createServerApiKey: true,

@@ -14,6 +14,7 @@ import {
 } from './batch.ts';
 import { decideRunCleanup, holdsCleanupFinalizer } from './cleanup.ts';
 import { buildError } from './fail.ts';
+import { withFound } from './found.ts';
 import { decideJobStart } from './job.ts';
 import { decideRunning } from './running.ts';
 import { checkStart, type JobBuilder, preparePodRun } from './start.ts';
@@ -73,10 +74,19 @@ const NOTHING: Decision = { actions: [] };
  *   or the timeout (fail, or fall back to a Job: `batchFallback`); finished, fallen back or deleted → vendor
  *   cleanup, then the finalizer is removed.
  *
+ * - A run object whose create met 409 (`found`, ./found.ts): this run's → adopted; an earlier Agent's → wait; a run
+ *   input of this run with other data, or orphaned → deleted (uid precondition) and created again, once; anything
+ *   else → the refusal of its kind (Failed).
+ *
  * Every status patch carries the Agent's resourceVersion, `observedGeneration` and the full condition list;
  * every transition records an Event (Normal for progress, Warning for failures) and its metrics.
  */
 export function decide(snapshot: Snapshot, now: Date, build: JobBuilder = buildJob): Decision {
+  // Objects found under the names of the run's objects (issue 27 §2) are judged here, for every mode.
+  return withFound(snapshot, (s) => decideAgent(s, now, build));
+}
+
+function decideAgent(snapshot: Snapshot, now: Date, build: JobBuilder): Decision {
   const { agent } = snapshot;
   if (agent.metadata.deletionTimestamp !== undefined) return finalizerWork(snapshot, now);
   switch (agent.status.phase) {

@@ -4,6 +4,7 @@ import { sessionIdInOutput, vendorForModel } from '../../vendors/cli/index.ts';
 import { parseRunReport, type RunResult } from '../../vendors/cli/run-report.ts';
 import type { Action, Decision, RunFailureKind } from '../actions.ts';
 import { isRealtime } from '../realtime/plan.ts';
+import { recordSession } from '../realtime/session.ts';
 import {
   FAILURE_JOB_GONE,
   FAILURE_POD_GONE,
@@ -70,6 +71,9 @@ export const EARLY_VERDICT_RETRY_MS = 2000;
 export function decideRunning(s: Snapshot, now: Date): Decision {
   const { agent } = s;
   const jobName = agent.status.jobName || jobNameFor(agent.metadata.name);
+  // The session id the prompt API saw first: recorded and announced on its own (issue 27 §2).
+  const session = recordSession(s, now);
+  if (session !== undefined) return session;
   if (s.job.kind === 'unknown') return { actions: [], needs: 'job' };
   if (s.job.kind === 'absent' || jobOwnership(s.job.job, agent) !== 'owned') {
     return finish(s, now, {

@@ -805,3 +805,38 @@ describe('planChild and desiredServerObjects', () => {
     assert.equal(desiredServerObjects(snap(a, { definition: null })), undefined);
   });
 });
+
+describe("decide: a server's key recorded (issue 27 §2: the executor reports, decide writes)", () => {
+  const record = (a: Agent, uid: string | null): Action => ({
+    kind: 'patchStatus',
+    ref: { namespace: 'team', name: a.metadata.name, uid: a.metadata.uid },
+    resourceVersion: a.metadata.resourceVersion,
+    status: { apiKeySecretUID: uid, observedGeneration: 1, conditions: a.status.conditions ?? [] },
+  });
+
+  it('records a key Secret just created, before anything else, Pending or Serving', () => {
+    const fresh = agent('a');
+    const pending = { ...snap(fresh, { serverKey: { kind: 'created', uid: 'uid-new' } }), agent: fresh };
+    assert.deepEqual(decide(pending, NOW), { actions: [record(fresh, 'uid-new')], requeueAfterMs: 1 });
+    const rotated = keyRecorded(serving('a'));
+    const s = snap(rotated, { server: allWritten(rotated), serverKey: { kind: 'created', uid: 'uid-new' } });
+    assert.deepEqual(decide(s, NOW), { actions: [record(rotated, 'uid-new')], requeueAfterMs: 1 });
+  });
+
+  it('clears a recorded uid after a create met a Secret it did not make; nothing when nothing is recorded', () => {
+    const a = keyRecorded(serving('a'));
+    const s = snap(a, { server: allWritten(a), serverKey: { kind: 'taken' } });
+    assert.deepEqual(decide(s, NOW), { actions: [record(a, null)], requeueAfterMs: 1 });
+    const cleared = serving('a');
+    const server = allWritten(cleared);
+    const after = { ...snap(cleared, { server, serverKey: { kind: 'taken' } }), agent: cleared };
+    const without = { ...snap(cleared, { server }), agent: cleared };
+    assert.deepEqual(decide(after, NOW), decide(without, NOW), 'the name taken is told by the Ready row');
+  });
+
+  it('writes nothing for a key the status already records', () => {
+    const a = keyRecorded(serving('a'));
+    const s = snap(a, { server: allWritten(a), serverKey: { kind: 'created', uid: 'uid-key' } });
+    assert.deepEqual(decide(s, NOW), decide(snap(a, { server: allWritten(a) }), NOW));
+  });
+});

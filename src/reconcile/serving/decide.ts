@@ -305,6 +305,8 @@ export function decideServerStart(
   if (s.serverRejected !== undefined) return fail(REASON.serverRejected, s.serverRejected.message);
   if (runHoldsToken(definition) && !holdsCleanupFinalizer(agent))
     return { actions: [addCleanupFinalizer(agent)] };
+  const record = recordServerKey(s, now);
+  if (record !== undefined) return record;
   const observed = s.server;
   if (observed === undefined) return { actions: [], needs: 'server' };
   if (generatesApiKey(definition) && observed.apiKey.kind === 'absent') {
@@ -381,6 +383,23 @@ export function decideServerStart(
   };
 }
 
+/**
+ * What the executor's last key create met, recorded on the status (issue 27 §2): a created Secret's uid goes to
+ * `status.apiKeySecretUID` (only a Secret this controller created is ever used); after a create that met a Secret it
+ * did not make, a uid recorded before (a rotation) is cleared, so the next decision sees the name taken. One merge
+ * patch with the resourceVersion precondition, then the server is looked at again; a patch that fails is decided
+ * again on the next reconcile (the shell keeps the observation until the status says it).
+ */
+export function recordServerKey(s: Snapshot, now: Date): Decision | undefined {
+  const key = s.serverKey;
+  const recorded = s.agent.status.apiKeySecretUID;
+  if (key?.kind === 'created' && recorded !== key.uid)
+    return { actions: [statusPatch(s.agent, { apiKeySecretUID: key.uid }, [], now)], requeueAfterMs: 1 };
+  if (key?.kind === 'taken' && recorded !== undefined)
+    return { actions: [statusPatch(s.agent, { apiKeySecretUID: null }, [], now)], requeueAfterMs: 1 };
+  return undefined;
+}
+
 /** Re-check period while objects of an earlier Agent of the same name wait for garbage collection. */
 export const STALE_OBJECT_RETRY_MS = 2000;
 
@@ -395,6 +414,8 @@ export function decideServing(
   buildProblem: string | undefined,
 ): Decision {
   const { agent, station, definition } = s;
+  const record = recordServerKey(s, now);
+  if (record !== undefined) return record;
   const requeue = { requeueAfterMs: s.options.requeueMs };
   const keep = (reason: string, message: string): Decision =>
     readyOnly(
