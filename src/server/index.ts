@@ -1,2 +1,2 @@
 export { createApp, type ReadinessCheck, type ServerDeps } from './app.ts';
-export { type RunningServer, serveApp } from './serve.ts';
+export { type RunningServer, type ServeOptions, serveApp, type TlsFiles } from './serve.ts';

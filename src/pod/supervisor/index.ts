@@ -22,12 +22,8 @@ export {
   step,
 } from './outcome.ts';
 export { BareOutput, type WritableLike, waitForFlush } from './output.ts';
-export {
-  DEFAULT_PROMPT_PORT,
-  MAX_PROMPT_BODY_BYTES,
-  parseRealtimeConfig,
-  runRealtimeSupervisor,
-} from './realtime.ts';
+export { DEFAULT_PROMPT_PORT, parseRealtimeConfig, runRealtimeSupervisor } from './realtime.ts';
+export { createPromptApp, MAX_PROMPT_BODY_BYTES, type PromptPort, type TurnOutput } from './realtime-app.ts';
 export { matches, parseSelectors, type Selector, selected } from './select.ts';
 export { type HandledSignal, runSupervisor, type SupervisorIo } from './supervise.ts';
 export { buildTar, type TarEntry } from './tar.ts';

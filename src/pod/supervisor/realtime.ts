@@ -17,13 +17,13 @@
 // the turns. It is rewritten after every turn and once more when the session ends (after the turn in flight, if any,
 // is over or a grace period has passed).
 //
-// Its HTTP building blocks (`listenHttp`, `reply`, `readBody`, `bearerMatches`) and the recipe (`parseRecipe`) also
-// serve a server-mode run (server.ts).
+// The prompt server's routes are a Hono app (realtime-app.ts) over this session as its port, served by the pod's serve
+// adapter (http.ts). The recipe (`parseRecipe`) and the system prompt (`readSystemPrompt`) also serve a server-mode
+// run (server.ts).
 
 import { readFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import * as v from 'valibot';
-import { constantTimeEqual } from '../../shared/constant-time.ts';
+import type { RunningServer } from '../../server/serve.ts';
 import type { Logger } from '../../shared/log.ts';
 import { vendorCommand } from '../../vendors/cli/argv.ts';
 import {
@@ -37,6 +37,8 @@ import {
 } from '../../vendors/cli/index.ts';
 import { sessionIdOf } from '../../vendors/cli/session.ts';
 import { agentFailedBeforeStart, agentFinished, agentStarted, parseLine } from '../shared/index.ts';
+import { servePod } from './http.ts';
+import { createPromptApp, type PromptPort, type TurnOutput } from './realtime-app.ts';
 import { writeRunReport } from './report.ts';
 import {
   cliAttributes,
@@ -54,10 +56,8 @@ import { tracedResults } from './tracing.ts';
 
 /** Default port of the prompt server. */
 export const DEFAULT_PROMPT_PORT = 8090;
-/** How long an idle connection to the prompt server is kept (longer than the clients' own idle timeouts). */
-const KEEP_ALIVE_MS = 120_000;
-/** Largest prompt request body accepted (413 beyond). */
-export const MAX_PROMPT_BODY_BYTES = 1024 * 1024;
+/** How long the end of a session waits for the prompt server's connections to close before it cuts them. */
+const CLOSE_CONNECTIONS_MS = 2000;
 
 /** The recipe each turn's argv is built from (the Job's `AGENT_RUN_RECIPE`): vendor options, no prompt. */
 export const RecipeSchema = v.object({
@@ -95,8 +95,6 @@ export function parseRecipe(
   if (!recipe.success) return { ok: false, error: `AGENT_RUN_RECIPE: ${v.summarize(recipe.issues)}` };
   return { ok: true, value: recipe.output };
 }
-
-const PromptBodySchema = v.object({ prompt: v.pipe(v.string(), v.minLength(1, 'prompt must not be empty')) });
 
 /** What the realtime supervisor reads besides the Job run's configuration. */
 export interface RealtimeConfig {
@@ -173,7 +171,7 @@ export async function runRealtimeSupervisor(io: SupervisorIo): Promise<number> {
   return code;
 }
 
-class Session {
+class Session implements PromptPort {
   readonly #ctx: RunContext;
   readonly #rt: RealtimeConfig;
   #sessionId: string | undefined;
@@ -185,7 +183,7 @@ class Session {
   #lastCode = 0;
   #ended: End | undefined;
   #endSession: (end: End) => void = () => undefined;
-  #server: Server | undefined;
+  #server: RunningServer | undefined;
   /** The finished turns' combined result. */
   #served: RunResult | undefined;
   /** The result of the turn in flight, as far as its lines go. */
@@ -236,7 +234,7 @@ class Session {
       this.#rt.resumeSession === undefined ? await promptedCommand(ctx, ctx.io.argv) : undefined;
     if (this.#rt.resumeSession === undefined && initial === undefined) return failBeforeStart('input');
     try {
-      this.#server = await this.#listen();
+      this.#server = await servePod(createPromptApp(this), this.#rt.port, this.#rt.host);
     } catch (error) {
       ctx.log.error('[supervisor] realtime: cannot serve prompts', {
         port: this.#rt.port,
@@ -254,10 +252,16 @@ class Session {
     // A turn stopped by a signal or the deadline: its CLI gets the grace to exit before the report is written.
     if (this.#turn !== undefined) await within(this.#turn, ctx.budget(ctx.config.graceMs));
     this.#writeReport();
-    await new Promise<void>((resolve) => {
-      this.#server?.close(() => resolve());
-      this.#server?.closeAllConnections?.();
-    });
+    // No new connections, idle ones closed; the answer to /close (if that ended it) says `connection: close`, so its
+    // connection ends once the answer is out. What is still open after a short wait is cut.
+    const server = this.#server;
+    if (server !== undefined) {
+      const closed = server.close();
+      if (!(await within(closed, CLOSE_CONNECTIONS_MS))) {
+        server.closeConnections();
+        await within(closed, 1000);
+      }
+    }
     await epilogue(ctx, this.#sessionId);
     ctx.emit(agentFinished(end.code));
     await Promise.all([ctx.sinks.close(ctx.budget(ctx.config.flushMs)), ctx.tracer.flush(ctx.budget(3000))]);
@@ -288,7 +292,7 @@ class Session {
    * Starts one turn (its lines also go to `respond`, absent for the first turn, which nobody asked for) and marks it
    * in flight until it is over.
    */
-  #runTurn(command: PromptDelivery, respond: ServerResponse | undefined): Promise<void> {
+  #runTurn(command: PromptDelivery, respond: TurnOutput | undefined): Promise<void> {
     const turn = this.#turnToEnd(command, respond).finally(() => {
       this.#turn = undefined;
     });
@@ -297,7 +301,7 @@ class Session {
   }
 
   /** Runs one turn to its end; a non-zero exit ends the session with that code. */
-  async #turnToEnd(command: PromptDelivery, respond: ServerResponse | undefined): Promise<void> {
+  async #turnToEnd(command: PromptDelivery, respond: TurnOutput | undefined): Promise<void> {
     const ctx = this.#ctx;
     const [file, ...args] = command.argv;
     const started = await launch(ctx, file ?? '', args, command.stdin);
@@ -317,7 +321,7 @@ class Session {
         const id = sessionIdOf(ctx.config.vendor, parsed.value);
         if (id !== undefined) this.#sessionId = id;
       }
-      if (respond !== undefined && !respond.destroyed) respond.write(`${line}\n`);
+      respond?.line(line);
     });
     this.#child = undefined;
     cli.end(code);
@@ -329,81 +333,42 @@ class Session {
     if (code !== 0) this.#endSession({ code, why: `a turn ended with exit code ${code}` });
   }
 
-  #listen(): Promise<Server> {
-    return listenHttp(this.#rt.port, this.#rt.host, (req, res) => this.#handle(req, res), {
-      log: this.#ctx.log,
-      what: 'prompt',
-      internalError: { message: 'internal error' },
-    });
+  // The PromptPort of the prompt server (realtime-app.ts).
+
+  get token(): string {
+    return this.#rt.token;
   }
 
-  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '').split('?')[0];
-    if (req.method === 'GET' && path === '/healthz') {
-      reply(res, 200, { ok: true, sessionId: this.#sessionId ?? null, busy: this.#turn !== undefined });
-      return;
-    }
-    if (req.method !== 'POST' || (path !== '/prompt' && path !== '/close')) {
-      reply(res, 404, { message: 'not found' });
-      return;
-    }
-    if (!this.#authorized(req.headers.authorization)) {
-      req.resume();
-      reply(res, 401, { message: 'unauthorized' });
-      return;
-    }
-    if (path === '/close') {
-      req.resume();
-      reply(res, 200, { closed: true, sessionId: this.#sessionId ?? null });
-      this.#closeAfterTurn();
-      return;
-    }
-    const body = await readBody(req, MAX_PROMPT_BODY_BYTES);
-    if (body === 'tooLarge') {
-      reply(res, 413, { message: `the prompt request is larger than ${MAX_PROMPT_BODY_BYTES} bytes` });
-      return;
-    }
-    let raw: unknown;
-    try {
-      raw = JSON.parse(body);
-    } catch {
-      reply(res, 400, { message: 'the body must be JSON {"prompt": "..."}' });
-      return;
-    }
-    const prompt = v.safeParse(PromptBodySchema, raw);
-    if (!prompt.success) {
-      reply(res, 400, { message: v.summarize(prompt.issues) });
-      return;
-    }
-    if (this.#ended !== undefined || this.#closing) {
-      reply(res, 409, { message: 'the session has ended' });
-      return;
-    }
-    if (this.#turn !== undefined) {
-      reply(res, 409, { message: 'a prompt is already in flight' });
-      return;
-    }
-    const command = vendorCommand({
-      ...this.#rt.recipe,
-      prompt: prompt.output.prompt,
-      resumeSession: this.#sessionId,
-    });
+  get log(): Logger {
+    return this.#ctx.log;
+  }
+
+  health(): { readonly sessionId: string | null; readonly busy: boolean } {
+    return { sessionId: this.#sessionId ?? null, busy: this.#turn !== undefined };
+  }
+
+  refusal(): string | undefined {
+    if (this.#ended !== undefined || this.#closing) return 'the session has ended';
+    if (this.#turn !== undefined) return 'a prompt is already in flight';
+    return undefined;
+  }
+
+  delivery(prompt: string): { ok: true; value: PromptDelivery } | { ok: false; error: string } {
+    const command = vendorCommand({ ...this.#rt.recipe, prompt, resumeSession: this.#sessionId });
     // A prompt too long for one argument goes to the CLI's stdin where it reads one (issue 10 §1).
-    const delivery = command.ok
-      ? deliverPrompt(
-          command.value.vendor,
-          argvWithoutPrompt(command.value.argv),
-          prompt.output.prompt,
-          this.#systemPrompt,
-        )
+    return command.ok
+      ? deliverPrompt(command.value.vendor, argvWithoutPrompt(command.value.argv), prompt, this.#systemPrompt)
       : command;
-    if (!delivery.ok) {
-      reply(res, 400, { message: delivery.error });
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
-    res.flushHeaders();
-    await this.#runTurn(delivery.value, res);
+  }
+
+  startTurn(delivery: PromptDelivery, out: TurnOutput): void {
+    void this.#runTurn(delivery, out);
+  }
+
+  close(): { readonly sessionId: string | null } {
+    const sessionId = this.#sessionId ?? null;
+    this.#closeAfterTurn();
+    return { sessionId };
   }
 
   #closing = false;
@@ -416,88 +381,4 @@ class Session {
       this.#endSession({ code: this.#lastCode, why: 'closed' }),
     );
   }
-
-  #authorized(header: string | undefined): boolean {
-    return bearerMatches(this.#rt.token, header);
-  }
-}
-
-/** True when an `Authorization` header is `Bearer <expected>` (compared in constant time). */
-export function bearerMatches(expected: string, header: string | undefined): boolean {
-  const presented = /^Bearer (.+)$/.exec(header ?? '')?.[1] ?? '';
-  return constantTimeEqual(expected, presented);
-}
-
-/**
- * Serves `handle` on `host:port` (resolves once listening). A request whose handling throws is logged (`[supervisor]
- * <what> request failed`) and answered 500 with `internalError`, or cut off when its answer has begun.
- */
-export function listenHttp(
-  port: number,
-  host: string,
-  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
-  on: { readonly log: Logger; readonly what: string; readonly internalError: unknown },
-): Promise<Server> {
-  const server = createServer((req, res) => {
-    void handle(req, res).catch((error) => {
-      on.log.warn(`[supervisor] ${on.what} request failed`, {
-        error: error instanceof Error ? error.message : String(error),
-      });
-      if (!res.headersSent) reply(res, 500, on.internalError);
-      else res.destroy();
-    });
-  });
-  // Idle keep-alive connections stay open longer than any client keeps them (the controller's connection to this
-  // pod is reused turn after turn): a server closing an idle socket as the client reuses it fails that request.
-  server.keepAliveTimeout = KEEP_ALIVE_MS;
-  server.headersTimeout = KEEP_ALIVE_MS + 5000;
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve(server);
-    });
-  });
-}
-
-/** Answers with `body` as JSON (and any extra `headers`). */
-export function reply(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Readonly<Record<string, string>> = {},
-): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    ...headers,
-    'content-type': 'application/json',
-    'content-length': new TextEncoder().encode(text).length,
-  });
-  res.end(text);
-}
-
-/** The request body as text, or `tooLarge` once it passes `max` bytes (the rest is read and dropped). */
-export function readBody(req: IncomingMessage, max: number): Promise<string | 'tooLarge'> {
-  return new Promise((resolve, reject) => {
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    let over = false;
-    req.on('data', (chunk: Uint8Array) => {
-      size += chunk.length;
-      if (size > max) over = true;
-      else chunks.push(chunk);
-    });
-    req.on('end', () => resolve(over ? 'tooLarge' : new TextDecoder().decode(concat(chunks))));
-    req.on('error', reject);
-  });
-}
-
-function concat(chunks: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }

@@ -1,24 +1,18 @@
 import assert from 'node:assert/strict';
-import { EventEmitter } from 'node:events';
 import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
-import { type IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import {
-  API_KEY_RELOAD_MS,
-  ApiKeyFile,
-  type ApiKeyState,
   ApiServer,
-  apiKeyOfText,
   DEFAULT_SERVER_CONCURRENCY,
   DEFAULT_SERVER_MAX_BODY_BYTES,
   DEFAULT_SERVER_PORT,
   DEFAULT_SERVER_REQUEST_TIMEOUT_SECONDS,
   parseServerConfig,
-  readLimitedBody,
   serverContext,
 } from './server.ts';
+import { API_KEY_RELOAD_MS, ApiKeyFile, type ApiKeyState, apiKeyOfText } from './server-key.ts';
 import { prepare, type SupervisorIo } from './supervise.ts';
 
 const KEY = 'k'.repeat(16);
@@ -223,12 +217,7 @@ describe('the API key file', () => {
       now: () => wall,
       onSignal: () => () => undefined,
     };
-    const readyz = async (server: ApiServer): Promise<number> => {
-      const req = new FakeRequest({}, 'GET', '/readyz');
-      const res = new ServerResponse(req.asRequest);
-      await server.handle(req.asRequest, res);
-      return res.statusCode;
-    };
+    const readyz = async (server: ApiServer): Promise<number> => (await server.app.request('/readyz')).status;
     try {
       const config = parseServerConfig(io.env);
       assert.ok(config.ok);
@@ -281,120 +270,5 @@ describe('server settings: unusable values', () => {
     const error = refused({ ...base, AGENT_SERVER_CONCURRENCY: 'x'.repeat(100) });
     assert.ok(error.includes(`"${'x'.repeat(40)}"`), error);
     assert.ok(!error.includes('x'.repeat(41)));
-  });
-});
-
-/** A request whose body the test hands over, event by event. */
-class FakeRequest extends EventEmitter {
-  readonly method: string;
-  readonly url: string;
-  readonly httpVersionMajor = 1;
-  readonly httpVersionMinor = 1;
-  readonly headers: Record<string, string>;
-  readonly socket = { destroy: () => undefined };
-  paused = false;
-
-  constructor(headers: Record<string, string> = {}, method = 'POST', url = '/v1/chat/completions') {
-    super();
-    this.headers = headers;
-    this.method = method;
-    this.url = url;
-  }
-
-  pause(): this {
-    this.paused = true;
-    return this;
-  }
-
-  resume(): this {
-    return this;
-  }
-
-  get asRequest(): IncomingMessage {
-    return this as unknown as IncomingMessage;
-  }
-}
-
-describe('reading a request body', () => {
-  it('reads the text, multi-byte characters split across chunks included', async () => {
-    const req = new FakeRequest();
-    const body = readLimitedBody(req.asRequest, 100);
-    const bytes = new TextEncoder().encode('{"x":"é€"}');
-    req.emit('data', bytes.slice(0, 7));
-    req.emit('data', bytes.slice(7));
-    req.emit('end');
-    assert.deepEqual(await body, { kind: 'read', text: '{"x":"é€"}' });
-    assert.equal(req.listenerCount('data') + req.listenerCount('end') + req.listenerCount('close'), 0);
-  });
-
-  it('refuses a body declared larger than the limit without reading any of it', async () => {
-    const req = new FakeRequest({ 'content-length': '101' });
-    assert.deepEqual(await readLimitedBody(req.asRequest, 100), { kind: 'tooLarge' });
-    assert.equal(req.listenerCount('data'), 0, 'nothing is read');
-  });
-
-  it('stops reading as soon as the body passes the limit', async () => {
-    const req = new FakeRequest({ 'transfer-encoding': 'chunked' });
-    const body = readLimitedBody(req.asRequest, 100);
-    req.emit('data', new Uint8Array(60));
-    req.emit('data', new Uint8Array(60));
-    assert.deepEqual(await body, { kind: 'tooLarge' });
-    assert.ok(req.paused, 'the request is paused');
-    assert.equal(req.listenerCount('data'), 0, 'no more is read');
-  });
-
-  it('is gone when the client leaves before the end', async () => {
-    const req = new FakeRequest();
-    const body = readLimitedBody(req.asRequest, 100);
-    req.emit('data', new Uint8Array(10));
-    req.emit('close');
-    assert.deepEqual(await body, { kind: 'gone' });
-  });
-});
-
-describe('the concurrency limit', () => {
-  it('lets one of two requests read in the same tick through when the limit is 1, refusing the other', async () => {
-    // No `claude` on PATH: a request let through is answered 500 (the CLI could not be started), one refused 429.
-    const bin = await mkdtemp(join(tmpdir(), 'srv-unit-'));
-    await writeFile(join(bin, 'api-key'), KEY);
-    const quiet = { write: () => true, once: () => undefined, on: () => undefined };
-    const io: SupervisorIo = {
-      argv: ['claude'],
-      env: {
-        ...base,
-        AGENT_SERVER_API_KEY_FILE: join(bin, 'api-key'),
-        AGENT_SERVER_CONCURRENCY: '1',
-        PATH: bin,
-      },
-      stdout: quiet,
-      stderr: quiet,
-      now: () => Date.now(),
-      onSignal: () => () => undefined,
-    };
-    try {
-      const config = parseServerConfig(io.env);
-      assert.ok(config.ok);
-      const server = new ApiServer(serverContext(prepare(io), config.value), config.value);
-      const body = new TextEncoder().encode(JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }));
-      const requests = [0, 1].map(
-        () => new FakeRequest({ authorization: `Bearer ${KEY}`, 'content-length': String(body.length) }),
-      );
-      const responses = requests.map((req) => new ServerResponse(req.asRequest));
-      const handled = requests.map((req, i) => server.handle(req.asRequest, responses[i] as ServerResponse));
-      // Both requests are reading their bodies (the key file read first, for each).
-      for (let i = 0; i < 1000 && requests.some((req) => req.listenerCount('data') === 0); i++)
-        await new Promise((resolve) => setTimeout(resolve, 1));
-      assert.ok(
-        requests.every((req) => req.listenerCount('data') > 0),
-        'both requests read their bodies',
-      );
-      // Both bodies end in one synchronous block: both requests are checked before either runs.
-      for (const req of requests) req.emit('data', body);
-      for (const req of requests) req.emit('end');
-      await Promise.all(handled);
-      assert.deepEqual(responses.map((r) => r.statusCode).sort(), [429, 500]);
-    } finally {
-      await rm(bin, { recursive: true, force: true });
-    }
   });
 });
