@@ -127,7 +127,10 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
       lostWatch = true;
       return { kind: 'listFailed', error: r.error };
     }
-    const { changes, pages, summary } = r.value;
+    // The store is replaced and its changes emitted in one synchronous step: `ready` (the store's first sync)
+    // resolves its waiters in a later microtask, after the first list's changes went out, never between.
+    const changes = store.replace(r.value.items);
+    const { pages, summary } = r.value;
     rv = summary.resourceVersion;
     log.debug('Listed', { reason, items: summary.items, pages, resourceVersion: rv });
     for (const c of changes) emit(c);
@@ -231,9 +234,9 @@ export function createInformer<T extends KubeObject>(opts: InformerOptions<T>): 
 }
 
 /**
- * LISTs the informer's objects (paginated; unchanged ones reused from the store) and replaces the store's content
- * with them, without their managedFields; objects that fail the schema are logged and left out. Answers the changes
- * made to the store, the pages read and the list's summary.
+ * LISTs the informer's objects (paginated; unchanged ones reused from the store), without their managedFields;
+ * objects that fail the schema are logged and left out. Answers the objects, the pages read and the list's summary;
+ * the caller replaces the store's content with them (in the same synchronous step as emitting the changes).
  */
 async function listIntoStore<T extends KubeObject>(
   opts: InformerOptions<T>,
@@ -241,7 +244,7 @@ async function listIntoStore<T extends KubeObject>(
   schema: v.GenericSchema<unknown, T>,
   log: Logger,
   signal: AbortSignal,
-): Promise<Result<{ changes: Change<T>[]; pages: number; summary: ListSummary }, KubeError>> {
+): Promise<Result<{ items: T[]; pages: number; summary: ListSummary }, KubeError>> {
   const r = await listAll(opts.transport, opts.resource, schema, {
     namespace: opts.namespace,
     labelSelector: opts.labelSelector,
@@ -253,9 +256,8 @@ async function listIntoStore<T extends KubeObject>(
   if (!r.ok) return r;
   for (const bad of r.value.invalid)
     log.warn('Skipped invalid object', { name: bad.name, ns: bad.namespace, error: bad.message });
-  const changes = store.replace(r.value.items.map(stripManagedFields));
   const summary = { items: r.value.items.length, resourceVersion: r.value.resourceVersion };
-  return ok({ changes, pages: r.value.pages, summary });
+  return ok({ items: r.value.items.map(stripManagedFields), pages: r.value.pages, summary });
 }
 
 /** The server ends each watch before the idle limit could (pure): at most 90% of it, and at least 1 s. */

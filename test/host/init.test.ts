@@ -642,6 +642,8 @@ describe('init: vendor CLI and prerequisites (injectable runner)', () => {
           `${c.home}/.local`,
           '--no-audit',
           '--no-fund',
+          // Claude Code's bin is a stub until its own postinstall runs: only that package's script is allowed.
+          '--allow-scripts=@anthropic-ai/claude-code',
           '@anthropic-ai/claude-code@2.1.332',
         ],
         [`${c.home}/.local/bin/claude`, '--version'],
