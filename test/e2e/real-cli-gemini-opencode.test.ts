@@ -116,7 +116,10 @@ async function checkMcpRun(s: Scenario, name: string, fake: ModelApiFake, where:
   assert.match(toolLog, /^mcp tools\/call \{"name":"lookup","arguments":\{"q":"the keys"\}/m);
 }
 
-describe(`the real Gemini CLI and OpenCode beyond the Job run (${runtime})`, { skip }, () => {
+describe(`the real Gemini CLI and OpenCode beyond the Job run (${runtime})`, {
+  skip,
+  concurrency: true,
+}, () => {
   if (typeof cluster === 'string') return;
   before(() => applyCrds(cluster.client));
   after(() => cluster.client.close());

@@ -142,7 +142,10 @@ function carries(body: unknown, ...texts: string[]): boolean {
   return texts.every((t) => all.includes(JSON.stringify(t).slice(1, -1)));
 }
 
-describe(`the real CLIs in a realtime session, resumed in a second run (${runtime})`, { skip }, () => {
+describe(`the real CLIs in a realtime session, resumed in a second run (${runtime})`, {
+  skip,
+  concurrency: true,
+}, () => {
   if (typeof cluster === 'string') return;
   before(() => applyCrds(cluster.client));
   after(() => cluster.client.close());

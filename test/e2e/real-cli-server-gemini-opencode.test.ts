@@ -130,7 +130,10 @@ function assertAsked(
   );
 }
 
-describe(`the real Gemini CLI and OpenCode behind server mode (${runtime})`, { skip }, () => {
+describe(`the real Gemini CLI and OpenCode behind server mode (${runtime})`, {
+  skip,
+  concurrency: true,
+}, () => {
   if (typeof cluster === 'string') return;
   before(() => applyCrds(cluster.client));
   after(() => cluster.client.close());
