@@ -527,6 +527,11 @@ export async function realNodeDown(
   // Folders the kubelet and containerd's shims create outside the state folder (see removeLogLinks and the
   // shims' sockets under /run/containerd/s): removed when nothing else left anything in them.
   for (const dir of ['/var/log/containers', '/run/containerd/s', '/run/containerd']) attempt('rmdir', [dir]);
+  // With cgroupsPerQOS off the kubelet gives containers no cgroup parent, and containerd puts them under /k8s.io
+  // (its namespace) in every hierarchy; emptied when the containers went, removed here (rmdir fails on a cgroup
+  // still in use, e.g. by another containerd's pods).
+  for (const hierarchy of existsSync('/sys/fs/cgroup') ? readdirSync('/sys/fs/cgroup') : [])
+    attempt('rmdir', [join('/sys/fs/cgroup', hierarchy, 'k8s.io')]);
   rmSync(l.pids, { force: true });
   rmSync(l.info, { force: true });
   const left = mountsUnder(l.dir);
