@@ -13,7 +13,8 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 
 /** The sandbox image containerd starts every pod with (`sandbox_image`). */
 export const PAUSE_IMAGE = 'acrn.invalid/pause:1';
-/** The test image: `/hello [MESSAGE]` prints its uid and MESSAGE, writes the termination message (hello.c). */
+/** The test image: `/hello [MESSAGE]` prints its uid and MESSAGE and writes the termination message, or
+ * `/hello --serve PORT` answers TCP connections (hello.c). */
 export const HELLO_IMAGE = 'acrn.invalid/hello:1';
 
 /** One image: a reference, the files of its single layer and how it starts. */
