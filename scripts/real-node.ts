@@ -139,9 +139,13 @@ function setUpNetwork(l: Layout, apiPort: number): void {
       );
   run('ip', ['netns', 'add', l.netns]);
   run('ip', ['link', 'add', l.vethHost, 'type', 'veth', 'peer', 'name', l.vethNode, 'netns', l.netns]);
+  // IPv4 only: with IPv6 the veth's link-local addresses would be a second way to the host, past the chain below
+  // (an iptables chain, IPv4). This is the setting of our own interface, and of the namespace, not the host's.
+  run('sysctl', ['-q', '-w', `net.ipv6.conf.${l.vethHost}.disable_ipv6=1`]);
   run('ip', ['addr', 'add', `${l.hostIP}/30`, 'dev', l.vethHost]);
   run('ip', ['link', 'set', l.vethHost, 'up']);
   const inNs = (...args: string[]): string => run('ip', ['netns', 'exec', l.netns, ...args]);
+  inNs('sysctl', '-q', '-w', 'net.ipv6.conf.all.disable_ipv6=1', 'net.ipv6.conf.default.disable_ipv6=1');
   inNs('ip', 'link', 'set', 'lo', 'up');
   inNs('ip', 'addr', 'add', `${l.nodeIP}/30`, 'dev', l.vethNode);
   inNs('ip', 'link', 'set', l.vethNode, 'up');
