@@ -475,12 +475,37 @@ function processesNaming(needle: string): number[] {
   return pids.filter((pid) => pid !== process.pid);
 }
 
+/** Every process under `root` (children, their children, …), from the parent pids in /proc. */
+function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+    } catch {
+      // gone
+    }
+  }
+  const out: number[] = [];
+  const walk = (pid: number): void => {
+    for (const child of children.get(pid) ?? []) {
+      out.push(child);
+      walk(child);
+    }
+  };
+  walk(root);
+  return out;
+}
+
 /** Stops everything `realNodeUp` started and removes what it made (safe to call twice, or after a failed start). */
 export async function realNodeDown(
   host: Pick<RealNodeHost, 'state' | 'kubeconfig' | 'say' | 'stopProcess'>,
 ): Promise<void> {
   const l = layout(host.state);
   const records = readProcRecords(l.pids);
+  const containerIds = ourContainerIds(l);
   const kubelet = records.find((r) => r.name === 'real-node-kubelet');
   if (kubelet && procAlive(kubelet)) {
     host.say(`stopping real-node-kubelet (pid ${kubelet.pid})`);
@@ -515,13 +540,17 @@ export async function realNodeDown(
     host.say(`stopping ${rec.name} (pid ${rec.pid})`);
     await host.stopProcess(rec, 15_000);
   }
-  // containerd's shims outlive it; theirs are the processes that name our socket.
-  for (const pid of processesNaming(l.sock)) {
-    host.say(`stopping leftover containerd shim (pid ${pid})`);
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone
+  // containerd's shims outlive it; theirs are the processes that name our socket. When containerd was not there to
+  // kill the containers (it had died), their processes are the shims' descendants: those go first.
+  for (const shim of processesNaming(l.sock)) {
+    const doomed = [...descendants(shim), shim];
+    host.say(`stopping leftover containerd shim (pid ${shim}) and ${doomed.length - 1} process(es) under it`);
+    for (const pid of doomed) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
     }
   }
   await deleteNode(host.kubeconfig);
@@ -531,16 +560,32 @@ export async function realNodeDown(
   // Folders the kubelet and containerd's shims create outside the state folder (see removeLogLinks and the
   // shims' sockets under /run/containerd/s): removed when nothing else left anything in them.
   for (const dir of ['/var/log/containers', '/run/containerd/s', '/run/containerd']) attempt('rmdir', [dir]);
-  // With cgroupsPerQOS off the kubelet gives containers no cgroup parent, and containerd puts them under /k8s.io
-  // (its namespace) in every hierarchy; emptied when the containers went, removed here (rmdir fails on a cgroup
-  // still in use, e.g. by another containerd's pods).
-  for (const hierarchy of existsSync('/sys/fs/cgroup') ? readdirSync('/sys/fs/cgroup') : [])
-    attempt('rmdir', [join('/sys/fs/cgroup', hierarchy, 'k8s.io')]);
+  removeCgroups(containerIds);
   rmSync(l.pids, { force: true });
   rmSync(l.info, { force: true });
   const left = mountsUnder(l.dir);
   if (left.length > 0) host.say(`real node: still mounted, not removing ${l.dir}: ${left.join(', ')}`);
   else rmSync(l.dir, { recursive: true, force: true });
+}
+
+/** The ids of the containers (sandboxes included) our containerd ever ran and has not deleted. */
+function ourContainerIds(l: Layout): string[] {
+  const dir = join(l.dir, 'containerd', 'state', 'io.containerd.runtime.v2.task', 'k8s.io');
+  return existsSync(dir) ? readdirSync(dir) : [];
+}
+
+/**
+ * With cgroupsPerQOS off the kubelet gives containers no cgroup parent, and containerd puts each under /k8s.io
+ * (its namespace) in every hierarchy. runc removes a container's cgroup when it is deleted; after a crash (containerd
+ * gone before it could) ours are removed here, then /k8s.io itself. rmdir fails on a cgroup still in use (another
+ * containerd's pods), so nothing of anyone else's goes.
+ */
+function removeCgroups(containerIds: readonly string[]): void {
+  const root = '/sys/fs/cgroup';
+  for (const hierarchy of existsSync(root) ? readdirSync(root) : []) {
+    for (const id of containerIds) attempt('rmdir', [join(root, hierarchy, 'k8s.io', id)]);
+    attempt('rmdir', [join(root, hierarchy, 'k8s.io')]);
+  }
 }
 
 /** The kubelet links each container's log into /var/log/containers; the links into our folder go. */
