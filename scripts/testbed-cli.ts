@@ -793,10 +793,12 @@ async function status(): Promise<void> {
   for (const rec of [...records, ...readRecords(join(STATE, 'real-node.pids.json'))])
     say(`${rec.name.padEnd(24)} pid ${rec.pid} ${alive(rec) ? 'running' : 'NOT RUNNING'}`);
   const realNode = readRealNodeInfo(KUBECONFIG);
+  const realNodeOk = realNode === undefined || (await realNodeReady());
   if (realNode)
     say(
-      `real node ${realNode.nodeName}: ${(await realNodeReady()) ? 'Ready' : 'NOT Ready'} (node IP ${realNode.nodeIP}, netns ${realNode.netns})`,
+      `real node ${realNode.nodeName}: ${realNodeOk ? 'Ready' : 'NOT Ready'} (node IP ${realNode.nodeIP}, netns ${realNode.netns})`,
     );
+  if (!realNodeOk) process.exitCode = 1;
   const ok = await healthy(readTestbedInfo(KUBECONFIG));
   say(ok ? `healthy; kubeconfig ${KUBECONFIG}; logs in ${LOGS}` : 'NOT healthy');
   if (!ok) process.exitCode = 1;
