@@ -66,6 +66,8 @@ interface Layout {
   readonly dir: string;
   readonly pids: string;
   readonly info: string;
+  /** Present while this test bed owns the namespace, veth and chain of its name (only then does `down` remove them). */
+  readonly net: string;
   readonly netns: string;
   readonly vethHost: string;
   readonly vethNode: string;
@@ -79,13 +81,14 @@ interface Layout {
 }
 
 export function layout(state: string): Layout {
-  const h = createHash('sha256').update(state).digest('hex').slice(0, 4);
+  const h = createHash('sha256').update(state).digest('hex').slice(0, 6);
   const o = Number.parseInt(h.slice(0, 2), 16);
   const dir = join(state, 'real-node');
   return {
     dir,
     pids: join(state, 'real-node.pids.json'),
     info: join(state, 'real-node.json'),
+    net: join(state, 'real-node.net'),
     netns: `acrn-${h}`,
     vethHost: `acrn-${h}-h`,
     vethNode: `acrn-${h}-n`,
@@ -137,7 +140,9 @@ function setUpNetwork(l: Layout, apiPort: number): void {
       throw new Error(
         `addresses ${prefix}0 are already on an interface of this machine; is another real node up?`,
       );
+  // Fails when a namespace of that name exists (another test bed whose name hash collides): nothing of it is touched.
   run('ip', ['netns', 'add', l.netns]);
+  writeFileSync(l.net, `${l.netns}\n`);
   run('ip', ['link', 'add', l.vethHost, 'type', 'veth', 'peer', 'name', l.vethNode, 'netns', l.netns]);
   // IPv4 only: with IPv6 the veth's link-local addresses would be a second way to the host, past the chain below
   // (an iptables chain, IPv4). This is the setting of our own interface, and of the namespace, not the host's.
@@ -163,6 +168,7 @@ function setUpNetwork(l: Layout, apiPort: number): void {
 }
 
 function tearDownNetwork(l: Layout): void {
+  if (!existsSync(l.net)) return;
   while (attempt('iptables', ['-w', '-D', 'INPUT', '-j', l.chain])) {
     // a rule per earlier start
   }
@@ -171,6 +177,7 @@ function tearDownNetwork(l: Layout): void {
   // Deleting the namespace deletes the veth end in it, and with it the host's end.
   attempt('ip', ['netns', 'del', l.netns]);
   attempt('ip', ['link', 'del', l.vethHost]);
+  rmSync(l.net, { force: true });
 }
 
 // ---------------------------------------------------------------------------------------------

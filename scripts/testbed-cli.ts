@@ -559,7 +559,7 @@ async function healthy(info: TestbedInfo | undefined): Promise<boolean> {
 
 async function down(): Promise<void> {
   // The real node first (it needs the API server to delete its Node), when one was started here.
-  if (existsSync(join(STATE, 'real-node.pids.json')) || existsSync(join(STATE, 'real-node')))
+  if (['real-node.pids.json', 'real-node.net', 'real-node'].some((f) => existsSync(join(STATE, f))))
     await realNodeDown(realNodeHost(0, ''));
   const records = readRecords(PIDS);
   // Reverse start order: the node agent first (it stops its pods), etcd last.
@@ -624,8 +624,8 @@ async function ensureRealNode(info: TestbedInfo): Promise<boolean> {
     return true;
   } catch (error) {
     say(`real node start failed: ${error instanceof Error ? error.message : String(error)}`);
-    for (const name of ['real-node-containerd', 'real-node-kubelet'])
-      say(`last lines of ${join(LOGS, `${name}.log`)}:\n${tail(join(LOGS, `${name}.log`), 15)}`);
+    for (const log of ['real-node-containerd', 'real-node-kubelet'].map((n) => join(LOGS, `${n}.log`)))
+      if (existsSync(log)) say(`last lines of ${log}:\n${tail(log, 15)}`);
     await realNodeDown(host);
     say('the control plane keeps running without the real node');
     process.exitCode = 1;
