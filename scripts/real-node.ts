@@ -547,8 +547,10 @@ export async function realNodeDown(
     host.say(`stopping ${rec.name} (pid ${rec.pid})`);
     await host.stopProcess(rec, 15_000);
   }
-  // containerd's shims outlive it; theirs are the processes that name our socket. When containerd was not there to
-  // kill the containers (it had died), their processes are the shims' descendants: those go first.
+  // containerd's shims outlive it; theirs are the processes that name our socket. Those of deleted tasks exit by
+  // themselves (removing their sockets); the rest are killed. When containerd was not there to kill the containers
+  // (it had died), their processes are the shims' descendants: those go first.
+  for (let i = 0; i < 50 && processesNaming(l.sock).length > 0; i++) await delay(100);
   for (const shim of processesNaming(l.sock)) {
     const doomed = [...descendants(shim), shim];
     host.say(`stopping leftover containerd shim (pid ${shim}) and ${doomed.length - 1} process(es) under it`);
@@ -560,6 +562,7 @@ export async function realNodeDown(
       }
     }
   }
+  removeShimSockets(l, containerIds);
   await deleteNode(host.kubeconfig);
   for (const mount of mountsUnder(l.dir)) if (!attempt('umount', [mount])) attempt('umount', ['-l', mount]);
   tearDownNetwork(l);
@@ -592,6 +595,19 @@ function removeCgroups(containerIds: readonly string[]): void {
   for (const hierarchy of existsSync(root) ? readdirSync(root) : []) {
     for (const id of containerIds) attempt('rmdir', [join(root, hierarchy, 'k8s.io', id)]);
     attempt('rmdir', [join(root, hierarchy, 'k8s.io')]);
+  }
+}
+
+/**
+ * A killed shim leaves its socket in /run/containerd/s (containerd 1.6 puts it there whatever its `state`), named by
+ * the sha256 of `<containerd address>/<namespace>/<sandbox id>`: ours are those of our address.
+ */
+function removeShimSockets(l: Layout, containerIds: readonly string[]): void {
+  for (const id of containerIds) {
+    const name = createHash('sha256')
+      .update(join(l.sock, 'k8s.io', id))
+      .digest('hex');
+    rmSync(join('/run/containerd/s', name), { force: true });
   }
 }
 
