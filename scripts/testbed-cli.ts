@@ -29,8 +29,10 @@ import {
   readProcRecords,
   writeProcRecords,
 } from '../test/support/proc.ts';
+import { readRealNodeInfo } from '../test/support/real-node/info.ts';
 import { NodeSchema } from '../test/support/schemas.ts';
 import { readTestbedInfo, type TestbedInfo } from '../test/support/testbed.ts';
+import { REAL_NODE_NAME, type RealNodeHost, realNodeDown, realNodeRunning, realNodeUp } from './real-node.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const STATE = process.env.AGENT_TESTBED_DIR ?? join(ROOT, '.testbed');
@@ -312,8 +314,8 @@ async function freePorts(count: number): Promise<number[]> {
   }
 }
 
-function binaries(): string {
-  const r = spawnSync('bash', [join(ROOT, 'scripts', 'build-kube-binaries')], {
+function binaries(...args: string[]): string {
+  const r = spawnSync('bash', [join(ROOT, 'scripts', 'build-kube-binaries'), ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
     encoding: 'utf8',
   });
@@ -556,6 +558,9 @@ async function healthy(info: TestbedInfo | undefined): Promise<boolean> {
 }
 
 async function down(): Promise<void> {
+  // The real node first (it needs the API server to delete its Node), when one was started here.
+  if (['real-node.pids.json', 'real-node.net', 'real-node'].some((f) => existsSync(join(STATE, f))))
+    await realNodeDown(realNodeHost(0, ''));
   const records = readRecords(PIDS);
   // Reverse start order: the node agent first (it stops its pods), etcd last.
   for (const rec of [...records].reverse()) {
@@ -574,6 +579,60 @@ async function down(): Promise<void> {
   rmSync(APISERVER_LAUNCH, { force: true });
 }
 
+/** `up --real-node` or AGENT_TESTBED_REAL_NODE=1: also the real node (scripts/real-node.ts, issue 26). */
+const WANT_REAL_NODE = process.argv.includes('--real-node') || process.env.AGENT_TESTBED_REAL_NODE === '1';
+
+/** What the real node uses of this test bed. */
+function realNodeHost(apiPort: number, bin: string): RealNodeHost {
+  return {
+    state: STATE,
+    certs: CERTS,
+    logs: LOGS,
+    kubeconfig: KUBECONFIG,
+    apiPort,
+    bin,
+    say,
+    leaf,
+    startDaemon,
+    stopProcess: (rec, graceMs) => stopProcess(rec, graceMs),
+  };
+}
+
+/** Whether the real node of this test bed runs and its Node is Ready. */
+async function realNodeReady(): Promise<boolean> {
+  if (!realNodeRunning(STATE, KUBECONFIG)) return false;
+  const client = KubeClient.fromKubeconfig(KUBECONFIG);
+  try {
+    const node = await client.tryGet(apiPath('v1', 'nodes', { name: REAL_NODE_NAME }), NodeSchema);
+    return node?.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+  } catch {
+    return false;
+  } finally {
+    client.close();
+  }
+}
+
+/** Starts the real node on the running control plane unless it runs already; false (exit code 1) when it failed. */
+async function ensureRealNode(info: TestbedInfo): Promise<boolean> {
+  if (await realNodeReady()) {
+    say(`real node ${REAL_NODE_NAME} already running`);
+    return true;
+  }
+  const host = realNodeHost(Number(new URL(info.apiserver).port), '');
+  try {
+    await realNodeUp({ ...host, bin: binaries('--kubelet') });
+    return true;
+  } catch (error) {
+    say(`real node start failed: ${error instanceof Error ? error.message : String(error)}`);
+    for (const log of ['real-node-containerd', 'real-node-kubelet'].map((n) => join(LOGS, `${n}.log`)))
+      if (existsSync(log)) say(`last lines of ${log}:\n${tail(log, 15)}`);
+    await realNodeDown(host);
+    say('the control plane keeps running without the real node');
+    process.exitCode = 1;
+    return false;
+  }
+}
+
 const CLI_STARTED = Date.now();
 
 /** Starts everything (or reuses a healthy instance); one retry with fresh ports after a failed start. */
@@ -585,6 +644,7 @@ async function up(attempt = 1): Promise<void> {
     if (current.nodeAgentHash === hash || (await restartNodeAgent(current, hash))) {
       warnStaleApiserverFlags(current);
       say(`already running; logs in ${LOGS}`);
+      if (WANT_REAL_NODE && !(await ensureRealNode(current))) return;
       process.stdout.write(`${KUBECONFIG}\n`);
       return;
     }
@@ -719,6 +779,7 @@ async function up(attempt = 1): Promise<void> {
   say(
     `ready in ${((Date.now() - started) / 1000).toFixed(1)} s (${arch()}); API ${info.apiserver}; logs in ${LOGS}`,
   );
+  if (WANT_REAL_NODE && !(await ensureRealNode(info))) return;
   process.stdout.write(`${KUBECONFIG}\n`);
 }
 
@@ -729,8 +790,15 @@ async function status(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  for (const rec of records)
+  for (const rec of [...records, ...readRecords(join(STATE, 'real-node.pids.json'))])
     say(`${rec.name.padEnd(24)} pid ${rec.pid} ${alive(rec) ? 'running' : 'NOT RUNNING'}`);
+  const realNode = readRealNodeInfo(KUBECONFIG);
+  const realNodeOk = realNode === undefined || (await realNodeReady());
+  if (realNode)
+    say(
+      `real node ${realNode.nodeName}: ${realNodeOk ? 'Ready' : 'NOT Ready'} (node IP ${realNode.nodeIP}, netns ${realNode.netns})`,
+    );
+  if (!realNodeOk) process.exitCode = 1;
   const ok = await healthy(readTestbedInfo(KUBECONFIG));
   say(ok ? `healthy; kubeconfig ${KUBECONFIG}; logs in ${LOGS}` : 'NOT healthy');
   if (!ok) process.exitCode = 1;
@@ -901,9 +969,13 @@ const RESTARTABLE: Readonly<Record<string, () => Promise<void>>> = {
   'node-agent': restartNode,
 };
 
-const USAGE = `Usage: scripts/testbed up|down|status|env|kubectl|restart kube-apiserver|restart node-agent
+const USAGE = `Usage: scripts/testbed up [--real-node]|down|status|env|kubectl|restart kube-apiserver|restart node-agent
 
   up      start (or reuse) the local control plane; prints the admin kubeconfig path last on stdout
+  up --real-node (or AGENT_TESTBED_REAL_NODE=1)
+          also a real node: the kubelet over containerd and runc in a network namespace of its own (root;
+          sudo scripts/install-node-runtime first); node "real-node", tainted agent-controller.test/real-node
+          (docs/design/real-node.md). Added to a running control plane; down stops and removes it.
   down    stop everything up started (safe to call twice)
   status  show the components and whether the control plane is healthy (exit 1 if not)
   env     print "export KUBECONFIG=..." for a running control plane
@@ -937,7 +1009,8 @@ const run =
     ? process.argv.length === 4
       ? RESTARTABLE[process.argv[3] ?? '']
       : undefined
-    : process.argv.length <= 3
+    : process.argv.length <= 3 ||
+        (name === 'up' && process.argv.length === 4 && process.argv[3] === '--real-node')
       ? commands[name]
       : undefined;
 if (name === '--help' || name === '-h' || name === 'help') {
