@@ -6,13 +6,11 @@
 // Deno pass runs the same Job path with the mock CLI.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
 import {
-  addTestImages,
   agentManifest,
   apiPath,
   applyCrds,
@@ -31,13 +29,13 @@ import {
   startAnthropicModel,
   startGeminiModel,
 } from '../support/model-api/index.ts';
+import { commandLines, mcpToolImage } from '../support/real-cli-checks.ts';
 import { agentSecrets, agentTemplate, realCliImages, realCliSkipReason } from '../support/real-clis.ts';
 
 const cluster = e2eCluster();
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 const skip = realCliSkipReason(cluster, runtime);
 
-const MCP_SERVER = join(dirname(fileURLToPath(import.meta.url)), '..', 'support', 'mcp-tool-server.mjs');
 const PodSchema = v.looseObject({
   metadata: v.looseObject({ name: v.string(), labels: v.optional(v.record(v.string(), v.string()), {}) }),
 });
@@ -86,19 +84,6 @@ const turnsOf = (fake: ModelApiFake): ModelRequest[] =>
   fake.requests.filter(
     (r) => r.method === 'POST' && !JSON.stringify(r.body ?? '').includes('You are a title generator'),
   );
-
-/** The command lines of every process on the machine (the test node's containers are local processes). */
-function commandLines(): string[] {
-  const out: string[] = [];
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      out.push(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
 
 /** The MCP run succeeded, the sidecar's answer reached the model, and the sidecar saw the call. */
 async function checkMcpRun(s: Scenario, name: string, fake: ModelApiFake, where: string): Promise<void> {
@@ -304,17 +289,7 @@ describe(`the real Gemini CLI and OpenCode beyond the Job run (${runtime})`, {
     try {
       await runScenario(cluster, 'real-gem-oc-mcp', async (s) => {
         const images = realCliImages(s, runtime);
-        const port = 20_000 + Math.floor(Math.random() * 20_000);
-        const toolImage = `mcp-tool:${s.ns}`;
-        s.defer(
-          addTestImages(s.cluster, `mcp-${s.ns}`, {
-            [toolImage]: {
-              entrypoint: ['node', '/opt/mcp-tool-server.mjs'],
-              env: { MCP_PORT: String(port), MCP_ANSWER: where },
-              files: { '/opt/mcp-tool-server.mjs': MCP_SERVER },
-            },
-          }),
-        );
+        const { image: toolImage, port } = mcpToolImage(s, where);
         const template = agentTemplate(images.agent);
         const sidecars = [{ name: 'lookup', image: toolImage, mcp: { port } }];
         await s.create(
