@@ -17,12 +17,31 @@ export const PAUSE_IMAGE = 'acrn.invalid/pause:1';
  * `/hello --serve PORT` answers TCP connections (hello.c). */
 export const HELLO_IMAGE = 'acrn.invalid/hello:1';
 
-/** One image: a reference, the files of its single layer and how it starts. */
+/** One file of a layer: its bytes, and its mode (default 0755). */
+export interface LayerFile {
+  readonly data: Uint8Array;
+  readonly mode?: number;
+}
+/** One layer: path inside the image (no leading slash) → bytes (mode 0755) or a file with its mode. */
+export type Layer = Readonly<Record<string, Uint8Array | LayerFile>>;
+
+/** What an image's config says beyond its entrypoint (the fields `docker build` sets from USER, CMD, …). */
+export interface ImageConfig {
+  readonly cmd?: readonly string[];
+  readonly env?: readonly string[];
+  readonly workingDir?: string;
+  readonly user?: string;
+  readonly exposedPorts?: readonly string[];
+}
+
+/** One image: a reference, its layers (bottom first; the first also gets the runtime's folders) and how it starts. */
 export interface ImageSpec {
   readonly ref: string;
-  /** Path inside the image (no leading slash) → bytes; written with mode 0755. */
-  readonly files: Readonly<Record<string, Uint8Array>>;
+  /** A one-layer image's files (used when `layers` is absent). */
+  readonly files?: Layer;
+  readonly layers?: readonly Layer[];
   readonly entrypoint: readonly string[];
+  readonly config?: ImageConfig;
 }
 
 /** Folders every image carries: mount points (the runtime mounts /proc, /dev, /sys, /etc files) and /tmp. */
@@ -46,35 +65,80 @@ function ociArch(): string {
   return arch;
 }
 
-/** A docker-archive tar of `image` (one layer), as `docker save` writes it. */
-export function dockerArchive(image: ImageSpec): Uint8Array {
+/** The layer tar of `files`: each parent folder once (0755, before its contents), then the files, in name order. */
+export function layerTar(files: Layer, skeleton: boolean): Uint8Array {
   const mtimeSec = 0;
-  const layer = buildTar([
-    ...SKELETON.map(
-      (name): TarEntry => ({ type: 'dir', name, mode: name === 'tmp' ? 0o1777 : 0o755, mtimeSec }),
-    ),
-    ...Object.entries(image.files).map(
-      ([name, data]): TarEntry => ({ type: 'file', name, mode: 0o755, mtimeSec, data }),
-    ),
+  const dirs = new Map<string, number>(
+    skeleton ? SKELETON.map((name) => [name, name === 'tmp' ? 0o1777 : 0o755]) : [],
+  );
+  const names = Object.keys(files).sort();
+  for (const name of names) {
+    const parts = name.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join('/');
+      if (!dirs.has(dir)) dirs.set(dir, 0o755);
+    }
+  }
+  return buildTar([
+    ...[...dirs.keys()]
+      .sort()
+      .map((name): TarEntry => ({ type: 'dir', name, mode: dirs.get(name) ?? 0o755, mtimeSec })),
+    ...names.map((name): TarEntry => {
+      const f = files[name] as Uint8Array | LayerFile;
+      const file =
+        f instanceof Uint8Array ? { data: f, mode: 0o755 } : { data: f.data, mode: f.mode ?? 0o755 };
+      return { type: 'file', name, mode: file.mode, mtimeSec, data: file.data };
+    }),
   ]);
-  const diffId = sha256(layer);
-  const config = JSON.stringify({
+}
+
+/** The image config JSON of `image` over layers with these diff ids, as `docker save` writes it. */
+export function imageConfig(image: ImageSpec, diffIds: readonly string[]): Record<string, unknown> {
+  const c = image.config ?? {};
+  return {
     architecture: ociArch(),
     os: 'linux',
     created: '1970-01-01T00:00:00Z',
-    config: { Entrypoint: image.entrypoint, Env: ['PATH=/'], WorkingDir: '/' },
-    rootfs: { type: 'layers', diff_ids: [`sha256:${diffId}`] },
-    history: [
-      { created: '1970-01-01T00:00:00Z', created_by: 'agent-controller test/support/real-node/images.ts' },
-    ],
-  });
+    config: {
+      Entrypoint: image.entrypoint,
+      ...(c.cmd !== undefined ? { Cmd: c.cmd } : {}),
+      Env: c.env ?? ['PATH=/'],
+      WorkingDir: c.workingDir ?? '/',
+      ...(c.user !== undefined ? { User: c.user } : {}),
+      ...(c.exposedPorts !== undefined
+        ? { ExposedPorts: Object.fromEntries(c.exposedPorts.map((p) => [p, {}])) }
+        : {}),
+    },
+    rootfs: { type: 'layers', diff_ids: diffIds.map((d) => `sha256:${d}`) },
+    history: diffIds.map(() => ({
+      created: '1970-01-01T00:00:00Z',
+      created_by: 'agent-controller test/support/real-node/images.ts',
+    })),
+  };
+}
+
+/** A docker-archive tar of `image`, as `docker save` writes it. */
+export function dockerArchive(image: ImageSpec): Uint8Array {
+  const mtimeSec = 0;
+  const layers = (image.layers ?? [image.files ?? {}]).map((files, i) => layerTar(files, i === 0));
+  const diffIds = layers.map((l) => sha256(l));
+  const config = JSON.stringify(imageConfig(image, diffIds));
   const configName = `${sha256(config)}.json`;
-  const layerName = `${diffId}/layer.tar`;
-  const manifest = JSON.stringify([{ Config: configName, RepoTags: [image.ref], Layers: [layerName] }]);
+  const layerNames = diffIds.map((d) => `${d}/layer.tar`);
+  const manifest = JSON.stringify([{ Config: configName, RepoTags: [image.ref], Layers: layerNames }]);
   const text = (s: string): Uint8Array => new TextEncoder().encode(s);
+  const seen = new Set<string>();
+  const layerEntries = layers.flatMap((layer, i): TarEntry[] => {
+    const d = diffIds[i] as string;
+    if (seen.has(d)) return [];
+    seen.add(d);
+    return [
+      { type: 'dir', name: d, mode: 0o755, mtimeSec },
+      { type: 'file', name: `${d}/layer.tar`, mode: 0o644, mtimeSec, data: layer },
+    ];
+  });
   return buildTar([
-    { type: 'dir', name: diffId, mode: 0o755, mtimeSec },
-    { type: 'file', name: layerName, mode: 0o644, mtimeSec, data: layer },
+    ...layerEntries,
     { type: 'file', name: configName, mode: 0o644, mtimeSec, data: text(config) },
     { type: 'file', name: 'manifest.json', mode: 0o644, mtimeSec, data: text(manifest) },
   ]);
