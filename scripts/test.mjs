@@ -1,7 +1,8 @@
 // The project's test command: `npm test` (all tiers), `npm test -- unit`, `npm test -- e2e`, `npm test -- chaos`.
 // unit:  every *.test.ts under src/, test/{unit,host,node-agent,support,chaos}/ (but test/chaos/profile) and bench/
 //        on Node (tsx loader); host tests run real processes.
-// e2e:   builds the bundle, brings up the local control plane (scripts/testbed up), and has the tools the e2e tier
+// e2e:   builds the bundle, brings up the local control plane (scripts/testbed up, with --real-node under CI or as
+//        root with containerd installed: the real node's files run in the Node pass), and has the tools the e2e tier
 //        uses installed (scripts/install-clis: the real vendor CLIs from npm) and built from their Go modules
 //        (scripts/build-otelcol, build-helm, build-promtool); cached after the first time; one after the other, in
 //        the background from the start, while the unit tier runs; then runs
@@ -146,13 +147,26 @@ if (wanted.includes('unit')) {
   ];
   if (nodeTest('unit', files, {}) !== 0) failed = true;
 }
+/**
+ * Whether the e2e tier starts the real node too (`testbed up --real-node`, docs/design/real-node.md): always under
+ * CI (its machine has root and `scripts/install-node-runtime` ran), else when this machine can (root, containerd
+ * installed); AGENT_TESTBED_REAL_NODE=0 opts out. Without it the real-node files skip, saying why.
+ */
+function realNodeWanted() {
+  if (process.env.AGENT_TESTBED_REAL_NODE === '0') return false;
+  if (process.env.CI === 'true') return true;
+  return process.getuid?.() === 0 && existsSync('/usr/bin/containerd');
+}
+
 /** Builds the bundle and brings up the control plane (and the test collector) once; returns the kubeconfig. */
 let prepared;
-async function prepareCluster() {
+async function prepareCluster(realNode = false) {
   if (prepared !== undefined) return prepared;
   const [buildCmd, ...buildArgs] = runScript('scripts/build.mjs');
   if (run(buildCmd, buildArgs) !== 0) process.exit(1);
-  const up = spawnSync('bash', ['scripts/testbed', 'up'], {
+  if (!realNode && wanted.includes('e2e'))
+    console.log('test: not starting the real node (needs root and scripts/install-node-runtime)');
+  const up = spawnSync('bash', ['scripts/testbed', 'up', ...(realNode ? ['--real-node'] : [])], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -173,7 +187,7 @@ async function prepareCluster() {
 }
 
 if (wanted.includes('e2e') && !failed) {
-  const kubeconfig = await prepareCluster();
+  const kubeconfig = await prepareCluster(realNodeWanted());
   const files = findTests('test/e2e');
   const runtimes = (process.env.AGENT_E2E_RUNTIMES ?? 'node,deno').split(',');
   for (const runtime of runtimes) {

@@ -96,7 +96,7 @@ describe('real node: the product runs Agents on a real kubelet', { skip }, () =>
   after(() => cluster.client.close());
 
   it(
-    'the product image as init: exec runs see uid 1000 and seccomp; exit 3 and its termination message; a deadline kill is 124',
+    'the product image as init: exec runs see uid 1000 and seccomp; exit 3 keeps its code; a deadline kill is 124',
     { timeout: 300_000 },
     () =>
       runScenario(cluster, 'rn-runs', async (s) => {
