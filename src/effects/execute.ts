@@ -71,6 +71,8 @@ function outcomeError(outcome: ExecuteOutcome): string | undefined {
     case 'serverRejected':
     case 'batchRejected':
     case 'cleanupFailed':
+    case 'memoryForbidden':
+    case 'memoryFailed':
       return outcome.message;
     case 'retryLater':
       return outcome.reason;

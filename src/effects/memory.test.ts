@@ -3,11 +3,11 @@ import { describe, it } from 'node:test';
 import { createFakeTransport, type FakeReply, type FakeRequest } from '../kube/fake-transport.ts';
 import type { EventNote, EventRecorder } from '../kube/index.ts';
 import { createControllerMetrics } from '../metrics/index.ts';
-import { type Action, REASON } from '../reconcile/index.ts';
+import type { Action } from '../reconcile/index.ts';
 import { NS } from '../reconcile/test-fixtures.ts';
 import { createLogger } from '../shared/log.ts';
 import { executeActions } from './execute.ts';
-import { MAX_MEMORY_WRITES, readMemory } from './memory.ts';
+import { observeMemoryConfigMap, readMemory } from './memory.ts';
 
 const COLLECTION = `/api/v1/namespaces/${NS}/configmaps`;
 const PATH = `${COLLECTION}/notes`;
@@ -51,17 +51,25 @@ const configMap = (rv: string, data: Record<string, string>, extra: Record<strin
   ...extra,
 });
 
-const save = (content: string, readVersion?: string): Action => ({
+const memoryRef = { namespace: NS, name: 'a', uid: 'uid-a' };
+const created = {
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name: 'notes', namespace: NS, labels: { 'agents.re-cinq.com/memory': 'true' } },
+  data: { 'MEMORY.md': '- notes' },
+};
+const create: Action = { kind: 'saveMemory', ref: memoryRef, namespace: NS, configMap: created };
+const read = configMap('41', { 'MEMORY.md': 'new', other: 'kept' }, { binaryData: { b: 'AAE=' } });
+const replace: Action = {
   kind: 'saveMemory',
-  ref: { namespace: NS, name: 'a', uid: 'uid-a' },
+  ref: memoryRef,
   namespace: NS,
-  configMap: 'notes',
-  content,
-  ...(readVersion !== undefined ? { readVersion } : {}),
-});
+  configMap: read,
+  replace: { resourceVersion: '41' },
+};
 const after: Action = {
   kind: 'recordEvent',
-  ref: { namespace: NS, name: 'a', uid: 'uid-a' },
+  ref: memoryRef,
   type: 'Normal',
   reason: 'Later',
   message: 'the decision goes on',
@@ -90,142 +98,100 @@ async function execute(actions: readonly Action[], replies: (req: FakeRequest, n
 
 const calls = (requests: readonly FakeRequest[]) => requests.map((r) => `${r.method} ${r.path}`);
 
-describe('saveMemory (executor)', () => {
-  it('creates the ConfigMap when it is missing: labelled as a memory, owned by nothing', async () => {
-    const r = await execute([save('- notes', ''), after], (req) =>
-      req.method === 'POST' ? { status: 201, body: configMap('10', { 'MEMORY.md': '- notes' }) } : notFound,
-    );
+describe('saveMemory (executor): the one write decide chose, nothing decided', () => {
+  it('a create POSTs the ConfigMap as decided, reads nothing, tells nothing; the decision goes on', async () => {
+    const r = await execute([create, after], () => ({ status: 201, body: configMap('10', created.data) }));
     assert.deepEqual(r.outcome, { kind: 'done' });
-    assert.deepEqual(calls(r.requests), [`GET ${PATH}`, `POST ${COLLECTION}`]);
-    assert.deepEqual(r.requests[1]?.body, {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name: 'notes', namespace: NS, labels: { 'agents.re-cinq.com/memory': 'true' } },
-      data: { 'MEMORY.md': '- notes' },
-    });
-    assert.deepEqual(r.reasons, ['Normal/MemorySaved', 'Normal/Later']);
-    assert.equal(r.notes[0]?.message, 'Memory saved to ConfigMap notes (7 bytes)');
+    assert.deepEqual(calls(r.requests), [`POST ${COLLECTION}`]);
+    assert.deepEqual(r.requests[0]?.body, created);
+    assert.deepEqual(r.reasons, ['Normal/Later'], 'the Events are the decision’s, not the handler’s');
   });
 
-  it('replaces MEMORY.md only, keeping every other field, with the resourceVersion as precondition', async () => {
-    const current = configMap('41', { 'MEMORY.md': 'old', other: 'kept' }, { binaryData: { b: 'AAE=' } });
-    const r = await execute([save('new', '41')], (req) =>
-      req.method === 'PUT'
-        ? { status: 200, body: { ...current, data: { other: 'kept', 'MEMORY.md': 'new' } } }
-        : { status: 200, body: current },
-    );
-    assert.deepEqual(calls(r.requests), [`GET ${PATH}`, `PUT ${PATH}`]);
-    const body = r.requests[1]?.body as Record<string, unknown> & { metadata: Record<string, unknown> };
+  it('a replace PUTs the ConfigMap as decided (everything read kept) with the resourceVersion as precondition', async () => {
+    const r = await execute([replace], () => ({
+      status: 200,
+      body: configMap('42', { 'MEMORY.md': 'new' }),
+    }));
+    assert.deepEqual(r.outcome, { kind: 'done' });
+    assert.deepEqual(calls(r.requests), [`PUT ${PATH}`]);
+    const body = r.requests[0]?.body as Record<string, unknown> & { metadata: Record<string, unknown> };
     assert.equal(body.metadata.resourceVersion, '41');
     assert.deepEqual(body.metadata.labels, { team: 'a', 'agents.re-cinq.com/memory': 'true' });
     assert.deepEqual(body.data, { 'MEMORY.md': 'new', other: 'kept' });
     assert.deepEqual(body.binaryData, { b: 'AAE=' });
-    assert.deepEqual(r.reasons, ['Normal/MemorySaved'], 'the version it read: no overwrite');
   });
 
-  it('409 → reads again and writes again; the overwrite of a concurrent update is told (MemoryOverwritten)', async () => {
-    const r = await execute([save('mine', '41'), after], (req, n) => {
-      if (req.method === 'GET')
-        return {
-          status: 200,
-          body: configMap(n === 0 ? '41' : '42', { 'MEMORY.md': n === 0 ? 'old' : 'theirs' }),
-        };
-      return n === 1 ? conflict : { status: 200, body: configMap('43', { 'MEMORY.md': 'mine' }) };
-    });
-    assert.deepEqual(r.outcome, { kind: 'done' });
-    assert.deepEqual(calls(r.requests), [`GET ${PATH}`, `PUT ${PATH}`, `GET ${PATH}`, `PUT ${PATH}`]);
-    assert.equal(
-      (r.requests[3]?.body as { metadata?: { resourceVersion?: string } } | undefined)?.metadata
-        ?.resourceVersion,
-      '42',
-    );
-    assert.deepEqual(r.reasons, ['Normal/MemorySaved', 'Normal/MemoryOverwritten', 'Normal/Later']);
-    assert.match(
-      r.notes[1]?.message ?? '',
-      /replaced a concurrent update of ConfigMap notes.*last writer wins/,
-    );
-  });
-
-  it('a version written after the run read it is overwritten, never silently (no conflict needed)', async () => {
-    const r = await execute([save('mine', '41')], (req) =>
-      req.method === 'GET'
-        ? { status: 200, body: configMap('57', { 'MEMORY.md': 'a concurrent run wrote this' }) }
-        : { status: 200, body: configMap('58', { 'MEMORY.md': 'mine' }) },
-    );
-    assert.deepEqual(r.reasons, ['Normal/MemorySaved', 'Normal/MemoryOverwritten']);
-    assert.match(r.notes[1]?.message ?? '', /after this run read it \(resourceVersion 41\)/);
-    // Created by another run after this one found none: the POST is refused, the new one replaced.
-    const raced = await execute([save('mine', '')], (req, n) => {
-      if (req.method === 'GET')
-        return n === 0 ? notFound : { status: 200, body: configMap('60', { 'MEMORY.md': 'theirs' }) };
-      if (req.method === 'POST')
-        return { status: 409, body: status(409, 'AlreadyExists', 'configmaps "notes" already exists') };
-      return { status: 200, body: configMap('61', { 'MEMORY.md': 'mine' }) };
-    });
-    assert.deepEqual(calls(raced.requests), [
-      `GET ${PATH}`,
-      `POST ${COLLECTION}`,
-      `GET ${PATH}`,
-      `PUT ${PATH}`,
-    ]);
-    assert.deepEqual(raced.reasons, ['Normal/MemorySaved', 'Normal/MemoryOverwritten']);
-  });
-
-  it('an unchanged memory is not written', async () => {
-    const r = await execute([save('same', '3'), after], () => ({
-      status: 200,
-      body: configMap('9', { 'MEMORY.md': 'same' }),
-    }));
-    assert.deepEqual(calls(r.requests), [`GET ${PATH}`]);
-    assert.deepEqual(r.reasons, ['Normal/Later']);
-  });
-
-  it('a ConfigMap that exists without the memory label is never written (MemoryNotSaved)', async () => {
-    const plain = configMap('9', { other: 'x' });
-    const unlabelled = { ...plain, metadata: { ...plain.metadata, labels: {} } };
-    const r = await execute([save('new', '3'), after], () => ({ status: 200, body: unlabelled }));
-    assert.deepEqual(calls(r.requests), [`GET ${PATH}`]);
-    assert.deepEqual(r.reasons, ['Warning/MemoryNotSaved', 'Normal/Later']);
-    assert.match(r.notes[0]?.message ?? '', /not labelled agents\.re-cinq\.com\/memory=true/);
-  });
-
-  it('403 → Warning MemoryNotSaved naming the grant; the decision goes on', async () => {
-    for (const script of [
-      (): FakeReply => forbidden,
-      (req: FakeRequest): FakeReply => (req.method === 'GET' ? notFound : forbidden),
-      (req: FakeRequest): FakeReply =>
-        req.method === 'GET' ? { status: 200, body: configMap('1', {}) } : forbidden,
-    ]) {
-      const r = await execute([save('x'), after], script);
-      assert.deepEqual(r.outcome, { kind: 'done' });
-      assert.deepEqual(r.reasons, ['Warning/MemoryNotSaved', 'Normal/Later']);
-      assert.match(r.notes[0]?.message ?? '', /^Memory not saved to ConfigMap notes: .*forbidden/);
-      assert.match(
-        r.notes[0]?.message ?? '',
-        /the controller needs configmaps get, create and update in this namespace \(deploy\/components\/memory\)$/,
-      );
+  it('a ConfigMap changed since it was read stops the decision to read it again (409 AlreadyExists, 409, 404 on a replace)', async () => {
+    const exists: FakeReply = {
+      status: 409,
+      body: status(409, 'AlreadyExists', 'configmaps "notes" already exists'),
+    };
+    for (const [action, reply] of [
+      [create, exists],
+      [replace, conflict],
+      [replace, notFound],
+    ] as const) {
+      const r = await execute([action, after], () => reply);
+      assert.equal(r.outcome.kind, 'memoryChanged', `${action.replace ? 'PUT' : 'POST'} ${reply.status}`);
+      assert.equal(r.requests.length, 1, 'one write, no read');
+      assert.deepEqual(r.reasons, [], 'the rest of the decision is dropped');
     }
   });
 
-  it(`gives up after ${MAX_MEMORY_WRITES} conflicts, on an immutable ConfigMap and on other errors: Warning`, async () => {
-    const busy = await execute([save('x')], (req, n) =>
-      req.method === 'GET' ? { status: 200, body: configMap(String(n), { 'MEMORY.md': 'y' }) } : conflict,
-    );
-    assert.equal(busy.requests.filter((q) => q.method === 'PUT').length, MAX_MEMORY_WRITES);
-    assert.deepEqual(busy.reasons, ['Warning/MemoryNotSaved']);
-    assert.match(busy.notes[0]?.message ?? '', /kept changing while being written \(5 attempts\)/);
-    const frozen = await execute([save('x')], () => ({
-      status: 200,
-      body: configMap('1', { 'MEMORY.md': 'y' }, { immutable: true }),
-    }));
-    assert.deepEqual(calls(frozen.requests), [`GET ${PATH}`]);
-    assert.match(frozen.notes[0]?.message ?? '', /immutable/);
-    const broken = await execute([save('x')], () => ({
+  it('403 and other failures stop the decision with the answer, for decide to tell (a create’s 404 too)', async () => {
+    const refused = await execute([replace, after], () => forbidden);
+    assert.equal(refused.outcome.kind, 'memoryForbidden');
+    assert.match(refused.outcome.kind === 'memoryForbidden' ? refused.outcome.message : '', /forbidden/);
+    const broken = await execute([create, after], () => ({
       status: 500,
       body: status(500, 'InternalError', 'etcd down'),
     }));
-    assert.deepEqual(broken.reasons, [`Warning/${REASON.memoryNotSaved}`]);
-    assert.match(broken.notes[0]?.message ?? '', /etcd down/);
+    assert.equal(broken.outcome.kind, 'memoryFailed');
+    assert.match(broken.outcome.kind === 'memoryFailed' ? broken.outcome.message : '', /etcd down/);
+    const gone = await execute([create], () => notFound);
+    assert.equal(gone.outcome.kind, 'memoryFailed');
+    assert.deepEqual([...refused.reasons, ...broken.reasons, ...gone.reasons], []);
+  });
+
+  it('is fenced: nothing is written once this replica may not write', async () => {
+    const transport = createFakeTransport({ request: () => ({ status: 201, body: created }) });
+    const outcome = await executeActions([create], {
+      transport,
+      events: { record: () => Promise.resolve() },
+      metrics: createControllerMetrics(false),
+      logger: createLogger('error', () => undefined),
+      mayWrite: () => false,
+    });
+    assert.equal(outcome.kind, 'notLeading');
+    assert.deepEqual(transport.requests, []);
+  });
+});
+
+describe('observeMemoryConfigMap', () => {
+  const io = (reply: FakeReply) => ({
+    transport: createFakeTransport({ request: () => reply }),
+    logger: createLogger('error', () => undefined),
+  });
+
+  it('present with the ConfigMap as read; 404 → absent; a refusal or failure → failed with the answer', async () => {
+    const cm = configMap('41', { 'MEMORY.md': 'm' }, { immutable: true });
+    assert.deepEqual(await observeMemoryConfigMap(io({ status: 200, body: cm }), NS, 'notes'), {
+      kind: 'present',
+      configMap: cm,
+    });
+    assert.deepEqual(await observeMemoryConfigMap(io(notFound), NS, 'notes'), { kind: 'absent' });
+    const refused = await observeMemoryConfigMap(io(forbidden), NS, 'notes');
+    assert.equal(refused.kind === 'failed' && refused.forbidden, true);
+    assert.match(refused.kind === 'failed' ? refused.message : '', /cannot get/);
+    const broken = await observeMemoryConfigMap(
+      io({ status: 500, body: status(500, 'InternalError', 'etcd down') }),
+      NS,
+      'notes',
+    );
+    assert.deepEqual(broken.kind === 'failed' && [broken.forbidden, /etcd down/.test(broken.message)], [
+      false,
+      true,
+    ]);
   });
 });
 

@@ -1,35 +1,25 @@
 // Agent memory (issue 10 §3), the I/O half: reading a starting run's memory ConfigMap into its snapshot (with a
-// SelfSubjectAccessReview proving it can be saved), and the
-// `saveMemory` action (see the executor contract in src/reconcile/executor-contract.ts). The pure half is src/jobs/memory.ts
-// and src/reconcile/agent/memory.ts.
+// SelfSubjectAccessReview proving it can be saved), reading the ConfigMap a Succeeded run saves to, and the one write
+// of the `saveMemory` action (see the executor contract in src/reconcile/executor-contract.ts). What is written, and
+// what is told, is decided by the pure half: src/jobs/memory.ts and src/reconcile/agent/memory.ts.
 
 import * as v from 'valibot';
-import { ConfigMapSchema } from '../api/index.ts';
-import { LABEL_MEMORY, MEMORY_KEY, utf8Length } from '../jobs/index.ts';
+import { type ConfigMap, ConfigMapSchema } from '../api/index.ts';
+import { LABEL_MEMORY, MEMORY_KEY } from '../jobs/index.ts';
 import {
   CONFIG_MAPS,
   createObject,
   describeKubeError,
-  type EventNote,
   getObject,
-  isAlreadyExists,
-  isConflict,
   isForbidden,
   isNotFound,
   type KubeError,
   replaceObject,
   type Transport,
 } from '../kube/index.ts';
-import { type Action, type MemoryObservation, REASON } from '../reconcile/index.ts';
+import type { Action, MemoryConfigMapObservation, MemoryObservation } from '../reconcile/index.ts';
 import type { Logger } from '../shared/log.ts';
 import { err, ok, type Result } from '../shared/result.ts';
-
-/** Writes one save attempts at most before it gives up on a ConfigMap that keeps changing. */
-export const MAX_MEMORY_WRITES = 5;
-
-/** What the grant a memory needs is called in messages. */
-const GRANT =
-  'the controller needs configmaps get, create and update in this namespace (deploy/components/memory)';
 
 export interface MemoryIo {
   readonly transport: Transport;
@@ -106,102 +96,42 @@ async function mayWrite(io: MemoryIo, namespace: string, configMap: string): Pro
 type SaveMemory = Extract<Action, { kind: 'saveMemory' }>;
 
 /**
- * Replaces `MEMORY.md` of the run's memory ConfigMap with the run's memory block (see the executor contract) and
- * returns the Events to record on the Agent. Never rejects, never throws.
+ * Reads the memory ConfigMap a Succeeded run saves to, for decide (`Snapshot.memorySave`): 404 → `absent`; a refusal
+ * or any other failure → `failed` with the answer (decide gives up with `MemoryNotSaved`, as a save always did).
+ * Never rejects.
  */
-export async function saveMemory(action: SaveMemory, io: MemoryIo): Promise<EventNote[]> {
-  const { namespace, configMap, content } = action;
-  const where = { namespace, agent: action.ref.name, configMap };
-  const opts = { timeoutMs: io.timeoutMs, fieldManager: io.fieldManager };
-  const bytes = utf8Length(content);
-  const notSaved = (why: string): EventNote[] => {
-    io.logger.warn('Memory not saved', { ...where, why });
-    return [
-      {
-        type: 'Warning',
-        reason: REASON.memoryNotSaved,
-        message: `Memory not saved to ConfigMap ${configMap}: ${why}`,
-      },
-    ];
-  };
-  const failed = (e: KubeError): EventNote[] =>
-    notSaved(isForbidden(e) ? `${describeKubeError(e)}; ${GRANT}` : describeKubeError(e));
-  const saved = (replaced: string, attempt: number): EventNote[] => {
-    io.logger.info('Saved memory', { ...where, bytes, attempt });
-    const notes: EventNote[] = [
-      {
-        type: 'Normal',
-        reason: REASON.memorySaved,
-        message: `Memory saved to ConfigMap ${configMap} (${bytes} bytes)`,
-      },
-    ];
-    // The version replaced is not the one the run read: another writer came in between (last writer wins).
-    const read = action.readVersion;
-    if (attempt > 1 || (read !== undefined && read !== replaced)) {
-      const since =
-        read === undefined
-          ? 'while this run saved its own'
-          : read === ''
-            ? 'after this run started (the ConfigMap did not exist then)'
-            : `after this run read it (resourceVersion ${read})`;
-      notes.push({
-        type: 'Normal',
-        reason: REASON.memoryOverwritten,
-        message: `This run's memory replaced a concurrent update of ConfigMap ${configMap}, written ${since}: the last writer wins`,
-      });
-    }
-    return notes;
-  };
+export async function observeMemoryConfigMap(
+  io: MemoryIo,
+  namespace: string,
+  configMap: string,
+): Promise<MemoryConfigMapObservation> {
+  const got = await getObject(io.transport, CONFIG_MAPS, { namespace, name: configMap }, ConfigMapSchema, {
+    timeoutMs: io.timeoutMs,
+  });
+  if (got.ok) return { kind: 'present', configMap: got.value };
+  if (isNotFound(got.error)) return { kind: 'absent' };
+  return { kind: 'failed', message: describeKubeError(got.error), forbidden: isForbidden(got.error) };
+}
 
-  for (let attempt = 1; attempt <= MAX_MEMORY_WRITES; attempt++) {
-    const got = await getObject(
-      io.transport,
-      CONFIG_MAPS,
-      { namespace, name: configMap },
-      ConfigMapSchema,
-      opts,
-    );
-    if (!got.ok && !isNotFound(got.error)) return failed(got.error);
-    if (!got.ok) {
-      // Not there: create it, owned by nothing (it outlives the run), labelled as a memory.
-      const created = await createObject(
-        io.transport,
-        CONFIG_MAPS,
-        namespace,
-        {
-          metadata: { name: configMap, namespace, labels: { [LABEL_MEMORY]: 'true' } },
-          data: { [MEMORY_KEY]: content },
-        },
-        ConfigMapSchema,
-        opts,
-      );
-      if (created.ok) return saved('', attempt);
-      if (isAlreadyExists(created.error)) continue; // created meanwhile: read it and replace it
-      return failed(created.error);
-    }
-    const current = got.value;
-    if (current.metadata.labels?.[LABEL_MEMORY] !== 'true') {
-      return notSaved(
-        `it is not labelled ${LABEL_MEMORY}=true (only ConfigMaps marked as memories are written)`,
-      );
-    }
-    if (current.data?.[MEMORY_KEY] === content) {
-      io.logger.debug('Memory unchanged', where);
-      return [];
-    }
-    if (current.immutable === true) return notSaved('the ConfigMap is immutable');
-    const replaced = await replaceObject(
-      io.transport,
-      CONFIG_MAPS,
-      { namespace, name: configMap },
-      { ...current, data: { ...(current.data ?? {}), [MEMORY_KEY]: content } },
-      ConfigMapSchema,
-      opts,
-    );
-    if (replaced.ok) return saved(current.metadata.resourceVersion, attempt);
-    // Changed (409) or deleted (404) since it was read: read it again.
-    if (isConflict(replaced.error) || isNotFound(replaced.error)) continue;
-    return failed(replaced.error);
-  }
-  return notSaved(`it kept changing while being written (${MAX_MEMORY_WRITES} attempts)`);
+/**
+ * The one write of a memory save, as decided (see the executor contract): POST the ConfigMap, or PUT it with the
+ * resourceVersion `replace` names as precondition. Decides nothing: the answer goes back to decide.
+ */
+export function writeMemory(action: SaveMemory, io: MemoryIo): Promise<Result<ConfigMap, KubeError>> {
+  const opts = { timeoutMs: io.timeoutMs, fieldManager: io.fieldManager };
+  const { namespace, configMap } = action;
+  if (action.replace === undefined)
+    return createObject(io.transport, CONFIG_MAPS, namespace, { ...configMap }, ConfigMapSchema, opts);
+  const body = {
+    ...configMap,
+    metadata: { ...configMap.metadata, resourceVersion: action.replace.resourceVersion },
+  };
+  return replaceObject(
+    io.transport,
+    CONFIG_MAPS,
+    { namespace, name: configMap.metadata.name },
+    body,
+    ConfigMapSchema,
+    opts,
+  );
 }

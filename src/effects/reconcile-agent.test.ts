@@ -11,6 +11,7 @@ import {
 } from '../kube/index.ts';
 import { type ControllerMetrics, createControllerMetrics } from '../metrics/index.ts';
 import { STALE_RUN_OBJECT_RETRY_MS } from '../reconcile/agent/found.ts';
+import { MAX_MEMORY_WRITES } from '../reconcile/agent/memory.ts';
 import {
   FAILURE_JOB_GONE,
   FAILURE_MISSING_REF,
@@ -62,6 +63,14 @@ const notFound = (what: string): FakeReply => ({
   body: status(404, 'NotFound', `${what} not found`),
 });
 const internal: FakeReply = { status: 500, body: status(500, 'InternalError', 'etcdserver: leader changed') };
+const conflict: FakeReply = {
+  status: 409,
+  body: status(
+    409,
+    'Conflict',
+    'the object has been modified; please apply your changes to the latest version',
+  ),
+};
 
 const meta = (name: string, o: { rv?: string; uid?: string; created?: string } = {}) => ({
   name,
@@ -1271,9 +1280,11 @@ describe('reconcileAgent: agent memory (issue 10 §3)', () => {
     assert.deepEqual(broken.calls(), [`GET ${CONFIG_MAP_PATH}`]);
   });
 
-  it('Succeeded: the last memory block of the output replaces MEMORY.md after the terminal patch', async () => {
+  /** A finished run of Agent a1 that started with memory `notes` at resourceVersion 33; `cm` answers the ConfigMap. */
+  const finishedWithMemory = (cm: (req: FakeRequest, n: number) => FakeReply | undefined) => {
     const job = rawJob({ status: COMPLETE });
-    const h = harness({
+    let n = 0;
+    return harness({
       stations: [rawStation()],
       definitions: [memoryDefinition],
       jobs: [
@@ -1294,27 +1305,95 @@ describe('reconcileAgent: agent memory (issue 10 §3)', () => {
         if (req.method === 'GET' && req.path === PODS_PATH) return { status: 200, body: podList(0) };
         if (req.method === 'GET' && req.path === LOG_PATH)
           return { status: 200, body: 'done\n<memory>\nnew notes\n</memory>\n' };
-        if (req.path === CONFIG_MAP_PATH && req.method === 'GET')
-          return { status: 200, body: configMap('33', 'remember me') };
-        if (req.path === CONFIG_MAP_PATH && req.method === 'PUT')
-          return { status: 200, body: configMap('34', 'new notes') };
+        if (req.path === CONFIG_MAP_PATH) return cm(req, n++);
         return undefined;
       },
     });
+  };
+
+  it('Succeeded: the ConfigMap is read, MEMORY.md replaced at that version, then the terminal patch', async () => {
+    const h = finishedWithMemory((req) =>
+      req.method === 'GET'
+        ? { status: 200, body: configMap('33', 'remember me') }
+        : { status: 200, body: configMap('34', 'new notes') },
+    );
     assert.deepEqual(await h.run(), { kind: 'done' });
     assert.deepEqual(h.calls(), [
       `GET ${PODS_PATH}`,
       `GET ${LOG_PATH}`,
-      `PATCH ${STATUS_PATH}`,
       `GET ${CONFIG_MAP_PATH}`,
       `PUT ${CONFIG_MAP_PATH}`,
+      `PATCH ${STATUS_PATH}`,
     ]);
-    assert.deepEqual((h.requests[4]?.body as { data?: unknown } | undefined)?.data, {
-      'MEMORY.md': 'new notes',
-    });
+    const put = h.requests[3]?.body as
+      | { data?: unknown; metadata?: { resourceVersion?: string } }
+      | undefined;
+    assert.deepEqual(put?.data, { 'MEMORY.md': 'new notes' });
+    assert.equal(put?.metadata?.resourceVersion, '33');
+    assert.equal(statusOf(h.patched()).phase, 'Succeeded');
     assert.deepEqual(
       h.events.map((e) => e.note.reason),
       [REASON.succeeded, REASON.memorySaved],
+    );
+  });
+
+  it('Succeeded: a write that met a change is decided again on the ConfigMap read again (MemoryOverwritten)', async () => {
+    const h = finishedWithMemory((req, n) => {
+      if (req.method === 'GET')
+        return { status: 200, body: configMap(n === 0 ? '33' : '35', n === 0 ? 'remember me' : 'theirs') };
+      return n === 1 ? conflict : { status: 200, body: configMap('36', 'new notes') };
+    });
+    assert.deepEqual(await h.run(), { kind: 'done' });
+    assert.deepEqual(h.calls().slice(2), [
+      `GET ${CONFIG_MAP_PATH}`,
+      `PUT ${CONFIG_MAP_PATH}`,
+      `GET ${CONFIG_MAP_PATH}`,
+      `PUT ${CONFIG_MAP_PATH}`,
+      `PATCH ${STATUS_PATH}`,
+    ]);
+    assert.equal(
+      (h.requests[5]?.body as { metadata?: { resourceVersion?: string } } | undefined)?.metadata
+        ?.resourceVersion,
+      '35',
+    );
+    assert.deepEqual(
+      h.events.map((e) => e.note.reason),
+      [REASON.succeeded, REASON.memorySaved, REASON.memoryOverwritten],
+    );
+  });
+
+  it(`Succeeded: after ${MAX_MEMORY_WRITES} writes that each met a change, given up in the same reconcile (MemoryNotSaved)`, async () => {
+    const h = finishedWithMemory((req, n) =>
+      req.method === 'GET' ? { status: 200, body: configMap(String(40 + n), 'theirs') } : conflict,
+    );
+    assert.deepEqual(await h.run(), { kind: 'done' });
+    const memoryCalls = h.calls().filter((c) => c.endsWith(CONFIG_MAP_PATH));
+    assert.equal(memoryCalls.filter((c) => c.startsWith('PUT')).length, MAX_MEMORY_WRITES);
+    assert.equal(memoryCalls.filter((c) => c.startsWith('GET')).length, MAX_MEMORY_WRITES + 1);
+    assert.equal(h.calls().at(-1), `PATCH ${STATUS_PATH}`);
+    assert.equal(statusOf(h.patched()).phase, 'Succeeded');
+    assert.deepEqual(
+      h.events.map((e) => e.note.reason),
+      [REASON.succeeded, REASON.memoryNotSaved],
+    );
+    assert.match(h.events[1]?.note.message ?? '', /kept changing while being written \(5 attempts\)/);
+  });
+
+  it('Succeeded: a refused write is told (MemoryNotSaved naming the grant); the run is Succeeded all the same', async () => {
+    const h = finishedWithMemory((req) =>
+      req.method === 'GET'
+        ? { status: 200, body: configMap('33', 'remember me') }
+        : { status: 403, body: status(403, 'Forbidden', 'configmaps "notes" is forbidden') },
+    );
+    assert.deepEqual(await h.run(), { kind: 'done' });
+    assert.equal(statusOf(h.patched()).phase, 'Succeeded');
+    assert.deepEqual(
+      h.events.map((e) => e.note.reason),
+      [REASON.succeeded, REASON.memoryNotSaved],
+    );
+    assert.match(
+      h.events[1]?.note.message ?? '',
+      /forbidden; the controller needs configmaps get, create and update/,
     );
   });
 });

@@ -3,6 +3,7 @@ import { type ApiServerEndpoints, runHoldsToken } from '../jobs/index.ts';
 import { describeKubeError } from '../kube/index.ts';
 import { cleanupBackoffMs, isBatchRun } from '../reconcile/agent/batch.ts';
 import { holdsCleanupFinalizer } from '../reconcile/agent/cleanup.ts';
+import { runMemory } from '../reconcile/agent/memory.ts';
 import { apiKeySecretKey, holdsBatchFinalizer, isBatchProvider } from '../reconcile/batch/plan.ts';
 import {
   type Decision,
@@ -14,7 +15,11 @@ import {
 } from '../reconcile/index.ts';
 import type { PriceTable } from '../reconcile/results/prices.ts';
 import { desiredServerObjects } from '../reconcile/serving/decide.ts';
-import type { EndpointObservation, StartObservation } from '../reconcile/snapshot.ts';
+import type {
+  EndpointObservation,
+  MemoryConfigMapObservation,
+  StartObservation,
+} from '../reconcile/snapshot.ts';
 import type { WorkResult } from '../runtime/index.ts';
 import type { Logger } from '../shared/log.ts';
 import type { RunSpans } from '../telemetry/run-spans.ts';
@@ -34,7 +39,7 @@ import {
   observeJob,
   runJobName,
 } from './gather.ts';
-import { readMemory } from './memory.ts';
+import { observeMemoryConfigMap, readMemory } from './memory.ts';
 import { observeServer } from './server.ts';
 
 export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
@@ -67,9 +72,12 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
 
 /**
  * The most decide → gather rounds one reconcile makes (job, evidence, existing Job, rejected Job; credentials,
- * vendor search, submission, cleanup; the memory of a starting run).
+ * vendor search, submission, cleanup; the memory of a starting run). The longest path is a Succeeded run's memory
+ * save (issue 27 §2): job, evidence, the memory ConfigMap, then up to MAX_MEMORY_WRITES (5) writes that each meet a
+ * changed ConfigMap and are decided again, then the decision that gives up: 9 rounds; 12 leaves room for the live
+ * pod listing and a round or two more without ever cutting a save short.
  */
-export const MAX_ROUNDS = 8;
+export const MAX_ROUNDS = 12;
 
 /** How soon an Agent whose decision was dropped because this replica could not write is looked at again. */
 export const NOT_LEADING_RECHECK_MS = 1000;
@@ -254,6 +262,11 @@ async function gatherNeed(
       if (!read.ok) return result(retry(log, 'Reading the memory ConfigMap failed', read.error));
       return again({ ...snapshot, memory: read.value });
     }
+    case 'memorySave': {
+      const observed = await observeMemorySave(snapshot, deps);
+      if (observed === undefined) return result(retry(log, 'Memory to save without one', 'internal'));
+      return again({ ...snapshot, memorySave: { configMap: observed, changed: 0 } });
+    }
     case 'job': {
       const job = await observeJob(deps, agent);
       if (!job.ok) return result(retry(log, 'Reading the Job failed', describeKubeError(job.error)));
@@ -387,12 +400,35 @@ async function afterOutcome(
       deps.batch?.cleanupNotBefore.set(agent.metadata.uid, deps.now().getTime() + cleanupBackoffMs(attempt));
       return again({ ...snapshot, cleanup: { kind: 'failed', message: outcome.message } });
     }
+    case 'memoryChanged': {
+      // Changed since it was read: read again, and the write counted, for decide to write again or give up.
+      const observed = await observeMemorySave(snapshot, deps);
+      if (observed === undefined) return result(retry(log, 'Memory written without one', 'internal'));
+      const changed = (snapshot.memorySave?.changed ?? 0) + 1;
+      return again({ ...snapshot, memorySave: { configMap: observed, changed } });
+    }
+    case 'memoryForbidden':
+    case 'memoryFailed': {
+      const forbidden = outcome.kind === 'memoryForbidden';
+      const failed = { kind: 'failed' as const, message: outcome.message, forbidden };
+      return again({ ...snapshot, memorySave: { changed: 0, ...snapshot.memorySave, configMap: failed } });
+    }
     default: {
       // Every outcome is handled above: a new one fails to compile here instead of deciding again silently.
       const unhandled: never = outcome;
       return result(retry(log, 'Unhandled outcome', JSON.stringify(unhandled)));
     }
   }
+}
+
+/** Reads the memory ConfigMap the run's Job names (undefined: the run has none to save to). */
+async function observeMemorySave(
+  snapshot: Snapshot,
+  deps: ReconcileDeps,
+): Promise<MemoryConfigMapObservation | undefined> {
+  const memory = runMemory(snapshot);
+  if (memory === undefined) return undefined;
+  return observeMemoryConfigMap(deps, snapshot.agent.metadata.namespace, memory.configMap);
 }
 
 /**

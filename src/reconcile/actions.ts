@@ -140,6 +140,18 @@ export type {
   ServiceAccountManifest,
 };
 
+/** A memory ConfigMap as written: the body of the create, or of the replace (everything read kept). */
+export interface MemoryConfigMapManifest {
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string | undefined;
+    readonly labels?: Readonly<Record<string, string>> | null | undefined;
+    readonly [key: string]: unknown;
+  };
+  readonly data?: Readonly<Record<string, string>> | null | undefined;
+  readonly [key: string]: unknown;
+}
+
 /** Everything the reconcile core can ask the executor to do. */
 export type Action =
   /**
@@ -258,16 +270,16 @@ export type Action =
       readonly batchId: string;
     }
   /**
-   * Replaces `MEMORY.md` of the run's memory ConfigMap with `content` (issue 10 §3); see the executor contract.
-   * `readVersion`: the ConfigMap's resourceVersion when the run read it (`""`: it did not exist; undefined: unknown).
+   * The run's memory ConfigMap written (issue 10 §3, decided by ./agent/memory.ts): created as built (labelled as a
+   * memory, owned by nothing), or, with `replace`, the ConfigMap as read with its MEMORY.md replaced, PUT with that
+   * resourceVersion as precondition. Emitted right before the terminal patch of a Succeeded run; see the contract.
    */
   | {
       readonly kind: 'saveMemory';
       readonly ref: AgentRef;
       readonly namespace: string;
-      readonly configMap: string;
-      readonly content: string;
-      readonly readVersion?: string | undefined;
+      readonly configMap: MemoryConfigMapManifest;
+      readonly replace?: { readonly resourceVersion: string } | undefined;
     }
   | {
       readonly kind: 'notifySinks';
@@ -285,9 +297,18 @@ export interface Decision {
   /**
    * Set when the snapshot lacks an observation decide needs; `actions` is then empty. The shell gathers it and
    * calls decide again: `job` → read the Job; `runEvidence` → the Job has finished: list its pods, pick one with
-   * `pickRunPod`, read its agent log; `memory` → read the definition's memory ConfigMap (`Snapshot.memory`).
+   * `pickRunPod`, read its agent log; `memory` → read the definition's memory ConfigMap (`Snapshot.memory`);
+   * `memorySave` → read the memory ConfigMap a Succeeded run saves to, as its Job names it (`Snapshot.memorySave`).
    */
-  readonly needs?: 'job' | 'runEvidence' | 'credentials' | 'batchLookup' | 'memory' | 'livePods' | 'server';
+  readonly needs?:
+    | 'job'
+    | 'runEvidence'
+    | 'credentials'
+    | 'batchLookup'
+    | 'memory'
+    | 'memorySave'
+    | 'livePods'
+    | 'server';
   /**
    * Set on the decision that writes a batch run's submission record (Running, batchProvider, no batchId): once
    * it is done, the shell knows nothing was submitted for the Agent yet, so the next reconcile submits at once

@@ -48,7 +48,13 @@ export type Observation =
   /** `cleanup: {kind: 'pending'}`. */
   | 'cleanup:pending'
   /** `cleanup: {kind: 'failed', message}`. */
-  | 'cleanup:failed';
+  | 'cleanup:failed'
+  /** `memorySave: {configMap: (read again), changed: +1}`. */
+  | 'memoryChanged'
+  /** `memorySave: {configMap: {kind: 'failed', message, forbidden: true}}`. */
+  | 'memoryForbidden'
+  /** `memorySave: {configMap: {kind: 'failed', message, forbidden: false}}`. */
+  | 'memoryFailed';
 
 /**
  * What an answer means for the decision: `continue` with the next action; `superseded` (stop, drop the rest, no retry:
@@ -67,7 +73,7 @@ export type Answers = Readonly<Partial<Record<Answer, Outcome>>> & {
 /** The executor's contract for one action kind. */
 export interface ContractEntry {
   /** Which handler module of src/effects/execute/ performs it. */
-  readonly family: 'run' | 'agent' | 'reports' | 'batch' | 'server';
+  readonly family: 'run' | 'agent' | 'reports' | 'memory' | 'batch' | 'server';
   /**
    * Whether the executor first asks if this replica may still write (it leads and its Lease renewal is confirmed),
    * stopping the decision as `notLeading` when not: `always`; `beforePatch` (only until the decision's status patch
@@ -225,10 +231,16 @@ export const EXECUTOR_CONTRACT: { readonly [K in Action['kind']]: ContractEntry 
     note: 'Handed to a background deliverer, never awaited; placed right after the status patch it reports.',
   },
   saveMemory: {
-    family: 'reports',
-    ...report,
-    answers: { ok: 'continue', error: 'continue' },
-    note: 'Issue 10 §3, after the terminal patch of a Succeeded run; awaited. GET the ConfigMap: 404 → POST it (labelled memory, no owner); same MEMORY.md → nothing written; else PUT with its resourceVersion. 409 → read and write again, at most 5 tries. Told in Events: MemorySaved, MemoryOverwritten (the version replaced is not the one the run read, or a retry was needed: last writer wins, never silently), MemoryNotSaved (403 naming the grant, immutable, tries exhausted, other errors).',
+    family: 'memory',
+    ...write,
+    answers: {
+      ok: 'continue',
+      alreadyExists: 'decideAgain:memoryChanged',
+      forbidden: 'decideAgain:memoryForbidden',
+      error: 'decideAgain:memoryFailed',
+    },
+    variants: { replace: { conflict: 'decideAgain:memoryChanged', notFound: 'decideAgain:memoryChanged' } },
+    note: "Issue 10 §3, decided in agent/memory.ts: right before the terminal patch of a Succeeded run, its Events after the run's own. POST the ConfigMap, or (`replace`) PUT it with the resourceVersion read as precondition. Changed since it was read (409 AlreadyExists on the create; 409 Conflict or 404 on the replace): the shell reads the ConfigMap again and decide decides again (at most 5 writes, then MemoryNotSaved). 403 and every other failure: decided again with the answer, which decide tells in MemoryNotSaved (403 naming the grant); the run is recorded Succeeded all the same.",
   },
   observeMetric: {
     family: 'reports',

@@ -1,4 +1,4 @@
-import type { Agent, AgentDefinition, Job, Pod, Station } from '../api/index.ts';
+import type { Agent, AgentDefinition, ConfigMap, Job, Pod, Station } from '../api/index.ts';
 import type { ApiServerEndpoints } from '../jobs/index.ts';
 import type { BatchState, FindOutcome } from '../vendors/batch/port.ts';
 import type { PolicyObservation } from './policy/check.ts';
@@ -30,6 +30,25 @@ export type MemoryObservation =
   | { readonly kind: 'forbidden'; readonly message: string }
   /** The ConfigMap exists but is not marked as a memory (label agents.re-cinq.com/memory=true): never touched. */
   | { readonly kind: 'notMemory' };
+
+/**
+ * The memory ConfigMap a Succeeded run saves its memory block to (issue 10 §3, issue 27 §2), read live by the shell
+ * when decide asks (`needs: 'memorySave'`), and read again after a write that met a changed ConfigMap: `absent`
+ * (404), `present` with the ConfigMap as read (its labels, MEMORY.md, immutability and resourceVersion decide; the
+ * rest is kept when it is replaced), or `failed` when the read or the write was refused (403: `forbidden`) or failed
+ * otherwise: decide then gives up with `MemoryNotSaved` naming the answer.
+ */
+export type MemoryConfigMapObservation =
+  | { readonly kind: 'absent' }
+  | { readonly kind: 'present'; readonly configMap: ConfigMap }
+  | { readonly kind: 'failed'; readonly message: string; readonly forbidden: boolean };
+
+/** What the shell observed of a run's memory ConfigMap while saving to it, in this reconcile. */
+export interface MemorySaveObservation {
+  readonly configMap: MemoryConfigMapObservation;
+  /** Writes of this reconcile that met a ConfigMap changed since it was read (409, or 404 on a replace). */
+  readonly changed: number;
+}
 
 /** A Deployment's rollout as far as a server's readiness goes. */
 export interface DeploymentProgress {
@@ -301,6 +320,11 @@ export interface Snapshot {
    * `needs: 'memory'` before it builds the Job).
    */
   readonly memory?: MemoryObservation | undefined;
+  /**
+   * The memory ConfigMap of a run that Succeeded with a memory block to save; undefined: not read yet (decide answers
+   * `needs: 'memorySave'` before the terminal transition).
+   */
+  readonly memorySave?: MemorySaveObservation | undefined;
   /**
    * Running runs whose Job has not finished: its pods and pod-creation failures, from the shell's watches
    * (undefined: not watched; the run then waits for its Job's verdict as before).

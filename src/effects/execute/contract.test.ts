@@ -291,17 +291,20 @@ const SCENARIOS: { readonly [K in Kind]: (answer: Answer, variant?: string) => C
       },
     },
   }),
-  saveMemory: (answer) => ({
+  saveMemory: (answer, variant) => ({
     action: {
       kind: 'saveMemory',
       ref,
       namespace: NS,
-      configMap: 'mem',
-      content: '# memory',
-      readVersion: '',
+      configMap: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'mem', namespace: NS, labels: { 'agents.re-cinq.com/memory': 'true' } },
+        data: { 'MEMORY.md': '# memory' },
+      },
+      ...(variant === 'replace' ? { replace: { resourceVersion: '41' } } : {}),
     },
-    // ok: not there yet (404 on the read), then created; error: the read fails.
-    reply: (req) => (answer === 'ok' ? (req.method === 'GET' ? API.notFound : echo(req)) : API.error),
+    reply: writes(answer),
   }),
   observeMetric: (answer) => ({
     action: { kind: 'observeMetric', observation: { metric: 'runQueue', seconds: 3 } },
@@ -410,7 +413,7 @@ const LITERAL: { readonly [K in Kind]: readonly [Answer, Outcome, string?] } = {
   removeFinalizer: ['notFound', 'superseded'],
   recordEvent: ['error', 'continue'],
   notifySinks: ['error', 'continue'],
-  saveMemory: ['error', 'continue'],
+  saveMemory: ['conflict', 'decideAgain:memoryChanged', 'replace'],
   observeMetric: ['error', 'continue'],
   submitBatch: ['ok', 'decideAgain:submission:submitted'],
   cleanupBatch: ['pending', 'decideAgain:cleanup:pending'],
@@ -454,12 +457,11 @@ describe('executor contract: the entries', () => {
   it('fences, last leader checks and the landed patch, written out', () => {
     const byFence = (fence: string) => KINDS.filter((k) => EXECUTOR_CONTRACT[k].fence === fence).sort();
     assert.deepEqual(byFence('never'), ['observeMetric']);
-    assert.deepEqual(byFence('beforePatch'), ['notifySinks', 'recordEvent', 'saveMemory']);
+    assert.deepEqual(byFence('beforePatch'), ['notifySinks', 'recordEvent']);
     assert.deepEqual(KINDS.filter((k) => EXECUTOR_CONTRACT[k].bestEffort).sort(), [
       'notifySinks',
       'observeMetric',
       'recordEvent',
-      'saveMemory',
     ]);
     assert.deepEqual(KINDS.filter((k) => EXECUTOR_CONTRACT[k].lastLeaderCheck).sort(), [
       'createJob',
@@ -476,6 +478,9 @@ describe('executor contract: the entries', () => {
     assert.equal(outcomeOf('submitBatch', 'forbidden'), 'retryLater');
     assert.equal(outcomeOf('deleteAgent', 'conflict'), 'superseded');
     assert.equal(outcomeOf('deleteAgent', 'conflict', 'prune'), 'continue');
+    // A create of the memory ConfigMap answered 404 (its namespace went): a failure told, not a change to re-read.
+    assert.equal(outcomeOf('saveMemory', 'notFound'), 'decideAgain:memoryFailed');
+    assert.equal(outcomeOf('saveMemory', 'notFound', 'replace'), 'decideAgain:memoryChanged');
   });
 
   it('a last leader check stops a Job create before it is sent', async () => {

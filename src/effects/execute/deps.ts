@@ -177,7 +177,13 @@ export type ExecuteOutcome =
   /** A cleanup step was taken and must finish at the vendor first. */
   | { readonly kind: 'cleanupPending'; readonly detail: string }
   /** A cleanup attempt failed: decide again with `cleanup: {kind: 'failed', message}`. */
-  | { readonly kind: 'cleanupFailed'; readonly message: string };
+  | { readonly kind: 'cleanupFailed'; readonly message: string }
+  /** The memory ConfigMap changed since it was read: read it again and decide again (`memorySave`). */
+  | { readonly kind: 'memoryChanged'; readonly message: string }
+  /** The memory write was refused (403): decide again with it (`memorySave`). */
+  | { readonly kind: 'memoryForbidden'; readonly message: string }
+  /** The memory write failed otherwise: decide again with it (`memorySave`). */
+  | { readonly kind: 'memoryFailed'; readonly message: string };
 
 /**
  * What became of one action: `applied`, `notApplied` (it stopped the decision without a failure: a precondition

@@ -1,12 +1,9 @@
-// Handlers of what reports a decision rather than decides anything: Events, sink notifications, the run's memory,
-// metrics. Best effort: a failure is logged and never stops the decision (the executor contract:
-// src/reconcile/executor-contract.ts).
-import type { EventNote } from '../../kube/index.ts';
+// Handlers of what reports a decision rather than decides anything: Events, sink notifications, metrics. Best effort:
+// a failure is logged and never stops the decision (the executor contract: src/reconcile/executor-contract.ts).
 import type { ControllerMetrics } from '../../metrics/index.ts';
-import { type MetricObservation, REASON } from '../../reconcile/index.ts';
+import type { MetricObservation } from '../../reconcile/index.ts';
 import { assertNever } from '../../shared/result.ts';
-import { saveMemory as saveMemoryTo } from '../memory.ts';
-import { FIELD_MANAGER, type Handler, recordNote } from './deps.ts';
+import { type Handler, recordNote } from './deps.ts';
 
 export const recordEvent: Handler<'recordEvent'> = async (action, deps) => {
   await recordNote(deps, action.ref, { type: action.type, reason: action.reason, message: action.message });
@@ -15,24 +12,6 @@ export const recordEvent: Handler<'recordEvent'> = async (action, deps) => {
 
 export const notifySinks: Handler<'notifySinks'> = async (action, deps) => {
   deps.sinks?.deliver(action);
-  return undefined;
-};
-
-export const saveMemory: Handler<'saveMemory'> = async (action, deps) => {
-  // Best effort, but awaited: the run is recorded as Succeeded already; what happened is told in Events.
-  const notes = await saveMemoryTo(action, {
-    transport: deps.transport,
-    logger: deps.logger,
-    timeoutMs: deps.timeoutMs,
-    fieldManager: FIELD_MANAGER,
-  }).catch((error: unknown): EventNote[] => [
-    {
-      type: 'Warning',
-      reason: REASON.memoryNotSaved,
-      message: `Memory not saved to ConfigMap ${action.configMap}: ${String(error)}`,
-    },
-  ]);
-  for (const note of notes) await recordNote(deps, action.ref, note);
   return undefined;
 };
 

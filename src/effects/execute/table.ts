@@ -3,6 +3,7 @@
 import * as agent from './agent.ts';
 import * as batch from './batch.ts';
 import type { HandlerTable } from './deps.ts';
+import * as memory from './memory.ts';
 import * as reports from './reports.ts';
 import * as run from './run-objects.ts';
 import * as server from './server.ts';
@@ -22,7 +23,7 @@ export const HANDLERS: HandlerTable = {
   removeFinalizer: agent.finalizer,
   recordEvent: reports.recordEvent,
   notifySinks: reports.notifySinks,
-  saveMemory: reports.saveMemory,
+  saveMemory: memory.saveMemory,
   observeMetric: reports.observeMetric,
   submitBatch: batch.submitBatch,
   cleanupBatch: batch.cleanupBatch,

@@ -185,7 +185,13 @@ const agentWire = (agent: Agent): Record<string, Json> => wire(agent) as Record<
  * submitted batch. The answers simulated are those of calls that succeed or lose a race (404, 409, a failed test).
  */
 function answered(action: Action, answer: Answer, what?: string, id?: string): SimOutcome | undefined {
-  const outcome = outcomeOf(action.kind, answer, action.kind === 'deleteAgent' ? action.purpose : undefined);
+  const variant =
+    action.kind === 'deleteAgent'
+      ? action.purpose
+      : action.kind === 'saveMemory' && action.replace !== undefined
+        ? 'replace'
+        : undefined;
+  const outcome = outcomeOf(action.kind, answer, variant);
   switch (outcome) {
     case 'continue':
       return undefined;
@@ -431,11 +437,30 @@ function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefine
       if (s.batchState?.id === action.batchId) d.snapshot = { ...s, batchState: undefined };
       return answered(action, 'ok');
     case 'saveMemory': {
-      // Follows the terminal patch of a Succeeded run: its memory observation (read only while Pending) is never
-      // read again for this Agent; the ConfigMap itself is outside the snapshot.
-      if (d.agent.status.phase !== 'Succeeded')
+      // Right before the terminal patch of a Succeeded run, against the ConfigMap the snapshot observed (the world:
+      // nothing else writes it here): a create of an absent one, or a replace at the version read. The ConfigMap
+      // written is what the next decisions observe.
+      if (d.agent.status.phase !== 'Running')
         throw new Error(`simulator: saveMemory on a ${d.agent.status.phase} Agent`);
-      d.objects.add(objectKey('ConfigMap', action.namespace, action.configMap));
+      const observed = s.memorySave?.configMap;
+      const consistent =
+        action.replace === undefined
+          ? observed?.kind === 'absent'
+          : observed?.kind === 'present' &&
+            observed.configMap.metadata.resourceVersion === action.replace.resourceVersion;
+      if (!consistent) throw new Error('simulator: saveMemory not against the ConfigMap observed');
+      const written = {
+        ...action.configMap,
+        metadata: { ...action.configMap.metadata, resourceVersion: `cm-${next(d)}` },
+      };
+      d.snapshot = {
+        ...s,
+        memorySave: {
+          configMap: { kind: 'present', configMap: written },
+          changed: s.memorySave?.changed ?? 0,
+        },
+      };
+      d.objects.add(objectKey('ConfigMap', action.namespace, action.configMap.metadata.name));
       return answered(action, 'ok');
     }
     case 'createServerApiKey': {

@@ -7,7 +7,18 @@ import { RUN_CLEANUP_FINALIZER } from '../../jobs/index.ts';
 import type { Action, AgentRef, Decision } from '../actions.ts';
 import { BATCH_FINALIZER, batchRequestFor } from '../batch/plan.ts';
 import type { Snapshot } from '../snapshot.ts';
-import { agent, at, definition, finished, iso, running, station } from '../test-fixtures.ts';
+import {
+  agent,
+  at,
+  complete,
+  definition,
+  finished,
+  iso,
+  job,
+  pod,
+  running,
+  station,
+} from '../test-fixtures.ts';
 import {
   applyDecision,
   mergePatch,
@@ -315,5 +326,54 @@ describe('apply-actions simulator', () => {
       NOW,
     );
     assert.ok(sameState(w, world));
+  });
+
+  it('a memory save writes the ConfigMap observed, before the terminal patch; deciding again writes nothing more', () => {
+    const a = running('a');
+    const j = job('a', { conditions: complete, succeeded: 1 });
+    const memoryJob = {
+      ...j,
+      metadata: {
+        ...j.metadata,
+        annotations: {
+          ...j.metadata.annotations,
+          'agents.re-cinq.com/memory-configmap': 'notes',
+          'agents.re-cinq.com/memory-version': '41',
+        },
+      },
+    };
+    const notes = {
+      metadata: { name: 'notes', resourceVersion: '41', labels: { 'agents.re-cinq.com/memory': 'true' } },
+      data: { 'MEMORY.md': 'old' },
+    };
+    const w = worldOf(a, {
+      snapshot: {
+        definition: definition('def', { memory: { configMap: 'notes' } }),
+        job: {
+          kind: 'present',
+          job: memoryJob,
+          evidence: {
+            kind: 'pod',
+            pod: pod('a', 0, JSON.stringify({ v: 1, result: 'done\n<memory>\nnew\n</memory>' })),
+            log: { kind: 'read', text: '' },
+          },
+        },
+        memorySave: { configMap: { kind: 'present', configMap: notes }, changed: 0 },
+      },
+    });
+    const first = decide(w.snapshot, NOW);
+    assert.deepEqual(
+      first.actions.slice(0, 2).map((x) => x.kind),
+      ['saveMemory', 'patchStatus'],
+    );
+    const { world, outcome } = applyDecision(w, first, NOW);
+    assert.deepEqual(outcome, { kind: 'done' });
+    assert.equal(world.snapshot.agent.status.phase, 'Succeeded');
+    const written = world.snapshot.memorySave?.configMap;
+    assert.equal(written?.kind === 'present' && written.configMap.data?.['MEMORY.md'], 'new');
+    assert.deepEqual(world.objects, ['ConfigMap/team/notes']);
+    // The same terminal decision made again on the ConfigMap it wrote (its patch lost): no second write.
+    const again = decide({ ...world.snapshot, agent: a }, NOW);
+    assert.ok(!again.actions.some((x) => x.kind === 'saveMemory'));
   });
 });

@@ -19,7 +19,13 @@ import {
 import { jobNameFor, RUN_CLEANUP_FINALIZER } from '../../jobs/index.ts';
 import type { Action, AgentStatusPatch, Decision } from '../actions.ts';
 import { BATCH_FINALIZER } from '../batch/plan.ts';
-import type { JobObservation, ReconcileOptions, RunEvidence, Snapshot } from '../snapshot.ts';
+import type {
+  JobObservation,
+  MemorySaveObservation,
+  ReconcileOptions,
+  RunEvidence,
+  Snapshot,
+} from '../snapshot.ts';
 import type { StationQueueView } from '../station/book.ts';
 import {
   complete,
@@ -73,7 +79,14 @@ const KNOWN_KINDS: Record<Action['kind'], true> = {
   notifySinks: true,
 };
 const ACTION_KINDS: ReadonlySet<string> = new Set(Object.keys(KNOWN_KINDS));
-const NEEDS: ReadonlySet<string> = new Set(['job', 'runEvidence', 'credentials', 'batchLookup', 'memory']);
+const NEEDS: ReadonlySet<string> = new Set([
+  'job',
+  'runEvidence',
+  'credentials',
+  'batchLookup',
+  'memory',
+  'memorySave',
+]);
 
 function unwrap<T>(r: { ok: true; value: T } | { ok: false; error: string }): T {
   if (!r.ok) throw new Error(r.error);
@@ -124,6 +137,19 @@ function defined(o: Record<string, unknown>): Record<string, unknown> {
 /** True about once in `n` cases. */
 const oneIn = (n: number): fc.Arbitrary<boolean> => fc.integer({ min: 1, max: n }).map((x) => x === 1);
 /** `arb` about once in `n` cases, else undefined. */
+/** The memory ConfigMap `notes` at `rv` holding `content` (labelled as a memory unless `labelled` is false). */
+const notesConfigMap = (rv: string, content: string, labelled = true) => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: {
+    name: 'notes',
+    namespace: NS,
+    resourceVersion: rv,
+    labels: labelled ? { 'agents.re-cinq.com/memory': 'true' } : {},
+  },
+  data: { 'MEMORY.md': content },
+});
+
 const rarely = <T>(arb: fc.Arbitrary<T>, n = 8): fc.Arbitrary<T | undefined> =>
   fc.oneof({ weight: n - 1, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb });
 
@@ -413,6 +439,26 @@ const jobConditionsArb = fc.constantFrom<readonly Record<string, unknown>[] | un
   [{ type: 'Suspended', status: 'True', reason: 'JobSuspended' }],
 );
 
+/** A Job that started with memory records it (its ConfigMap, cap and the version read) in annotations. */
+const withJobMemory = <J extends { metadata: { annotations?: Record<string, string> | undefined } }>(
+  memory: boolean,
+  job: J,
+): J =>
+  memory
+    ? {
+        ...job,
+        metadata: {
+          ...job.metadata,
+          annotations: {
+            ...job.metadata.annotations,
+            'agents.re-cinq.com/memory-configmap': 'notes',
+            'agents.re-cinq.com/memory-max-size-kb': '64',
+            'agents.re-cinq.com/memory-version': '41',
+          },
+        },
+      }
+    : job;
+
 const jobArb = (agentUid: string): fc.Arbitrary<JobObservation> =>
   fc.oneof(
     fc.constant<JobObservation>({ kind: 'unknown' }),
@@ -430,23 +476,27 @@ const jobArb = (agentUid: string): fc.Arbitrary<JobObservation> =>
         created: fc.integer({ min: 0, max: 30 }),
         deleting: oneIn(5),
         evidence: evidenceArb,
+        memory: oneIn(3),
       })
       .map(
         (r): JobObservation => ({
           kind: 'present',
-          job: jobFixture('a', {
-            owner:
-              r.owner === 'self'
-                ? { name: 'a', uid: agentUid }
-                : r.owner === 'earlier'
-                  ? { name: 'a', uid: 'uid-a-earlier' }
-                  : r.owner === 'foreign'
-                    ? { name: 'someone', uid: 'uid-foreign', kind: 'CronJob' }
-                    : null,
-            created: r.created,
-            deleting: r.deleting,
-            ...(r.conditions !== undefined ? { conditions: r.conditions } : {}),
-          }),
+          job: withJobMemory(
+            r.memory,
+            jobFixture('a', {
+              owner:
+                r.owner === 'self'
+                  ? { name: 'a', uid: agentUid }
+                  : r.owner === 'earlier'
+                    ? { name: 'a', uid: 'uid-a-earlier' }
+                    : r.owner === 'foreign'
+                      ? { name: 'someone', uid: 'uid-foreign', kind: 'CronJob' }
+                      : null,
+              created: r.created,
+              deleting: r.deleting,
+              ...(r.conditions !== undefined ? { conditions: r.conditions } : {}),
+            }),
+          ),
           evidence: r.evidence,
         }),
       ),
@@ -540,6 +590,22 @@ const extrasArb = fc.record({
       { kind: 'forbidden' as const, message: 'configmaps "notes" is forbidden' },
       { kind: 'notMemory' as const },
     ),
+  ),
+  // The memory ConfigMap a Succeeded run saves to: absent, as read, already holding the block, someone else's, refused,
+  // or changed under every write.
+  memorySave: rarely(
+    fc.constantFrom<MemorySaveObservation>(
+      { configMap: { kind: 'absent' }, changed: 0 },
+      { configMap: { kind: 'present', configMap: notesConfigMap('41', '- old note\n') }, changed: 0 },
+      { configMap: { kind: 'present', configMap: notesConfigMap('57', '- remember this') }, changed: 0 },
+      { configMap: { kind: 'present', configMap: notesConfigMap('58', 'x', false) }, changed: 0 },
+      {
+        configMap: { kind: 'failed', message: 'configmaps "notes" is forbidden', forbidden: true },
+        changed: 0,
+      },
+      { configMap: { kind: 'present', configMap: notesConfigMap('63', 'theirs') }, changed: 5 },
+    ),
+    3,
   ),
   policy: rarely(
     fc.constantFrom(

@@ -18,7 +18,7 @@ import {
   failureRejected,
   REASON,
 } from '../reasons.ts';
-import type { JobObservation, RunEvidence, Snapshot } from '../snapshot.ts';
+import type { JobObservation, MemorySaveObservation, RunEvidence, Snapshot } from '../snapshot.ts';
 import {
   agent,
   at,
@@ -1730,6 +1730,19 @@ describe('decide: agent memory (issue 10 §3)', () => {
   };
   const report = (result: string, extra: Record<string, unknown> = {}) =>
     JSON.stringify({ v: 1, result, ...extra });
+  /** The memory ConfigMap as the run read it (resourceVersion 41), observed again at its end. */
+  const notes = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: 'notes',
+      namespace: NS,
+      resourceVersion: '41',
+      labels: { 'agents.re-cinq.com/memory': 'true' },
+    },
+    data: { 'MEMORY.md': 'old' },
+  };
+  const memoryRead: MemorySaveObservation = { configMap: { kind: 'present', configMap: notes }, changed: 0 };
   const finishedRun = (
     o: {
       conditions?: readonly Record<string, unknown>[];
@@ -1738,11 +1751,13 @@ describe('decide: agent memory (issue 10 §3)', () => {
       exitCode?: number;
       def?: ReturnType<typeof definition>;
       annotations?: Record<string, string>;
+      memorySave?: MemorySaveObservation | null;
     } = {},
   ) => {
     const conditions = o.conditions ?? complete;
     return run(
       snap(running('a'), {
+        ...(o.memorySave === null ? {} : { memorySave: o.memorySave ?? memoryRead }),
         definition: o.def ?? withMemory({ configMap: 'notes', maxSizeKB: 1 }),
         job: present(memoryJob(conditions, o.annotations), {
           kind: 'pod',
@@ -1755,22 +1770,33 @@ describe('decide: agent memory (issue 10 §3)', () => {
   const saves = (d: Decision) =>
     d.actions.filter((a): a is Extract<Action, { kind: 'saveMemory' }> => a.kind === 'saveMemory');
 
-  it('Succeeded with a memory block: saveMemory after the terminal patch (and its Event), the last block', () => {
+  it('Succeeded with a memory block: the memory ConfigMap is observed first (needs), nothing written before', () => {
+    const d = finishedRun({ message: report('<memory>\n- x\n</memory>'), memorySave: null });
+    assert.deepEqual(d, { actions: [], needs: 'memorySave' });
+  });
+
+  it('Succeeded with a memory block: saveMemory (the last block) right before the terminal patch, its Event after the run’s', () => {
     const d = finishedRun({
       message: report('Fixed.\n<memory>\nold\n</memory>\nAnd:\n<memory>\n- login needs a retry\n</memory>\n'),
     });
     assert.equal(onlyPatch(d).phase, 'Succeeded');
-    assert.deepEqual(kinds(d).slice(0, 3), ['patchStatus', 'recordEvent', 'saveMemory']);
+    assert.deepEqual(kinds(d).slice(0, 4), ['saveMemory', 'patchStatus', 'recordEvent', 'recordEvent']);
     assert.deepEqual(saves(d), [
       {
         kind: 'saveMemory',
         ref: { namespace: NS, name: 'a', uid: 'uid-a' },
         namespace: NS,
-        configMap: 'notes',
-        content: '- login needs a retry',
-        readVersion: '41',
+        configMap: { ...notes, data: { 'MEMORY.md': '- login needs a retry' } },
+        replace: { resourceVersion: '41' },
       },
     ]);
+    assert.deepEqual(
+      events(d).map((e) => `${e.reason}: ${e.message}`),
+      [
+        `${REASON.succeeded}: ${events(d)[0]?.message}`,
+        'MemorySaved: Memory saved to ConfigMap notes (21 bytes)',
+      ],
+    );
   });
 
   it('a memory block over the run’s maxSizeKB is not saved: a Warning with the size and the cap', () => {
@@ -1816,7 +1842,7 @@ describe('decide: agent memory (issue 10 §3)', () => {
       log: 'file: old\nprompt: <memory>\nold\n</memory>\n<memory>\nnew\n</memory>\n',
     });
     assert.deepEqual(
-      saves(d).map((s) => s.content),
+      saves(d).map((s) => s.configMap.data?.['MEMORY.md']),
       ['new'],
     );
   });

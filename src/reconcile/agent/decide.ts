@@ -61,8 +61,10 @@ const NOTHING: Decision = { actions: [] };
  *   - Job gone (or replaced by one this Agent does not own) → Failed, exitCode 1,
  *     `run record unavailable: Job garbage-collected before its result was observed`.
  *   - Succeeded, and the Job records a memory (issue 10 §3): the last memory block of the final answer (an exec
- *     run's output) → `saveMemory` after the terminal patch and its Event; over the run's maxSizeKB → Warning
- *     `MemoryTooLarge` instead; a cut answer → Warning `MemoryNotSaved`. No block, or Failed → nothing.
+ *     run's output) is saved: the memory ConfigMap not observed → `needs: 'memorySave'`; then `saveMemory` (create,
+ *     or replace at the resourceVersion read) right before the terminal patch, its Events after the run's own
+ *     (agent/memory.ts); over the run's maxSizeKB → Warning `MemoryTooLarge` instead; a cut answer → Warning
+ *     `MemoryNotSaved`. No block, or Failed → nothing.
  *   - then the Station's history is pruned.
  *
  * - Runs that hold bindings (AgentDefinition `spec.rbac`): Pending → the cleanup finalizer first, then the run's

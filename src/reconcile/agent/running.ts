@@ -214,7 +214,19 @@ export function finish(s: Snapshot, now: Date, c: Completion): Decision {
   // A realtime run's session id, read from its output as the final check (the prompt API records it as it goes).
   const sessionId =
     s.definition !== null && isRealtime(s.definition) ? sessionIdInOutput(vendor, c.output) : undefined;
+  // The run's memory block replaces its memory (issue 10 §3): written right before the terminal patch, so a write
+  // that met a changed ConfigMap is decided again with the ConfigMap read again, before anything else landed; its
+  // Events follow the run's own.
+  const memory = memoryAfterRun(s, {
+    phase,
+    answer: produced.answer,
+    answerTruncated: produced.answerTruncated === true,
+    output: c.output,
+    vendor,
+  });
+  if (memory.kind === 'needs') return { actions: [], needs: 'memorySave' };
   const actions: Action[] = [
+    ...memory.write,
     statusPatch(
       agent,
       {
@@ -235,14 +247,7 @@ export function finish(s: Snapshot, now: Date, c: Completion): Decision {
     ...(c.afterPatch ?? []),
     event(ref, phase === 'Succeeded' ? 'Normal' : 'Warning', reason, message),
     ...c.extraEvents.map((e) => event(ref, e.type, e.reason, e.message)),
-    // The run's memory block replaces its memory once the run is recorded as Succeeded (issue 10 §3).
-    ...memoryAfterRun(s, {
-      phase,
-      answer: produced.answer,
-      answerTruncated: produced.answerTruncated === true,
-      output: c.output,
-      vendor,
-    }),
+    ...memory.events,
     { kind: 'observeMetric', observation: { metric: 'runCompleted', phase, exitCode } },
     ...(duration !== undefined
       ? [
