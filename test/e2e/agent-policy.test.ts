@@ -25,6 +25,7 @@ import {
   GROUP_VERSION,
   KubeError,
   type Manifest,
+  nodePassOnlySkipReason,
   pollUntil,
   runScenario,
   type Scenario,
@@ -33,7 +34,7 @@ import {
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cluster = e2eCluster();
-const skip = controllerSkipReason(cluster);
+const skip = nodePassOnlySkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 const POLICIES = `/apis/${GROUP_VERSION}/agentpolicies`;
 

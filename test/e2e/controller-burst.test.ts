@@ -16,6 +16,7 @@ import {
   e2eCluster,
   e2eRuntime,
   execDefinition,
+  nodePassOnlySkipReason,
   pollUntil,
   runScenario,
   type Scenario,
@@ -23,7 +24,7 @@ import {
 } from '../support/index.ts';
 
 const cluster = e2eCluster();
-const skip = controllerSkipReason(cluster);
+const skip = nodePassOnlySkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 
 const PER_STATION = 30;

@@ -11,6 +11,7 @@ import {
   e2eCluster,
   e2eRuntime,
   execDefinition,
+  nodePassOnlySkipReason,
   pollUntil,
   runScenario,
   type Scenario,
@@ -18,7 +19,7 @@ import {
 } from '../support/index.ts';
 
 const cluster = e2eCluster();
-const skip = controllerSkipReason(cluster);
+const skip = nodePassOnlySkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 
 /**

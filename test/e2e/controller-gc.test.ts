@@ -14,6 +14,7 @@ import {
   e2eRuntime,
   execDefinition,
   type Job,
+  nodePassOnlySkipReason,
   pollUntil,
   runScenario,
   type Scenario,
@@ -21,7 +22,7 @@ import {
 } from '../support/index.ts';
 
 const cluster = e2eCluster();
-const skip = controllerSkipReason(cluster);
+const skip = nodePassOnlySkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 
 function finished(job: Job) {

@@ -30,6 +30,7 @@ import {
   type HttpSink,
   KubeObjectSchema,
   type Manifest,
+  nodePassOnlySkipReason,
   pollUntil,
   runScenario,
   type Scenario,
@@ -39,7 +40,7 @@ import {
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cluster = e2eCluster();
-const skip = controllerSkipReason(cluster);
+const skip = nodePassOnlySkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 
 const LABEL_COMPONENT = 'agents.re-cinq.com/component';

@@ -15,12 +15,13 @@ import {
   e2eCluster,
   e2eRuntime,
   execDefinition,
+  nodePassOnlySkipReason,
   runScenario,
   stationManifest,
 } from '../support/index.ts';
 
 const cluster = e2eCluster();
-const skip = controllerSkipReason(cluster);
+const skip = nodePassOnlySkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 
 /** An EndpointSlice of Service `service` with one endpoint (ready or not) on `port`. */

@@ -19,13 +19,14 @@ import {
   GROUP_VERSION,
   KubeError,
   type Manifest,
+  nodePassOnlySkipReason,
   pollUntil,
   runScenario,
   stationManifest,
 } from '../support/index.ts';
 
 const cluster = e2eCluster();
-const skip = controllerSkipReason(cluster);
+const skip = nodePassOnlySkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 
 const sha256 = (t: string) => createHash('sha256').update(t, 'utf8').digest('hex');

@@ -16,13 +16,14 @@ import {
   execDefinition,
   fakeClaudeImages,
   GROUP_VERSION,
+  nodePassOnlySkipReason,
   pollUntil,
   runScenario,
   stationManifest,
 } from '../support/index.ts';
 
 const cluster = e2eCluster();
-const skip = controllerSkipReason(cluster);
+const skip = nodePassOnlySkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 
 type Json = Record<string, unknown>;

@@ -101,10 +101,9 @@ async function checkMcpRun(s: Scenario, name: string, fake: ModelApiFake, where:
   assert.match(toolLog, /^mcp tools\/call \{"name":"lookup","arguments":\{"q":"the keys"\}/m);
 }
 
-describe(`the real Gemini CLI and OpenCode beyond the Job run (${runtime})`, {
-  skip,
-  concurrency: true,
-}, () => {
+// One test at a time: the deadline case needs the CLI's first model request within its one-minute deadline, which
+// a loaded 2-core machine running this file's other runs beside it did not always give (seen on CI).
+describe(`the real Gemini CLI and OpenCode beyond the Job run (${runtime})`, { skip }, () => {
   if (typeof cluster === 'string') return;
   before(() => applyCrds(cluster.client));
   after(() => cluster.client.close());

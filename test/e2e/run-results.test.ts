@@ -18,12 +18,13 @@ import {
   fakeClaudeImages,
   GROUP_VERSION,
   type Manifest,
+  nodePassOnlySkipReason,
   runScenario,
   stationManifest,
 } from '../support/index.ts';
 
 const cluster = e2eCluster();
-const skip = controllerSkipReason(cluster);
+const skip = nodePassOnlySkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 
 /** A definition of `model` whose mock CLI knobs are literal env of the run. */

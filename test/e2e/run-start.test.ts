@@ -18,6 +18,7 @@ import {
   e2eRuntime,
   enforcePodSecurity,
   execDefinition,
+  nodePassOnlySkipReason,
   pollUntil,
   runScenario,
   type Scenario,
@@ -26,7 +27,7 @@ import {
 import { addTestImages } from '../support/testbed.ts';
 
 const cluster = e2eCluster();
-const skip = controllerSkipReason(cluster);
+const skip = nodePassOnlySkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 
 /** Waits until the Agent's Ready condition has `reason`, and returns the Agent. */

@@ -116,6 +116,18 @@ export function controllerSkipReason(cluster: unknown): string | false {
   return existsSync(BUNDLE_PATH) ? false : `${BUNDLE_PATH} is missing: run \`npm run build\``;
 }
 
+/**
+ * As {@link controllerSkipReason}, and skipped in the Deno pass: for files whose behaviour is the pure core's and the
+ * API server's (admission, policy, the objects made per run), the same on either runtime. The Deno pass keeps every
+ * path that differs by runtime (transport, TLS, watch, servers, supervisor, init, bundle) and one smoke per
+ * execution mode (the files and why: test/skips-allowed.json; README, Development).
+ */
+export function nodePassOnlySkipReason(cluster: unknown): string | false {
+  const reason = controllerSkipReason(cluster);
+  if (reason !== false || process.env.AGENT_E2E_RUNTIME !== 'deno') return reason;
+  return 'decided by the pure core and the API server, the same on every runtime: it runs in the Node pass only';
+}
+
 /** The argv that runs the bundle on `runtime`. */
 export function bundleArgv(runtime: E2eRuntime): string[] {
   return runtime === 'deno' ? [DENO, 'run', '-A', BUNDLE_PATH] : [process.execPath, BUNDLE_PATH];
