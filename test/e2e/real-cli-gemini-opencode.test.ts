@@ -169,7 +169,7 @@ describe(`the real Gemini CLI and OpenCode beyond the Job run (${runtime})`, { s
         // The product ships no Gemini price (docs/reference/vendor-apis.md#models-and-prices): the operator's
         // price file prices it, as the ConfigMap agent-prices would.
         const prices = join(s.tempDir(), 'prices.json');
-        writeFileSync(prices, JSON.stringify({ 'gemini-3.5-*': { inputPerMTok: 0.5, outputPerMTok: 3 } }));
+        writeFileSync(prices, JSON.stringify({ 'gemini-3.*': { inputPerMTok: 0.5, outputPerMTok: 3 } }));
         await s.create(
           agentSecrets(keys),
           definition('gemini', 'gemini', gemini.baseUrl),
@@ -203,7 +203,13 @@ describe(`the real Gemini CLI and OpenCode beyond the Job run (${runtime})`, { s
           total: 900 + 20 + 2000 + 60,
         });
         // (2400 × $0.50 + 80 × $3 + 500 × $0.05, cache reads at a tenth of input) per million tokens.
-        assert.deepEqual(gs.costEstimate, { usd: '0.001465', source: 'priceTable', model: GEMINI_MODEL });
+        // Priced as the model the API answered as (the CLI sends gemini-3.5-flash as gemini-3.8-flash; the fake
+        // answers as the model it was asked for).
+        assert.deepEqual(gs.costEstimate, {
+          usd: '0.001465',
+          source: 'priceTable',
+          model: 'gemini-3.8-flash',
+        });
 
         // OpenCode adds up its steps and prices them itself.
         const o = await s.waitTerminal('opencode-run', 240_000);

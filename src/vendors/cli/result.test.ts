@@ -329,6 +329,32 @@ describe('resultAccumulator: Gemini', () => {
     });
   });
 
+  it("the model is the one the API answered as: stats.models' busiest key over init's", () => {
+    // Gemini CLI 0.61 sent `--model gemini-3.5-flash` to the API as gemini-3.8-flash; its init line said 3.5.
+    const init = '{"type":"init","session_id":"s","model":"gemini-3.5-flash"}';
+    const result = (models: string) =>
+      `{"type":"result","status":"success","stats":{"input_tokens":10,"output_tokens":5,"total_tokens":15,"models":${models}}}`;
+    assert.equal(
+      extractRunResult('gemini', lines(init, result('{"gemini-3.8-flash":{"total_tokens":15}}'))).model,
+      'gemini-3.8-flash',
+    );
+    // A routing call to a small model counts too: the model that answered used the most tokens.
+    assert.equal(
+      extractRunResult(
+        'gemini',
+        lines(
+          init,
+          result(
+            '{"gemini-3.5-flash-lite":{"total_tokens":40},"gemini-3.1-pro-preview":{"total_tokens":900}}',
+          ),
+        ),
+      ).model,
+      'gemini-3.1-pro-preview',
+    );
+    assert.equal(extractRunResult('gemini', lines(init, result('{}'))).model, 'gemini-3.5-flash');
+    assert.equal(extractRunResult('gemini', lines(init, result('"x"'))).model, 'gemini-3.5-flash');
+  });
+
   it('the last result counts; one without stats has no usage', () => {
     assert.equal(
       extractRunResult('gemini', lines(GEMINI.at(-1)!, '{"type":"result","status":"success"}')).usage,
@@ -500,6 +526,8 @@ describe('extractRunResultFromText', () => {
     assert.deepEqual(extractRunResultFromText('gemini', tail), {
       result: 'I will fix them.',
       usage: { input: 8, output: 5, cacheRead: 4, cacheWrite: 0, total: 47 },
+      // The init line is cut off; the result line's stats.models still name the model.
+      model: 'gemini-3.8-flash',
     });
   });
 

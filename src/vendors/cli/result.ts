@@ -242,7 +242,11 @@ function codexAccumulator(): ResultAccumulator {
  * Gemini CLI (docs/reference/vendor-cli-events.md#gemini-cli-stream-json): the answer is the assistant `message`
  * content after the last user message (`delta`
  * chunks joined, a message without `delta: true` replaces what came before); usage from the last `result` line's
- * `stats` (input_tokens, output_tokens, cached → cacheRead, total_tokens → total); the model from `init`. No cost.
+ * `stats` (input_tokens, output_tokens, cached → cacheRead, total_tokens → total). The model is the one the API
+ * answered as: the key of `stats.models` (keyed by the responses' `modelVersion`) with the most tokens, else `init`'s.
+ * Gemini CLI 0.61 resolves some names itself (`--model gemini-3.5-flash` went to the API as `gemini-3.8-flash`
+ * while its `init` line still said 3.5: docs/reference/vendor-clis.md#server-mode), so `init` names what was asked
+ * for, not what was priced. No cost.
  */
 function geminiAccumulator(): ResultAccumulator {
   const text = new BoundedText();
@@ -267,6 +271,7 @@ function geminiAccumulator(): ResultAccumulator {
           usage = isObject(s)
             ? usageCachedWithinInput(s.input_tokens, s.output_tokens, s.cached, s.total_tokens)
             : undefined;
+          if (isObject(s)) model = busiestModel(s.models) ?? model;
           return;
         }
         default:
@@ -275,6 +280,19 @@ function geminiAccumulator(): ResultAccumulator {
     },
     result: () => compose(text, usage, undefined, model),
   };
+}
+
+/** The key of a Gemini `stats.models` object with the most `total_tokens` (the first of equals), if any. */
+function busiestModel(models: unknown): string | undefined {
+  if (!isObject(models)) return undefined;
+  let best: { name: string; tokens: number } | undefined;
+  for (const [key, stats] of Object.entries(models)) {
+    const name = modelName(key);
+    if (name === undefined) continue;
+    const tokens = isObject(stats) && typeof stats.total_tokens === 'number' ? stats.total_tokens : 0;
+    if (best === undefined || tokens > best.tokens) best = { name, tokens };
+  }
+  return best?.name;
 }
 
 /**
