@@ -535,30 +535,39 @@ describe('invariant 5: only the Lease holder writes', () => {
     ]);
   });
 
-  it("accepts the prompt API's session-id patch from any replica, and nothing more in the same shape", () => {
-    const sessionPatch = (at: number, name: string, body: unknown): AuditRecord =>
+  it("accepts the prompt API's session-id annotation from any replica, and nothing more in the same shape", () => {
+    const sessionPatch = (at: number, name: string, body: unknown, subresource?: string): AuditRecord =>
       record(
         { at, replica: 'b' },
         {
           verb: 'patch',
           apiGroup: 'agents.re-cinq.com',
           resource: 'agents',
-          subresource: 'status',
+          ...(subresource !== undefined ? { subresource } : {}),
           name,
           requestObject: body,
         },
       );
+    const annotation = (value: unknown) => ({ 'agents.re-cinq.com/session-id': value });
     const log = [
       ...cleanLog(),
-      sessionPatch(80, 'a-2', { metadata: { resourceVersion: '7' }, status: { sessionId: 's-1' } }),
-      sessionPatch(81, 'a-2', { status: { sessionId: 's-1', phase: 'Succeeded' } }),
-      sessionPatch(82, 'a-2', { metadata: { labels: { x: 'y' } }, status: { sessionId: 's-1' } }),
-      sessionPatch(83, 'a-2', { status: { sessionId: 's-1' } }),
+      sessionPatch(80, 'a-2', { metadata: { uid: 'u-2', annotations: annotation('s-1') } }),
+      sessionPatch(81, 'a-2', { metadata: { annotations: annotation('s-1') } }),
+      sessionPatch(82, 'a-2', { metadata: { uid: 'u-2', annotations: { ...annotation('s-1'), x: 'y' } } }),
+      sessionPatch(83, 'a-2', {
+        metadata: { uid: 'u-2', labels: { x: 'y' }, annotations: annotation('s-1') },
+      }),
+      sessionPatch(84, 'a-2', { metadata: { uid: 'u-2', annotations: annotation('s-1') }, spec: {} }),
+      sessionPatch(85, 'a-2', { metadata: { uid: 'u-2', annotations: annotation('s-1') } }, 'status'),
+      sessionPatch(86, 'a-2', { metadata: { uid: 'u-2', annotations: annotation(null) } }),
     ];
     expectViolations(check(log), 5, [
+      [/patch agents a-2 by b/, /replica b is not the leader/],
+      [/patch agents a-2 by b/, /replica b is not the leader/],
+      [/patch agents a-2 by b/, /replica b is not the leader/],
+      [/patch agents a-2 by b/, /replica b is not the leader/],
       [/patch agents\/status a-2 by b/, /replica b is not the leader/],
-      [/patch agents\/status a-2 by b/, /replica b is not the leader/],
-      [/patch agents\/status a-2 by b/, /replica b is not the leader/],
+      [/patch agents a-2 by b/, /replica b is not the leader/],
     ]);
   });
 

@@ -549,8 +549,9 @@ function onlyLeaseHolderWrites(m: Model): InvariantResult {
     }
     const entry = holderAt(r.received);
     if (entry?.holder === identity && r.received <= entry.expires) continue;
-    // Every replica serves the realtime prompt API, and the one that relayed a session's first answer records its
-    // session id: a patch of that one field, fenced by the Agent's resourceVersion, not a decision of the leader's.
+    // Every replica serves the realtime prompt API, and the one that relayed a session's first answer reports its
+    // session id: a patch of that one annotation, fenced by the Agent's uid, an observation that the leader's
+    // decide() turns into status.sessionId (docs/design/one-writer.md), not a decision of its own.
     if (isSessionIdPatch(r)) continue;
     if (entry?.holder === identity) {
       violations.push(
@@ -570,23 +571,27 @@ function onlyLeaseHolderWrites(m: Model): InvariantResult {
 }
 
 /**
- * A status patch that sets `status.sessionId` and nothing else, with a resourceVersion precondition: the
- * prompt API's record of a realtime session, which any replica may write (see invariant 5).
+ * A patch of the Agent that sets the annotation `agents.re-cinq.com/session-id` and nothing else, with the Agent's
+ * uid as its precondition: the prompt API's report of a realtime session, which any replica may write (see
+ * invariant 5).
  */
 export function isSessionIdPatch(r: AuditRecord): boolean {
-  if (r.verb !== 'patch' || r.subresource !== 'status' || r.resource !== 'agents') return false;
+  if (r.verb !== 'patch' || r.subresource !== undefined || r.resource !== 'agents') return false;
   const body = r.requestObject;
   if (typeof body !== 'object' || body === null) return false;
-  const { status, metadata, ...rest } = body as Record<string, unknown>;
+  const { metadata, ...rest } = body as Record<string, unknown>;
   if (Object.keys(rest).length > 0) return false;
-  // Fenced: only with a resourceVersion precondition (and nothing else in metadata).
   if (typeof metadata !== 'object' || metadata === null) return false;
-  const meta = metadata as Record<string, unknown>;
-  if (Object.keys(meta).some((k) => k !== 'resourceVersion') || typeof meta.resourceVersion !== 'string')
-    return false;
-  if (typeof status !== 'object' || status === null) return false;
-  const keys = Object.keys(status);
-  return keys.length === 1 && keys[0] === 'sessionId';
+  const { uid, annotations, ...otherMeta } = metadata as Record<string, unknown>;
+  // Fenced: only with the Agent's uid (and nothing else in metadata).
+  if (Object.keys(otherMeta).length > 0 || typeof uid !== 'string') return false;
+  if (typeof annotations !== 'object' || annotations === null) return false;
+  const entries = Object.entries(annotations);
+  return (
+    entries.length === 1 &&
+    entries[0]?.[0] === 'agents.re-cinq.com/session-id' &&
+    typeof entries[0]?.[1] === 'string'
+  );
 }
 
 /** Checks the five invariants (ids 1-5) on an audit log. */
