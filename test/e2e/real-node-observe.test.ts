@@ -11,23 +11,22 @@ import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { assertSidecarAroundAgent, lineOf } from '../support/container-order.ts';
 import {
   agentManifest,
   applyCrds,
   applyRbacManifests,
   BUNDLE_PATH,
   bundleArgv,
-  type ContainerStatus,
-  controllerSkipReason,
   e2eCluster,
   execDefinition,
-  GROUP_VERSION,
   pollUntil,
   runScenario,
   type Scenario,
   stationManifest,
 } from '../support/index.ts';
-import { agentSecrets, installRealClis } from '../support/real-clis.ts';
+import { claudeMarkerScript } from '../support/real-cli-checks.ts';
+import { agentSecrets, cliDefinition, installRealClis } from '../support/real-clis.ts';
 import {
   claudeImageRef,
   claudeImageSpec,
@@ -36,7 +35,6 @@ import {
   mcpToolImageSpec,
   writeImages,
 } from '../support/real-node/extra-images.ts';
-import { readRealNodeInfo } from '../support/real-node/info.ts';
 import { startNodeAnthropicModel } from '../support/real-node/model-fake.ts';
 import {
   buildProductImages,
@@ -45,17 +43,10 @@ import {
   MOCK_CLI_IMAGE,
   PRODUCT_IMAGE,
 } from '../support/real-node/product-image.ts';
-import { realNodeTemplate, runPod } from '../support/real-node/runs.ts';
+import { realNodeRuns, realNodeTemplate, runPod } from '../support/real-node/runs.ts';
 
 const cluster = e2eCluster();
-const realNode = typeof cluster === 'string' ? undefined : readRealNodeInfo(cluster.kubeconfig);
-const skip =
-  controllerSkipReason(cluster) ||
-  (process.env.AGENT_E2E_RUNTIME === 'deno'
-    ? 'the real node does not depend on the JavaScript runtime; it runs in the node pass only'
-    : realNode === undefined
-      ? 'the real node is not up (sudo scripts/install-node-runtime, then scripts/testbed up --real-node)'
-      : false);
+const { realNode, skip } = realNodeRuns(cluster);
 
 /** kubectl of the control plane's release (the test bed runs its binaries, so it is built). */
 function kubectlBinary(): string {
@@ -70,33 +61,6 @@ function kubectl(kubeconfig: string, ...args: string[]): string {
   const r = spawnSync(kubectlBinary(), ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8' });
   assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
   return r.stdout;
-}
-
-/** A container log read with `timestamps=true`: each line with the nanoseconds of its CRI log timestamp. */
-function timedLines(log: string): { ns: bigint; text: string }[] {
-  return log
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => {
-      const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z (.*)$/.exec(l);
-      assert.ok(m?.[1] !== undefined, `a timestamped log line: ${l}`);
-      const seconds = BigInt(Date.parse(`${m[1]}Z`) / 1000);
-      return { ns: seconds * 1_000_000_000n + BigInt((m[2] ?? '').padEnd(9, '0')), text: m[3] ?? '' };
-    });
-}
-
-/** The first line of a timestamped log matching `re`. */
-function lineOf(lines: readonly { ns: bigint; text: string }[], re: RegExp): { ns: bigint; text: string } {
-  const found = lines.find((l) => re.test(l.text));
-  assert.ok(found, `a line matching ${re}: ${lines.map((l) => l.text).join(' | ')}`);
-  return found;
-}
-
-/** The terminated state of a container status, with its times. */
-function terminated(status: ContainerStatus | undefined, what: string) {
-  const t = status?.state.terminated;
-  assert.ok(t?.startedAt && t.finishedAt, `${what} terminated with times: ${JSON.stringify(status)}`);
-  return { ...t, startedAt: Date.parse(t.startedAt), finishedAt: Date.parse(t.finishedAt) };
 }
 
 /** The agent's MCP call (JSON-RPC over Streamable HTTP, as an MCP client sends it): initialize, then tools/call. */
@@ -165,15 +129,17 @@ describe('real node: what a user sees of runs on a real kubelet', { skip }, () =
         assert.equal(done.status.phase, 'Succeeded', JSON.stringify(done.status));
         assert.match(done.status.output ?? '', new RegExp(`^tool said: found the keys at ${answer}$`, 'm'));
 
-        // The kubelet stops the sidecar once the agent container has ended; its status says so a moment later.
-        const pod = await pollUntil(
-          async (observe) => {
-            const p = await runPod(s, 'uses-tool');
-            observe(p.status);
-            const tool = p.status.initContainerStatuses.find((c) => c.name === 'lookup');
-            return tool?.state.terminated !== undefined ? p : undefined;
+        // Started before the agent container and stopped after it, as the kubelet reports it (statuses, and the
+        // containers' logs with containerd's nanosecond timestamps): the agent container's start waited for the
+        // tool's startup probe, and the tool got SIGTERM after the agent container's last line.
+        const { pod, sidecarLog, agentLog } = await assertSidecarAroundAgent(
+          s,
+          'agent-job-uses-tool',
+          'lookup',
+          {
+            listening: new RegExp(`^mcp listening on ${port}$`),
+            stopping: /^mcp stopping$/,
           },
-          { timeoutMs: 30_000, description: 'the sidecar terminated in the pod status' },
         );
         assert.equal(pod.spec.nodeName, realNode.nodeName);
         const spec = pod.spec as { initContainers?: { name: string; restartPolicy?: string }[] };
@@ -187,44 +153,13 @@ describe('real node: what a user sees of runs on a real kubelet', { skip }, () =
         const toolStatus = pod.status.initContainerStatuses.find((c) => c.name === 'lookup');
         assert.equal(toolStatus?.restartCount, 0, 'the tool ran once');
         assert.match(toolStatus?.containerID ?? '', /^containerd:\/\//);
-        const tool = terminated(toolStatus, 'the sidecar');
-        const agent = terminated(
-          pod.status.containerStatuses.find((c) => c.name === 'agent'),
-          'the agent container',
+        // The agent's call reached the tool after the agent made it.
+        lineOf(sidecarLog, /^mcp initialize$/);
+        const call = lineOf(
+          sidecarLog,
+          /^mcp tools\/call \{"name":"lookup","arguments":\{"q":"the keys"\}\}$/,
         );
-        assert.equal(agent.exitCode, 0);
-        assert.equal(tool.exitCode, 0, 'the tool exited on SIGTERM');
-        // The kubelet's times have whole seconds: the order within the second is in the logs below.
-        assert.ok(
-          tool.startedAt <= agent.startedAt,
-          `sidecar started ${tool.startedAt}, agent ${agent.startedAt}`,
-        );
-        assert.ok(
-          tool.finishedAt >= agent.finishedAt,
-          `sidecar ended ${tool.finishedAt}, agent ${agent.finishedAt}`,
-        );
-
-        // The containers' own logs, with containerd's nanosecond timestamps: the tool listened before the agent
-        // container wrote anything (its start waited for the startup probe), answered the call, and was told to stop
-        // after the agent container's last line.
-        const name = pod.metadata.name ?? '';
-        const toolLog = timedLines(
-          await s.client.logs(s.ns, name, { container: 'lookup', timestamps: true }),
-        );
-        const agentLog = timedLines(
-          await s.client.logs(s.ns, name, { container: 'agent', timestamps: true }),
-        );
-        const listening = lineOf(toolLog, new RegExp(`^mcp listening on ${port}$`));
-        lineOf(toolLog, /^mcp initialize$/);
-        const call = lineOf(toolLog, /^mcp tools\/call \{"name":"lookup","arguments":\{"q":"the keys"\}\}$/);
-        const stopping = lineOf(toolLog, /^mcp stopping$/);
-        const firstAgent = agentLog[0];
-        const lastAgent = agentLog.at(-1);
-        assert.ok(firstAgent && lastAgent, 'the agent container logged');
-        assert.ok(listening.ns < firstAgent.ns, 'the tool listened before the agent container started');
-        const calling = lineOf(agentLog, /^agent calling the tool$/);
-        assert.ok(calling.ns < call.ns, 'the call reached the tool after the agent made it');
-        assert.ok(lastAgent.ns < stopping.ns, 'the tool was stopped after the agent container ended');
+        assert.ok(lineOf(agentLog, /^agent calling the tool$/).ns < call.ns, 'the call came from the agent');
       }),
   );
 
@@ -353,41 +288,19 @@ describe('real node: what a user sees of runs on a real kubelet', { skip }, () =
     }
     const marker = `marker-${randomBytes(6).toString('hex')}`;
     const apiKey = `sk-ant-e2e-${randomBytes(16).toString('hex')}`;
-    const fake = await startNodeAnthropicModel(realNode, {
-      apiKey,
-      turns: [
-        {
-          text: 'Writing the marker.',
-          toolCall: {
-            name: 'Bash',
-            input: { command: `echo ${marker} > marker.txt && pwd && cat marker.txt`, description: 'marker' },
-          },
-          usage: { input: 1500, output: 40, cacheRead: 300, cacheWrite: 200 },
-        },
-        {
-          text: 'The marker is in marker.txt.',
-          usage: { input: 1700, output: 25, cacheRead: 900, cacheWrite: 0 },
-        },
-      ],
-    });
+    const script = claudeMarkerScript(marker);
+    const fake = await startNodeAnthropicModel(realNode, { apiKey, turns: script.turns });
     try {
       await runScenario(cluster, 'rn-claude-code', async (s) => {
         await s.create(
           agentSecrets({ anthropic: apiKey }),
-          {
-            apiVersion: GROUP_VERSION,
-            kind: 'AgentDefinition',
-            metadata: { name: 'work' },
-            spec: {
-              model: 'claude-sonnet-4-5',
-              prompt: 'Leave a marker in the workspace, then say what you did.',
-              allowed_tools: ['Bash'],
-              resources: {
-                env: [{ name: 'ANTHROPIC_BASE_URL', value: fake.baseUrl }],
-                secrets: [{ name: 'ANTHROPIC_API_KEY', ref: 'anthropic' }],
-              },
-            },
-          },
+          cliDefinition(
+            'work',
+            'claude-sonnet-4-5',
+            { ANTHROPIC_BASE_URL: fake.baseUrl },
+            { name: 'ANTHROPIC_API_KEY', ref: 'anthropic' },
+            { allowed_tools: ['Bash'] },
+          ),
           stationManifest('work', 'work', { template: realNodeTemplate(realNode, image) }),
           agentManifest('work-run', 'work'),
         );
@@ -397,14 +310,8 @@ describe('real node: what a user sees of runs on a real kubelet', { skip }, () =
         const run = await s.waitTerminal('work-run', 180_000);
         const status = run.status as Record<string, unknown>;
         assert.equal(run.status.phase, 'Succeeded', JSON.stringify(run.status));
-        assert.equal(status.result, 'The marker is in marker.txt.');
-        assert.deepEqual(status.tokenUsage, {
-          input: 1500 + 1700,
-          output: 40 + 25,
-          cacheRead: 300 + 900,
-          cacheWrite: 200,
-          total: 3200 + 65 + 1200 + 200,
-        });
+        assert.equal(status.result, script.answer);
+        assert.deepEqual(status.tokenUsage, script.tokenUsage, 'the usage the model sent, added up');
         const pod = await runPod(s, 'work-run');
         assert.equal(pod.spec.nodeName, realNode.nodeName);
         const agent = pod.status.containerStatuses.find((c) => c.name === 'agent');

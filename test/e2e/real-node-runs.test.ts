@@ -15,7 +15,6 @@ import {
   agentManifest,
   applyCrds,
   BUNDLE_PATH,
-  controllerSkipReason,
   e2eCluster,
   execDefinition,
   GROUP_VERSION,
@@ -24,24 +23,17 @@ import {
   runScenario,
   stationManifest,
 } from '../support/index.ts';
-import { type RealNodeInfo, readRealNodeInfo } from '../support/real-node/info.ts';
+import type { RealNodeInfo } from '../support/real-node/info.ts';
 import {
   buildProductImages,
   importImages,
   MOCK_CLI_IMAGE,
   PRODUCT_IMAGE,
 } from '../support/real-node/product-image.ts';
-import { realNodeTemplate, runPod } from '../support/real-node/runs.ts';
+import { realNodeRuns, realNodeTemplate, runPod } from '../support/real-node/runs.ts';
 
 const cluster = e2eCluster();
-const realNode = typeof cluster === 'string' ? undefined : readRealNodeInfo(cluster.kubeconfig);
-const skip =
-  controllerSkipReason(cluster) ||
-  (process.env.AGENT_E2E_RUNTIME === 'deno'
-    ? 'the real node does not depend on the JavaScript runtime; it runs in the node pass only'
-    : realNode === undefined
-      ? 'the real node is not up (sudo scripts/install-node-runtime, then scripts/testbed up --real-node)'
-      : false);
+const { realNode, skip } = realNodeRuns(cluster);
 
 /** The pod ran on the real node: init container (the injection) exited 0, the agent container ran in containerd. */
 function assertRanOnRealNode(node: RealNodeInfo, pod: Pod, agentExit: number): void {

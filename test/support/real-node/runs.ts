@@ -1,8 +1,24 @@
-// What the real node's e2e files share about the product's runs there: the Station template that puts a run pod on
-// the real node, and the pod of a finished run.
+// What the real node's e2e files share about the product's runs there: whether they run (and the node), the Station
+// template that puts a run pod on the real node, and the pod of a finished run.
 import assert from 'node:assert/strict';
-import type { Pod, Scenario } from '../index.ts';
-import type { RealNodeInfo } from './info.ts';
+import { controllerSkipReason, type E2eCluster, type Pod, type Scenario } from '../index.ts';
+import { type RealNodeInfo, readRealNodeInfo } from './info.ts';
+
+/** The real node of the test bed, and why the product's real-node files skip (false: they run). */
+export function realNodeRuns(cluster: E2eCluster | string): {
+  realNode: RealNodeInfo | undefined;
+  skip: string | false;
+} {
+  const realNode = typeof cluster === 'string' ? undefined : readRealNodeInfo(cluster.kubeconfig);
+  const skip =
+    controllerSkipReason(cluster) ||
+    (process.env.AGENT_E2E_RUNTIME === 'deno'
+      ? 'the real node does not depend on the JavaScript runtime; it runs in the node pass only'
+      : realNode === undefined
+        ? 'the real node is not up (sudo scripts/install-node-runtime, then scripts/testbed up --real-node)'
+        : false);
+  return { realNode, skip };
+}
 
 /** A Station template that puts the run on the real node; the agent container runs `image`. */
 export function realNodeTemplate(node: RealNodeInfo, image: string): Record<string, unknown> {
