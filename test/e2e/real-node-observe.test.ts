@@ -292,7 +292,26 @@ describe('real node: what a user sees of runs on a real kubelet', { skip }, () =
     const fake = await startNodeAnthropicModel(realNode, { apiKey, turns: script.turns });
     try {
       await runScenario(cluster, 'rn-claude-code', async (s) => {
+        // The run's own NetworkPolicy admits public addresses on 443, not a model gateway on a private address;
+        // as a user with such a gateway would, the namespace adds a policy for run pods to reach the fake (policies
+        // add up). Without NetworkPolicy enforcement on the node it changes nothing.
+        const gateway = new URL(fake.baseUrl);
         await s.create(
+          {
+            apiVersion: 'networking.k8s.io/v1',
+            kind: 'NetworkPolicy',
+            metadata: { name: 'model-gateway' },
+            spec: {
+              podSelector: { matchLabels: { 'agents.re-cinq.com/component': 'job' } },
+              policyTypes: ['Egress'],
+              egress: [
+                {
+                  to: [{ ipBlock: { cidr: `${gateway.hostname}/32` } }],
+                  ports: [{ protocol: 'TCP', port: Number(gateway.port) }],
+                },
+              ],
+            },
+          },
           agentSecrets({ anthropic: apiKey }),
           cliDefinition(
             'work',
@@ -343,18 +362,16 @@ async function consoleStream(
   base: string,
   agent: string,
 ): Promise<{ text(): string; ended(): Promise<void>; close(): void }> {
-  await s.client.create(`/api/v1/namespaces/${s.ns}/serviceaccounts`, {
-    apiVersion: 'v1',
-    kind: 'ServiceAccount',
-    metadata: { name: 'watcher' },
-  });
-  await s.client.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${s.ns}/rolebindings`, {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name: 'watcher' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'agent-console-user' },
-    subjects: [{ kind: 'ServiceAccount', name: 'watcher', namespace: s.ns }],
-  });
+  await s.create(
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'watcher' } },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'watcher' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'agent-console-user' },
+      subjects: [{ kind: 'ServiceAccount', name: 'watcher', namespace: s.ns }],
+    },
+  );
   const token = await s.serviceAccountToken('watcher');
   const cookie = (r: Response, name: string) =>
     r.headers
