@@ -19,7 +19,6 @@ import {
   applyCrds,
   applyRbacManifests,
   BUNDLE_PATH,
-  controllerSkipReason,
   e2eCluster,
   execDefinition,
   LeaseObjectSchema,
@@ -29,24 +28,18 @@ import {
   type Scenario,
   stationManifest,
 } from '../support/index.ts';
-import { type RealNodeInfo, readRealNodeInfo } from '../support/real-node/info.ts';
+import type { RealNodeInfo } from '../support/real-node/info.ts';
 import {
   buildProductImages,
   importImages,
   MOCK_CLI_IMAGE,
   PRODUCT_IMAGE,
 } from '../support/real-node/product-image.ts';
+import { realNodeRuns, realNodeTemplate } from '../support/real-node/runs.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cluster = e2eCluster();
-const realNode = typeof cluster === 'string' ? undefined : readRealNodeInfo(cluster.kubeconfig);
-const skip =
-  controllerSkipReason(cluster) ||
-  (process.env.AGENT_E2E_RUNTIME === 'deno'
-    ? 'the real node does not depend on the JavaScript runtime; it runs in the node pass only'
-    : realNode === undefined
-      ? 'the real node is not up (sudo scripts/install-node-runtime, then scripts/testbed up --real-node)'
-      : false);
+const { realNode, skip } = realNodeRuns(cluster);
 
 const ControllerPodSchema = v.looseObject({
   metadata: v.looseObject({ name: v.string(), deletionTimestamp: v.optional(v.string()) }),
@@ -124,19 +117,6 @@ function controllerDeployment(node: RealNodeInfo): Manifest {
     },
   };
   return manifest;
-}
-
-/** A Station template that puts the run on the real node; the agent container runs `image`. */
-function realNodeTemplate(node: RealNodeInfo, image: string): Record<string, unknown> {
-  return {
-    spec: {
-      nodeName: node.nodeName,
-      nodeSelector: { [node.taint.key]: node.taint.value },
-      tolerations: [{ ...node.taint, operator: 'Equal' }],
-      terminationGracePeriodSeconds: 2,
-      containers: [{ name: 'agent', image, imagePullPolicy: 'Never' }],
-    },
-  };
 }
 
 async function controllerPods(s: Scenario): Promise<ControllerPod[]> {
