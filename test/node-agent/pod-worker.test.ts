@@ -3,7 +3,6 @@
 // otherwise). The API server is replaced by a recorder of the pods/status patches the worker sends and fake
 // TokenRequest answers; the instant-mode test runs no process.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -14,15 +13,14 @@ import {
   readlinkSync,
   rmSync,
 } from 'node:fs';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
 import { createLogger } from '../../src/shared/log.ts';
-import { KubeClient } from '../support/kube-client.ts';
+import type { KubeClient } from '../support/kube-client.ts';
 import { pollUntil } from '../support/poll.ts';
+import { HAVE_OPENSSL, kubeClientOnTls } from '../support/self-signed.ts';
 import { apiSources } from './agent.ts';
 import type { ImageTable } from './images.ts';
 import { INSTANT_ANNOTATION, INSTANT_DELAY_ANNOTATION } from './instant.ts';
@@ -36,7 +34,6 @@ import type { VolumeSources } from './volumes.ts';
 const root = typeof process.getuid === 'function' && process.getuid() === 0;
 const skip = root ? false : 'needs root (unshare --mount, mount --bind, setpriv)';
 const NODE = process.execPath;
-const hasOpenssl = spawnSync('openssl', ['version'], { stdio: 'ignore' }).status === 0;
 
 interface ContainerStatus {
   readonly name: string;
@@ -900,43 +897,18 @@ describe('PodWorker with images that cannot be pulled', () => {
 });
 
 describe('PodWorker when the API server ends the connection mid-request (its restart)', {
-  skip: hasOpenssl ? false : 'needs openssl',
+  skip: HAVE_OPENSSL ? false : 'needs openssl',
 }, () => {
   // The node agent's own sources (agent.ts) on a real KubeClient, against a TLS server that closes the
   // connection (FIN, no answer) on the first reads of the Secret: the client's 'socket hang up' (ECONNRESET
   // from socketOnEnd), as while `scripts/testbed restart kube-apiserver` stops the API server.
-  let server: Server;
   let client: KubeClient;
+  let close = (): void => undefined;
   let secretReads = 0;
   const hangUps = 2;
   const certDir = mkdtempSync(join(tmpdir(), 'node-agent-hangup-'));
   before(async () => {
-    const made = spawnSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-        '-keyout',
-        join(certDir, 'k.pem'),
-        '-out',
-        join(certDir, 'c.pem'),
-      ],
-      { stdio: 'ignore' },
-    );
-    assert.equal(made.status, 0);
-    const cert = readFileSync(join(certDir, 'c.pem'), 'utf8');
-    server = createServer({ cert, key: readFileSync(join(certDir, 'k.pem')) }, (req, res) => {
+    ({ client, close } = await kubeClientOnTls(certDir, (req, res) => {
       if (req.url !== '/api/v1/namespaces/ns/secrets/creds') {
         res.writeHead(404, { 'content-type': 'application/json' });
         res.end('{"kind":"Status","code":404,"reason":"NotFound"}');
@@ -953,19 +925,10 @@ describe('PodWorker when the API server ends the connection mid-request (its res
           data: { key: Buffer.from('s3cret').toString('base64') },
         }),
       );
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    client = new KubeClient({
-      server: new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}`),
-      ca: cert,
-      insecure: false,
-      token: 't0k',
-    });
+    }));
   });
   after(() => {
-    client.close();
-    server.closeAllConnections();
-    server.close();
+    close();
     rmSync(certDir, { recursive: true, force: true });
   });
 
