@@ -8,37 +8,10 @@ import type { CommonSnapshot } from './snapshot/common.ts';
 import type { JobObservations } from './snapshot/job.ts';
 import type { ServerObservations } from './snapshot/server.ts';
 
-export type {
-  BatchObservations,
-  BatchSnapshot,
-  CleanupObservation,
-  CredentialCheck,
-  SubmissionObservation,
-} from './snapshot/batch.ts';
-export type {
-  BatchOptions,
-  CommonSnapshot,
-  EndpointObservation,
-  EndpointView,
-  FoundObject,
-  JobObservation,
-  LogRead,
-  MemoryConfigMapObservation,
-  MemoryObservation,
-  MemorySaveObservation,
-  ReconcileOptions,
-  RunEvidence,
-} from './snapshot/common.ts';
-export type { JobObservations, JobSnapshot, PodCreateFailure, StartObservation } from './snapshot/job.ts';
-export type {
-  ApiKeyObservation,
-  DeploymentProgress,
-  ServerChildObservation,
-  ServerKeyObservation,
-  ServerObservation,
-  ServerObservations,
-  ServerSnapshot,
-} from './snapshot/server.ts';
+export type * from './snapshot/batch.ts';
+export type * from './snapshot/common.ts';
+export type * from './snapshot/job.ts';
+export type * from './snapshot/server.ts';
 
 /**
  * Everything `decide` reads about one Agent: the common part and the observations of every mode. The shell builds
