@@ -32,7 +32,14 @@ import {
 import { readRealNodeInfo } from '../test/support/real-node/info.ts';
 import { NodeSchema } from '../test/support/schemas.ts';
 import { readTestbedInfo, type TestbedInfo } from '../test/support/testbed.ts';
-import { REAL_NODE_NAME, type RealNodeHost, realNodeDown, realNodeRunning, realNodeUp } from './real-node.ts';
+import {
+  REAL_NODE_NAME,
+  type RealNodeHost,
+  realNodeDown,
+  layout as realNodeLayout,
+  realNodeRunning,
+  realNodeUp,
+} from './real-node.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const STATE = process.env.AGENT_TESTBED_DIR ?? join(ROOT, '.testbed');
@@ -239,10 +246,13 @@ function ensureCerts(): void {
   ]);
   const server = 'keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth';
   const client = 'keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth';
+  // The `kubernetes` Service's names and ClusterIP (10.0.0.1, what in-cluster clients on the real node dial), and the
+  // real node's forwarder address (docs/design/real-node.md), so clients there verify the API server as they would
+  // in a cluster.
   leaf(
     'apiserver',
     '/CN=kube-apiserver',
-    `${server}\nsubjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1`,
+    `${server}\nsubjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1,IP:${realNodeLayout(STATE).hostIP}`,
   );
   leaf('admin', '/O=system:masters/CN=admin', client);
   leaf('kubelet-client', '/O=system:masters/CN=kube-apiserver-kubelet-client', client);
