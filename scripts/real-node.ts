@@ -7,6 +7,7 @@
 //   kube-apiserver 127.0.0.1:P                      kubelet (node IP 10.213.o.2, :10250)
 //   forwarder 10.213.o.1:P ──▶ 127.0.0.1:P          containerd (own root, state, socket) ── runc
 //                                                   kube-proxy (iptables mode: Services' ClusterIPs)
+//                                                   kube-router (network-policy controller only: iptables, ipset)
 //   veth acrn-<h>-h 10.213.o.1/30 ◀──────────────▶  veth acrn-<h>-n 10.213.o.2/30 (pods masqueraded out)
 //                                                   bridge acrn-br0 10.214.o.1/24 ── pods 10.214.o.x
 //
@@ -43,6 +44,10 @@ const KUBELET_PORT = 10250;
 const KUBERNETES_SERVICE_IP = '10.0.0.1';
 /** Who manages the `kubernetes` Service's EndpointSlice (the API server's endpoint reconciler is off here). */
 const SLICE_MANAGER = 'real-node.agent-controller.test';
+/** kube-router's binary in the bin folder (scripts/build-kube-binaries --kubelet, same default release). */
+const KUBE_ROUTER = `kube-router-v${process.env.KUBE_ROUTER_VERSION ?? '2.10.0'}`;
+/** The API server's --service-cluster-ip-range (scripts/testbed-cli.ts): kube-router lets traffic to it through. */
+const SERVICE_CIDR = '10.0.0.0/24';
 const CNI_BIN = '/usr/lib/cni';
 const RUNC = '/usr/sbin/runc';
 const INSTALL_HINT = 'run `sudo scripts/install-node-runtime` first';
@@ -132,9 +137,10 @@ function checkPrerequisites(bin: string): void {
     RUNC,
     join(CNI_BIN, 'bridge'),
     '/usr/sbin/iptables',
+    '/usr/sbin/ipset',
   ])
     if (!existsSync(file)) throw new Error(`${file} is missing: ${INSTALL_HINT}`);
-  for (const binary of ['kubelet', 'kube-proxy'])
+  for (const binary of ['kubelet', 'kube-proxy', KUBE_ROUTER])
     if (!existsSync(join(bin, binary)))
       throw new Error(`no ${binary} in ${bin} (scripts/build-kube-binaries --kubelet builds it)`);
 }
@@ -381,6 +387,33 @@ function kubeProxyConfig(l: Layout): string {
   )}\n`;
 }
 
+/**
+ * kube-router's flags: its network-policy controller alone (docs/design/real-node.md says why kube-router). Pod
+ * networking is the CNI bridge's and Services are kube-proxy's, so its router (BGP) and service proxy (IPVS) are off.
+ */
+function kubeRouterArgs(l: Layout): string[] {
+  return [
+    `--kubeconfig=${join(l.dir, 'kubelet.kubeconfig')}`,
+    `--hostname-override=${REAL_NODE_NAME}`,
+    '--run-firewall=true',
+    '--run-router=false',
+    '--run-service-proxy=false',
+    '--run-loadbalancer=false',
+    '--enable-ipv4=true',
+    // Deviation: IPv4 only (IPv6 is off in the node namespace).
+    '--enable-ipv6=false',
+    // Deviation: no SNAT of pods' egress by kube-router (its router's job, off here); the namespace's own
+    // masquerade rule covers the only way out, the veth.
+    '--enable-pod-egress=false',
+    // Traffic to ClusterIPs is let through kube-router's INPUT chain; the API server's range.
+    `--service-cluster-ip-range=${SERVICE_CIDR}`,
+    // Deviation: health on the namespace's loopback only (normal: all addresses); no metrics (the default).
+    '--health-addr=127.0.0.1',
+    '--metrics-port=0',
+    '--v=1',
+  ];
+}
+
 /** The admin kubeconfig, pointed at the forwarder; the server certificate is checked for `localhost`. */
 function kubeletKubeconfig(l: Layout, adminKubeconfig: string, apiPort: number): string {
   const config = JSON.parse(readFileSync(adminKubeconfig, 'utf8')) as {
@@ -524,6 +557,24 @@ export async function realNodeUp(host: RealNodeHost): Promise<RealNodeInfo> {
         ),
       60_000,
     );
+    record(
+      host.startDaemon(
+        'real-node-kube-router',
+        'nsenter',
+        [...nsenter, join(host.bin, KUBE_ROUTER), ...kubeRouterArgs(l)],
+        env,
+      ),
+    );
+    // kube-router has hooked its chains into the namespace's FORWARD: policies are enforced from here on.
+    await waitUntil(
+      'kube-router to enforce NetworkPolicies',
+      procs,
+      async () =>
+        run('ip', ['netns', 'exec', l.netns, 'iptables', '-w', '-S', 'FORWARD']).includes(
+          'KUBE-ROUTER-FORWARD',
+        ),
+      60_000,
+    );
   } finally {
     client.close();
   }
@@ -545,8 +596,8 @@ export async function realNodeUp(host: RealNodeHost): Promise<RealNodeInfo> {
   return info;
 }
 
-/** The processes a running real node has (forwarder, containerd, kubelet, kube-proxy). */
-const DAEMONS = 4;
+/** The processes a running real node has (forwarder, containerd, kubelet, kube-proxy, kube-router). */
+const DAEMONS = 5;
 
 /** Whether the recorded real node runs (its processes alive; the Node's readiness is the caller's to check). */
 export function realNodeRunning(state: string, kubeconfig: string): boolean {

@@ -634,7 +634,12 @@ async function ensureRealNode(info: TestbedInfo): Promise<boolean> {
     return true;
   } catch (error) {
     say(`real node start failed: ${error instanceof Error ? error.message : String(error)}`);
-    for (const log of ['real-node-containerd', 'real-node-kubelet'].map((n) => join(LOGS, `${n}.log`)))
+    for (const log of [
+      'real-node-containerd',
+      'real-node-kubelet',
+      'real-node-kube-proxy',
+      'real-node-kube-router',
+    ].map((n) => join(LOGS, `${n}.log`)))
       if (existsSync(log)) say(`last lines of ${log}:\n${tail(log, 15)}`);
     await realNodeDown(host);
     say('the control plane keeps running without the real node');

@@ -1,14 +1,28 @@
-// The real node's network as a cluster has it (issue 26; docs/design/real-node.md): Services routed by kube-proxy
-// (iptables mode) in the node's network namespace, the API server reached by pods through the `kubernetes` Service.
-// A restricted pod with only its projected ServiceAccount token and the kubelet's KUBERNETES_SERVICE_HOST/PORT asks
-// the API server who it is and what it may do: allowed what a plain Role bound to its ServiceAccount grants, refused
-// the rest (a plain Role, not the product's per-run RBAC: the product's run RBAC is checked on the process node,
-// this checks the path and the token). A ClusterIP Service in front of a serving pod answers another pod.
-// Needs `scripts/testbed up --real-node` and the built bundle (the pods run Node from the product image).
+// The real node's network as a cluster has it (issue 26; docs/design/real-node.md), on real pods:
+// - Services routed by kube-proxy (iptables mode) in the node's network namespace, and the API server reached by pods
+//   through the `kubernetes` Service: a restricted pod with only its projected ServiceAccount token and the
+//   kubelet's KUBERNETES_SERVICE_HOST/PORT asks who it is and what it may do, allowed what a plain Role bound to its
+//   ServiceAccount grants and refused the rest (a plain Role, not the product's per-run RBAC: that is checked on the
+//   process node; this checks the path and the token); a ClusterIP Service in front of a serving pod answers
+//   another pod.
+// - NetworkPolicy enforced by kube-router's network-policy controller: the product's per-run policy (built by
+//   src/jobs/run-network-policy.ts, as the controller builds it) lets a run pod reach the sink it names and not
+//   another pod; deploy/networkpolicy.yaml's default deny blocks a run pod that has no policy of its own; a
+//   realtime run's policy admits the controller's pods to port 8090 and refuses another pod.
+// Probes run by `kubectl exec` in idle pods, each once kube-router has the pods it concerns in its rules (so a probe
+// never races the policy's arrival). Needs `scripts/testbed up --real-node`, root (the node's rules are read from
+// its namespace) and the built bundle (the pods run Node from the product image).
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { load } from 'js-yaml';
 import * as v from 'valibot';
+import { parseAgent, parseAgentDefinition, parseStation } from '../../src/api/index.ts';
+import { LABEL_COMPONENT } from '../../src/jobs/names.ts';
+import { buildRunNetworkPolicy } from '../../src/jobs/run-network-policy.ts';
 import {
   apiPath,
   BUNDLE_PATH,
@@ -23,11 +37,13 @@ import { readRealNodeInfo } from '../support/real-node/info.ts';
 import {
   ACCESS_REVIEW_SCRIPT,
   CONNECT_SCRIPT,
+  IDLE_SCRIPT,
   restrictedPod,
   serviceAccountVolume,
 } from '../support/real-node/pods.ts';
 import { buildProductImages, importImages, PRODUCT_IMAGE } from '../support/real-node/product-image.ts';
 
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cluster = e2eCluster();
 const realNode = typeof cluster === 'string' ? undefined : readRealNodeInfo(cluster.kubeconfig);
 const skip =
@@ -40,57 +56,186 @@ const skip =
         : false;
 
 const NODE = '/nodejs/bin/node';
-const ConnectResult = v.object({
-  connected: v.boolean(),
-  line: v.optional(v.string()),
-  error: v.optional(v.string()),
-});
+const HELLO = 'hello from uid=1000';
+const Probes = v.array(
+  v.object({
+    target: v.string(),
+    connected: v.boolean(),
+    line: v.optional(v.string()),
+    error: v.optional(v.string()),
+  }),
+);
+type Probes = v.InferOutput<typeof Probes>;
 const ReviewResult = v.object({
   host: v.string(),
   port: v.string(),
   user: v.string(),
   allowed: v.record(v.string(), v.boolean()),
 });
+const NetworkPolicyObject = v.looseObject({
+  metadata: v.looseObject({ name: v.string() }),
+  spec: v.looseObject({ podSelector: v.looseObject({ matchLabels: v.record(v.string(), v.string()) }) }),
+});
 
-describe('real node: Services through kube-proxy, the API server through the kubernetes Service', {
-  skip,
-}, () => {
+/** The kubectl binary of the control plane's release (already built: the test bed runs its binaries). */
+function kubectlBinary(): string {
+  const bin = spawnSync('bash', [join(ROOT, 'scripts', 'build-kube-binaries')], { encoding: 'utf8' });
+  assert.equal(bin.status, 0, bin.stderr);
+  return join(bin.stdout.trim().split('\n').at(-1) ?? '', 'kubectl');
+}
+
+const must = <T>(r: { ok: true; value: T } | { ok: false; error: string }): T => {
+  if (!r.ok) throw new Error(r.error);
+  return r.value;
+};
+
+/**
+ * The product's per-run NetworkPolicy for Agent `agent` in `ns`, from a definition with `spec`: built by the
+ * controller's own (pure) builder, created without its ownerReference (no Agent object exists here).
+ */
+function runPolicy(ns: string, agent: string, spec: Record<string, unknown>) {
+  const meta = (name: string) => ({
+    name,
+    namespace: ns,
+    uid: `uid-${name}`,
+    resourceVersion: '1',
+    creationTimestamp: '2026-01-01T00:00:00Z',
+  });
+  const policy = buildRunNetworkPolicy({
+    agent: must(
+      parseAgent({
+        apiVersion: 'agents.re-cinq.com/v1alpha1',
+        kind: 'Agent',
+        metadata: meta(agent),
+        spec: { stationRef: 'st' },
+      }),
+    ),
+    station: must(
+      parseStation({
+        apiVersion: 'agents.re-cinq.com/v1alpha1',
+        kind: 'Station',
+        metadata: meta('st'),
+        spec: { agentDefRef: 'def', template: { spec: { containers: [{ name: 'agent', image: 'x' }] } } },
+      }),
+    ),
+    definition: must(
+      parseAgentDefinition({
+        apiVersion: 'agents.re-cinq.com/v1alpha1',
+        kind: 'AgentDefinition',
+        metadata: meta('def'),
+        spec: { prompt: 'go', ...spec },
+      }),
+    ),
+    controllerNamespace: ns,
+  });
+  return { ...policy, metadata: { name: policy.metadata.name, labels: policy.metadata.labels } };
+}
+
+describe('real node: Services through kube-proxy, NetworkPolicy through kube-router', { skip }, () => {
   if (typeof cluster === 'string' || realNode === undefined) return;
+  const kubectl = kubectlBinary();
   let ns: TestNamespace;
-  before(async () => {
-    // The product image carries Node, which the pods below run; the same bytes again are a no-op for containerd.
-    const dir = join(dirname(cluster.kubeconfig), 'real-node', 'product-images');
-    importImages(realNode.containerdSocket, buildProductImages(dir, BUNDLE_PATH));
-    ns = await freshNamespace(cluster.client, 'rn-net');
-    await cluster.client.patch(apiPath('v1', 'namespaces', { name: ns.name }), {
-      metadata: { labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } },
-    });
-  });
-  after(async () => {
-    await ns?.cleanup();
-    cluster.client.close();
-  });
+  let denyNs: TestNamespace;
+  /** Pod IPs of the two servers on 8080 (A is the sink the run's policy names, B is not) and of the idle pod. */
+  let serverA: string;
+  let serverB: string;
 
-  /** Creates a pod and waits until it has finished; returns it. */
-  async function runToEnd(pod: { metadata: { name: string } }): Promise<Pod> {
+  /** Creates a pod in `namespace` and waits until it is Ready (servers, by their probe) or Running (idle pods). */
+  async function startPod(namespace: string, pod: { metadata: { name: string } }): Promise<Pod> {
     if (typeof cluster === 'string') throw new Error(cluster);
-    await cluster.client.create(apiPath('v1', 'pods', { namespace: ns.name }), pod);
-    const path = apiPath('v1', 'pods', { namespace: ns.name, name: pod.metadata.name });
+    await cluster.client.create(apiPath('v1', 'pods', { namespace }), pod);
+    const path = apiPath('v1', 'pods', { namespace, name: pod.metadata.name });
     return pollUntil(
       async (observe) => {
         const p = await cluster.client.get(path, PodSchema);
         observe(p.status);
-        return ['Succeeded', 'Failed'].includes(p.status.phase ?? '') ? p : undefined;
+        return p.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
       },
-      { timeoutMs: 90_000, description: `pod ${pod.metadata.name} to finish` },
+      { timeoutMs: 60_000, description: `pod ${pod.metadata.name} to be Ready` },
     );
   }
 
-  function terminationMessage(pod: Pod): unknown {
-    const message = pod.status.containerStatuses[0]?.state.terminated?.message;
-    assert.ok(message, `a termination message: ${JSON.stringify(pod.status)}`);
-    return JSON.parse(message);
+  const server = (name: string, port: number, labels: Record<string, string> = {}) =>
+    restrictedPod(
+      realNode,
+      name,
+      realNode.images.hello,
+      {
+        args: ['--serve', String(port)],
+        ports: [{ containerPort: port }],
+        readinessProbe: { tcpSocket: { port }, periodSeconds: 1 },
+      },
+      {},
+      labels,
+    );
+  const idle = (name: string, labels: Record<string, string> = {}) =>
+    restrictedPod(realNode, name, PRODUCT_IMAGE, { command: [NODE, '-e', IDLE_SCRIPT] }, {}, labels);
+
+  /** Connects from inside pod `name` to each target (`ip:port`), by `kubectl exec`. */
+  function probe(namespace: string, name: string, ...targets: string[]): Probes {
+    if (typeof cluster === 'string') throw new Error(cluster);
+    const r = spawnSync(
+      kubectl,
+      [
+        '--kubeconfig',
+        cluster.kubeconfig,
+        'exec',
+        '--namespace',
+        namespace,
+        name,
+        '--',
+        NODE,
+        '-e',
+        CONNECT_SCRIPT,
+        ...targets,
+      ],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    assert.equal(r.status, 0, `kubectl exec ${name}: ${r.stderr}`);
+    return v.parse(Probes, JSON.parse(r.stdout));
   }
+
+  /** Waits until kube-router's rules or ipsets in the node's namespace name `ip` (the pod is in its policies). */
+  function kubeRouterHas(ip: string): Promise<true> {
+    return pollUntil(
+      () => {
+        if (realNode === undefined) throw new Error('no real node');
+        const r = spawnSync(
+          'ip',
+          ['netns', 'exec', realNode.netns, 'sh', '-c', 'iptables-save -t filter; ipset list'],
+          { encoding: 'utf8' },
+        );
+        assert.equal(r.status, 0, r.stderr);
+        return r.stdout.includes(`${ip}/32`) || r.stdout.split('\n').includes(ip) ? true : undefined;
+      },
+      { timeoutMs: 30_000, description: `kube-router's rules to name ${ip}` },
+    );
+  }
+
+  before(async () => {
+    // The product image carries Node, which the pods below run; the same bytes again are a no-op for containerd.
+    const dir = join(dirname(cluster.kubeconfig), 'real-node', 'product-images');
+    importImages(realNode.containerdSocket, buildProductImages(dir, BUNDLE_PATH));
+    [ns, denyNs] = await Promise.all([
+      freshNamespace(cluster.client, 'rn-net'),
+      freshNamespace(cluster.client, 'rn-deny'),
+    ]);
+    for (const n of [ns, denyNs])
+      await cluster.client.patch(apiPath('v1', 'namespaces', { name: n.name }), {
+        metadata: { labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } },
+      });
+    const [a, b] = await Promise.all([
+      startPod(ns.name, server('server-a', 8080, { app: 'hello' })),
+      startPod(ns.name, server('server-b', 8080)),
+      startPod(ns.name, idle('plain')),
+    ]);
+    serverA = a.status.podIP ?? '';
+    serverB = b.status.podIP ?? '';
+  });
+  after(async () => {
+    await Promise.all([ns?.cleanup(), denyNs?.cleanup()]);
+    cluster.client.close();
+  });
 
   it('a pod with only its ServiceAccount token reaches the API server: allowed what its Role grants, refused the rest', {
     timeout: 120_000,
@@ -115,20 +260,31 @@ describe('real node: Services through kube-proxy, the API server through the kub
       subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: ns.name }],
     });
     const sa = serviceAccountVolume();
-    const pod = await runToEnd(
-      restrictedPod(
-        realNode,
-        'reviewer',
-        PRODUCT_IMAGE,
-        {
-          command: [NODE, '-e', ACCESS_REVIEW_SCRIPT, 'list:configmaps', 'get:secrets', 'create:configmaps'],
-          volumeMounts: [sa.mount],
-        },
-        { serviceAccountName: 'reader', volumes: [sa.volume] },
-      ),
+    const pod = restrictedPod(
+      realNode,
+      'reviewer',
+      PRODUCT_IMAGE,
+      {
+        command: [NODE, '-e', ACCESS_REVIEW_SCRIPT, 'list:configmaps', 'get:secrets', 'create:configmaps'],
+        volumeMounts: [sa.mount],
+      },
+      { serviceAccountName: 'reader', volumes: [sa.volume] },
     );
-    assert.equal(pod.status.phase, 'Succeeded', JSON.stringify(pod.status));
-    const seen = v.parse(ReviewResult, terminationMessage(pod));
+    await cluster.client.create(api('v1', 'pods'), pod);
+    const done = await pollUntil(
+      async (observe) => {
+        const p = await cluster.client.get(
+          apiPath('v1', 'pods', { namespace: ns.name, name: 'reviewer' }),
+          PodSchema,
+        );
+        observe(p.status);
+        return ['Succeeded', 'Failed'].includes(p.status.phase ?? '') ? p : undefined;
+      },
+      { timeoutMs: 60_000, description: 'the reviewing pod to finish' },
+    );
+    assert.equal(done.status.phase, 'Succeeded', JSON.stringify(done.status));
+    const message = done.status.containerStatuses[0]?.state.terminated?.message ?? '';
+    const seen = v.parse(ReviewResult, JSON.parse(message));
     // The kubelet's in-cluster environment names the kubernetes Service's ClusterIP, not the forwarder.
     assert.deepEqual([seen.host, seen.port], ['10.0.0.1', '443']);
     assert.equal(seen.user, `system:serviceaccount:${ns.name}:reader`);
@@ -142,32 +298,6 @@ describe('real node: Services through kube-proxy, the API server through the kub
   it('a ClusterIP Service in front of a serving pod answers another pod at its ClusterIP', {
     timeout: 120_000,
   }, async () => {
-    await cluster.client.create(
-      apiPath('v1', 'pods', { namespace: ns.name }),
-      restrictedPod(
-        realNode,
-        'server',
-        realNode.images.hello,
-        {
-          args: ['--serve', '8080'],
-          ports: [{ containerPort: 8080 }],
-          readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
-        },
-        {},
-        { app: 'hello' },
-      ),
-    );
-    const server = await pollUntil(
-      async (observe) => {
-        const p = await cluster.client.get(
-          apiPath('v1', 'pods', { namespace: ns.name, name: 'server' }),
-          PodSchema,
-        );
-        observe(p.status);
-        return p.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
-      },
-      { timeoutMs: 60_000, description: 'the serving pod to be Ready' },
-    );
     const service = await cluster.client.create(
       apiPath('v1', 'services', { namespace: ns.name }),
       {
@@ -186,26 +316,84 @@ describe('real node: Services through kube-proxy, the API server through the kub
       kind: 'EndpointSlice',
       metadata: { name: 'hello-1', labels: { 'kubernetes.io/service-name': 'hello' } },
       addressType: 'IPv4',
-      endpoints: [{ addresses: [server.status.podIP], conditions: { ready: true } }],
+      endpoints: [{ addresses: [serverA], conditions: { ready: true } }],
       ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
     });
     const clusterIP = service.spec.clusterIP;
     assert.match(clusterIP, /^10\.0\.0\.\d+$/);
-    // kube-proxy programs the Service within its minimum sync period; a client that came too early is retried.
+    // kube-proxy programs the Service within its minimum sync period: probed until it answers.
     const answer = await pollUntil(
-      async (observe) => {
-        const name = `client-${Date.now().toString(36)}`;
-        const pod = await runToEnd(
-          restrictedPod(realNode, name, PRODUCT_IMAGE, {
-            command: [NODE, '-e', CONNECT_SCRIPT, clusterIP, '80'],
-          }),
-        );
-        const r = v.parse(ConnectResult, terminationMessage(pod));
+      (observe) => {
+        const [r] = probe(ns.name, 'plain', `${clusterIP}:80`);
         observe(r);
-        return r.connected ? r : undefined;
+        return r?.connected ? r : undefined;
       },
-      { timeoutMs: 60_000, description: 'a client pod to reach the ClusterIP' },
+      { timeoutMs: 30_000, description: 'the ClusterIP to answer' },
     );
-    assert.deepEqual(answer, { connected: true, line: 'hello from uid=1000' });
+    assert.equal(answer.line, HELLO);
+  });
+
+  it("the product's per-run policy: the run pod reaches the sink it names, not another pod", {
+    timeout: 120_000,
+  }, async () => {
+    const policy = runPolicy(ns.name, 'egress-run', {
+      output: { sinks: [{ type: 'http', url: `http://${serverA}:8080/results` }] },
+    });
+    await cluster.client.create(
+      apiPath('networking.k8s.io/v1', 'networkpolicies', { namespace: ns.name }),
+      policy,
+    );
+    const run = await startPod(ns.name, idle('run', policy.spec.podSelector.matchLabels));
+    await kubeRouterHas(run.status.podIP ?? '');
+    const [toA, toB] = probe(ns.name, 'run', `${serverA}:8080`, `${serverB}:8080`);
+    assert.deepEqual(toA, { target: `${serverA}:8080`, connected: true, line: HELLO });
+    assert.equal(toB?.connected, false, JSON.stringify(toB));
+    // Both servers answer a pod no policy selects: the policy is what stops the run.
+    assert.deepEqual(
+      probe(ns.name, 'plain', `${serverA}:8080`, `${serverB}:8080`).map((r) => r.connected),
+      [true, true],
+    );
+  });
+
+  it("deploy/networkpolicy.yaml's default deny blocks a run pod that has no policy of its own", {
+    timeout: 120_000,
+  }, async () => {
+    const deny = v.parse(
+      NetworkPolicyObject,
+      load(readFileSync(join(ROOT, 'deploy', 'networkpolicy.yaml'), 'utf8')),
+    );
+    await cluster.client.create(
+      apiPath('networking.k8s.io/v1', 'networkpolicies', { namespace: denyNs.name }),
+      {
+        ...deny,
+        metadata: { name: deny.metadata.name },
+      },
+    );
+    const run = await startPod(denyNs.name, idle('run', deny.spec.podSelector.matchLabels));
+    await kubeRouterHas(run.status.podIP ?? '');
+    const [toA] = probe(denyNs.name, 'run', `${serverA}:8080`);
+    assert.equal(toA?.connected, false, JSON.stringify(toA));
+  });
+
+  it("a realtime run's policy admits the controller's pods to port 8090 and refuses another pod", {
+    timeout: 120_000,
+  }, async () => {
+    const policy = runPolicy(ns.name, 'live-run', { execution: 'realtime', model: 'claude-opus-5-5' });
+    await cluster.client.create(
+      apiPath('networking.k8s.io/v1', 'networkpolicies', { namespace: ns.name }),
+      policy,
+    );
+    const [live, controller] = await Promise.all([
+      startPod(ns.name, server('live', 8090, policy.spec.podSelector.matchLabels)),
+      startPod(ns.name, idle('controller', { [LABEL_COMPONENT]: 'controller' })),
+    ]);
+    const liveIP = live.status.podIP ?? '';
+    await kubeRouterHas(liveIP);
+    await kubeRouterHas(controller.status.podIP ?? '');
+    assert.deepEqual(probe(ns.name, 'controller', `${liveIP}:8090`), [
+      { target: `${liveIP}:8090`, connected: true, line: HELLO },
+    ]);
+    const [fromPlain] = probe(ns.name, 'plain', `${liveIP}:8090`);
+    assert.equal(fromPlain?.connected, false, JSON.stringify(fromPlain));
   });
 });

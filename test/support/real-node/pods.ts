@@ -75,21 +75,29 @@ export function serviceAccountVolume(): { volume: object; mount: object } {
 }
 
 /**
- * A Node program for `node -e`: connects to HOST:PORT (its arguments), and writes one JSON line to the termination
- * log: `{"connected":true,"line":"<first line the server sent>"}` or `{"connected":false,"error":"<code>"}`
- * (ETIMEDOUT after 4 s without an answer: a dropped SYN). Exits 0 either way.
+ * A Node program for `node -e` (run by `kubectl exec` in an idle pod): connects to each HOST:PORT argument in turn,
+ * and prints one JSON array with a result per target: `{"target","connected":true,"line":"<first line the server sent>"}` or
+ * `{"target","connected":false,"error":"<code>"}` (ETIMEDOUT after 3 s without an answer: a dropped SYN). Exits 0.
  */
 export const CONNECT_SCRIPT = `const net = require('node:net');
-const fs = require('node:fs');
-const [host, port] = process.argv.slice(-2);
-const report = (r) => { fs.writeFileSync('/dev/termination-log', JSON.stringify(r)); process.exit(0); };
-const s = net.connect({ host, port: Number(port) });
-s.setTimeout(4000, () => report({ connected: false, error: 'ETIMEDOUT' }));
-let data = '';
-s.on('connect', () => s.setTimeout(4000, () => report({ connected: true, line: data })));
-s.on('data', (d) => { data += d; if (data.includes('\\n')) report({ connected: true, line: data.split('\\n')[0] }); });
-s.on('end', () => report({ connected: true, line: data.split('\\n')[0] }));
-s.on('error', (e) => report({ connected: false, error: e.code || e.message }));`;
+const probe = (target) => new Promise((resolve) => {
+  const [host, port] = target.split(':');
+  const s = net.connect({ host, port: Number(port) });
+  let data = '';
+  const done = (r) => { s.destroy(); resolve({ target, ...r }); };
+  s.setTimeout(3000, () => done(s.connecting ? { connected: false, error: 'ETIMEDOUT' } : { connected: true, line: data }));
+  s.on('data', (d) => { data += d; if (data.includes('\\n')) done({ connected: true, line: data.split('\\n')[0] }); });
+  s.on('end', () => done({ connected: true, line: data.split('\\n')[0] }));
+  s.on('error', (e) => done({ connected: false, error: e.code || e.message }));
+});
+(async () => {
+  const results = [];
+  for (const target of process.argv.slice(1)) results.push(await probe(target));
+  console.log(JSON.stringify(results));
+})();`;
+
+/** A Node program for `node -e` that does nothing until it is stopped: a pod to `kubectl exec` probes in. */
+export const IDLE_SCRIPT = `process.on('SIGTERM', () => process.exit(0)); setInterval(() => {}, 1 << 30);`;
 
 /**
  * A Node program for `node -e`: an in-cluster client as client libraries are. It takes the API server from
