@@ -38,6 +38,8 @@ import {
   ACCESS_REVIEW_SCRIPT,
   CONNECT_SCRIPT,
   IDLE_SCRIPT,
+  kubectlBinary,
+  nodeRules,
   restrictedPod,
   serviceAccountVolume,
 } from '../support/real-node/pods.ts';
@@ -76,13 +78,6 @@ const NetworkPolicyObject = v.looseObject({
   metadata: v.looseObject({ name: v.string() }),
   spec: v.looseObject({ podSelector: v.looseObject({ matchLabels: v.record(v.string(), v.string()) }) }),
 });
-
-/** The kubectl binary of the control plane's release (already built: the test bed runs its binaries). */
-function kubectlBinary(): string {
-  const bin = spawnSync('bash', [join(ROOT, 'scripts', 'build-kube-binaries')], { encoding: 'utf8' });
-  assert.equal(bin.status, 0, bin.stderr);
-  return join(bin.stdout.trim().split('\n').at(-1) ?? '', 'kubectl');
-}
 
 const must = <T>(r: { ok: true; value: T } | { ok: false; error: string }): T => {
   if (!r.ok) throw new Error(r.error);
@@ -195,20 +190,15 @@ describe('real node: Services through kube-proxy, NetworkPolicy through kube-rou
     return v.parse(Probes, JSON.parse(r.stdout));
   }
 
-  /** Waits until kube-router's rules or ipsets in the node's namespace name `ip` (the pod is in its policies). */
-  function kubeRouterHas(ip: string): Promise<true> {
+  /** Waits until the node namespace's rules or ipsets name `ip` (kube-router: the pod is in its policies). */
+  function rulesName(ip: string): Promise<true> {
     return pollUntil(
       () => {
         if (realNode === undefined) throw new Error('no real node');
-        const r = spawnSync(
-          'ip',
-          ['netns', 'exec', realNode.netns, 'sh', '-c', 'iptables-save -t filter; ipset list'],
-          { encoding: 'utf8' },
-        );
-        assert.equal(r.status, 0, r.stderr);
-        return r.stdout.includes(`${ip}/32`) || r.stdout.split('\n').includes(ip) ? true : undefined;
+        const rules = nodeRules(realNode);
+        return rules.includes(`${ip}/32`) || rules.split('\n').includes(ip) ? true : undefined;
       },
-      { timeoutMs: 30_000, description: `kube-router's rules to name ${ip}` },
+      { timeoutMs: 30_000, description: `the node's rules to name ${ip}` },
     );
   }
 
@@ -321,16 +311,14 @@ describe('real node: Services through kube-proxy, NetworkPolicy through kube-rou
     });
     const clusterIP = service.spec.clusterIP;
     assert.match(clusterIP, /^10\.0\.0\.\d+$/);
-    // kube-proxy programs the Service within its minimum sync period: probed until it answers.
-    const answer = await pollUntil(
-      (observe) => {
-        const [r] = probe(ns.name, 'plain', `${clusterIP}:80`);
-        observe(r);
-        return r?.connected ? r : undefined;
-      },
-      { timeoutMs: 30_000, description: 'the ClusterIP to answer' },
+    // kube-proxy has programmed the Service's endpoint (its DNAT rule to the pod), then one probe.
+    await pollUntil(
+      () => (nodeRules(realNode).includes(`--to-destination ${serverA}:8080`) ? true : undefined),
+      { timeoutMs: 30_000, description: "kube-proxy's rule for the Service's endpoint" },
     );
-    assert.equal(answer.line, HELLO);
+    assert.deepEqual(probe(ns.name, 'plain', `${clusterIP}:80`), [
+      { target: `${clusterIP}:80`, connected: true, line: HELLO },
+    ]);
   });
 
   it("the product's per-run policy: the run pod reaches the sink it names, not another pod", {
@@ -344,7 +332,7 @@ describe('real node: Services through kube-proxy, NetworkPolicy through kube-rou
       policy,
     );
     const run = await startPod(ns.name, idle('run', policy.spec.podSelector.matchLabels));
-    await kubeRouterHas(run.status.podIP ?? '');
+    await rulesName(run.status.podIP ?? '');
     const [toA, toB] = probe(ns.name, 'run', `${serverA}:8080`, `${serverB}:8080`);
     assert.deepEqual(toA, { target: `${serverA}:8080`, connected: true, line: HELLO });
     assert.equal(toB?.connected, false, JSON.stringify(toB));
@@ -370,7 +358,7 @@ describe('real node: Services through kube-proxy, NetworkPolicy through kube-rou
       },
     );
     const run = await startPod(denyNs.name, idle('run', deny.spec.podSelector.matchLabels));
-    await kubeRouterHas(run.status.podIP ?? '');
+    await rulesName(run.status.podIP ?? '');
     const [toA] = probe(denyNs.name, 'run', `${serverA}:8080`);
     assert.equal(toA?.connected, false, JSON.stringify(toA));
   });
@@ -388,8 +376,8 @@ describe('real node: Services through kube-proxy, NetworkPolicy through kube-rou
       startPod(ns.name, idle('controller', { [LABEL_COMPONENT]: 'controller' })),
     ]);
     const liveIP = live.status.podIP ?? '';
-    await kubeRouterHas(liveIP);
-    await kubeRouterHas(controller.status.podIP ?? '');
+    await rulesName(liveIP);
+    await rulesName(controller.status.podIP ?? '');
     assert.deepEqual(probe(ns.name, 'controller', `${liveIP}:8090`), [
       { target: `${liveIP}:8090`, connected: true, line: HELLO },
     ]);

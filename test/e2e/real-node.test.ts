@@ -8,9 +8,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { connect } from 'node:net';
-import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import {
   apiPath,
   freshNamespace,
@@ -20,9 +18,9 @@ import {
   type TestNamespace,
 } from '../support/index.ts';
 import { type RealNodeInfo, readRealNodeInfo } from '../support/real-node/info.ts';
+import { kubectlBinary } from '../support/real-node/pods.ts';
 import { e2eCluster } from '../support/testbed.ts';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cluster = e2eCluster();
 const realNode = typeof cluster === 'string' ? undefined : readRealNodeInfo(cluster.kubeconfig);
 const skip =
@@ -33,13 +31,6 @@ const skip =
       : realNode === undefined
         ? 'the real node is not up (sudo scripts/install-node-runtime, then scripts/testbed up --real-node)'
         : false;
-
-/** The kubectl binary of the control plane's release (already built: the test bed runs its binaries). */
-function kubectlBinary(): string {
-  const bin = spawnSync('bash', [join(ROOT, 'scripts', 'build-kube-binaries')], { encoding: 'utf8' });
-  assert.equal(bin.status, 0, bin.stderr);
-  return join(bin.stdout.trim().split('\n').at(-1) ?? '', 'kubectl');
-}
 
 function kubectl(kubeconfig: string, ...args: string[]): string {
   const r = spawnSync(kubectlBinary(), ['--kubeconfig', kubeconfig, ...args], {

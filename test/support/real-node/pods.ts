@@ -2,7 +2,12 @@
 // `restricted` level checks, put on the real node by name (the test bed runs no scheduler for it), and small Node
 // programs they run from the product image (it holds Node at /nodejs/bin/node and nothing else) to reach other
 // addresses from inside a pod.
+import { spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { RealNodeInfo } from './info.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 /** Where the kubelet mounts a ServiceAccount's credentials, as the ServiceAccount admission plugin would. */
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -137,3 +142,37 @@ const post = (path, body) => new Promise((resolve, reject) => {
   }
   fs.writeFileSync('/dev/termination-log', JSON.stringify({ host, port, user: me.status.userInfo.username, allowed }));
 })().catch((e) => { fs.writeFileSync('/dev/termination-log', JSON.stringify({ error: String(e) })); process.exit(1); });`;
+
+/**
+ * A Node program for `node -e`: POSTs its second argument (JSON) to its first (an http URL) with
+ * `authorization: Bearer $API_KEY`, and writes `{"status","body"}` to the termination log. Exits 0 on any answer.
+ */
+export const POST_SCRIPT = `const http = require('node:http');
+const fs = require('node:fs');
+const [url, body] = process.argv.slice(-2);
+const report = (r) => fs.writeFileSync('/dev/termination-log', JSON.stringify(r));
+const req = http.request(url, { method: 'POST', timeout: 60000,
+  headers: { 'content-type': 'application/json', authorization: 'Bearer ' + process.env.API_KEY } }, (res) => {
+  let text = '';
+  res.on('data', (d) => { text += d; });
+  res.on('end', () => report({ status: res.statusCode, body: text.slice(0, 3000) }));
+});
+req.on('timeout', () => req.destroy(new Error('timeout')));
+req.on('error', (e) => { report({ error: e.code || e.message }); process.exit(1); });
+req.end(body);`;
+
+/** The node namespace's iptables rules and ipsets as text (what kube-proxy and kube-router wrote); needs root. */
+export function nodeRules(node: RealNodeInfo): string {
+  const r = spawnSync('ip', ['netns', 'exec', node.netns, 'sh', '-c', 'iptables-save; ipset list'], {
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error(`reading the node's rules: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** The kubectl binary of the control plane's release (already built: the test bed runs its binaries). */
+export function kubectlBinary(): string {
+  const bin = spawnSync('bash', [join(ROOT, 'scripts', 'build-kube-binaries')], { encoding: 'utf8' });
+  if (bin.status !== 0) throw new Error(`scripts/build-kube-binaries: ${bin.stderr}`);
+  return join(bin.stdout.trim().split('\n').at(-1) ?? '', 'kubectl');
+}
