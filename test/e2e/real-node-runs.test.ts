@@ -7,6 +7,8 @@
 // Event) and the error of the supervisor's termination message (the run report) as `failureReason`; an exec run
 // that exits 3 and one wedged past its deadline (killed, 124) end Failed with those codes; inside the agent
 // container the uid is 1000, seccomp (RuntimeDefault) is in force, no capabilities, read from /proc/self/status.
+// A server-mode Agent's Service answers a client pod on the real node at its ClusterIP (kube-proxy; the test writes
+// the Service's EndpointSlice, the test bed runs no EndpointSlice controller).
 // Needs `scripts/testbed up --real-node` and the built bundle; runs in the Node pass only.
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
