@@ -33,7 +33,7 @@ import {
   pollUntil,
   type TestNamespace,
 } from '../support/index.ts';
-import { readRealNodeInfo } from '../support/real-node/info.ts';
+import { readRealNodeInfo, realNodeSkipReason } from '../support/real-node/info.ts';
 import {
   ACCESS_REVIEW_SCRIPT,
   CONNECT_SCRIPT,
@@ -48,14 +48,7 @@ import { buildProductImages, importImages, PRODUCT_IMAGE } from '../support/real
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cluster = e2eCluster();
 const realNode = typeof cluster === 'string' ? undefined : readRealNodeInfo(cluster.kubeconfig);
-const skip =
-  typeof cluster === 'string'
-    ? cluster
-    : process.env.AGENT_E2E_RUNTIME === 'deno'
-      ? 'the real node does not depend on the JavaScript runtime; it runs in the node pass only'
-      : realNode === undefined
-        ? 'the real node is not up (sudo scripts/install-node-runtime, then scripts/testbed up --real-node)'
-        : false;
+const skip = typeof cluster === 'string' ? cluster : realNodeSkipReason(realNode);
 
 const NODE = '/nodejs/bin/node';
 const HELLO = 'hello from uid=1000';

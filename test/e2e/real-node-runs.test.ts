@@ -32,7 +32,7 @@ import {
   type Scenario,
   stationManifest,
 } from '../support/index.ts';
-import { type RealNodeInfo, readRealNodeInfo } from '../support/real-node/info.ts';
+import { type RealNodeInfo, readRealNodeInfo, realNodeSkipReason } from '../support/real-node/info.ts';
 import { nodeRules, POST_SCRIPT, restrictedPod } from '../support/real-node/pods.ts';
 import {
   buildProductImages,
@@ -44,13 +44,7 @@ import { createPolicy, endpointOf, startServerReplica } from '../support/server.
 
 const cluster = e2eCluster();
 const realNode = typeof cluster === 'string' ? undefined : readRealNodeInfo(cluster.kubeconfig);
-const skip =
-  controllerSkipReason(cluster) ||
-  (process.env.AGENT_E2E_RUNTIME === 'deno'
-    ? 'the real node does not depend on the JavaScript runtime; it runs in the node pass only'
-    : realNode === undefined
-      ? 'the real node is not up (sudo scripts/install-node-runtime, then scripts/testbed up --real-node)'
-      : false);
+const skip = controllerSkipReason(cluster) || realNodeSkipReason(realNode);
 
 /** A Station template that puts the run on the real node; the agent container runs `image`. */
 function realNodeTemplate(node: RealNodeInfo, image: string): Record<string, unknown> {
