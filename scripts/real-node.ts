@@ -46,8 +46,11 @@ const KUBERNETES_SERVICE_IP = '10.0.0.1';
 const SLICE_MANAGER = 'real-node.agent-controller.test';
 /** kube-router's binary in the bin folder (scripts/build-kube-binaries --kubelet, same default release). */
 const KUBE_ROUTER = `kube-router-v${process.env.KUBE_ROUTER_VERSION ?? '2.10.0'}`;
-/** The API server's --service-cluster-ip-range (scripts/testbed-cli.ts): kube-router lets traffic to it through. */
-const SERVICE_CIDR = '10.0.0.0/24';
+/**
+ * The API server's --service-cluster-ip-range (scripts/testbed-cli.ts starts it with this): the `kubernetes` Service
+ * gets its first address, kube-router lets traffic to it through.
+ */
+export const SERVICE_CIDR = '10.0.0.0/24';
 const CNI_BIN = '/usr/lib/cni';
 const RUNC = '/usr/sbin/runc';
 const INSTALL_HINT = 'run `sudo scripts/install-node-runtime` first';

@@ -39,6 +39,7 @@ import {
   layout as realNodeLayout,
   realNodeRunning,
   realNodeUp,
+  SERVICE_CIDR,
 } from './real-node.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -414,7 +415,7 @@ function apiserverArgs(etcdUrl: string, apiPort: number): string[] {
     `--service-account-issuer=https://127.0.0.1:${apiPort}`,
     `--service-account-key-file=${c('sa.pub')}`,
     `--service-account-signing-key-file=${c('sa.key')}`,
-    '--service-cluster-ip-range=10.0.0.0/24',
+    `--service-cluster-ip-range=${SERVICE_CIDR}`,
     '--disable-admission-plugins=ServiceAccount',
     '--endpoint-reconciler-type=none',
     '--allow-privileged=true',
