@@ -452,6 +452,11 @@ async function waitUntil(
   }
 }
 
+/** Whether the node namespace's iptables listing (`iptables -w ARGS`) includes `text`. */
+function rulesInclude(l: Layout, args: readonly string[], text: string): boolean {
+  return run('ip', ['netns', 'exec', l.netns, 'iptables', '-w', ...args]).includes(text);
+}
+
 function ctr(l: Layout, ...args: string[]): string {
   return run('ctr', ['--address', l.sock, '--namespace', 'k8s.io', ...args]);
 }
@@ -554,10 +559,7 @@ export async function realNodeUp(host: RealNodeHost): Promise<RealNodeInfo> {
     await waitUntil(
       'kube-proxy to route the kubernetes Service',
       procs,
-      async () =>
-        run('ip', ['netns', 'exec', l.netns, 'iptables', '-w', '-t', 'nat', '-S', 'KUBE-SERVICES']).includes(
-          `${KUBERNETES_SERVICE_IP}/32`,
-        ),
+      async () => rulesInclude(l, ['-t', 'nat', '-S', 'KUBE-SERVICES'], `${KUBERNETES_SERVICE_IP}/32`),
       60_000,
     );
     record(
@@ -572,10 +574,7 @@ export async function realNodeUp(host: RealNodeHost): Promise<RealNodeInfo> {
     await waitUntil(
       'kube-router to enforce NetworkPolicies',
       procs,
-      async () =>
-        run('ip', ['netns', 'exec', l.netns, 'iptables', '-w', '-S', 'FORWARD']).includes(
-          'KUBE-ROUTER-FORWARD',
-        ),
+      async () => rulesInclude(l, ['-S', 'FORWARD'], 'KUBE-ROUTER-FORWARD'),
       60_000,
     );
   } finally {
