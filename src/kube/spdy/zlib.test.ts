@@ -73,6 +73,36 @@ describe('SPDY header compression', () => {
     for (const p of parts) assert.deepEqual(inflater.inflate(again.deflate(p)), p);
   });
 
+  it('ends every header block with the sync-flush marker (an empty stored block), as Go and zlib flush', () => {
+    // Go's inflater, which the kubelet's SPDY reader uses, hands a stored block's bytes over only when the next
+    // block begins: without the marker it reads past the frame and the session dies at the next header block.
+    const deflater = new StoredDeflater(HEADER_DICTIONARY);
+    for (const part of [enc.encode('streamtype error'), new Uint8Array(0), new Uint8Array(70_000)]) {
+      const chunk = deflater.deflate(part);
+      assert.deepEqual([...chunk.subarray(-5)], [0x00, 0x00, 0x00, 0xff, 0xff]);
+    }
+  });
+
+  it('refuses a header block that does not end with a sync flush (Go could not read the next one)', () => {
+    // One stored block and nothing after it: what this deflater wrote before the real node showed the problem.
+    const data = enc.encode('streamtype error');
+    const unflushed = Uint8Array.of(
+      0x78,
+      0x20,
+      ...[24, 16, 8, 0].map((shift) => (adler32(HEADER_DICTIONARY) >>> shift) & 0xff),
+      0x00,
+      data.length,
+      0x00,
+      ~data.length & 0xff,
+      0xff,
+      ...data,
+    );
+    assert.throws(() => new Inflater(HEADER_DICTIONARY).inflate(unflushed), /does not end with a sync flush/);
+    // The same block followed by the marker is read.
+    const flushed = Uint8Array.of(...unflushed, 0x00, 0x00, 0x00, 0xff, 0xff);
+    assert.deepEqual(new Inflater(HEADER_DICTIONARY).inflate(flushed), data);
+  });
+
   it('refuses a header block that inflates past the cap (a decompression bomb)', async () => {
     const [bomb] = await zlibFlushed([new Uint8Array(MAX_INFLATED + 10_000)], 9);
     assert.ok(bomb && bomb.length < 2000, 'compresses to almost nothing');

@@ -4,7 +4,11 @@
 // dictionary on a shared streaming context is not something every runtime we ship on (Node, Deno) offers alike.
 //
 // Sending side: stored (uncompressed) blocks. That is valid deflate every reader accepts; header blocks are a few
-// hundred bytes, so compression would save nothing worth the code.
+// hundred bytes, so compression would save nothing worth the code. Each header block ends with the sync-flush marker
+// (an empty stored block), as zlib's Z_SYNC_FLUSH and Go's Flush write it: Go's inflater (the kubelet's and the
+// container runtime's SPDY reader) hands a stored block's bytes over only when the next block begins, so without
+// the marker it reads past the frame, and the session dies at the next header block (seen on the real node; see
+// docs/design/kubernetes.md#port-forward). The reading side requires the marker for the same reason.
 
 /** Adler-32 (RFC 1950), the checksum that names a preset dictionary. */
 export function adler32(bytes: Uint8Array): number {
@@ -36,9 +40,10 @@ export class StoredDeflater {
   }
 
   deflate(data: Uint8Array): Uint8Array {
-    const blocks = Math.max(1, Math.ceil(data.length / MAX_STORED));
+    const blocks = Math.ceil(data.length / MAX_STORED);
     const header = this.#started ? 0 : 6;
-    const out = new Uint8Array(header + blocks * 5 + data.length);
+    // The data's stored blocks, then the empty one that is the sync flush.
+    const out = new Uint8Array(header + (blocks + 1) * 5 + data.length);
     let at = 0;
     if (!this.#started) {
       // CMF: deflate with a 32 KiB window; FLG: preset dictionary, check bits making CMF·256+FLG a multiple of 31.
@@ -48,7 +53,7 @@ export class StoredDeflater {
       at = 6;
       this.#started = true;
     }
-    for (let i = 0; i < blocks; i++) {
+    for (let i = 0; i <= blocks; i++) {
       const part = data.subarray(i * MAX_STORED, Math.min(data.length, (i + 1) * MAX_STORED));
       out[at] = 0; // BFINAL 0, BTYPE 00 (stored), padding to the byte boundary
       out[at + 1] = part.length & 0xff;
@@ -159,7 +164,7 @@ class Bits {
   }
 }
 
-/** Reads one zlib stream chunk by chunk; each chunk must end on a block boundary (a sync flush). */
+/** Reads one zlib stream chunk by chunk; each chunk must end with a sync flush (an empty stored block). */
 export class Inflater {
   readonly #dictionary: Uint8Array;
   #history: Uint8Array;
@@ -171,10 +176,14 @@ export class Inflater {
     this.#history = dictionary.slice(-WINDOW);
   }
 
-  /** Decompresses one flushed chunk; throws on corrupt input or a chunk that stops inside a block. */
+  /**
+   * Decompresses one flushed chunk; throws on corrupt input, a chunk that stops inside a block, and one that does
+   * not end with the sync-flush marker (Go's reader, the real kubelet's, could not decode the block after it).
+   */
   inflate(chunk: Uint8Array): Uint8Array {
     const input = new Bits(chunk);
     const out: number[] = [];
+    let flushed = false;
     try {
       if (!this.#started) {
         const [cmf, flg] = input.bytes(2);
@@ -201,16 +210,21 @@ export class Inflater {
             throw new Error('stored block length check failed');
           for (const b of input.bytes(len)) out.push(b);
           guard(out);
+          flushed = len === 0 && !final;
         } else if (type === 1) {
           this.#codes(input, out, FIXED_LITERALS, FIXED_DISTANCES);
+          flushed = false;
         } else if (type === 2) {
           const [literals, distances] = dynamicTables(input);
           this.#codes(input, out, literals, distances);
+          flushed = false;
         } else {
           throw new Error('invalid deflate block type');
         }
         if (final) this.#ended = true;
       }
+      if (!flushed && !this.#ended)
+        throw new Error('header block does not end with a sync flush (an empty stored block)');
     } catch (error) {
       if (error instanceof Truncated) throw new Error('header block does not end on a flush boundary');
       throw error;
