@@ -3,7 +3,8 @@
 // container runtime's Go SPDY reader does (it cannot decode the header block after such a one).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { type IncomingMessage, request } from 'node:https';
+import type { IncomingMessage } from 'node:http';
+import { request } from 'node:https';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
