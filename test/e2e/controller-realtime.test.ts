@@ -7,7 +7,7 @@
 // `resumeSession` restoring the first one's conversation from a loopback conversation store and sending no initial
 // prompt; the admission reasons. The controller runs as the deploy/ ServiceAccount plus deploy/components/realtime.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect } from 'node:net';
@@ -19,7 +19,6 @@ import {
   agentManifest,
   applyCrds,
   applyRbacManifests,
-  bundleArgv,
   collectionPath,
   controllerSkipReason,
   e2eCluster,
@@ -38,6 +37,7 @@ import {
   applyRealtimeRbac,
   call,
   promptWhenReady,
+  runCli,
   startConversationStore,
   startRealtimeReplica,
 } from '../support/realtime.ts';
@@ -56,7 +56,6 @@ function realtimeDefinition(name: string, spec: Readonly<Record<string, unknown>
   };
 }
 
-/** Runs the bundle's CLI on the e2e runtime; exit code and both streams. */
 /**
  * A pod labelled like the controller's, with a container port named `api`, that relays TCP to `targetPort` on the
  * host (where the test's controller replica serves the prompt API), and the Service `agent-controller-api` in front
@@ -123,32 +122,6 @@ async function startApiRelayPod(s: Scenario, targetPort: number): Promise<void> 
     },
     { timeoutMs: 30_000, description: 'the relay pod listening' },
   );
-}
-
-function runCli(
-  args: readonly string[],
-  env: Readonly<Record<string, string>> = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const [cmd, ...pre] = bundleArgv(runtime);
-  const child = spawn(cmd ?? process.execPath, [...pre, ...args], {
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: process.env.HOME ?? '/tmp',
-      NO_COLOR: '1',
-      DENO_NO_UPDATE_CHECK: '1',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => {
-    stdout += c;
-  });
-  child.stderr.setEncoding('utf8').on('data', (c: string) => {
-    stderr += c;
-  });
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
 }
 
 describe(`controller: realtime runs (${runtime})`, { skip }, () => {
@@ -300,7 +273,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
         // The CLI, with a kubeconfig holding the launcher's token: a readable turn, then close (twice).
         const kubeconfig = await s.kubeconfigAs('agent-launcher');
         const cli = (...args: string[]) =>
-          runCli([...args, '--kubeconfig', kubeconfig, '-n', s.ns, '--endpoint', base]);
+          runCli(runtime, [...args, '--kubeconfig', kubeconfig, '-n', s.ns, '--endpoint', base]);
         const said = await cli('prompt', 'first', 'say', 'something');
         assert.equal(said.code, 0, said.stderr);
         assert.equal(said.stdout.trim(), 'echo: say something', 'the assistant text, readable');
@@ -450,6 +423,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
         const base = `https://127.0.0.1:${String(line.port)}`;
         const tlsFlags = ['-n', s.ns, '--endpoint', base, '--certificate-authority', join(dir, 'api.crt')];
         const byToken = await runCli(
+          runtime,
           ['prompt', 'nobody', 'hi', '--kubeconfig', s.cluster.kubeconfig, ...tlsFlags],
           {
             AGENT_API_TOKEN: await s.serviceAccountToken('agent-launcher'),
@@ -465,7 +439,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
         // prompt API): refused until it is bound to the component's agent-prompt-forwarder Role, then through.
         const launcher = await s.kubeconfigAs('agent-launcher');
         const asLauncher = () =>
-          runCli([
+          runCli(runtime, [
             'prompt',
             'nobody',
             'hi',
@@ -500,6 +474,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
         assert.match(forwarded.stderr, /nobody/);
         // The certificate is checked against the Service's name: a CA that did not issue it is refused.
         const wrongCa = await runCli(
+          runtime,
           ['close', 'nobody', '--kubeconfig', s.cluster.kubeconfig, ...viaService],
           { AGENT_API_TOKEN: await s.serviceAccountToken('agent-launcher') },
         );
@@ -507,6 +482,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
         assert.match(wrongCa.stderr, /cannot reach the prompt API: .*(certificate|self.signed)/i);
         // Without the Service (a controller run locally), the local default endpoint.
         const local = await runCli(
+          runtime,
           ['close', 'nobody', '--kubeconfig', s.cluster.kubeconfig, '--controller-namespace', `${s.ns}-none`],
           { AGENT_API_TOKEN: 'x' },
         );
@@ -514,7 +490,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
         assert.match(local.stderr, /cannot reach the prompt API: .*127\.0\.0\.1:8443/);
         if (runtime === 'node') {
           // The admin kubeconfig's client certificate, sent by the CLI itself.
-          const byCert = await runCli([
+          const byCert = await runCli(runtime, [
             'prompt',
             'nobody',
             'hi',

@@ -13,7 +13,6 @@
 // never races the policy's arrival). Needs `scripts/testbed up --real-node`, root (the node's rules are read from
 // its namespace) and the built bundle (the pods run Node from the product image).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -36,12 +35,14 @@ import {
 import { readRealNodeInfo, realNodeSkipReason } from '../support/real-node/info.ts';
 import {
   ACCESS_REVIEW_SCRIPT,
-  CONNECT_SCRIPT,
   IDLE_SCRIPT,
-  kubectlBinary,
+  IMAGE_NODE,
   nodeRules,
+  type Probes,
+  probeFrom,
   restrictedPod,
   serviceAccountVolume,
+  waitForRulesNaming,
 } from '../support/real-node/pods.ts';
 import { buildProductImages, importImages, PRODUCT_IMAGE } from '../support/real-node/product-image.ts';
 
@@ -50,17 +51,8 @@ const cluster = e2eCluster();
 const realNode = typeof cluster === 'string' ? undefined : readRealNodeInfo(cluster.kubeconfig);
 const skip = typeof cluster === 'string' ? cluster : realNodeSkipReason(realNode);
 
-const NODE = '/nodejs/bin/node';
+const NODE = IMAGE_NODE;
 const HELLO = 'hello from uid=1000';
-const Probes = v.array(
-  v.object({
-    target: v.string(),
-    connected: v.boolean(),
-    line: v.optional(v.string()),
-    error: v.optional(v.string()),
-  }),
-);
-type Probes = v.InferOutput<typeof Probes>;
 const ReviewResult = v.object({
   host: v.string(),
   port: v.string(),
@@ -121,7 +113,6 @@ function runPolicy(ns: string, agent: string, spec: Record<string, unknown>) {
 
 describe('real node: Services through kube-proxy, NetworkPolicy through kube-router', { skip }, () => {
   if (typeof cluster === 'string' || realNode === undefined) return;
-  const kubectl = kubectlBinary();
   let ns: TestNamespace;
   let denyNs: TestNamespace;
   /** Pod IPs of the two servers on 8080 (A is the sink the run's policy names, B is not) and of the idle pod. */
@@ -160,40 +151,11 @@ describe('real node: Services through kube-proxy, NetworkPolicy through kube-rou
     restrictedPod(realNode, name, PRODUCT_IMAGE, { command: [NODE, '-e', IDLE_SCRIPT] }, {}, labels);
 
   /** Connects from inside pod `name` to each target (`ip:port`), by `kubectl exec`. */
-  function probe(namespace: string, name: string, ...targets: string[]): Probes {
+  const probe = (namespace: string, name: string, ...targets: string[]): Probes => {
     if (typeof cluster === 'string') throw new Error(cluster);
-    const r = spawnSync(
-      kubectl,
-      [
-        '--kubeconfig',
-        cluster.kubeconfig,
-        'exec',
-        '--namespace',
-        namespace,
-        name,
-        '--',
-        NODE,
-        '-e',
-        CONNECT_SCRIPT,
-        ...targets,
-      ],
-      { encoding: 'utf8', timeout: 60_000 },
-    );
-    assert.equal(r.status, 0, `kubectl exec ${name}: ${r.stderr}`);
-    return v.parse(Probes, JSON.parse(r.stdout));
-  }
-
-  /** Waits until the node namespace's rules or ipsets name `ip` (kube-router: the pod is in its policies). */
-  function rulesName(ip: string): Promise<true> {
-    return pollUntil(
-      () => {
-        if (realNode === undefined) throw new Error('no real node');
-        const rules = nodeRules(realNode);
-        return rules.includes(`${ip}/32`) || rules.split('\n').includes(ip) ? true : undefined;
-      },
-      { timeoutMs: 30_000, description: `the node's rules to name ${ip}` },
-    );
-  }
+    return probeFrom(cluster.kubeconfig, namespace, name, ...targets);
+  };
+  const rulesName = (ip: string) => waitForRulesNaming(realNode, ip);
 
   before(async () => {
     // The product image carries Node, which the pods below run; the same bytes again are a no-op for containerd.

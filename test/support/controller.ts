@@ -1288,6 +1288,26 @@ export class AgentRecorder {
   }
 }
 
+/** A Scenario in a fresh namespace named after `prefix`; `finish()` stops its replicas and deletes the namespace. */
+export async function openScenario(cluster: E2eCluster, prefix: string): Promise<Scenario> {
+  const ns = await freshNamespace(cluster.client, prefix);
+  const scenario = new Scenario(cluster, ns.name);
+  scenario.defer(ns.cleanup);
+  return scenario;
+}
+
+/** Runs `body` in `scenario`; on failure every replica's log and the namespace's pods are written to stderr. */
+export async function inScenario(scenario: Scenario, body: (s: Scenario) => Promise<void>): Promise<void> {
+  try {
+    await body(scenario);
+  } catch (error) {
+    process.stderr.write(`\n===== scenario ${scenario.ns} failed; controller logs follow =====\n`);
+    process.stderr.write(`${scenario.dumpLogs()}\n===== pods of ${scenario.ns} =====\n`);
+    process.stderr.write(`${await scenario.dumpPods()}\n===== end of ${scenario.ns} =====\n`);
+    throw error;
+  }
+}
+
 /**
  * Runs `body` in a fresh namespace named after `prefix`. On failure every replica's log is written to stderr
  * before the error is rethrown; replicas are always stopped and the namespace deleted.
@@ -1297,16 +1317,9 @@ export async function runScenario(
   prefix: string,
   body: (s: Scenario) => Promise<void>,
 ): Promise<void> {
-  const ns = await freshNamespace(cluster.client, prefix);
-  const scenario = new Scenario(cluster, ns.name);
-  scenario.defer(ns.cleanup);
+  const scenario = await openScenario(cluster, prefix);
   try {
-    await body(scenario);
-  } catch (error) {
-    process.stderr.write(`\n===== scenario ${ns.name} failed; controller logs follow =====\n`);
-    process.stderr.write(`${scenario.dumpLogs()}\n===== pods of ${ns.name} =====\n`);
-    process.stderr.write(`${await scenario.dumpPods()}\n===== end of ${ns.name} =====\n`);
-    throw error;
+    await inScenario(scenario, body);
   } finally {
     await scenario.finish();
   }

@@ -1,8 +1,16 @@
 // The realtime prompt API as e2e tests call it: the RBAC a realtime controller and its callers need, a replica with
-// REALTIME_ENABLED, the API's URL from its log, and prompt/close calls (NDJSON answers parsed).
+// REALTIME_ENABLED, the API's URL from its log, prompt/close calls (NDJSON answers parsed), and the bundle's CLI.
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { applyRbacManifests, type ControllerProcess, GROUP_VERSION, type Scenario } from './controller.ts';
+import {
+  applyRbacManifests,
+  bundleArgv,
+  type ControllerProcess,
+  type E2eRuntime,
+  GROUP_VERSION,
+  type Scenario,
+} from './controller.ts';
 import { pollUntil } from './poll.ts';
 
 /** The controller's RBAC plus the realtime component's, and the caller role (agent-launcher). */
@@ -108,4 +116,32 @@ export async function startConversationStore(): Promise<{
     fetched,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+}
+
+/** Runs the bundle's CLI (e.g. `prompt`, `close`) on `runtime`; exit code and both streams. */
+export function runCli(
+  runtime: E2eRuntime,
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const [cmd, ...pre] = bundleArgv(runtime);
+  const child = spawn(cmd ?? process.execPath, [...pre, ...args], {
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: process.env.HOME ?? '/tmp',
+      NO_COLOR: '1',
+      DENO_NO_UPDATE_CHECK: '1',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => {
+    stdout += c;
+  });
+  child.stderr.setEncoding('utf8').on('data', (c: string) => {
+    stderr += c;
+  });
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
 }

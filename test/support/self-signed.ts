@@ -1,5 +1,5 @@
-// A throwaway TLS identity for tests that serve HTTPS on loopback: a self-signed P-256 certificate for 127.0.0.1
-// (CN and subjectAltName), made with the openssl command line, valid one day.
+// A throwaway TLS identity for tests that serve HTTPS: a self-signed P-256 certificate for 127.0.0.1 (CN and
+// subjectAltName) or for the names given, made with the openssl command line, valid one day.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -11,8 +11,14 @@ import { KubeClient } from './kube-client.ts';
 /** Whether the openssl command line is there (tests that need a certificate skip without it). */
 export const HAVE_OPENSSL = spawnSync('openssl', ['version'], { stdio: 'ignore' }).status === 0;
 
-/** Makes a key and a self-signed certificate for 127.0.0.1 in `dir` (PEM); throws when openssl fails. */
-export function selfSignedCert(dir: string): { readonly cert: string; readonly key: string } {
+/**
+ * Makes a key and a self-signed certificate in `dir` (PEM) for `subjectAltNames` (openssl's form, `IP:…` or
+ * `DNS:…`; the first one's value is also the CN); throws when openssl fails.
+ */
+export function selfSignedCert(
+  dir: string,
+  subjectAltNames: readonly string[] = ['IP:127.0.0.1'],
+): { readonly cert: string; readonly key: string } {
   const keyFile = join(dir, 'key.pem');
   const certFile = join(dir, 'cert.pem');
   const made = spawnSync(
@@ -28,9 +34,9 @@ export function selfSignedCert(dir: string): { readonly cert: string; readonly k
       '-days',
       '1',
       '-subj',
-      '/CN=127.0.0.1',
+      `/CN=${(subjectAltNames[0] ?? '').replace(/^[A-Z]+:/, '')}`,
       '-addext',
-      'subjectAltName=IP:127.0.0.1',
+      `subjectAltName=${subjectAltNames.join(',')}`,
       '-keyout',
       keyFile,
       '-out',

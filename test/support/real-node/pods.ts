@@ -5,6 +5,8 @@
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import * as v from 'valibot';
+import { pollUntil } from '../poll.ts';
 import type { RealNodeInfo } from './info.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -170,9 +172,70 @@ export function nodeRules(node: RealNodeInfo): string {
   return r.stdout;
 }
 
+/** Node in the product image (and in every image assembled from its runtime layer). */
+export const IMAGE_NODE = '/nodejs/bin/node';
+
+/** What CONNECT_SCRIPT prints: one result per target. */
+export const ProbesSchema = v.array(
+  v.object({
+    target: v.string(),
+    connected: v.boolean(),
+    line: v.optional(v.string()),
+    error: v.optional(v.string()),
+  }),
+);
+export type Probes = v.InferOutput<typeof ProbesSchema>;
+
+/**
+ * Connects from inside pod `pod` (its first container, or the one named; an image with Node, e.g. idle on
+ * IDLE_SCRIPT) to each target (`ip:port`), by `kubectl exec` of CONNECT_SCRIPT; throws when the exec fails.
+ */
+export function probeFrom(
+  kubeconfig: string,
+  namespace: string,
+  pod: string | { readonly pod: string; readonly container: string },
+  ...targets: string[]
+): Probes {
+  const where = typeof pod === 'string' ? [pod] : [pod.pod, '--container', pod.container];
+  const r = spawnSync(
+    kubectlBinary(),
+    [
+      '--kubeconfig',
+      kubeconfig,
+      'exec',
+      '--namespace',
+      namespace,
+      ...where,
+      '--',
+      IMAGE_NODE,
+      '-e',
+      CONNECT_SCRIPT,
+      ...targets,
+    ],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
+  if (r.status !== 0) throw new Error(`kubectl exec ${pod}: ${r.status} ${r.stderr}`);
+  return v.parse(ProbesSchema, JSON.parse(r.stdout));
+}
+
+/** Waits until the node namespace's rules or ipsets name `ip` (kube-router: the pod is in its policies). */
+export function waitForRulesNaming(node: RealNodeInfo, ip: string): Promise<true> {
+  return pollUntil(
+    () => {
+      const rules = nodeRules(node);
+      return rules.includes(`${ip}/32`) || rules.split('\n').includes(ip) ? true : undefined;
+    },
+    { timeoutMs: 30_000, description: `the node's rules to name ${ip}` },
+  );
+}
+
+let kubectl: string | undefined;
+
 /** The kubectl binary of the control plane's release (already built: the test bed runs its binaries). */
 export function kubectlBinary(): string {
+  if (kubectl !== undefined) return kubectl;
   const bin = spawnSync('bash', [join(ROOT, 'scripts', 'build-kube-binaries')], { encoding: 'utf8' });
   if (bin.status !== 0) throw new Error(`scripts/build-kube-binaries: ${bin.stderr}`);
-  return join(bin.stdout.trim().split('\n').at(-1) ?? '', 'kubectl');
+  kubectl = join(bin.stdout.trim().split('\n').at(-1) ?? '', 'kubectl');
+  return kubectl;
 }
