@@ -6,14 +6,15 @@
 //        uses installed (scripts/install-clis: the real vendor CLIs from npm) and built from their Go modules
 //        (scripts/build-otelcol, build-helm, build-promtool); cached after the first time; one after the other, in
 //        the background from the start, while the unit tier runs; then runs
-//        test/e2e/*.test.ts once per runtime (Node, then Deno) with AGENT_E2E_RUNTIME set, one file at a time.
+//        test/e2e/*.test.ts once per runtime (Node and Deno side by side) with AGENT_E2E_RUNTIME set, one file at a
+//        time per runtime; then, one runtime after the other, the files marked `// e2e: alone` on their first line.
 // chaos: the short chaos profile (test/chaos/profile), alone on the control plane after the e2e tiers: it restarts
 //        the API server and compacts etcd.
 // `npm run chaos -- [--minutes N] [--seed N] …` (tier `chaos-run`): one long chaos run, its report on stdout.
 // Skips: at the end of each tier every skipped test or suite is listed with its reason (scripts/skip-reporter.mjs);
 // under CI (CI=true) a tier fails on any skip that test/skips-allowed.json does not allow for CI's machine.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,37 +48,72 @@ function run(cmd, args, env = {}) {
   return r.status ?? 1;
 }
 
-/** Runs `files` with node:test as tier `tier`; then lists its skips (and, under CI, checks them). */
-function nodeTest(tier, files, env, extra = []) {
-  const skipsFile = join(
+function skipsFileOf(tier, part) {
+  return join(
     tmpdir(),
-    `agent-controller-skips-${process.pid}-${tier.replace(/\W+/g, '-')}.jsonl`,
+    `agent-controller-skips-${process.pid}-${`${tier}-${part}`.replace(/\W+/g, '-')}.jsonl`,
   );
-  rmSync(skipsFile, { force: true });
+}
+
+function testArgs(skipsFile, extra, files) {
   const reporters = [
     '--test-reporter=spec',
     '--test-reporter-destination=stdout',
     `--test-reporter=${join(root, 'scripts', 'skip-reporter.mjs')}`,
     `--test-reporter-destination=${skipsFile}`,
   ];
-  const status = run(NODE, ['--import', 'tsx', '--test', ...reporters, ...extra, ...files], env);
-  const skipsOk = reportSkips(tier, skipsFile);
+  return ['--import', 'tsx', '--test', ...reporters, ...extra, ...files];
+}
+
+/** Runs `files` with node:test as tier `tier`; then lists its skips (and, under CI, checks them). */
+function nodeTest(tier, files, env, extra = []) {
+  const skipsFile = skipsFileOf(tier, 'all');
+  rmSync(skipsFile, { force: true });
+  const status = run(NODE, testArgs(skipsFile, extra, files), env);
+  const skipsOk = reportSkips(tier, [skipsFile]);
   rmSync(skipsFile, { force: true });
   return status === 0 && skipsOk ? 0 : 1;
+}
+
+/**
+ * Like `nodeTest` without the skip report, asynchronously: part `part` of tier `tier` (its skips go to
+ * `skipsFileOf(tier, part)`). With `logFile`, the output goes there instead of this process's stdout (a pass that
+ * runs beside another, printed when it ends). Resolves with the exit status.
+ */
+function nodeTestPart(tier, part, files, env, extra, logFile) {
+  const skipsFile = skipsFileOf(tier, part);
+  rmSync(skipsFile, { force: true });
+  if (files.length === 0) return Promise.resolve(0);
+  const args = testArgs(skipsFile, extra, files);
+  console.log(
+    `\n$ ${NODE} ${args.map((a) => relative(root, a) || a).join(' ')}${logFile ? ' (output below when it ends)' : ''}`,
+  );
+  const out = logFile === undefined ? 'inherit' : openSync(logFile, 'w');
+  const child = spawn(NODE, args, {
+    cwd: root,
+    stdio: ['ignore', out, out],
+    env: { ...process.env, ...env },
+  });
+  return new Promise((resolve) => {
+    child.on('error', () => resolve(1));
+    child.on('close', (code) => {
+      if (typeof out === 'number') closeSync(out);
+      resolve(code ?? 1);
+    });
+  });
 }
 
 /**
  * Prints every skip of `tier` with its reason. Under CI, returns false when one is not on test/skips-allowed.json
  * (a group per reason: the tier, why CI's machine skips it, and the exact skips, by file and test name).
  */
-function reportSkips(tier, skipsFile) {
-  const skips = existsSync(skipsFile)
-    ? readFileSync(skipsFile, 'utf8')
-        .split('\n')
-        .filter((l) => l !== '')
-        .map((l) => JSON.parse(l))
-        .map((s) => ({ ...s, file: s.file === '' ? '' : relative(root, s.file) }))
-    : [];
+function reportSkips(tier, skipsFiles) {
+  const skips = skipsFiles
+    .filter((f) => existsSync(f))
+    .flatMap((f) => readFileSync(f, 'utf8').split('\n'))
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l))
+    .map((s) => ({ ...s, file: s.file === '' ? '' : relative(root, s.file) }));
   if (skips.length === 0) {
     console.log(`\n${tier}: nothing skipped`);
     return true;
@@ -186,14 +222,54 @@ async function prepareCluster(realNode = false) {
   return prepared;
 }
 
+/**
+ * The e2e files that must run with no other file beside them: their first line says `// e2e: alone — <why>` (they
+ * restart a control-plane component, compact etcd, or swap a cluster-wide object the others rely on).
+ */
+function runsAlone(file) {
+  return /^\/\/ e2e: alone\b/.test(readFileSync(join(root, file), 'utf8').split('\n', 1)[0] ?? '');
+}
+
+/**
+ * The e2e tier: once per runtime (AGENT_E2E_RUNTIMES, default `node,deno`), one file at a time within a pass. The
+ * passes of the runtimes run side by side (each file has its namespaces of its own; most of an e2e file's time is
+ * spent waiting on the cluster), the first runtime's output live and the others' printed when they end; then the
+ * files that must run alone, one runtime after the other. Each runtime is still its own tier for the skip report.
+ */
+async function e2eTier(kubeconfig) {
+  const files = findTests('test/e2e');
+  const alone = files.filter(runsAlone);
+  const shared = files.filter((f) => !alone.includes(f));
+  const runtimes = (process.env.AGENT_E2E_RUNTIMES ?? 'node,deno').split(',');
+  const tierOf = (runtime) => `e2e (${runtime})`;
+  const envOf = (runtime) => ({ KUBECONFIG: kubeconfig, AGENT_E2E_RUNTIME: runtime });
+  const extra = ['--test-concurrency=1'];
+  const logs = runtimes.map((r, i) =>
+    i === 0 ? undefined : join(tmpdir(), `agent-controller-e2e-${process.pid}-${r}.log`),
+  );
+  const sharedStatus = await Promise.all(
+    runtimes.map((r, i) => nodeTestPart(tierOf(r), 'shared', shared, envOf(r), extra, logs[i])),
+  );
+  for (const [i, log] of logs.entries()) {
+    if (log === undefined) continue;
+    console.log(`\n=== ${tierOf(runtimes[i])}: the files run beside the ${runtimes[0]} pass\n`);
+    process.stdout.write(readFileSync(log, 'utf8'));
+    rmSync(log, { force: true });
+  }
+  let ok = sharedStatus.every((s) => s === 0);
+  for (const r of runtimes) {
+    if (alone.length > 0) console.log(`\n=== ${tierOf(r)}: the files that run alone`);
+    if ((await nodeTestPart(tierOf(r), 'alone', alone, envOf(r), extra)) !== 0) ok = false;
+    const parts = ['shared', 'alone'].map((p) => skipsFileOf(tierOf(r), p));
+    if (!reportSkips(tierOf(r), parts)) ok = false;
+    for (const p of parts) rmSync(p, { force: true });
+  }
+  return ok;
+}
+
 if (wanted.includes('e2e') && !failed) {
   const kubeconfig = await prepareCluster(realNodeWanted());
-  const files = findTests('test/e2e');
-  const runtimes = (process.env.AGENT_E2E_RUNTIMES ?? 'node,deno').split(',');
-  for (const runtime of runtimes) {
-    const env = { KUBECONFIG: kubeconfig, AGENT_E2E_RUNTIME: runtime };
-    if (nodeTest(`e2e (${runtime})`, files, env, ['--test-concurrency=1']) !== 0) failed = true;
-  }
+  if (!(await e2eTier(kubeconfig))) failed = true;
 }
 if (wanted.includes('chaos') && !failed) {
   const kubeconfig = await prepareCluster();

@@ -16,8 +16,12 @@ import {
 import type { PriceTable } from '../reconcile/results/prices.ts';
 import { desiredServerObjects } from '../reconcile/serving/decide.ts';
 import type {
+  BatchObservations,
+  CommonSnapshot,
   EndpointObservation,
+  JobObservations,
   MemoryConfigMapObservation,
+  ServerObservations,
   StartObservation,
 } from '../reconcile/snapshot.ts';
 import type { WorkResult } from '../runtime/index.ts';
@@ -178,29 +182,36 @@ const again = (snapshot: Snapshot): Round => ({ kind: 'again', snapshot });
 const result = (r: WorkResult): Round => ({ kind: 'result', result: r });
 
 /**
- * The snapshot a reconcile starts from: the cached Agent, the shell's own observations of it (batch submission and
- * poller, cleanup backoff, prices, the server key), its Station, definition and policy, and what its phase reads
- * from the watches (EndpointSlices, the API server's address, the run's pods).
+ * The snapshot a reconcile starts from, each part built in one place (issue 27 §3): the batch protocol's and the
+ * server's observations (the shell's own records: submission and poller, cleanup backoff, the server key), the common
+ * part (the cached Agent, its Station, definition and policy, prices, and what a Pending run reads from the watches:
+ * EndpointSlices, the API server's address), then the Job run's (its pods, from the watches).
  */
 async function initialSnapshot(
   agent: Agent,
   deps: ReconcileDeps,
 ): Promise<{ ok: true; snapshot: Snapshot } | { ok: false; error: string }> {
-  const uid = agent.metadata.uid;
-  const notBefore = deps.batch?.cleanupNotBefore.get(uid);
-  const serverKey = serverKeyOf(deps.serverKeys, uid, agent.status.apiKeySecretUID);
-  const base: Snapshot = {
+  const batch = batchObservations(agent, deps);
+  const server = serverObservations(agent, deps);
+  const common = await commonPart(agent, deps);
+  if (!common.ok) return common;
+  const job = jobObservations(agent, deps);
+  return { ok: true, snapshot: { ...common.snapshot, ...job, ...batch, ...server } };
+}
+
+/** What every mode reads: the Agent, its references and policy, prices, and a Pending run's watched endpoints. */
+async function commonPart(
+  agent: Agent,
+  deps: ReconcileDeps,
+): Promise<{ ok: true; snapshot: CommonSnapshot } | { ok: false; error: string }> {
+  const base: CommonSnapshot = {
     agent,
     station: null,
     definition: null,
     job: { kind: 'unknown' },
     queue: EMPTY_QUEUE_VIEW,
     options: deps.options,
-    ...(deps.batch !== undefined ? { submission: knownSubmission(deps.batch, uid) } : {}),
-    ...(deps.poller !== undefined ? { batchState: deps.poller.observation(uid) } : {}),
-    ...(notBefore !== undefined ? { cleanupNotBefore: new Date(notBefore) } : {}),
     ...(deps.prices !== undefined ? { prices: deps.prices() } : {}),
-    ...(serverKey !== undefined ? { serverKey } : {}),
   };
   const refs = await resolveRefs(agent, base, deps);
   if (!refs.ok) return refs;
@@ -225,12 +236,31 @@ async function initialSnapshot(
   ) {
     snapshot = { ...snapshot, apiServer: await deps.apiServer() };
   }
-  // A Job run in progress sees its pods and pod-creation failures (cached from watches): a pod kept from starting.
-  if (agent.status.phase === 'Running' && deps.starts !== undefined && runsAJob(agent)) {
-    const start = deps.starts(agent.metadata.namespace, runJobName(agent));
-    if (start !== undefined) snapshot = { ...snapshot, start };
-  }
   return { ok: true, snapshot };
+}
+
+/** A Job run in progress sees its pods and pod-creation failures (cached from watches): a pod kept from starting. */
+function jobObservations(agent: Agent, deps: ReconcileDeps): JobObservations {
+  if (agent.status.phase !== 'Running' || deps.starts === undefined || !runsAJob(agent)) return {};
+  const start = deps.starts(agent.metadata.namespace, runJobName(agent));
+  return start !== undefined ? { start } : {};
+}
+
+/** The batch protocol's state as this replica knows it: the submission, the poller's latest, the cleanup backoff. */
+function batchObservations(agent: Agent, deps: ReconcileDeps): BatchObservations {
+  const uid = agent.metadata.uid;
+  const notBefore = deps.batch?.cleanupNotBefore.get(uid);
+  return {
+    ...(deps.batch !== undefined ? { submission: knownSubmission(deps.batch, uid) } : {}),
+    ...(deps.poller !== undefined ? { batchState: deps.poller.observation(uid) } : {}),
+    ...(notBefore !== undefined ? { cleanupNotBefore: new Date(notBefore) } : {}),
+  };
+}
+
+/** A server's API-key Secret the executor created or found taken, not yet on the Agent's status. */
+function serverObservations(agent: Agent, deps: ReconcileDeps): ServerObservations {
+  const serverKey = serverKeyOf(deps.serverKeys, agent.metadata.uid, agent.status.apiKeySecretUID);
+  return serverKey !== undefined ? { serverKey } : {};
 }
 
 /** Gathers the one observation a decision asked for (`needs`). */
@@ -478,9 +508,9 @@ function retry(log: Logger, msg: string, error: string): WorkResult {
  */
 async function resolveRefs(
   agent: Agent,
-  snapshot: Snapshot,
+  snapshot: CommonSnapshot,
   deps: ReconcileDeps,
-): Promise<{ ok: true; snapshot: Snapshot } | { ok: false; error: string }> {
+): Promise<{ ok: true; snapshot: CommonSnapshot } | { ok: false; error: string }> {
   const station = await lookupStation(deps, agent);
   if (!station.ok) return { ok: false, error: describeKubeError(station.error) };
   if (station.value.kind === 'absent') return { ok: true, snapshot };
@@ -493,7 +523,7 @@ async function resolveRefs(
       },
     };
   }
-  const withStation: Snapshot = { ...snapshot, station: station.value.value };
+  const withStation: CommonSnapshot = { ...snapshot, station: station.value.value };
   // Batch runs read their definition in every phase (timeout, sinks, the key's Secret entry, the prompt).
   const wantsDefinition =
     agent.status.phase === 'Pending' ||
@@ -526,7 +556,7 @@ async function resolveRefs(
       },
     };
   }
-  const withDefinition: Snapshot = { ...withStation, definition: definition.value.value };
+  const withDefinition: CommonSnapshot = { ...withStation, definition: definition.value.value };
   // The policy concerns runs about to start: Pending ones, and batch runs falling back to a Job not yet created.
   const starting =
     agent.status.phase === 'Pending' ||

@@ -223,6 +223,55 @@ describe('createTransport (against a loopback HTTP server)', () => {
     assert.ok(!r.ok && r.error.kind === 'network', JSON.stringify(r));
   });
 
+  // What a restarting API server does to connections in flight: it ends them (FIN) without an answer, or in the
+  // middle of one. Node reports the first as 'socket hang up' on the request (an unhandled error event there
+  // ends the process), the second on the response; the transport answers both as a network error.
+  it('reports a connection ended before the answer (socket hang up) as a network error, for a request and a stream', async () => {
+    handler = (req) => req.socket.end();
+    const t = createTransport({ server: base, credentials: creds() });
+    const asked = await t.request('GET', '/x');
+    const streamed = await t.stream('/watch', { idleTimeoutMs: 5000, onData: () => {} });
+    t.close();
+    assert.deepEqual(asked, err({ kind: 'network', message: 'socket hang up' }));
+    assert.deepEqual(streamed, err({ kind: 'network', message: 'socket hang up' }));
+  });
+
+  it('reports a connection ended in the middle of an answer as a network error, for a request and a stream', async () => {
+    handler = (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+      res.write('{"a":');
+      setTimeout(() => req.socket.end(), 20);
+    };
+    const t = createTransport({ server: base, credentials: creds() });
+    const asked = await t.request('GET', '/x');
+    let text = '';
+    const streamed = await t.stream('/watch', {
+      idleTimeoutMs: 5000,
+      onData: (c) => (text += new TextDecoder().decode(c)),
+    });
+    t.close();
+    assert.ok(!asked.ok && asked.error.kind === 'network', JSON.stringify(asked));
+    assert.ok(!streamed.ok && streamed.error.kind === 'network', JSON.stringify(streamed));
+    assert.equal(text, '{"a":');
+  });
+
+  it('a kept-alive connection the server ended while idle: the next request goes out on a new one', async () => {
+    const sockets = new Set<import('node:net').Socket>();
+    handler = (req, res) => {
+      sockets.add(req.socket);
+      res.end('{}');
+    };
+    const t = createTransport({ server: base, credentials: creds() });
+    const first = await t.request('GET', '/x');
+    // Closed on the server's side only once the client has read the FIN and ended its side too.
+    await Promise.all(
+      [...sockets].map((socket) => new Promise<void>((resolve) => socket.end().once('close', resolve))),
+    );
+    const second = await t.request('GET', '/x');
+    t.close();
+    assert.deepEqual([first.ok, second.ok], [true, true], JSON.stringify(second));
+  });
+
   it('reads the Status of a non-2xx stream answer', async () => {
     handler = (_q, res) =>
       res

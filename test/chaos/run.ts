@@ -11,8 +11,18 @@ const { values } = parseArgs({
     minutes: { type: 'string' },
     seed: { type: 'string' },
     replicas: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
   },
 });
+if (values.help) {
+  console.log(`Usage: npm run chaos -- [--profile long|short] [--minutes N] [--seed N] [--replicas 2|3]
+
+One chaos run on the local testbed: controller replicas behind the fault proxy, a workload of Agents, faults on a
+schedule the seed fixes; then the invariants, checked from the audit log. Prints the report; exit 1 when an
+invariant was violated, 2 on bad arguments.
+Defaults: the long profile (${PROFILES.long.minutes} minutes, ${PROFILES.long.replicas} replicas), a random seed (printed: --seed replays it).`);
+  process.exit(0);
+}
 const base =
   values.profile === 'short' ? PROFILES.short : values.profile === 'long' ? PROFILES.long : undefined;
 if (base === undefined) {

@@ -1,3 +1,4 @@
+// e2e: alone — it restarts kube-apiserver (scripts/testbed restart), which every file beside it would see
 // The controller recovers from API-server trouble, proven on the real control plane:
 // (1) a real 410 Gone: the controller is cut off (at a TCP relay) while an Agent is created and etcd is compacted
 //     past the resourceVersion its Agent watch resumes from. The testbed serves our custom resources without a watch

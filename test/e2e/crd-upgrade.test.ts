@@ -1,3 +1,4 @@
+// e2e: alone — it swaps the cluster-wide Agent CRD for the reference's schema
 // Upgrading from the reference controller with its CRDs still installed (issue 11 §5), on the real API server: the
 // Agent CRD is put back to the reference's schema (docs/design/reference-behaviour.md#custom-resources). The
 // controller warns at start, with

@@ -1,3 +1,4 @@
+// e2e: alone — it compacts etcd, which ends every watch of the files beside it with 410 Gone
 // Proof that the local control plane behaves like a real cluster where this project depends on it:
 // Job verdicts and pod exit codes, pods/log through the kubelet endpoint, garbage collection, TTL,
 // 410 Gone after an etcd compaction, and the test node's volumes, env and per-pod IPs.

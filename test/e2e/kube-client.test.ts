@@ -1,3 +1,4 @@
+// e2e: alone — it compacts etcd, which ends every watch of the files beside it with 410 Gone
 // The Kubernetes client shell against the real control plane: paginated LIST, WATCH, the informer's recovery
 // paths (410 after an etcd compaction, a cut connection, a silent connection), optimistic concurrency, Events,
 // client-certificate and TokenRequest authentication, and Lease election between two electors.

@@ -22,7 +22,7 @@ import {
   stationManifest,
 } from '../support/index.ts';
 import { type ModelRequest, startAnthropicModel, type Turn } from '../support/model-api/index.ts';
-import { commandLines, mcpToolImage, mcpToolLog } from '../support/real-cli-checks.ts';
+import { claudeMarkerScript, commandLines, mcpToolImage, mcpToolLog } from '../support/real-cli-checks.ts';
 import { agentSecrets, agentTemplate, realCliImages, realCliSkipReason } from '../support/real-clis.ts';
 
 const cluster = e2eCluster();
@@ -87,29 +87,13 @@ describe(`the real Claude Code in Job runs (${runtime})`, { skip }, () => {
     timeout: 300_000,
   }, async () => {
     const marker = `marker-${randomBytes(6).toString('hex')}`;
-    const work: Turn[] = [
-      {
-        text: 'Writing the marker.',
-        toolCall: {
-          name: 'Bash',
-          input: {
-            command: `echo ${marker} > marker.txt && pwd && cat marker.txt`,
-            description: 'write a marker',
-          },
-        },
-        usage: { input: 1500, output: 40, cacheRead: 300, cacheWrite: 200 },
-      },
-      {
-        text: 'The marker is in marker.txt.',
-        usage: { input: 1700, output: 25, cacheRead: 900, cacheWrite: 0 },
-      },
-    ];
+    const work = claudeMarkerScript(marker);
     const denied: Turn[] = [
       { toolCall: { name: 'Bash', input: { command: `echo denied-${marker}`, description: 'try anyway' } } },
       { text: 'I could not run that.' },
     ];
     const apiKey = `sk-ant-e2e-${randomBytes(16).toString('hex')}`;
-    const workFake = await startAnthropicModel({ turns: work, apiKey });
+    const workFake = await startAnthropicModel({ turns: work.turns, apiKey });
     const deniedFake = await startAnthropicModel({ turns: denied, apiKey });
     try {
       await runScenario(cluster, 'real-claude', async (s) => {
@@ -130,15 +114,9 @@ describe(`the real Claude Code in Job runs (${runtime})`, { skip }, () => {
         const status = run.status as Record<string, unknown>;
         assert.equal(run.status.phase, 'Succeeded', JSON.stringify(run.status));
         assert.equal(run.status.exitCode, 0);
-        assert.equal(status.result, 'The marker is in marker.txt.');
+        assert.equal(status.result, work.answer);
         // The CLI adds up its turns: the two answers' usage as the fake sent them.
-        assert.deepEqual(status.tokenUsage, {
-          input: 1500 + 1700,
-          output: 40 + 25,
-          cacheRead: 300 + 900,
-          cacheWrite: 200,
-          total: 3200 + 65 + 1200 + 200,
-        });
+        assert.deepEqual(status.tokenUsage, work.tokenUsage);
         const cost = status.costEstimate as { usd: string; source: string; model: string };
         assert.equal(cost.source, 'cli');
         assert.equal(cost.model, 'claude-sonnet-4-5');

@@ -20,7 +20,6 @@ import {
   applyCrds,
   applyRbacManifests,
   BUNDLE_PATH,
-  controllerSkipReason,
   e2eCluster,
   execDefinition,
   GROUP_VERSION,
@@ -29,10 +28,9 @@ import {
   PodSchema,
   pollUntil,
   runScenario,
-  type Scenario,
   stationManifest,
 } from '../support/index.ts';
-import { type RealNodeInfo, readRealNodeInfo, realNodeSkipReason } from '../support/real-node/info.ts';
+import type { RealNodeInfo } from '../support/real-node/info.ts';
 import { nodeRules, POST_SCRIPT, restrictedPod } from '../support/real-node/pods.ts';
 import {
   buildProductImages,
@@ -40,33 +38,11 @@ import {
   MOCK_CLI_IMAGE,
   PRODUCT_IMAGE,
 } from '../support/real-node/product-image.ts';
+import { realNodeRuns, realNodeTemplate, runPod } from '../support/real-node/runs.ts';
 import { createPolicy, endpointOf, startServerReplica } from '../support/server.ts';
 
 const cluster = e2eCluster();
-const realNode = typeof cluster === 'string' ? undefined : readRealNodeInfo(cluster.kubeconfig);
-const skip = controllerSkipReason(cluster) || realNodeSkipReason(realNode);
-
-/** A Station template that puts the run on the real node; the agent container runs `image`. */
-function realNodeTemplate(node: RealNodeInfo, image: string): Record<string, unknown> {
-  return {
-    spec: {
-      // The test bed runs no scheduler for the real node: the pod names it (as a scheduler would bind it), and
-      // selects its label and tolerates its taint as a Station on a cluster would.
-      nodeName: node.nodeName,
-      nodeSelector: { [node.taint.key]: node.taint.value },
-      tolerations: [{ ...node.taint, operator: 'Equal' }],
-      terminationGracePeriodSeconds: 2,
-      containers: [{ name: 'agent', image, imagePullPolicy: 'Never' }],
-    },
-  };
-}
-
-/** The finished run pod of an Agent's Job (there is one: backoffLimit 0). */
-async function runPod(s: Scenario, agent: string): Promise<Pod> {
-  const pods = await s.jobPods(`agent-job-${agent}`);
-  assert.equal(pods.length, 1, `one pod of ${agent}'s Job`);
-  return pods[0] as Pod;
-}
+const { realNode, skip } = realNodeRuns(cluster);
 
 /** The pod ran on the real node: init container (the injection) exited 0, the agent container ran in containerd. */
 function assertRanOnRealNode(node: RealNodeInfo, pod: Pod, agentExit: number): void {

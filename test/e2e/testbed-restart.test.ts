@@ -1,3 +1,4 @@
+// e2e: alone — it stops and starts kube-apiserver, which every file beside it would see
 // `scripts/testbed restart kube-apiserver` on the shared testbed: kube-apiserver alone is stopped and started again
 // with the same command line and port, so an existing client and kubeconfig keep working; a watch open across the
 // restart ends instead of hanging; etcd, kube-controller-manager and the node agent keep running and reconnect (the

@@ -1,11 +1,13 @@
 // Tool sidecars (issue 9 §4) on the local control plane, Node and Deno: an AgentDefinition's sidecar that declares
 // `mcp` runs as a native sidecar of the run pod (after the init container, before the agent), the agent starts only
 // once the tool listens (the tool waits a second before it does, so an ungated agent would fail), reaches it over
-// localhost, and the Job completes when the agent does: the sidecar is stopped, not waited for.
+// localhost, and the Job completes when the agent does: the sidecar is stopped, not waited for, after the agent
+// container ended (its status times and the timestamped logs, as the real node reports them).
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { assertSidecarAroundAgent } from '../support/container-order.ts';
 import {
   addTestImages,
   agentManifest,
@@ -81,6 +83,14 @@ describe(`tool sidecars (${runtime})`, { skip }, () => {
         const search = statuses.find((c) => c.name === 'search');
         assert.equal(search?.restartCount, 0, 'the tool ran once');
         assert.equal(search?.started !== undefined, true, 'reported as a sidecar');
+
+        // The order a kubelet reports (test/e2e/real-node-observe.test.ts checks the same on the real node): the
+        // sidecar's status ends terminated, started no later and finished no earlier than the agent container, and
+        // the timestamped logs show it listening before the agent's first line and stopped after its last.
+        await assertSidecarAroundAgent(s, 'agent-job-uses-tool', 'search', {
+          listening: /^tool listening$/,
+          stopping: /^tool stopping$/,
+        });
       }),
   );
 });

@@ -84,6 +84,7 @@ function decodeData(obj: v.InferOutput<typeof DataObjectSchema>, base64: boolean
 /** The node agent process: `start()` registers and runs; `shutdown()` stops every pod and the server. */
 export class NodeAgent {
   readonly #o: NodeAgentOptions;
+  readonly #sources: VolumeSources;
   readonly #log: Logger;
   readonly #tools: HostTools;
   // A random starting point keeps two testbeds on one machine from handing out the same addresses first.
@@ -101,6 +102,7 @@ export class NodeAgent {
 
   constructor(opts: NodeAgentOptions) {
     this.#o = opts;
+    this.#sources = apiSources(opts.client);
     this.#log = opts.log;
     this.#tools = findHostTools();
     this.#labels = {
@@ -547,25 +549,36 @@ export class NodeAgent {
     return loadImageTables(this.#o.imageFiles);
   }
 
-  readonly #sources: VolumeSources = {
+  #track(name: string, pid: number, running: boolean): void {
+    if (running) {
+      const start = procStart(pid);
+      if (start !== undefined) this.#procs.set(pid, { name, pid, start });
+    } else {
+      this.#procs.delete(pid);
+    }
+    try {
+      writeProcRecords(join(this.#o.stateDir, 'processes.json'), [...this.#procs.values()]);
+    } catch (error) {
+      this.#log.warn('Could not record pod processes', { error });
+    }
+  }
+}
+
+/** Secrets, ConfigMaps and ServiceAccount tokens for pods' volumes and env, read through the API server. */
+export function apiSources(client: KubeClient): VolumeSources {
+  return {
     secret: async (ns, name) => {
-      const obj = await this.#o.client.tryGet(
-        apiPath('v1', 'secrets', { namespace: ns, name }),
-        DataObjectSchema,
-      );
+      const obj = await client.tryGet(apiPath('v1', 'secrets', { namespace: ns, name }), DataObjectSchema);
       return obj ? decodeData(obj, true) : undefined;
     },
     configMap: async (ns, name) => {
-      const obj = await this.#o.client.tryGet(
-        apiPath('v1', 'configmaps', { namespace: ns, name }),
-        DataObjectSchema,
-      );
+      const obj = await client.tryGet(apiPath('v1', 'configmaps', { namespace: ns, name }), DataObjectSchema);
       return obj ? decodeData(obj, false) : undefined;
     },
     serviceAccountToken: async (ns: string, name: string, spec: TokenRequestSpec): Promise<IssuedToken> => {
       let answer: v.InferOutput<typeof TokenRequestSchema>;
       try {
-        answer = await this.#o.client.create(
+        answer = await client.create(
           apiPath('v1', 'serviceaccounts', { namespace: ns, name, subresource: 'token' }),
           { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec },
           TokenRequestSchema,
@@ -580,18 +593,4 @@ export class NodeAgent {
       };
     },
   };
-
-  #track(name: string, pid: number, running: boolean): void {
-    if (running) {
-      const start = procStart(pid);
-      if (start !== undefined) this.#procs.set(pid, { name, pid, start });
-    } else {
-      this.#procs.delete(pid);
-    }
-    try {
-      writeProcRecords(join(this.#o.stateDir, 'processes.json'), [...this.#procs.values()]);
-    } catch (error) {
-      this.#log.warn('Could not record pod processes', { error });
-    }
-  }
 }

@@ -125,7 +125,9 @@ export function containerEnvironment(
 /**
  * Resolves a container's environment in Kubernetes order. `$(VAR)` in a value refers to the container's
  * variables defined so far, then to `serviceEnv` (the kubelet's service variables). A missing Secret/ConfigMap
- * or key that is not optional gives the kubelet's CreateContainerConfigError message; the caller retries later.
+ * or key that is not optional gives the kubelet's CreateContainerConfigError message; so does a Secret or
+ * ConfigMap that could not be read (the API server restarting, a connection reset), with the error: the caller
+ * retries later in both cases, never sees a rejection.
  */
 export async function resolveEnv(
   container: Container,
@@ -133,6 +135,23 @@ export async function resolveEnv(
   facts: PodFacts,
   sources: EnvSources,
   serviceEnv: ReadonlyMap<string, string> = new Map(),
+): Promise<Result<Map<string, string>, Waiting>> {
+  try {
+    return await resolveWithSources(container, allContainers, facts, sources, serviceEnv);
+  } catch (error) {
+    return err({
+      reason: 'CreateContainerConfigError',
+      message: error instanceof Error ? error.message : String(error),
+    });
+  }
+}
+
+async function resolveWithSources(
+  container: Container,
+  allContainers: readonly Container[],
+  facts: PodFacts,
+  sources: EnvSources,
+  serviceEnv: ReadonlyMap<string, string>,
 ): Promise<Result<Map<string, string>, Waiting>> {
   const env = new Map<string, string>();
   const fail = (message: string): Result<never, Waiting> =>

@@ -15,11 +15,13 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
 import { createLogger } from '../../src/shared/log.ts';
 import type { KubeClient } from '../support/kube-client.ts';
 import { pollUntil } from '../support/poll.ts';
+import { HAVE_OPENSSL, kubeClientOnTls } from '../support/self-signed.ts';
+import { apiSources } from './agent.ts';
 import type { ImageTable } from './images.ts';
 import { INSTANT_ANNOTATION, INSTANT_DELAY_ANNOTATION } from './instant.ts';
 import { IpPool } from './ip-pool.ts';
@@ -891,5 +893,90 @@ describe('PodWorker with images that cannot be pulled', () => {
       `${backingOff.reason}: ${backingOff.message}`,
     ]);
     worker.cleanup();
+  });
+});
+
+describe('PodWorker when the API server ends the connection mid-request (its restart)', {
+  skip: HAVE_OPENSSL ? false : 'needs openssl',
+}, () => {
+  // The node agent's own sources (agent.ts) on a real KubeClient, against a TLS server that closes the
+  // connection (FIN, no answer) on the first reads of the Secret: the client's 'socket hang up' (ECONNRESET
+  // from socketOnEnd), as while `scripts/testbed restart kube-apiserver` stops the API server.
+  let client: KubeClient;
+  let close = (): void => undefined;
+  let secretReads = 0;
+  const hangUps = 2;
+  const certDir = mkdtempSync(join(tmpdir(), 'node-agent-hangup-'));
+  before(async () => {
+    ({ client, close } = await kubeClientOnTls(certDir, (req, res) => {
+      if (req.url !== '/api/v1/namespaces/ns/secrets/creds') {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end('{"kind":"Status","code":404,"reason":"NotFound"}');
+        return;
+      }
+      if (++secretReads <= hangUps) {
+        req.socket.end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          metadata: { name: 'creds' },
+          data: { key: Buffer.from('s3cret').toString('base64') },
+        }),
+      );
+    }));
+  });
+  after(() => {
+    close();
+    rmSync(certDir, { recursive: true, force: true });
+  });
+
+  it('an env var from a Secret: the container waits in CreateContainerConfigError (socket hang up) and starts once the read succeeds; no unhandled rejection', {
+    timeout: 20_000,
+  }, async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown): void => {
+      rejections.push(reason);
+    };
+    process.on('unhandledRejection', onRejection);
+    try {
+      // No process can start with these tools: a container that got past its env ends in StartError.
+      const noTools: HostTools = { unshare: '/x', sh: '/x', mount: '/x', mkdir: '/x', setpriv: '/x' };
+      const { worker, statuses, last } = startPod(
+        {
+          restartPolicy: 'Never',
+          containers: [
+            {
+              name: 'app',
+              image: 'app:1',
+              command: ['/no/such/app'],
+              env: [{ name: 'KEY', valueFrom: { secretKeyRef: { name: 'creds', key: 'key' } } }],
+            },
+          ],
+        },
+        {},
+        noTools,
+        apiSources(client),
+      );
+      await worker.done;
+      const waiting = statuses
+        .map((st) => status(st.containerStatuses, 'app').state.waiting)
+        .filter((w) => w?.reason === 'CreateContainerConfigError');
+      assert.ok(waiting.length > 0, 'waited in CreateContainerConfigError');
+      assert.deepEqual(
+        [...new Set(waiting.map((w) => w?.message))],
+        ['socket hang up'],
+        'the waiting message is the client error',
+      );
+      const app = status(last().containerStatuses, 'app');
+      assert.equal(app.state.terminated?.reason, 'StartError', JSON.stringify(app));
+      assert.equal(last().phase, 'Failed');
+      assert.equal(secretReads, hangUps + 1, 'read again until it succeeded, then no more');
+      assert.deepEqual(rejections, []);
+      worker.cleanup();
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
   });
 });

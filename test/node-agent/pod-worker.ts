@@ -302,6 +302,25 @@ export class PodWorker {
     return sleep(ms, sidecar ? [this.#stop.signal, this.#sidecarStop.signal] : [this.#stop.signal]);
   }
 
+  /**
+   * A container loop that runs beside #run (an app container, a sidecar), awaited only later: an error in it
+   * stops the pod with NodeAgentError, as an error in #run does. Left rejected, it would be an unhandled
+   * rejection while #run waits for something else, and that ends the whole node agent.
+   */
+  #beside(loop: Promise<void>): Promise<void> {
+    return loop.catch((error: unknown) => {
+      this.#log.error('Pod worker crashed', { error });
+      this.#failure ??= {
+        reason: 'NodeAgentError',
+        message: error instanceof Error ? error.message : String(error),
+      };
+      this.#stop.abort();
+      this.#sidecarStop.abort();
+      this.#killAll('SIGKILL', true);
+      this.#notify();
+    });
+  }
+
   /** Resolves once `condition` holds; it is checked now and at every state change (no polling). */
   #until(condition: () => boolean): Promise<void> {
     if (condition()) return Promise.resolve();
@@ -430,7 +449,7 @@ export class PodWorker {
         this.#sandboxReady = true;
         this.#sync();
         if (await this.#runInit(volumes)) {
-          const apps = spec.containers.map((c, i) => this.#runApp(i, c, volumes));
+          const apps = spec.containers.map((c, i) => this.#beside(this.#runApp(i, c, volumes)));
           // The sidecars run until the app containers are done for good, or the pod is stopped.
           await this.#until(() => this.#stopping || appContainersDone(spec.restartPolicy, this.#containers));
           await Promise.all(apps);
@@ -467,7 +486,7 @@ export class PodWorker {
       const c = spec.initContainers[index];
       if (!c) throw new Error(`no init container #${index}`);
       if (step.kind === 'launch') {
-        this.#sidecarLoops.push(this.#runSidecar(index, c, volumes));
+        this.#sidecarLoops.push(this.#beside(this.#runSidecar(index, c, volumes)));
         await this.#until(() => this.#stopping || isStarted(this.#getRun('init', index)));
         if (this.#stopping) return false;
       } else if (!(await this.#runToCompletion(index, c, volumes))) {

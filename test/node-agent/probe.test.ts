@@ -1,8 +1,7 @@
 // The probe runner against real servers on 127.0.0.1 (tcpSocket, httpGet over HTTP and HTTPS), an injected
 // exec runner, and the Prober's period/threshold behaviour with shortened seconds.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, createServer as createTcpServer, type Server as TcpServer } from 'node:net';
@@ -11,6 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as v from 'valibot';
 import { pollUntil } from '../support/poll.ts';
+import { HAVE_OPENSSL, selfSignedCert } from '../support/self-signed.ts';
 import { PodSpecSchema, type Probe } from './pod-spec.ts';
 import { checkProbe, type ProbeCheck, Prober, type ProbeTarget } from './probe.ts';
 
@@ -177,43 +177,18 @@ describe('checkProbe: httpGet', () => {
   });
 });
 
-const haveOpenssl = spawnSync('openssl', ['version']).status === 0;
 describe('checkProbe: httpGet over HTTPS (certificate not verified, as the kubelet)', {
-  skip: haveOpenssl ? false : 'needs openssl',
+  skip: HAVE_OPENSSL ? false : 'needs openssl',
 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'probe-tls-'));
   let server: Server | undefined;
   let port = 0;
   before(async () => {
-    const r = spawnSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-subj',
-        '/CN=self-signed',
-        '-days',
-        '1',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-      ],
-      { encoding: 'utf8' },
-    );
-    assert.equal(r.status, 0, r.stderr);
-    server = createHttpsServer(
-      { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) },
-      (req, res) => {
-        res.writeHead(req.url === '/ok' ? 204 : 503);
-        res.end();
-      },
-    );
+    const { cert, key } = selfSignedCert(dir);
+    server = createHttpsServer({ key, cert }, (req, res) => {
+      res.writeHead(req.url === '/ok' ? 204 : 503);
+      res.end();
+    });
     port = await listen(server);
   });
   after(async () => {

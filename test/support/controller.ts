@@ -724,6 +724,7 @@ const PLURAL: Readonly<Record<string, readonly [string, string]>> = {
   Service: ['v1', 'services'],
   Role: ['rbac.authorization.k8s.io/v1', 'roles'],
   RoleBinding: ['rbac.authorization.k8s.io/v1', 'rolebindings'],
+  NetworkPolicy: ['networking.k8s.io/v1', 'networkpolicies'],
 };
 
 /** The collection path of `kind` in `namespace`. */

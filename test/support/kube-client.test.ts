@@ -1,16 +1,12 @@
 // KubeClient against a local HTTPS stand-in for the API server (loopback, mutual TLS off).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { apiPath, decodeWatchLine, KubeClient, KubeError, type WatchEvent } from './kube-client.ts';
+import { apiPath, decodeWatchLine, type KubeClient, KubeError, type WatchEvent } from './kube-client.ts';
 import { PodSchema } from './schemas.ts';
-
-const hasOpenssl = spawnSync('openssl', ['version'], { stdio: 'ignore' }).status === 0;
+import { HAVE_OPENSSL, kubeClientOnTls } from './self-signed.ts';
 
 describe('apiPath and decodeWatchLine', () => {
   it('builds core and group paths', () => {
@@ -34,9 +30,9 @@ describe('apiPath and decodeWatchLine', () => {
   });
 });
 
-describe('KubeClient over HTTPS', { skip: hasOpenssl ? false : 'needs openssl' }, () => {
-  let server: Server;
+describe('KubeClient over HTTPS', { skip: HAVE_OPENSSL ? false : 'needs openssl' }, () => {
   let client: KubeClient;
+  let close = (): void => undefined;
   const dir = mkdtempSync(join(tmpdir(), 'kube-client-'));
   const seen: {
     method: string;
@@ -47,32 +43,7 @@ describe('KubeClient over HTTPS', { skip: hasOpenssl ? false : 'needs openssl' }
   }[] = [];
 
   before(async () => {
-    const r = spawnSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-        '-keyout',
-        join(dir, 'k.pem'),
-        '-out',
-        join(dir, 'c.pem'),
-      ],
-      { stdio: 'ignore' },
-    );
-    assert.equal(r.status, 0);
-    const cert = readFileSync(join(dir, 'c.pem'), 'utf8');
-    server = createServer({ cert, key: readFileSync(join(dir, 'k.pem')) }, (req, res) => {
+    ({ client, close } = await kubeClientOnTls(dir, (req, res) => {
       let body = '';
       req.on('data', (d: Buffer) => {
         body += d.toString();
@@ -125,20 +96,10 @@ describe('KubeClient over HTTPS', { skip: hasOpenssl ? false : 'needs openssl' }
           res.end(JSON.stringify({ metadata: { name: 'echo' }, status: { phase: 'Pending' } }));
         }
       });
-    });
-    await new Promise<void>((r2) => server.listen(0, '127.0.0.1', r2));
-    const port = (server.address() as AddressInfo).port;
-    client = new KubeClient({
-      server: new URL(`https://127.0.0.1:${port}`),
-      ca: cert,
-      insecure: false,
-      token: 't0k',
-    });
+    }));
   });
   after(() => {
-    client.close();
-    server.closeAllConnections();
-    server.close();
+    close();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -1,6 +1,7 @@
 // A minimal MCP tool server over Streamable HTTP (JSON responses, no SSE) for tool-sidecar tests with the real
 // CLIs: one tool, `lookup`, answering `found <q> at <MCP_ANSWER>`. Plain Node without dependencies, so it runs in a
-// test image. Every JSON-RPC message it gets is printed on stdout as one line (`mcp <method>`), for the test to read.
+// test image. Every JSON-RPC message it gets is printed on stdout as one line (`mcp <method>`), for the test to read,
+// and so are listening (`mcp listening on <port>`) and SIGTERM (`mcp stopping`).
 //
 //   MCP_PORT    port to listen on (all addresses, as a container's tool must)
 //   MCP_PATH    endpoint path (default /mcp)
@@ -83,4 +84,8 @@ const server = createServer((req, res) => {
   });
 });
 server.listen(port, () => console.log(`mcp listening on ${port}`));
-process.on('SIGTERM', () => process.exit(0));
+// The line a test reads to see when the tool was stopped (a native sidecar is stopped after the agent ends).
+process.on('SIGTERM', () => {
+  console.log('mcp stopping');
+  process.exit(0);
+});

@@ -1,6 +1,6 @@
 // What the real-CLI e2e files check the same way whatever the CLI: the processes left on the test node, a tool
-// sidecar serving MCP (test/support/mcp-tool-server.mjs) and what it was asked, and a server Agent called with
-// OpenAI's official `openai` SDK.
+// sidecar serving MCP (test/support/mcp-tool-server.mjs) and what it was asked, a server Agent called with
+// OpenAI's official `openai` SDK, and the scripted model's marker conversation (a Bash call, then an answer).
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +8,7 @@ import OpenAI from 'openai';
 import * as v from 'valibot';
 import { agentCondition, type Scenario } from './controller.ts';
 import { apiPath } from './kube-client.ts';
+import type { Turn } from './model-api/index.ts';
 import { pollUntil } from './poll.ts';
 import { endpointOf } from './server.ts';
 import { addTestImages } from './testbed.ts';
@@ -16,6 +17,43 @@ const MCP_SERVER = join(dirname(fileURLToPath(import.meta.url)), 'mcp-tool-serve
 
 const PodSchema = v.looseObject({ metadata: v.looseObject({ name: v.string() }) });
 const SecretSchema = v.looseObject({ data: v.record(v.string(), v.string()) });
+
+/**
+ * The Anthropic model's marker conversation: a Bash call that writes `marker` to marker.txt in the working folder
+ * and prints the folder and the file, then an answer; each turn with its usage. `tokenUsage` is what the Agent's
+ * status must add up to (Claude Code sums its turns), written out from the turns' numbers.
+ */
+export function claudeMarkerScript(marker: string): {
+  turns: Turn[];
+  answer: string;
+  tokenUsage: Record<string, number>;
+} {
+  const answer = 'The marker is in marker.txt.';
+  return {
+    turns: [
+      {
+        text: 'Writing the marker.',
+        toolCall: {
+          name: 'Bash',
+          input: {
+            command: `echo ${marker} > marker.txt && pwd && cat marker.txt`,
+            description: 'write a marker',
+          },
+        },
+        usage: { input: 1500, output: 40, cacheRead: 300, cacheWrite: 200 },
+      },
+      { text: answer, usage: { input: 1700, output: 25, cacheRead: 900, cacheWrite: 0 } },
+    ],
+    answer,
+    tokenUsage: {
+      input: 1500 + 1700,
+      output: 40 + 25,
+      cacheRead: 300 + 900,
+      cacheWrite: 200,
+      total: 3200 + 65 + 1200 + 200,
+    },
+  };
+}
 
 /** The command lines of every process on the machine (the test node's containers are local processes). */
 export function commandLines(): string[] {

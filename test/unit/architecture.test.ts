@@ -109,6 +109,79 @@ export function importCycles(graph: ReadonlyMap<string, readonly string[]>): str
   return cycles;
 }
 
+/** The section of `markdown` under `heading` (up to the next `## `). */
+function sectionOf(markdown: string, heading: string): string {
+  const start = markdown.indexOf(`\n${heading}\n`);
+  assert.ok(start >= 0, `ARCHITECTURE.md has a "${heading}" section`);
+  const end = markdown.indexOf('\n## ', start + 1);
+  return markdown.slice(start, end < 0 ? undefined : end);
+}
+
+/** One row of the snapshot readers table: the modules (a path ending in `/` is a folder) and the parts they read. */
+export interface SnapshotReader {
+  readonly reader: string;
+  readonly modules: readonly string[];
+  readonly reads: readonly string[];
+}
+
+/** Reads the "which modules read which parts" table of ARCHITECTURE.md's "## The snapshot" section. */
+export function parseSnapshotReaders(markdown: string): SnapshotReader[] {
+  const rows: SnapshotReader[] = [];
+  for (const line of sectionOf(markdown, '## The snapshot').split('\n')) {
+    // | reader | `module`, `module/` | `snapshot module` |
+    const cells = line.split('|').map((c) => c.trim());
+    if (cells.length !== 5) continue;
+    const code = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1] ?? '');
+    const modules = code(cells[2] ?? '');
+    const reads = code(cells[3] ?? '');
+    const isRow =
+      modules.length > 0 &&
+      reads.length > 0 &&
+      modules.every((m) => m.startsWith('reconcile/')) &&
+      reads.every((r) => r.startsWith('reconcile/snapshot'));
+    if (!isRow) continue;
+    rows.push({ reader: cells[1] ?? '', modules, reads });
+  }
+  return rows;
+}
+
+const isSnapshotModule = (file: string): boolean =>
+  file === 'reconcile/snapshot.ts' || file.startsWith('reconcile/snapshot/');
+
+/** The decision modules whose snapshot imports the table governs. */
+const DECISION_FOLDERS = [
+  'reconcile/agent/',
+  'reconcile/batch/',
+  'reconcile/realtime/',
+  'reconcile/serving/',
+];
+
+/**
+ * Decision modules that are in no row or in several, and imports of snapshot modules their row does not list (a
+ * mode reading another mode's observations, or the whole snapshot), as lines.
+ */
+export function snapshotReadViolations(
+  graph: ReadonlyMap<string, readonly string[]>,
+  readers: readonly SnapshotReader[],
+): string[] {
+  const bad: string[] = [];
+  for (const [file, targets] of graph) {
+    if (!DECISION_FOLDERS.some((f) => file.startsWith(f))) continue;
+    const rows = readers.filter((r) =>
+      r.modules.some((m) => (m.endsWith('/') ? file.startsWith(m) : m === file)),
+    );
+    if (rows.length !== 1) {
+      bad.push(`${file} is in ${rows.length} rows of the snapshot readers table`);
+      continue;
+    }
+    const row = rows[0] as SnapshotReader;
+    for (const to of targets) {
+      if (isSnapshotModule(to) && !row.reads.includes(to)) bad.push(`${file} (${row.reader}) -> ${to}`);
+    }
+  }
+  return bad.sort();
+}
+
 function sourceGraph(): Map<string, string[]> {
   return new Map(productFiles().map((f) => [f, importsOf(f, readFileSync(join(SRC, f), 'utf8'))]));
 }
@@ -184,6 +257,59 @@ describe('the checks themselves', () => {
       ],
     );
   });
+
+  it("find a mode reading another mode's observations, the whole snapshot, or a module in no row", () => {
+    const readers: SnapshotReader[] = [
+      {
+        reader: 'job',
+        modules: ['reconcile/agent/job.ts'],
+        reads: ['reconcile/snapshot/common.ts', 'reconcile/snapshot/job.ts'],
+      },
+      {
+        reader: 'batch',
+        modules: ['reconcile/batch/'],
+        reads: ['reconcile/snapshot/common.ts', 'reconcile/snapshot/batch.ts'],
+      },
+    ];
+    const graph = new Map([
+      [
+        'reconcile/agent/job.ts',
+        ['reconcile/snapshot/job.ts', 'reconcile/snapshot/batch.ts', 'api/index.ts'],
+      ],
+      ['reconcile/batch/plan.ts', ['reconcile/snapshot/common.ts', 'reconcile/snapshot.ts']],
+      ['reconcile/serving/decide.ts', ['reconcile/snapshot/common.ts']],
+      ['effects/x.ts', ['reconcile/snapshot.ts']],
+    ]);
+    assert.deepEqual(snapshotReadViolations(graph, readers), [
+      'reconcile/agent/job.ts (job) -> reconcile/snapshot/batch.ts',
+      'reconcile/batch/plan.ts (batch) -> reconcile/snapshot.ts',
+      'reconcile/serving/decide.ts is in 0 rows of the snapshot readers table',
+    ]);
+  });
+
+  it('read the snapshot readers table', () => {
+    const md = [
+      '# X',
+      '## The snapshot',
+      '| part | type | what |',
+      '|---|---|---|',
+      '| job | `JobObservations` (`snapshot/job.ts`) | pods |',
+      '| reader | modules | snapshot modules |',
+      '|---|---|---|',
+      '| job | `reconcile/agent/job.ts`, `reconcile/agent/running.ts` | `reconcile/snapshot/common.ts`, `reconcile/snapshot/job.ts` |',
+      '| realtime | `reconcile/realtime/` | `reconcile/snapshot/common.ts` |',
+      '## Next',
+      '| x | `reconcile/agent/x.ts` | `reconcile/snapshot.ts` |',
+    ].join('\n');
+    assert.deepEqual(parseSnapshotReaders(md), [
+      {
+        reader: 'job',
+        modules: ['reconcile/agent/job.ts', 'reconcile/agent/running.ts'],
+        reads: ['reconcile/snapshot/common.ts', 'reconcile/snapshot/job.ts'],
+      },
+      { reader: 'realtime', modules: ['reconcile/realtime/'], reads: ['reconcile/snapshot/common.ts'] },
+    ]);
+  });
 });
 
 describe('src/ against ARCHITECTURE.md', () => {
@@ -201,5 +327,15 @@ describe('src/ against ARCHITECTURE.md', () => {
 
   it('has no import cycle between files', () => {
     assert.deepEqual(importCycles(graph), []);
+  });
+
+  it('lets a mode read only the common part of the snapshot and its own observations', () => {
+    const markdown = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
+    const readers = parseSnapshotReaders(markdown);
+    assert.deepEqual(
+      readers.map((r) => r.reader),
+      ['shared', 'job', 'batch', 'realtime', 'server', 'whole'],
+    );
+    assert.deepEqual(snapshotReadViolations(graph, readers), []);
   });
 });

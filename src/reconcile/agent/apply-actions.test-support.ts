@@ -526,6 +526,58 @@ function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefine
   }
 }
 
+/** The common part: the executor's refusals and the objects found are answers to this reconcile's writes only. */
+function commonCarried(s: Snapshot, ended: boolean): Snapshot {
+  if (!ended) return s;
+  const {
+    jobRejected: _j,
+    serviceAccountRefused: _sa,
+    inputRefused: _i,
+    bindingRefused: _b,
+    found: _f,
+    ...rest
+  } = s;
+  return rest;
+}
+
+/** The job mode's: a live pod listing is made for one decision only; the next reconcile reads the watch cache again. */
+function jobCarried(s: Snapshot, ended: boolean): Snapshot {
+  if (!ended || s.start?.live !== true) return s;
+  const { live: _l, ...start } = s.start;
+  return { ...s, start };
+}
+
+/**
+ * The batch mode's: a cleanup attempt's outcome is this reconcile's; after a failed one the shell set the backoff,
+ * right before the decision that counted it.
+ */
+function batchCarried(s: Snapshot, ended: boolean, before: Agent, now: Date): Snapshot {
+  if (!ended) return s;
+  const { cleanup, ...rest } = s;
+  if (cleanup?.kind !== 'failed') return rest;
+  const attempt = (before.status.batchCleanupAttempts ?? 0) + 1;
+  return { ...rest, cleanupNotBefore: new Date(now.getTime() + cleanupBackoffMs(attempt)) };
+}
+
+/**
+ * The server mode's: a refused server object is this reconcile's answer; the shell forgets a key observation once
+ * the Agent's status says it (serverKeyOf), whether or not the reconcile ended.
+ */
+function serverCarried(s: Snapshot, ended: boolean): Snapshot {
+  let out = s;
+  if (ended) {
+    const { serverRejected: _sr, ...rest } = out;
+    out = rest;
+  }
+  const key = out.serverKey;
+  const recorded = out.agent.status.apiKeySecretUID;
+  if (key !== undefined && (key.kind === 'created' ? recorded === key.uid : recorded === undefined)) {
+    const { serverKey: _k, ...rest } = out;
+    out = rest;
+  }
+  return out;
+}
+
 /**
  * The world after the shell executed `decision` (every call succeeding), and how it ended. Mirrors
  * `reconcileOnce`: a decision that starts a run admits the Agent in the book first (given back when its Job was
@@ -571,36 +623,14 @@ export function applyDecision(world: SimWorld, decision: Decision, now: Date): A
   let snapshot: Snapshot = { ...d.snapshot, agent: d.agent };
   if (decision.submissionRecord === true && outcome.kind === 'done')
     snapshot = { ...snapshot, submission: { kind: 'none' } };
-  if (outcome.kind === 'done' || outcome.kind === 'superseded') {
-    const {
-      jobRejected: _j,
-      serviceAccountRefused: _sa,
-      inputRefused: _i,
-      bindingRefused: _b,
-      serverRejected: _sr,
-      found: _f,
-      cleanup,
-      ...rest
-    } = snapshot;
-    snapshot = rest;
-    if (cleanup?.kind === 'failed') {
-      // The shell set the backoff when the attempt failed, right before the decision that counted it.
-      const attempt = (world.snapshot.agent.status.batchCleanupAttempts ?? 0) + 1;
-      snapshot = { ...snapshot, cleanupNotBefore: new Date(now.getTime() + cleanupBackoffMs(attempt)) };
-    }
-    // A live pod listing is made for one decision only; the next reconcile reads the watch cache again.
-    if (snapshot.start?.live === true) {
-      const { live: _l, ...start } = snapshot.start;
-      snapshot = { ...snapshot, start };
-    }
-  }
-  // The shell forgets a server key observation once the Agent's status says it (serverKeyOf).
-  const key = snapshot.serverKey;
-  const recorded = snapshot.agent.status.apiKeySecretUID;
-  if (key !== undefined && (key.kind === 'created' ? recorded === key.uid : recorded === undefined)) {
-    const { serverKey: _k, ...rest } = snapshot;
-    snapshot = rest;
-  }
+  // What the next reconcile starts from, part by part, as the shell builds each part again
+  // (src/effects/reconcile-agent.ts): this reconcile's own answers are forgotten when it ended.
+  const ended = outcome.kind === 'done' || outcome.kind === 'superseded';
+  const before = world.snapshot.agent;
+  snapshot = commonCarried(snapshot, ended);
+  snapshot = jobCarried(snapshot, ended);
+  snapshot = batchCarried(snapshot, ended, before, now);
+  snapshot = serverCarried(snapshot, ended);
   // The book saw every change in the same turn: the Station picture of the next decision.
   if (!d.gone) snapshot = { ...snapshot, queue: queueView(snapshot.agent, d.siblings, d.self) };
   return {

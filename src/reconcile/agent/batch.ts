@@ -19,7 +19,6 @@
 // A terminal status patch carries the resourceVersion precondition, so no Agent ever records two results.
 
 import type { Agent, AgentDefinition, Station } from '../../api/index.ts';
-import { buildRunInput } from '../../jobs/index.ts';
 import { capOutput } from '../../jobs/output-cap.ts';
 import type { BatchProvider, BatchState } from '../../vendors/batch/port.ts';
 import type { Action, Decision, SinkEvent, SinkSource, SinkTarget } from '../actions.ts';
@@ -37,30 +36,18 @@ import {
   selectLines,
 } from '../batch/plan.ts';
 import type { ConditionUpdate } from '../conditions.ts';
-import { policyRefusal, runIntent, runLimits, withPolicyTools } from '../policy/check.ts';
 import {
   CONDITION_READY,
   FAILURE_BATCH_DISABLED,
   FAILURE_BATCH_TIMEOUT,
   failureBatchRejected,
-  failureInput,
-  failureServiceAccount,
   REASON,
 } from '../reasons.ts';
-import type { Snapshot } from '../snapshot.ts';
+import type { BatchSnapshot } from '../snapshot/batch.ts';
 import { decideAdmission } from '../station/admission.ts';
 import { failBeforeStart } from './fail.ts';
-import { runObjectActions } from './run-objects.ts';
-import { decideRunning, finish } from './running.ts';
-import {
-  type BuildRequest,
-  type JobBuilder,
-  preemptActions,
-  queuedDecision,
-  runTracing,
-  stationConcurrency,
-  traceIdOf,
-} from './start.ts';
+import { finish } from './finish.ts';
+import { preemptActions, queuedDecision, stationConcurrency, traceIdOf } from './start.ts';
 import { agentRef, clip, event, formatStatusTime, MAX_CONDITION_MESSAGE, statusPatch } from './status.ts';
 import { secondsBetween } from './transition.ts';
 
@@ -78,7 +65,7 @@ export function isBatchRun(agent: Agent): boolean {
   return isBatchProvider(agent.status.batchProvider);
 }
 
-function batchConditions(reason: string, message: string): ConditionUpdate[] {
+export function batchConditions(reason: string, message: string): ConditionUpdate[] {
   return [{ type: CONDITION_READY, status: 'False', reason, message: clip(message, MAX_CONDITION_MESSAGE) }];
 }
 
@@ -87,7 +74,7 @@ function batchConditions(reason: string, message: string): ConditionUpdate[] {
 
 /** The Pending rows of a batch recipe, after the Station and AgentDefinition were found valid. */
 export function decideBatchPending(
-  s: Snapshot,
+  s: BatchSnapshot,
   now: Date,
   station: Station,
   definition: AgentDefinition,
@@ -151,7 +138,7 @@ export function decideBatchPending(
 // Running
 
 /** The Running rows of a batch run (record written, not fallen back). */
-export function decideBatchRunning(s: Snapshot, now: Date): Decision {
+export function decideBatchRunning(s: BatchSnapshot, now: Date): Decision {
   const { agent } = s;
   const provider = agent.status.batchProvider as BatchProvider;
   const batchId = agent.status.batchId ?? '';
@@ -170,7 +157,7 @@ export function decideBatchRunning(s: Snapshot, now: Date): Decision {
 }
 
 /** Record written, no batchId: submit, adopt a found submission, or wait for the vendor to tell. */
-function submission(s: Snapshot, now: Date, provider: BatchProvider): Decision {
+function submission(s: BatchSnapshot, now: Date, provider: BatchProvider): Decision {
   const { agent, definition } = s;
   const sub = s.submission ?? { kind: 'unknown' };
   switch (sub.kind) {
@@ -229,7 +216,7 @@ function submission(s: Snapshot, now: Date, provider: BatchProvider): Decision {
 
 /** Records the batch id: Started, the queue-time metric, `agent/started` to the sinks; extra batches discarded. */
 function adopt(
-  s: Snapshot,
+  s: BatchSnapshot,
   now: Date,
   provider: BatchProvider,
   id: string,
@@ -274,7 +261,7 @@ function adopt(
 
 /** The batch ended: Succeeded or Failed with the CLI lines as output; then the history sweep. */
 function complete(
-  s: Snapshot,
+  s: BatchSnapshot,
   now: Date,
   provider: BatchProvider,
   state: BatchState & { kind: 'ended' },
@@ -313,7 +300,7 @@ function complete(
 }
 
 /** Past batch.timeoutMinutes: fail, or fall back to a Job run of the same recipe. The cleanup cancels the batch. */
-function timeout(s: Snapshot, now: Date, provider: BatchProvider, minutes: number): Decision {
+function timeout(s: BatchSnapshot, now: Date, provider: BatchProvider, minutes: number): Decision {
   const { agent } = s;
   const batchId = agent.status.batchId ?? '';
   const what = batchId === '' ? `The submission to ${provider}` : `Batch ${batchId} at ${provider}`;
@@ -346,137 +333,6 @@ function timeout(s: Snapshot, now: Date, provider: BatchProvider, minutes: numbe
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Fallback to a Job
-
-/**
- * A timed-out batch run with `onTimeout: fallback`: it waits in Running (not holding a slot) until admitted, then
- * its Job is created and the Job rows apply. Meanwhile, and after, the batch is cleaned up.
- */
-export function decideFallback(s: Snapshot, now: Date, build: JobBuilder): Decision {
-  const { agent, station, definition } = s;
-  if ((agent.status.jobName ?? '') !== '') {
-    const running = decideRunning(s, now);
-    if (running.actions.length > 0 || running.needs !== undefined) return running;
-    if (!holdsBatchFinalizer(agent)) return running;
-    const cleanup = decideBatchCleanup(s, now);
-    if (cleanup.actions.length > 0 || cleanup.needs !== undefined) return cleanup;
-    const recheck = earliest(running.requeueAfterMs, cleanup.requeueAfterMs);
-    return recheck === undefined ? running : { ...running, requeueAfterMs: recheck };
-  }
-  if (s.job.kind === 'unknown') return { actions: [], needs: 'job' };
-  if (station === null || definition === null) {
-    return finish(s, now, {
-      phase: 'Failed',
-      exitCode: 1,
-      output: '',
-      failureReason: 'Station or AgentDefinition not found',
-      reason: REASON.missingReference,
-      message: 'The Station or AgentDefinition of the fallback Job run is gone',
-      failureKinds: ['missing_ref'],
-      extraEvents: [],
-    });
-  }
-  if (s.job.kind === 'present') {
-    // Created by an earlier attempt whose jobName patch was lost.
-    const job = s.job.job;
-    const owner = job.metadata.ownerReferences.find((r) => r.controller === true);
-    if (owner?.uid === agent.metadata.uid)
-      return fallbackStarted(s, now, job.metadata.name, 'Adopted existing Job');
-    return { actions: [], requeueAfterMs: 2000 };
-  }
-  // The fallback Job is a new pod-running run: the Station's policy applies to it as to any Job run (the recipe may
-  // have changed since the batch was submitted), and a refused ServiceAccount fails it.
-  const policy = s.policy ?? { kind: 'none' };
-  // A batch run never holds Kubernetes access (refused at Pending), and neither does its fallback Job, whatever the
-  // recipe says now: the Job, its objects and the policy check all use this RBAC-free copy.
-  const { rbac: _rbac, ...spec } = definition.spec;
-  const asJob = { ...definition, spec: { ...spec, execution: 'job' as const } };
-  const objectRefusal =
-    s.serviceAccountRefused !== undefined
-      ? failureServiceAccount(s.serviceAccountRefused.message)
-      : s.inputRefused !== undefined
-        ? failureInput(s.inputRefused.message)
-        : undefined;
-  const refusal = objectRefusal ?? policyRefusal(policy, asJob, () => runIntent(agent, station, asJob));
-  if (refusal !== undefined) {
-    return finish(s, now, {
-      phase: 'Failed',
-      exitCode: 1,
-      output: '',
-      failureReason: refusal,
-      reason: objectRefusal !== undefined ? REASON.buildFailed : REASON.policyViolation,
-      message: refusal,
-      failureKinds: [objectRefusal !== undefined ? 'build_error' : 'policy'],
-      extraEvents: [],
-    });
-  }
-  const request: BuildRequest = {
-    agent,
-    station,
-    definition: withPolicyTools(asJob, policy.kind === 'found' ? policy.policy : undefined),
-    agentImage: s.options.agentImage,
-    now,
-    limits: runLimits(policy.kind === 'found' ? policy.policy : undefined),
-    ...runTracing(s),
-  };
-  const built = build(request);
-  if (!built.ok) {
-    const failureReason = `Job build failed: ${built.error}`;
-    return finish(s, now, {
-      phase: 'Failed',
-      exitCode: 1,
-      output: '',
-      failureReason,
-      reason: REASON.buildFailed,
-      message: failureReason,
-      failureKinds: ['build_error'],
-      extraEvents: [],
-    });
-  }
-  const verdict = decideAdmission(s.queue, stationConcurrency(station));
-  if (verdict.kind === 'wait') {
-    // Not re-checked for a slot (the queue wakes it), but a cleanup in progress keeps its own re-check.
-    return holdsBatchFinalizer(agent) ? decideBatchCleanup(s, now) : NOTHING;
-  }
-  const actions: Action[] = verdict.kind === 'replace' ? preemptActions(agent, station, verdict.victims) : [];
-  actions.push(...runObjectActions(s, station, asJob));
-  actions.push(
-    { kind: 'createRunInput', configMap: buildRunInput(request) },
-    { kind: 'createJob', job: built.value },
-  );
-  const started = fallbackStarted(s, now, built.value.metadata.name, 'Created Job');
-  return { ...started, actions: [...actions, ...started.actions], admits: true };
-}
-
-/** The sooner of two optional re-check delays. */
-function earliest(a: number | undefined, b: number | undefined): number | undefined {
-  if (a === undefined) return b;
-  if (b === undefined) return a;
-  return Math.min(a, b);
-}
-
-function fallbackStarted(s: Snapshot, now: Date, jobName: string, what: string): Decision {
-  const { agent } = s;
-  return {
-    actions: [
-      statusPatch(
-        agent,
-        { jobName },
-        batchConditions(REASON.running, `Job ${jobName} is running (fallback after the batch timed out)`),
-        now,
-      ),
-      event(
-        agentRef(agent),
-        'Normal',
-        REASON.started,
-        `${what} ${jobName} (fallback after the batch timed out)`,
-      ),
-    ],
-    requeueAfterMs: s.options.requeueMs,
-  };
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 // Cleanup
 
 /**
@@ -485,7 +341,7 @@ function fallbackStarted(s: Snapshot, now: Date, jobName: string, what: string):
  * the finalizer. Failures count in `status.batchCleanupAttempts` with backoff; after MAX_CLEANUP_ATTEMPTS the
  * finalizer is removed anyway with a Warning Event naming the object left behind.
  */
-export function decideBatchCleanup(s: Snapshot, now: Date): Decision {
+export function decideBatchCleanup(s: BatchSnapshot, now: Date): Decision {
   const { agent } = s;
   const index = batchFinalizerIndex(agent);
   if (index < 0) return NOTHING;
@@ -605,7 +461,7 @@ function lifecycle(
 }
 
 /** The `notifySinks` action for the definition's http sinks, or nothing when it has none. */
-function sinkActions(s: Snapshot, events: readonly SinkEvent[]): Action[] {
+function sinkActions(s: BatchSnapshot, events: readonly SinkEvent[]): Action[] {
   const definition = s.definition;
   if (definition === null || events.length === 0) return [];
   const sinks: SinkTarget[] = [];

@@ -2,7 +2,7 @@ import type { Agent } from '../../api/index.ts';
 import { RUN_CLEANUP_FINALIZER } from '../../jobs/index.ts';
 import type { Action, Decision } from '../actions.ts';
 import { REASON } from '../reasons.ts';
-import type { Snapshot } from '../snapshot.ts';
+import type { CommonSnapshot } from '../snapshot/common.ts';
 import { jobOwnership } from './start.ts';
 import { agentRef, event } from './status.ts';
 
@@ -35,7 +35,7 @@ export function addCleanupFinalizer(agent: Agent): Action {
  * - then the finalizer is removed (a JSON patch that tests and removes only that entry).
  * Each step is idempotent: a retry after a crash repeats the deletes (404 counts as done).
  */
-export function decideRunCleanup(s: Snapshot): Decision {
+export function decideRunCleanup(s: CommonSnapshot): Decision {
   const { agent } = s;
   const index = cleanupFinalizerIndex(agent);
   if (index < 0) return { actions: [] };

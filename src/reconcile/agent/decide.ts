@@ -5,15 +5,10 @@ import { failureBuild } from '../reasons.ts';
 import { decideServerStart, decideServing, serverRequest } from '../serving/decide.ts';
 import { isServer, serverBuildTime } from '../serving/plan.ts';
 import type { Snapshot } from '../snapshot.ts';
-import {
-  decideBatchCleanup,
-  decideBatchPending,
-  decideBatchRunning,
-  decideFallback,
-  isBatchRun,
-} from './batch.ts';
+import { decideBatchCleanup, decideBatchPending, decideBatchRunning, isBatchRun } from './batch.ts';
 import { decideRunCleanup, holdsCleanupFinalizer } from './cleanup.ts';
 import { buildError } from './fail.ts';
+import { decideFallback } from './fallback.ts';
 import { withFound } from './found.ts';
 import { decideJobStart } from './job.ts';
 import { decideRunning } from './running.ts';

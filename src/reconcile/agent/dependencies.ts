@@ -15,7 +15,7 @@ import {
 import type { Decision } from '../actions.ts';
 import { conditionsSatisfied } from '../conditions.ts';
 import { CONDITION_DEPENDENCIES_READY, CONDITION_READY, REASON } from '../reasons.ts';
-import type { EndpointView, Snapshot } from '../snapshot.ts';
+import type { CommonSnapshot, EndpointView } from '../snapshot/common.ts';
 import { failBeforeStart } from './fail.ts';
 import { agentRef, event, statusPatch } from './status.ts';
 
@@ -39,7 +39,11 @@ const describe = (d: Dependency): string =>
  * decision: wait (patched once, re-checked at the earliest deadline) or fail (the first dependency past its
  * deadline).
  */
-export function dependencyGate(s: Snapshot, definition: AgentDefinition, now: Date): Decision | undefined {
+export function dependencyGate(
+  s: CommonSnapshot,
+  definition: AgentDefinition,
+  now: Date,
+): Decision | undefined {
   const deps = definition.spec.dependencies;
   if (deps.length === 0) return undefined;
   const { agent } = s;

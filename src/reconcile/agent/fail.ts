@@ -2,7 +2,7 @@
 // Station's history sweep. Every execution mode fails this way (references, policy, build, refused objects).
 
 import type { Decision, RunFailureKind } from '../actions.ts';
-import type { Snapshot } from '../snapshot.ts';
+import type { CommonSnapshot } from '../snapshot/common.ts';
 import { agentRef, event, failedConditions, formatStatusTime, statusPatch } from './status.ts';
 import { pruneAfter } from './transition.ts';
 
@@ -14,12 +14,12 @@ export interface EarlyFailure {
 }
 
 /** A Pending Agent fails without a run because it cannot be built or started: `build_error`, one line for both. */
-export function buildError(s: Snapshot, now: Date, reason: string, failureReason: string): Decision {
+export function buildError(s: CommonSnapshot, now: Date, reason: string, failureReason: string): Decision {
   return failBeforeStart(s, now, { kind: 'build_error', reason, failureReason, message: failureReason });
 }
 
 /** A Pending Agent fails without a run: no jobName, no exitCode, not timed. */
-export function failBeforeStart(s: Snapshot, now: Date, f: EarlyFailure): Decision {
+export function failBeforeStart(s: CommonSnapshot, now: Date, f: EarlyFailure): Decision {
   const { agent } = s;
   const completedAt = formatStatusTime(now);
   return {

@@ -7,7 +7,7 @@
 import { API_VERSION } from '../../api/index.ts';
 import { ANNOTATION_AGENT_UID, LABEL_AGENT, LABEL_RUN_NAMESPACE, LABEL_RUN_UID } from '../../jobs/index.ts';
 import type { Action, Decision, RunBindingManifest } from '../actions.ts';
-import type { FoundObject, Snapshot } from '../snapshot.ts';
+import type { CommonSnapshot, FoundObject } from '../snapshot/common.ts';
 import { agentRef } from './status.ts';
 
 /** Re-check period while an object of an earlier Agent of the same name waits for garbage collection. */
@@ -74,7 +74,7 @@ interface Judged {
   readonly times: number;
 }
 
-function judgedFor(s: Snapshot, create: JudgedCreate): Judged | undefined {
+function judgedFor(s: CommonSnapshot, create: JudgedCreate): Judged | undefined {
   const key = foundKey(create);
   const all = (s.found ?? []).filter((f) => f.key === key);
   const found = all.at(-1);
@@ -90,7 +90,7 @@ function judgedFor(s: Snapshot, create: JudgedCreate): Judged | undefined {
  * run's is adopted (its create dropped); a run input to make again is deleted (uid precondition) right before its
  * create, once: found again after that, it is waited out as one that keeps changing.
  */
-export function withFound(s: Snapshot, decideOn: (s: Snapshot) => Decision): Decision {
+export function withFound<S extends CommonSnapshot>(s: S, decideOn: (s: S) => Decision): Decision {
   if (s.found === undefined || s.found.length === 0) return decideOn(s);
   const decision = decideOn(s);
   const actions: Action[] = [];

@@ -6,7 +6,7 @@ import { buildRunInput, runHoldsToken } from '../../jobs/index.ts';
 import type { Action, Decision } from '../actions.ts';
 import { isRealtime, promptTokenSecretName } from '../realtime/plan.ts';
 import { failureMemory, failureNotMemory, REASON } from '../reasons.ts';
-import type { Snapshot } from '../snapshot.ts';
+import type { JobSnapshot } from '../snapshot/job.ts';
 import { decideAdmission } from '../station/admission.ts';
 import { addCleanupFinalizer, holdsCleanupFinalizer } from './cleanup.ts';
 import { buildError } from './fail.ts';
@@ -22,7 +22,7 @@ import {
 import { agentRef, formatStatusTime } from './status.ts';
 
 /** A Pending Job run that passed the start step and was built: admit it and start it. */
-export function decideJobStart(s: Snapshot, now: Date, checked: Checked, prepared: Prepared): Decision {
+export function decideJobStart(s: JobSnapshot, now: Date, checked: Checked, prepared: Prepared): Decision {
   const { agent } = s;
   const { station, definition } = checked;
   const { request } = prepared;

@@ -17,7 +17,7 @@ import {
 import type { Vendor } from '../../vendors/cli/route.ts';
 import type { Action, AgentRef } from '../actions.ts';
 import { REASON } from '../reasons.ts';
-import type { Snapshot } from '../snapshot.ts';
+import type { CommonSnapshot } from '../snapshot/common.ts';
 import { agentRef, event } from './status.ts';
 
 /** Writes one save makes at most (each after the ConfigMap changed under the one before) before it gives up. */
@@ -50,7 +50,7 @@ const nothing: MemoryPlan = { kind: 'plan', write: [], events: [] };
 const told = (...events: Action[]): MemoryPlan => ({ kind: 'plan', write: [], events });
 
 /** The memory a run started with, as its Job records it (undefined: it started without memory). */
-export function runMemory(s: Snapshot): RunMemoryRecord | undefined {
+export function runMemory(s: CommonSnapshot): RunMemoryRecord | undefined {
   if (s.job.kind !== 'present') return undefined;
   return memoryOfJob(s.job.job.metadata.annotations, DEFAULT_MEMORY_MAX_SIZE_KB);
 }
@@ -61,7 +61,7 @@ export function runMemory(s: Snapshot): RunMemoryRecord | undefined {
  * cut answer that may hold one is not trusted (Warning `MemoryNotSaved`); otherwise the block is saved
  * ({@link saveBlock}).
  */
-export function memoryAfterRun(s: Snapshot, run: MemoryAfterRun): MemoryPlan {
+export function memoryAfterRun(s: CommonSnapshot, run: MemoryAfterRun): MemoryPlan {
   if (run.phase !== 'Succeeded') return nothing;
   const memory = runMemory(s);
   if (memory === undefined) return nothing;
@@ -111,7 +111,12 @@ export function memoryAfterRun(s: Snapshot, run: MemoryAfterRun): MemoryPlan {
  * A write is told by `MemorySaved`, and by `MemoryOverwritten` when the version replaced is not the one the run read
  * or a write had met a change first (last writer wins, never silently).
  */
-export function saveBlock(s: Snapshot, ref: AgentRef, memory: RunMemoryRecord, content: string): MemoryPlan {
+export function saveBlock(
+  s: CommonSnapshot,
+  ref: AgentRef,
+  memory: RunMemoryRecord,
+  content: string,
+): MemoryPlan {
   const observed = s.memorySave;
   if (observed === undefined) return { kind: 'needs' };
   const name = memory.configMap;

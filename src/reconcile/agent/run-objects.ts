@@ -9,7 +9,7 @@ import {
 import type { Action } from '../actions.ts';
 import { requestedRoles } from '../policy/check.ts';
 import { REASON } from '../reasons.ts';
-import type { Snapshot } from '../snapshot.ts';
+import type { CommonSnapshot } from '../snapshot/common.ts';
 import { agentRef, event } from './status.ts';
 
 /**
@@ -19,7 +19,7 @@ import { agentRef, event } from './status.ts';
  * RoleBindings and NetworkPolicy are owned by the
  * Agent; ClusterRoleBindings carry its uid in a label (the cleanup finalizer removes them).
  */
-export function runObjectActions(s: Snapshot, station: Station, definition: AgentDefinition): Action[] {
+export function runObjectActions(s: CommonSnapshot, station: Station, definition: AgentDefinition): Action[] {
   const token = runHoldsToken(definition);
   const bindings = token ? buildRunBindings(s.agent, station.metadata.name, requestedRoles(definition)) : [];
   return [
@@ -41,7 +41,7 @@ export function runObjectActions(s: Snapshot, station: Station, definition: Agen
 }
 
 /** The ready endpoints of each dependency (the ports it names, else every port its slices serve). */
-function dependencyEndpoints(s: Snapshot, definition: AgentDefinition): ApiServerEndpoints[] {
+function dependencyEndpoints(s: CommonSnapshot, definition: AgentDefinition): ApiServerEndpoints[] {
   const observed = s.endpoints?.kind === 'observed' ? s.endpoints.byService : undefined;
   if (observed === undefined) return [];
   return definition.spec.dependencies.map((d) => {
@@ -53,7 +53,7 @@ function dependencyEndpoints(s: Snapshot, definition: AgentDefinition): ApiServe
 }
 
 /** Warnings about the run's objects, recorded after its start: a token holder whose egress misses the API server. */
-export function runObjectWarnings(s: Snapshot, definition: AgentDefinition): Action[] {
+export function runObjectWarnings(s: CommonSnapshot, definition: AgentDefinition): Action[] {
   if (!runHoldsToken(definition) || s.apiServer !== undefined) return [];
   return [
     event(

@@ -1,9 +1,7 @@
-import { type Job, resolveModel } from '../../api/index.ts';
+import type { Job } from '../../api/index.ts';
 import { capOutput, jobNameFor } from '../../jobs/index.ts';
-import { sessionIdInOutput, vendorForModel } from '../../vendors/cli/index.ts';
 import { parseRunReport, type RunResult } from '../../vendors/cli/run-report.ts';
-import type { Action, Decision, RunFailureKind } from '../actions.ts';
-import { isRealtime } from '../realtime/plan.ts';
+import type { Decision, RunFailureKind } from '../actions.ts';
 import { recordSession } from '../realtime/session.ts';
 import {
   FAILURE_JOB_GONE,
@@ -12,29 +10,18 @@ import {
   failureOutputUnavailable,
   REASON,
 } from '../reasons.ts';
-import { DEFAULT_PRICES } from '../results/prices.ts';
-import { runResultFields } from '../results/run-result.ts';
-import type { RunEvidence, Snapshot } from '../snapshot.ts';
-import { memoryAfterRun } from './memory.ts';
+import type { RunEvidence } from '../snapshot/common.ts';
+import type { JobSnapshot } from '../snapshot/job.ts';
+import { finish } from './finish.ts';
 import {
   agentExitCode,
   agentTerminationMessage,
-  type Completion,
   coherentExitCode,
   initFailure,
   parseJobOutcome,
 } from './outcome.ts';
 import { jobOwnership } from './start.ts';
 import { decideStarting } from './starting.ts';
-import {
-  agentRef,
-  event,
-  failedConditions,
-  formatStatusTime,
-  statusPatch,
-  succeededConditions,
-} from './status.ts';
-import { pruneAfter, secondsBetween } from './transition.ts';
 
 /** Re-read period of a finished run's pod and log after a transient failure (issue 13 §1: found by the chaos run). */
 export const EVIDENCE_RETRY_MS = 3000;
@@ -68,7 +55,7 @@ const TERMINAL_JOB_CONDITIONS: ReadonlySet<string> = new Set([
 export const EARLY_VERDICT_RETRY_MS = 2000;
 
 /** The Running rows of the decision table (see `decide`). */
-export function decideRunning(s: Snapshot, now: Date): Decision {
+export function decideRunning(s: JobSnapshot, now: Date): Decision {
   const { agent } = s;
   const jobName = agent.status.jobName || jobNameFor(agent.metadata.name);
   // The session id the prompt API saw first: recorded and announced on its own (issue 27 §2).
@@ -180,107 +167,4 @@ function readEvidence(
       };
     }
   }
-}
-
-/** The terminal transition of a run that started: status, events, metrics, then the history sweep. */
-export function finish(s: Snapshot, now: Date, c: Completion): Decision {
-  const { agent } = s;
-  const completedAt = formatStatusTime(now);
-  const ref = agentRef(agent);
-  const model = s.definition !== null ? resolveModel(agent, s.definition) : agent.spec.model;
-  const vendor = vendorForModel(model ?? '');
-  const produced = runResultFields({
-    definition: s.definition,
-    model,
-    vendor,
-    report: c.report,
-    output: c.output,
-    batch: c.batch === true,
-    prices: s.prices ?? DEFAULT_PRICES,
-    maxResultBytes: s.options.maxOutputBytes,
-  });
-  // A run that ended well but whose result does not match output.schema fails (issue 10 §2).
-  const invalid = c.phase === 'Succeeded' && produced.schemaProblem !== undefined;
-  const phase = invalid ? 'Failed' : c.phase;
-  const exitCode = invalid ? 1 : c.exitCode;
-  const failureReason = invalid ? produced.schemaProblem : c.failureReason;
-  const reason = invalid ? REASON.resultInvalid : c.reason;
-  const message = invalid ? `${c.message}, but ${produced.schemaProblem ?? ''}` : c.message;
-  const failureKinds: readonly RunFailureKind[] = invalid
-    ? [...c.failureKinds, 'result_invalid']
-    : c.failureKinds;
-  const conditions = phase === 'Succeeded' ? succeededConditions(message) : failedConditions(reason, message);
-  const duration = secondsBetween(agent.status.startedAt, now);
-  // A realtime run's session id, read from its output as the final check (the prompt API records it as it goes).
-  const sessionId =
-    s.definition !== null && isRealtime(s.definition) ? sessionIdInOutput(vendor, c.output) : undefined;
-  // The run's memory block replaces its memory (issue 10 §3): written right before the terminal patch, so a write
-  // that met a changed ConfigMap is decided again with the ConfigMap read again, before anything else landed; its
-  // Events follow the run's own.
-  const memory = memoryAfterRun(s, {
-    phase,
-    answer: produced.answer,
-    answerTruncated: produced.answerTruncated === true,
-    output: c.output,
-    vendor,
-  });
-  if (memory.kind === 'needs') return { actions: [], needs: 'memorySave' };
-  const actions: Action[] = [
-    ...memory.write,
-    statusPatch(
-      agent,
-      {
-        phase,
-        ...(sessionId !== undefined && sessionId !== agent.status.sessionId ? { sessionId } : {}),
-        ...(c.jobName !== undefined ? { jobName: c.jobName } : {}),
-        exitCode,
-        output: c.output,
-        ...(failureReason !== undefined ? { failureReason } : {}),
-        ...(produced.result !== undefined ? { result: produced.result } : {}),
-        ...(produced.tokenUsage !== undefined ? { tokenUsage: produced.tokenUsage } : {}),
-        ...(produced.costEstimate !== undefined ? { costEstimate: produced.costEstimate } : {}),
-        completedAt,
-      },
-      conditions,
-      now,
-    ),
-    ...(c.afterPatch ?? []),
-    event(ref, phase === 'Succeeded' ? 'Normal' : 'Warning', reason, message),
-    ...c.extraEvents.map((e) => event(ref, e.type, e.reason, e.message)),
-    ...memory.events,
-    { kind: 'observeMetric', observation: { metric: 'runCompleted', phase, exitCode } },
-    ...(duration !== undefined
-      ? [
-          {
-            kind: 'observeMetric' as const,
-            observation: { metric: 'runDuration' as const, phase, seconds: duration },
-          },
-        ]
-      : []),
-    ...failureKinds.map(
-      (kind): Action => ({ kind: 'observeMetric', observation: { metric: 'runFailure', kind } }),
-    ),
-    ...(produced.tokenUsage !== undefined
-      ? [
-          {
-            kind: 'observeMetric' as const,
-            observation: {
-              metric: 'runTokens' as const,
-              model: produced.metricModel,
-              usage: produced.tokenUsage,
-            },
-          },
-        ]
-      : []),
-    ...(produced.costUsd !== undefined
-      ? [
-          {
-            kind: 'observeMetric' as const,
-            observation: { metric: 'runCost' as const, model: produced.metricModel, usd: produced.costUsd },
-          },
-        ]
-      : []),
-    ...pruneAfter(s, phase, completedAt),
-  ];
-  return { actions };
 }

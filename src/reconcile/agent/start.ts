@@ -33,7 +33,7 @@ import {
   REASON,
 } from '../reasons.ts';
 import { serverProblem } from '../serving/plan.ts';
-import type { Snapshot } from '../snapshot.ts';
+import type { CommonSnapshot } from '../snapshot/common.ts';
 import { dependencyGate } from './dependencies.ts';
 import { buildError, failBeforeStart } from './fail.ts';
 import {
@@ -56,13 +56,13 @@ export type BuildRequest = BuildJobInput;
 export type JobBuilder = (request: BuildRequest) => Result<JobManifest, string>;
 
 /** What a run's Job is built with when the controller traces (issue 10 §5). */
-export function runTracing(s: Snapshot): { tracing?: { tracesUrl: string } } {
+export function runTracing(s: CommonSnapshot): { tracing?: { tracesUrl: string } } {
   const t = s.options.tracing;
   return t !== undefined ? { tracing: { tracesUrl: t.runTracesUrl } } : {};
 }
 
 /** `status.traceID` of a starting run when the controller traces (issue 10 §5); nothing otherwise. */
-export function traceIdOf(s: Snapshot): { traceID?: string } {
+export function traceIdOf(s: CommonSnapshot): { traceID?: string } {
   if (s.options.tracing === undefined) return {};
   return { traceID: runTrace(s.agent.metadata.uid, s.agent.metadata.annotations).traceId };
 }
@@ -82,7 +82,7 @@ export function stationConcurrency(station: Station) {
  * frees one, and on every poll), so 10,000 queued Agents cost nothing while nothing changes.
  */
 export function queuedDecision(
-  s: Snapshot,
+  s: CommonSnapshot,
   station: Station,
   verdict: { readonly limit: number; readonly policy: string },
   now: Date,
@@ -165,7 +165,7 @@ const decided = (decision: Decision): { readonly kind: 'decided'; readonly decis
 export interface Checked {
   readonly station: Station;
   readonly definition: AgentDefinition;
-  readonly policy: NonNullable<Snapshot['policy']>;
+  readonly policy: NonNullable<CommonSnapshot['policy']>;
 }
 
 /**
@@ -173,7 +173,7 @@ export interface Checked {
  * (a run whose Job exists is adopted under the policy it started with), then what realtime and server runs refuse.
  * A batch run that holds its finalizer has passed them already.
  */
-export function checkStart(s: Snapshot, now: Date): Step<Checked> {
+export function checkStart(s: CommonSnapshot, now: Date): Step<Checked> {
   const { agent, station, definition } = s;
   if (s.invalidReference !== undefined) {
     const { kind, name, message } = s.invalidReference;
@@ -243,7 +243,7 @@ export interface Prepared {
  * so they are built as of the Agent's creation), wait for the Services it depends on.
  */
 export function preparePodRun(
-  s: Snapshot,
+  s: CommonSnapshot,
   now: Date,
   build: JobBuilder,
   checked: Checked,
@@ -307,7 +307,7 @@ export function preparePodRun(
 
 /** Running + jobName + startedAt, the Started event and the queue-time metric. */
 export function startActions(
-  s: Snapshot,
+  s: CommonSnapshot,
   jobName: string,
   startedAt: string,
   message: string,
@@ -330,7 +330,7 @@ export function startActions(
   ];
 }
 
-function adopt(s: Snapshot, job: Job, now: Date): Decision {
+function adopt(s: CommonSnapshot, job: Job, now: Date): Decision {
   const created = Date.parse(job.metadata.creationTimestamp);
   const jobCreated = Number.isNaN(created) ? now : new Date(created);
   const startedAt = s.agent.status.startedAt ?? formatStatusTime(jobCreated);

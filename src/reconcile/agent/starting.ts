@@ -16,7 +16,7 @@ import {
   failureStart,
   REASON,
 } from '../reasons.ts';
-import type { Snapshot, StartObservation } from '../snapshot.ts';
+import type { JobSnapshot, StartObservation } from '../snapshot/job.ts';
 import { AGENT_CONTAINER, type Completion, isJobFinished } from './outcome.ts';
 import { agentRef, clip, event, MAX_CONDITION_MESSAGE, runningConditions, statusPatch } from './status.ts';
 
@@ -161,7 +161,7 @@ function timeOf(t: string | undefined): number | undefined {
  * START_GRACE_MS since it was first shown. A failure is decided only on pods listed live (`needs: 'livePods'`).
  */
 export function decideStarting(
-  s: Snapshot,
+  s: JobSnapshot,
   now: Date,
   job: Job,
   finish: (c: Completion) => Decision,

@@ -1,6 +1,6 @@
 import type { Agent } from '../../api/index.ts';
 import type { Action } from '../actions.ts';
-import type { Snapshot } from '../snapshot.ts';
+import type { CommonSnapshot } from '../snapshot/common.ts';
 import { pruneActions } from '../station/prune.ts';
 import { isSameAgent } from '../station/runs.ts';
 
@@ -9,7 +9,7 @@ import { isSameAgent } from '../station/runs.ts';
  * produces (unlike the reference, which saw the finished run as still Running). The Agent itself is never
  * deleted here: its resourceVersion is about to change; the next poll sweep prunes it if a limit requires.
  */
-export function pruneAfter(s: Snapshot, phase: 'Succeeded' | 'Failed', completedAt: string): Action[] {
+export function pruneAfter(s: CommonSnapshot, phase: 'Succeeded' | 'Failed', completedAt: string): Action[] {
   if (s.station === null) return [];
   const { agent } = s;
   const self: Agent = { ...agent, status: { ...agent.status, phase, completedAt } };

@@ -6,14 +6,14 @@ import { ANNOTATION_SESSION_ID } from '../../jobs/realtime.ts';
 import type { Decision } from '../actions.ts';
 import { agentRef, event, statusPatch } from '../agent/status.ts';
 import { REASON } from '../reasons.ts';
-import type { Snapshot } from '../snapshot.ts';
+import type { CommonSnapshot } from '../snapshot/common.ts';
 import { isRealtime } from './plan.ts';
 
 /** What a session id looks like (the vendors' ids: UUIDs, ULIDs, `ses_…`); anything else in the annotation is ignored. */
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 /** The session id the prompt API reported for this Agent, when it is one and not on its status yet. */
-export function reportedSession(s: Snapshot): string | undefined {
+export function reportedSession(s: CommonSnapshot): string | undefined {
   const { agent } = s;
   if (agent.status.phase !== 'Running' || !isRealtime(s.definition)) return undefined;
   const id = agent.metadata.annotations?.[ANNOTATION_SESSION_ID];
@@ -26,7 +26,7 @@ export function reportedSession(s: Snapshot): string | undefined {
  * precondition) and a Normal `SessionStarted` Event, before anything else is decided (the patch wakes the Agent
  * again). Undefined when there is nothing to record.
  */
-export function recordSession(s: Snapshot, now: Date): Decision | undefined {
+export function recordSession(s: CommonSnapshot, now: Date): Decision | undefined {
   const id = reportedSession(s);
   if (id === undefined) return undefined;
   return {

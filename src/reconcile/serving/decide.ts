@@ -37,7 +37,12 @@ import {
 import { type ConditionUpdate, conditionsSatisfied } from '../conditions.ts';
 import { runLimits, withPolicyTools } from '../policy/check.ts';
 import { CONDITION_READY, failureInput, REASON } from '../reasons.ts';
-import type { ApiKeyObservation, ServerChildObservation, ServerObservation, Snapshot } from '../snapshot.ts';
+import type {
+  ApiKeyObservation,
+  ServerChildObservation,
+  ServerObservation,
+  ServerSnapshot,
+} from '../snapshot/server.ts';
 import { isServer, serverBuildTime } from './plan.ts';
 
 /** What to do about one server object. */
@@ -139,7 +144,7 @@ export function serverReadiness(
  * What a server of this snapshot is built from: the Job builder's input as of the Agent's creation, with the policy's
  * tool gating and limits. Undefined without a Station and a definition.
  */
-export function serverRequest(s: Snapshot): BuildJobInput | undefined {
+export function serverRequest(s: ServerSnapshot): BuildJobInput | undefined {
   const { agent, station, definition } = s;
   if (station === null || definition === null) return undefined;
   const policy = s.policy?.kind === 'found' ? s.policy.policy : undefined;
@@ -158,7 +163,7 @@ export function serverRequest(s: Snapshot): BuildJobInput | undefined {
  * The server objects of a build, with the input the pods read at start (its hash rolls them). The API key is not
  * part of them: the pods read it from their mounted Secret, live.
  */
-function objectsOf(s: Snapshot, build: ServerBuild): ServerObjects {
+function objectsOf(s: ServerSnapshot, build: ServerBuild): ServerObjects {
   return buildServerObjects({
     agent: s.agent,
     station: build.request.station,
@@ -173,7 +178,7 @@ function objectsOf(s: Snapshot, build: ServerBuild): ServerObjects {
  * still matches); undefined when they cannot be built.
  */
 export function desiredServerObjects(
-  s: Snapshot,
+  s: ServerSnapshot,
   build: (request: BuildJobInput) => ReturnType<typeof buildJob> = buildJob,
 ): ServerObjects | undefined {
   const request = serverRequest(s);
@@ -199,7 +204,7 @@ interface PlannedObjects {
 
 /** The writes that bring a server's objects to what they should be, with their Events, and the notes for Ready. */
 function reconcileObjects(
-  s: Snapshot,
+  s: ServerSnapshot,
   build: ServerBuild,
   objects: ServerObjects,
   observed: ServerObservation,
@@ -294,7 +299,7 @@ function sameData(a: Readonly<Record<string, string>>, b: Readonly<Record<string
  * someone else's fail the Agent.
  */
 export function decideServerStart(
-  s: Snapshot,
+  s: ServerSnapshot,
   now: Date,
   station: Station,
   definition: AgentDefinition,
@@ -390,7 +395,7 @@ export function decideServerStart(
  * patch with the resourceVersion precondition, then the server is looked at again; a patch that fails is decided
  * again on the next reconcile (the shell keeps the observation until the status says it).
  */
-export function recordServerKey(s: Snapshot, now: Date): Decision | undefined {
+export function recordServerKey(s: ServerSnapshot, now: Date): Decision | undefined {
   const key = s.serverKey;
   const recorded = s.agent.status.apiKeySecretUID;
   if (key?.kind === 'created' && recorded !== key.uid)
@@ -408,7 +413,7 @@ export const STALE_OBJECT_RETRY_MS = 2000;
  * running objects are kept and Ready says why: `buildProblem`).
  */
 export function decideServing(
-  s: Snapshot,
+  s: ServerSnapshot,
   now: Date,
   build: ServerBuild | undefined,
   buildProblem: string | undefined,
@@ -516,7 +521,7 @@ function apiKeyTakenMessage(name: string, consequence: string): string {
 
 /** Only Ready changes (patched and announced once), the objects are left as they are. */
 function readyOnly(
-  s: Snapshot,
+  s: ServerSnapshot,
   now: Date,
   ready: ConditionUpdate,
   requeue: { requeueAfterMs: number },

@@ -233,6 +233,11 @@ export interface ModelApiOptions {
   readonly apiKey?: string;
   /** The model ids `GET …/models` lists (default: a vendor-specific one). */
   readonly models?: readonly string[];
+  /**
+   * The address to listen on (default 127.0.0.1). Another address only for a fake started inside a network
+   * namespace the test bed made (the real node's bridge: test/support/real-node/model-fake.ts).
+   */
+  readonly host?: string;
 }
 
 /** The conversations of `options`, each with its own script state. */
@@ -267,13 +272,14 @@ export interface Incoming {
 }
 
 /**
- * Starts a loopback HTTP server on 127.0.0.1 and a free port. `handle` answers each request; a request it leaves
- * unanswered is recorded and answered 404 by `notFound`, so a call no fake knows shows up in the record.
+ * Starts a loopback HTTP server on 127.0.0.1 (or `host`) and a free port. `handle` answers each request; a request
+ * it leaves unanswered is recorded and answered 404 by `notFound`, so a call no fake knows shows up in the record.
  */
 export async function serveLoopback(
   handle: (incoming: Incoming) => Promise<boolean> | boolean,
   notFound: (incoming: Incoming) => void,
-): Promise<{ port: number; requests: ModelRequest[]; close(): Promise<void> }> {
+  host = '127.0.0.1',
+): Promise<{ port: number; host: string; requests: ModelRequest[]; close(): Promise<void> }> {
   const requests: ModelRequest[] = [];
   const server = createServer((req, res) => {
     res.on('error', () => {});
@@ -334,10 +340,11 @@ export async function serveLoopback(
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(0, host, () => resolve());
   });
   return {
     port: (server.address() as AddressInfo).port,
+    host,
     requests,
     close: () =>
       new Promise<void>((resolve) => {

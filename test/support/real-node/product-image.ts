@@ -57,7 +57,7 @@ export function parseLdd(output: string): string[] {
 }
 
 /** The files of `path` for a layer: the bytes of what it resolves to, at the path itself, with that file's mode. */
-function hostFile(path: string): { data: Uint8Array; mode: number } {
+export function hostFile(path: string): { data: Uint8Array; mode: number } {
   const real = realpathSync(path);
   return { data: readFileSync(real), mode: statSync(real).mode & 0o777 };
 }
