@@ -989,8 +989,9 @@ const USAGE = `Usage: scripts/testbed up [--real-node]|down|status|env|kubectl|r
 
   up      start (or reuse) the local control plane; prints the admin kubeconfig path last on stdout
   up --real-node (or AGENT_TESTBED_REAL_NODE=1)
-          also a real node: the kubelet over containerd and runc in a network namespace of its own (root;
-          sudo scripts/install-node-runtime first); node "real-node", tainted agent-controller.test/real-node
+          also a real node: the kubelet over containerd and runc, kube-proxy and kube-router's policy controller,
+          in a network namespace of its own (root; sudo scripts/install-node-runtime first); node "real-node",
+          tainted agent-controller.test/real-node
           (docs/design/real-node.md). Added to a running control plane; down stops and removes it.
   down    stop everything up started (safe to call twice)
   status  show the components and whether the control plane is healthy (exit 1 if not)

@@ -461,11 +461,13 @@ describe('openaiBatches against the fake OpenAI', () => {
     });
 
     it('leaves a create whose answer was lost to find', async () => {
-      fake.inject({ method: 'POST', path: /^\/v1\/batches$/, status: 502, afterEffect: true, delayMs: 300 });
+      // The answer comes long after the deadline; the deadline leaves the upload and the create time to reach the
+      // fake even on a loaded machine (100 ms did not).
+      fake.inject({ method: 'POST', path: /^\/v1\/batches$/, status: 502, afterEffect: true, delayMs: 4000 });
       const since = new Date();
-      const e = error(await openaiBatches.submit(REQUEST, callFor(fake, { timeoutMs: 100 })));
+      const e = error(await openaiBatches.submit(REQUEST, callFor(fake, { timeoutMs: 1500 })));
       assert.equal(e.kind, 'network');
-      assert.match((e as { message: string }).message, /no answer within 100 ms/);
+      assert.match((e as { message: string }).message, /no answer within 1500 ms/);
       const [batch] = fake.batches();
       assert.ok(batch);
       assert.deepEqual(value(await openaiBatches.find(CUSTOM_ID, since, callFor(fake))), {
