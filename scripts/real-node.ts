@@ -6,11 +6,15 @@
 //   host namespace                                 node namespace acrn-<h>
 //   kube-apiserver 127.0.0.1:P                      kubelet (node IP 10.213.o.2, :10250)
 //   forwarder 10.213.o.1:P ──▶ 127.0.0.1:P          containerd (own root, state, socket) ── runc
-//   veth acrn-<h>-h 10.213.o.1/30 ◀──────────────▶  veth acrn-<h>-n 10.213.o.2/30
+//                                                   kube-proxy (iptables mode: Services' ClusterIPs)
+//                                                   kube-router (network-policy controller only: iptables, ipset)
+//   veth acrn-<h>-h 10.213.o.1/30 ◀──────────────▶  veth acrn-<h>-n 10.213.o.2/30 (pods masqueraded out)
 //                                                   bridge acrn-br0 10.214.o.1/24 ── pods 10.214.o.x
 //
 // The namespace has no default route: nothing in it reaches past the host's end of the veth, and the host's
-// filter chain ACRN-<h> lets in from the veth only the forwarder's port and replies.
+// filter chain ACRN-<h> lets in from the veth only the forwarder's port and replies. Pods reach the API server
+// as in a cluster, through the `kubernetes` Service (10.0.0.1:443): kube-proxy sends it to the forwarder, whose
+// address the test bed writes into that Service's EndpointSlice.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -25,6 +29,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import * as v from 'valibot';
 import { apiPath, KubeClient } from '../test/support/kube-client.ts';
 import { type ProcRecord, procAlive, readProcRecords, writeProcRecords } from '../test/support/proc.ts';
 import { buildRealNodeImages, HELLO_IMAGE, PAUSE_IMAGE } from '../test/support/real-node/images.ts';
@@ -35,6 +40,17 @@ export const REAL_NODE_NAME = 'real-node';
 /** Only pods that tolerate this taint may run on the real node. */
 const TAINT = { key: 'agent-controller.test/real-node', value: 'true', effect: 'NoSchedule' };
 const KUBELET_PORT = 10250;
+/** The `kubernetes` Service's ClusterIP (the first address of the API server's --service-cluster-ip-range). */
+const KUBERNETES_SERVICE_IP = '10.0.0.1';
+/** Who manages the `kubernetes` Service's EndpointSlice (the API server's endpoint reconciler is off here). */
+const SLICE_MANAGER = 'real-node.agent-controller.test';
+/** kube-router's binary in the bin folder (scripts/build-kube-binaries --kubelet, same default release). */
+const KUBE_ROUTER = `kube-router-v${process.env.KUBE_ROUTER_VERSION ?? '2.10.0'}`;
+/**
+ * The API server's --service-cluster-ip-range (scripts/testbed-cli.ts starts it with this): the `kubernetes` Service
+ * gets its first address, kube-router lets traffic to it through.
+ */
+export const SERVICE_CIDR = '10.0.0.0/24';
 const CNI_BIN = '/usr/lib/cni';
 const RUNC = '/usr/sbin/runc';
 const INSTALL_HINT = 'run `sudo scripts/install-node-runtime` first';
@@ -124,10 +140,12 @@ function checkPrerequisites(bin: string): void {
     RUNC,
     join(CNI_BIN, 'bridge'),
     '/usr/sbin/iptables',
+    '/usr/sbin/ipset',
   ])
     if (!existsSync(file)) throw new Error(`${file} is missing: ${INSTALL_HINT}`);
-  if (!existsSync(join(bin, 'kubelet')))
-    throw new Error(`no kubelet in ${bin} (scripts/build-kube-binaries --kubelet builds it)`);
+  for (const binary of ['kubelet', 'kube-proxy', KUBE_ROUTER])
+    if (!existsSync(join(bin, binary)))
+      throw new Error(`no ${binary} in ${bin} (scripts/build-kube-binaries --kubelet builds it)`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -156,6 +174,26 @@ function setUpNetwork(l: Layout, apiPort: number): void {
   inNs('ip', 'link', 'set', l.vethNode, 'up');
   // The namespace's own setting (not the host's): pods reach the host's end of the veth through the node.
   inNs('sysctl', '-q', '-w', 'net.ipv4.ip_forward=1');
+  // Bridged traffic between two pods passes the namespace's iptables (per namespace since Linux 5.3; br_netfilter
+  // is built into this kernel): kube-proxy needs it for the reply of a pod reached through a ClusterIP by a pod on
+  // the same bridge (else the reply skips the un-DNAT and the client drops it).
+  inNs('sysctl', '-q', '-w', 'net.bridge.bridge-nf-call-iptables=1');
+  // Pods' packets that leave through the veth (only to the host's end: there is no other route) carry the node's
+  // address: the host has no route back to the pod range. The namespace's own nat table.
+  inNs(
+    'iptables',
+    '-w',
+    '-t',
+    'nat',
+    '-A',
+    'POSTROUTING',
+    '-s',
+    l.podCIDR,
+    '-o',
+    l.vethNode,
+    '-j',
+    'MASQUERADE',
+  );
   // The host accepts from the veth only the forwarder's port and replies to what it opened, and nothing else
   // reaches the host's end of the veth (its address is local, so another interface could otherwise address it).
   run('iptables', ['-w', '-N', l.chain]);
@@ -306,6 +344,79 @@ function kubeletConfig(l: Layout, certs: string): string {
   )}\n`;
 }
 
+/**
+ * kube-proxy's KubeProxyConfiguration. Settings that differ from a normal node are commented; the rest are the
+ * defaults written out so the file says what runs.
+ */
+function kubeProxyConfig(l: Layout): string {
+  return `${JSON.stringify(
+    {
+      apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
+      kind: 'KubeProxyConfiguration',
+      mode: 'iptables',
+      clientConnection: { kubeconfig: join(l.dir, 'kubelet.kubeconfig') },
+      hostnameOverride: REAL_NODE_NAME,
+      bindAddress: l.nodeIP,
+      // The pod range: traffic from outside it to a ClusterIP is masqueraded (detectLocalMode ClusterCIDR).
+      clusterCIDR: l.podCIDR,
+      detectLocalMode: 'ClusterCIDR',
+      // Deviation: the node namespace's loopback only (normal: 0.0.0.0:10256 and 127.0.0.1:10249); nothing
+      // outside the namespace needs them.
+      healthzBindAddress: '127.0.0.1:10256',
+      metricsBindAddress: '127.0.0.1:10249',
+      // Deviation: NodePorts on the node IP only (normal: every address, 127.0.0.1 included, which makes
+      // kube-proxy set route_localnet).
+      nodePortAddresses: [`${l.nodeIP}/32`],
+      iptables: {
+        masqueradeAll: false,
+        masqueradeBit: 14,
+        // Deviation: no NodePorts on 127.0.0.1 (normal: on), so route_localnet stays off.
+        localhostNodePorts: false,
+        syncPeriod: '30s',
+        minSyncPeriod: '1s',
+      },
+      // Deviation: kube-proxy leaves conntrack's limits and timeouts alone (normal: it raises nf_conntrack_max and
+      // sets two TCP timeouts). Those are settings of the whole machine, shared with other test beds, and read-only
+      // from a network namespace other than the host's.
+      conntrack: {
+        maxPerCore: 0,
+        min: 0,
+        tcpEstablishedTimeout: '0s',
+        tcpCloseWaitTimeout: '0s',
+      },
+    },
+    null,
+    2,
+  )}\n`;
+}
+
+/**
+ * kube-router's flags: its network-policy controller alone (docs/design/real-node.md says why kube-router). Pod
+ * networking is the CNI bridge's and Services are kube-proxy's, so its router (BGP) and service proxy (IPVS) are off.
+ */
+function kubeRouterArgs(l: Layout): string[] {
+  return [
+    `--kubeconfig=${join(l.dir, 'kubelet.kubeconfig')}`,
+    `--hostname-override=${REAL_NODE_NAME}`,
+    '--run-firewall=true',
+    '--run-router=false',
+    '--run-service-proxy=false',
+    '--run-loadbalancer=false',
+    '--enable-ipv4=true',
+    // Deviation: IPv4 only (IPv6 is off in the node namespace).
+    '--enable-ipv6=false',
+    // Deviation: no SNAT of pods' egress by kube-router (its router's job, off here); the namespace's own
+    // masquerade rule covers the only way out, the veth.
+    '--enable-pod-egress=false',
+    // Traffic to ClusterIPs is let through kube-router's INPUT chain; the API server's range.
+    `--service-cluster-ip-range=${SERVICE_CIDR}`,
+    // Deviation: health on the namespace's loopback only (normal: all addresses); no metrics (the default).
+    '--health-addr=127.0.0.1',
+    '--metrics-port=0',
+    '--v=1',
+  ];
+}
+
 /** The admin kubeconfig, pointed at the forwarder; the server certificate is checked for `localhost`. */
 function kubeletKubeconfig(l: Layout, adminKubeconfig: string, apiPort: number): string {
   const config = JSON.parse(readFileSync(adminKubeconfig, 'utf8')) as {
@@ -339,6 +450,11 @@ async function waitUntil(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await delay(250);
   }
+}
+
+/** Whether the node namespace's iptables listing (`iptables -w ARGS`) includes `text`. */
+function rulesInclude(l: Layout, args: readonly string[], text: string): boolean {
+  return run('ip', ['netns', 'exec', l.netns, 'iptables', '-w', ...args]).includes(text);
 }
 
 function ctr(l: Layout, ...args: string[]): string {
@@ -420,6 +536,16 @@ export async function realNodeUp(host: RealNodeHost): Promise<RealNodeInfo> {
   );
   const client = KubeClient.fromKubeconfig(host.kubeconfig);
   try {
+    await putKubernetesSlice(client, l, host.apiPort);
+    writeFileSync(join(l.dir, 'kube-proxy.json'), kubeProxyConfig(l));
+    record(
+      host.startDaemon(
+        'real-node-kube-proxy',
+        'nsenter',
+        [...nsenter, join(host.bin, 'kube-proxy'), `--config=${join(l.dir, 'kube-proxy.json')}`, '--v=2'],
+        env,
+      ),
+    );
     await waitUntil(
       'the real node to be Ready',
       procs,
@@ -428,6 +554,28 @@ export async function realNodeUp(host: RealNodeHost): Promise<RealNodeInfo> {
         return node?.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
       },
       120_000,
+    );
+    // kube-proxy has written the `kubernetes` Service's rules: pods can reach the API server.
+    await waitUntil(
+      'kube-proxy to route the kubernetes Service',
+      procs,
+      async () => rulesInclude(l, ['-t', 'nat', '-S', 'KUBE-SERVICES'], `${KUBERNETES_SERVICE_IP}/32`),
+      60_000,
+    );
+    record(
+      host.startDaemon(
+        'real-node-kube-router',
+        'nsenter',
+        [...nsenter, join(host.bin, KUBE_ROUTER), ...kubeRouterArgs(l)],
+        env,
+      ),
+    );
+    // kube-router has hooked its chains into the namespace's FORWARD: policies are enforced from here on.
+    await waitUntil(
+      'kube-router to enforce NetworkPolicies',
+      procs,
+      async () => rulesInclude(l, ['-S', 'FORWARD'], 'KUBE-ROUTER-FORWARD'),
+      60_000,
     );
   } finally {
     client.close();
@@ -450,11 +598,14 @@ export async function realNodeUp(host: RealNodeHost): Promise<RealNodeInfo> {
   return info;
 }
 
+/** The processes a running real node has (forwarder, containerd, kubelet, kube-proxy, kube-router). */
+const DAEMONS = 5;
+
 /** Whether the recorded real node runs (its processes alive; the Node's readiness is the caller's to check). */
 export function realNodeRunning(state: string, kubeconfig: string): boolean {
   const l = layout(state);
   const records = readProcRecords(l.pids);
-  return records.length === 3 && records.every(procAlive) && readRealNodeInfo(kubeconfig) !== undefined;
+  return records.length === DAEMONS && records.every(procAlive) && readRealNodeInfo(kubeconfig) !== undefined;
 }
 
 /** Mount points at or under `dir`, deepest first. */
@@ -563,7 +714,7 @@ export async function realNodeDown(
     }
   }
   removeShimSockets(l, containerIds);
-  await deleteNode(host.kubeconfig);
+  await deleteNodeObjects(host.kubeconfig);
   for (const mount of mountsUnder(l.dir)) if (!attempt('umount', [mount])) attempt('umount', ['-l', mount]);
   tearDownNetwork(l);
   removeLogLinks(l.podLogs);
@@ -624,15 +775,53 @@ function removeLogLinks(podLogs: string): void {
   }
 }
 
-/** The Node object goes with the node (a control plane that keeps running would show it NotReady forever). */
-async function deleteNode(kubeconfig: string): Promise<void> {
+/**
+ * The Node object goes with the node (a control plane that keeps running would show it NotReady forever), and so
+ * does the `kubernetes` Service's EndpointSlice (it names the forwarder, which is gone), when it is ours.
+ */
+async function deleteNodeObjects(kubeconfig: string): Promise<void> {
   if (!existsSync(kubeconfig)) return;
   const client = KubeClient.fromKubeconfig(kubeconfig);
   try {
     await client.request('DELETE', apiPath('v1', 'nodes', { name: REAL_NODE_NAME }), { timeoutMs: 2000 });
+    const slice = apiPath('discovery.k8s.io/v1', 'endpointslices', {
+      namespace: 'default',
+      name: 'kubernetes',
+    });
+    const current = await client.tryGet(slice, SliceSchema);
+    if (current?.metadata.labels?.[MANAGED_BY] === SLICE_MANAGER)
+      await client.request('DELETE', slice, { timeoutMs: 2000 });
   } catch {
     // the control plane is not up: nothing to delete
   } finally {
     client.close();
   }
+}
+
+const MANAGED_BY = 'endpointslice.kubernetes.io/managed-by';
+const SliceSchema = v.looseObject({
+  metadata: v.looseObject({ labels: v.optional(v.record(v.string(), v.string())) }),
+});
+
+/**
+ * The `kubernetes` Service's endpoint: the forwarder (10.213.o.1:P), the API server's address as the node's
+ * namespace sees it. A cluster's API server writes this itself (its endpoint reconciler, with its advertised
+ * address); the test bed's runs with `--endpoint-reconciler-type=none` and advertises 127.0.0.1, which a pod cannot
+ * reach, so the test bed writes the EndpointSlice kube-proxy reads (replaced at each start: the port changes).
+ */
+async function putKubernetesSlice(client: KubeClient, l: Layout, apiPort: number): Promise<void> {
+  const path = apiPath('discovery.k8s.io/v1', 'endpointslices', { namespace: 'default', name: 'kubernetes' });
+  await client.request('DELETE', path, { timeoutMs: 5000 });
+  await client.create(apiPath('discovery.k8s.io/v1', 'endpointslices', { namespace: 'default' }), {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: {
+      name: 'kubernetes',
+      namespace: 'default',
+      labels: { 'kubernetes.io/service-name': 'kubernetes', [MANAGED_BY]: SLICE_MANAGER },
+    },
+    addressType: 'IPv4',
+    endpoints: [{ addresses: [l.hostIP], conditions: { ready: true } }],
+    ports: [{ name: 'https', port: apiPort, protocol: 'TCP' }],
+  });
 }

@@ -32,7 +32,15 @@ import {
 import { readRealNodeInfo } from '../test/support/real-node/info.ts';
 import { NodeSchema } from '../test/support/schemas.ts';
 import { readTestbedInfo, type TestbedInfo } from '../test/support/testbed.ts';
-import { REAL_NODE_NAME, type RealNodeHost, realNodeDown, realNodeRunning, realNodeUp } from './real-node.ts';
+import {
+  REAL_NODE_NAME,
+  type RealNodeHost,
+  realNodeDown,
+  layout as realNodeLayout,
+  realNodeRunning,
+  realNodeUp,
+  SERVICE_CIDR,
+} from './real-node.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const STATE = process.env.AGENT_TESTBED_DIR ?? join(ROOT, '.testbed');
@@ -239,10 +247,13 @@ function ensureCerts(): void {
   ]);
   const server = 'keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth';
   const client = 'keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth';
+  // The `kubernetes` Service's names and ClusterIP (10.0.0.1, what in-cluster clients on the real node dial), and the
+  // real node's forwarder address (docs/design/real-node.md), so clients there verify the API server as they would
+  // in a cluster.
   leaf(
     'apiserver',
     '/CN=kube-apiserver',
-    `${server}\nsubjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1`,
+    `${server}\nsubjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1,IP:${realNodeLayout(STATE).hostIP}`,
   );
   leaf('admin', '/O=system:masters/CN=admin', client);
   leaf('kubelet-client', '/O=system:masters/CN=kube-apiserver-kubelet-client', client);
@@ -404,7 +415,7 @@ function apiserverArgs(etcdUrl: string, apiPort: number): string[] {
     `--service-account-issuer=https://127.0.0.1:${apiPort}`,
     `--service-account-key-file=${c('sa.pub')}`,
     `--service-account-signing-key-file=${c('sa.key')}`,
-    '--service-cluster-ip-range=10.0.0.0/24',
+    `--service-cluster-ip-range=${SERVICE_CIDR}`,
     '--disable-admission-plugins=ServiceAccount',
     '--endpoint-reconciler-type=none',
     '--allow-privileged=true',
@@ -624,7 +635,12 @@ async function ensureRealNode(info: TestbedInfo): Promise<boolean> {
     return true;
   } catch (error) {
     say(`real node start failed: ${error instanceof Error ? error.message : String(error)}`);
-    for (const log of ['real-node-containerd', 'real-node-kubelet'].map((n) => join(LOGS, `${n}.log`)))
+    for (const log of [
+      'real-node-containerd',
+      'real-node-kubelet',
+      'real-node-kube-proxy',
+      'real-node-kube-router',
+    ].map((n) => join(LOGS, `${n}.log`)))
       if (existsSync(log)) say(`last lines of ${log}:\n${tail(log, 15)}`);
     await realNodeDown(host);
     say('the control plane keeps running without the real node');
@@ -973,8 +989,9 @@ const USAGE = `Usage: scripts/testbed up [--real-node]|down|status|env|kubectl|r
 
   up      start (or reuse) the local control plane; prints the admin kubeconfig path last on stdout
   up --real-node (or AGENT_TESTBED_REAL_NODE=1)
-          also a real node: the kubelet over containerd and runc in a network namespace of its own (root;
-          sudo scripts/install-node-runtime first); node "real-node", tainted agent-controller.test/real-node
+          also a real node: the kubelet over containerd and runc, kube-proxy and kube-router's policy controller,
+          in a network namespace of its own (root; sudo scripts/install-node-runtime first); node "real-node",
+          tainted agent-controller.test/real-node
           (docs/design/real-node.md). Added to a running control plane; down stops and removes it.
   down    stop everything up started (safe to call twice)
   status  show the components and whether the control plane is healthy (exit 1 if not)

@@ -29,6 +29,7 @@ import {
   stationManifest,
 } from '../support/index.ts';
 import type { RealNodeInfo } from '../support/real-node/info.ts';
+import { serviceAccountVolume } from '../support/real-node/pods.ts';
 import {
   buildProductImages,
   importImages,
@@ -84,8 +85,12 @@ function controllerDeployment(node: RealNodeInfo): Manifest {
   assert.ok(deployment, 'deploy/controller.yaml has the Deployment');
   assert.equal(deployment.spec.replicas, 2, 'deploy/controller.yaml runs two replicas');
   const pod = deployment.spec.template.spec;
+  // The test bed's API server runs without the ServiceAccount admission plugin, so the pod gets here the projected
+  // volume that plugin adds in a cluster (token, the cluster's CA, the namespace) at the same path.
+  const sa = serviceAccountVolume();
   const containers = pod.containers.map((c) => ({
     ...c,
+    volumeMounts: [...((c.volumeMounts as unknown[] | undefined) ?? []), sa.mount],
     image: PRODUCT_IMAGE,
     imagePullPolicy: 'Never',
     env: (c.env as { name: string; value?: string }[]).map((e) =>
@@ -106,6 +111,7 @@ function controllerDeployment(node: RealNodeInfo): Manifest {
         spec: {
           ...pod,
           containers,
+          volumes: [...((pod.volumes as unknown[] | undefined) ?? []), sa.volume],
           // The test bed runs no scheduler for the real node: the pod names it, selects its label and tolerates
           // its taint (docs/design/real-node.md).
           nodeName: node.nodeName,

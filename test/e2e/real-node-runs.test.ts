@@ -7,23 +7,31 @@
 // Event) and the error of the supervisor's termination message (the run report) as `failureReason`; an exec run
 // that exits 3 and one wedged past its deadline (killed, 124) end Failed with those codes; inside the agent
 // container the uid is 1000, seccomp (RuntimeDefault) is in force, no capabilities, read from /proc/self/status.
+// A server-mode Agent's Service answers a client pod on the real node at its ClusterIP (kube-proxy; the test writes
+// the Service's EndpointSlice, the test bed runs no EndpointSlice controller).
 // Needs `scripts/testbed up --real-node` and the built bundle; runs in the Node pass only.
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import * as v from 'valibot';
 import {
+  agentCondition,
   agentManifest,
   applyCrds,
+  applyRbacManifests,
   BUNDLE_PATH,
   e2eCluster,
   execDefinition,
   GROUP_VERSION,
   type Manifest,
   type Pod,
+  PodSchema,
+  pollUntil,
   runScenario,
   stationManifest,
 } from '../support/index.ts';
 import type { RealNodeInfo } from '../support/real-node/info.ts';
+import { nodeRules, POST_SCRIPT, restrictedPod } from '../support/real-node/pods.ts';
 import {
   buildProductImages,
   importImages,
@@ -31,6 +39,7 @@ import {
   PRODUCT_IMAGE,
 } from '../support/real-node/product-image.ts';
 import { realNodeRuns, realNodeTemplate, runPod } from '../support/real-node/runs.ts';
+import { createPolicy, endpointOf, startServerReplica } from '../support/server.ts';
 
 const cluster = e2eCluster();
 const { realNode, skip } = realNodeRuns(cluster);
@@ -181,6 +190,124 @@ describe('real node: the product runs Agents on a real kubelet', { skip }, () =>
           events.some((e) => e.message?.includes('exit code 3')),
           `the Failed Event names exit code 3: ${events.map((e) => e.message).join(' | ')}`,
         );
+      }),
+  );
+
+  it(
+    "server mode: the Agent's Service answers a pod on the real node at its ClusterIP",
+    { timeout: 240_000 },
+    () =>
+      runScenario(cluster, 'rn-server', async (s) => {
+        await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
+        await applyRbacManifests(s, 'deploy/rbac/policy-reader-rbac.yaml');
+        await applyRbacManifests(s, 'deploy/components/server/server-rbac.yaml');
+        const policy = await createPolicy(s, 'serve', ['job', 'server']);
+        await s.create(
+          {
+            apiVersion: GROUP_VERSION,
+            kind: 'AgentDefinition',
+            metadata: { name: 'def' },
+            spec: {
+              model: 'claude-opus-5-5',
+              prompt: 'unused by servers',
+              execution: 'server',
+              resources: {
+                env: [
+                  { name: 'MOCK_STYLE', value: 'claude' },
+                  { name: 'MOCK_ECHO_PROMPT', value: '1' },
+                ],
+              },
+            },
+          },
+          stationManifest('st', 'def', {
+            policyRef: policy,
+            template: realNodeTemplate(realNode, MOCK_CLI_IMAGE),
+          }),
+          agentManifest('bot', 'st'),
+        );
+        // The init image must have the CLI on PATH (else it would install it, and nothing can be downloaded here).
+        await startServerReplica(s, MOCK_CLI_IMAGE);
+        await s.waitForAgent(
+          'bot',
+          (a) => a.status.phase === 'Serving' && agentCondition(a, 'Ready')?.status === 'True',
+          'Serving and Ready',
+          180_000,
+        );
+        const service = await s.client.get(
+          `/api/v1/namespaces/${s.ns}/services/bot-server`,
+          v.looseObject({
+            spec: v.looseObject({
+              clusterIP: v.string(),
+              ports: v.array(v.looseObject({ name: v.optional(v.string()), port: v.number() })),
+            }),
+          }),
+        );
+        const [servicePort] = service.spec.ports;
+        assert.ok(servicePort, 'the Service has a port');
+        // The test bed runs no EndpointSlice controller (docs/design/real-node.md, "Services"): the slice it would
+        // write from the Service's selector (the ready pod's address, the target port) is written here.
+        const endpoint = await endpointOf(s, 'bot-server');
+        const [podIP, targetPort] = endpoint.split(':');
+        await s.client.create(`/apis/discovery.k8s.io/v1/namespaces/${s.ns}/endpointslices`, {
+          apiVersion: 'discovery.k8s.io/v1',
+          kind: 'EndpointSlice',
+          metadata: { name: 'bot-server-1', labels: { 'kubernetes.io/service-name': 'bot-server' } },
+          addressType: 'IPv4',
+          endpoints: [{ addresses: [podIP], conditions: { ready: true } }],
+          ports: [
+            {
+              ...(servicePort.name ? { name: servicePort.name } : {}),
+              port: Number(targetPort),
+              protocol: 'TCP',
+            },
+          ],
+        });
+        await pollUntil(
+          () => (nodeRules(realNode).includes(`--to-destination ${endpoint}`) ? true : undefined),
+          {
+            timeoutMs: 30_000,
+            description: "kube-proxy's rule for the server's endpoint",
+          },
+        );
+        // A client pod on the real node, the generated key from its Secret in its environment, the plain OpenAI shape.
+        const url = `http://${service.spec.clusterIP}:${servicePort.port}/v1/chat/completions`;
+        const body = JSON.stringify({
+          model: 'claude-opus-5-5',
+          messages: [{ role: 'user', content: 'what is one plus one' }],
+        });
+        await s.client.create(
+          `/api/v1/namespaces/${s.ns}/pods`,
+          restrictedPod(realNode, 'client', PRODUCT_IMAGE, {
+            command: ['/nodejs/bin/node', '-e', POST_SCRIPT, url, body],
+            env: [
+              {
+                name: 'API_KEY',
+                valueFrom: { secretKeyRef: { name: 'bot-server-api-key', key: 'api-key' } },
+              },
+            ],
+          }),
+        );
+        const client = await pollUntil(
+          async (observe) => {
+            const p = await s.client.get(`/api/v1/namespaces/${s.ns}/pods/client`, PodSchema);
+            observe(p.status);
+            return ['Succeeded', 'Failed'].includes(p.status.phase ?? '') ? p : undefined;
+          },
+          { timeoutMs: 90_000, description: 'the client pod to finish' },
+        );
+        assert.equal(client.status.phase, 'Succeeded', JSON.stringify(client.status));
+        const answer = v.parse(
+          v.object({ status: v.number(), body: v.string() }),
+          JSON.parse(client.status.containerStatuses[0]?.state.terminated?.message ?? '{}'),
+        );
+        assert.equal(answer.status, 200, answer.body);
+        const completion = v.parse(
+          v.looseObject({
+            choices: v.array(v.looseObject({ message: v.looseObject({ content: v.string() }) })),
+          }),
+          JSON.parse(answer.body),
+        );
+        assert.match(completion.choices[0]?.message.content ?? '', /echo: what is one plus one/);
       }),
   );
 });

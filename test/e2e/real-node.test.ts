@@ -8,9 +8,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { connect } from 'node:net';
-import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import {
   apiPath,
   freshNamespace,
@@ -19,27 +17,13 @@ import {
   pollUntil,
   type TestNamespace,
 } from '../support/index.ts';
-import { type RealNodeInfo, readRealNodeInfo } from '../support/real-node/info.ts';
+import { readRealNodeInfo, realNodeSkipReason } from '../support/real-node/info.ts';
+import { kubectlBinary, restrictedPod } from '../support/real-node/pods.ts';
 import { e2eCluster } from '../support/testbed.ts';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cluster = e2eCluster();
 const realNode = typeof cluster === 'string' ? undefined : readRealNodeInfo(cluster.kubeconfig);
-const skip =
-  typeof cluster === 'string'
-    ? cluster
-    : process.env.AGENT_E2E_RUNTIME === 'deno'
-      ? 'the real node does not depend on the JavaScript runtime; it runs in the node pass only'
-      : realNode === undefined
-        ? 'the real node is not up (sudo scripts/install-node-runtime, then scripts/testbed up --real-node)'
-        : false;
-
-/** The kubectl binary of the control plane's release (already built: the test bed runs its binaries). */
-function kubectlBinary(): string {
-  const bin = spawnSync('bash', [join(ROOT, 'scripts', 'build-kube-binaries')], { encoding: 'utf8' });
-  assert.equal(bin.status, 0, bin.stderr);
-  return join(bin.stdout.trim().split('\n').at(-1) ?? '', 'kubectl');
-}
+const skip = typeof cluster === 'string' ? cluster : realNodeSkipReason(realNode);
 
 function kubectl(kubeconfig: string, ...args: string[]): string {
   const r = spawnSync(kubectlBinary(), ['--kubeconfig', kubeconfig, ...args], {
@@ -48,48 +32,6 @@ function kubectl(kubeconfig: string, ...args: string[]): string {
   });
   assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
   return r.stdout;
-}
-
-/** A pod of the test image for the real node, restricted in every field Pod Security's `restricted` level checks. */
-function restrictedPod(
-  node: RealNodeInfo,
-  name: string,
-  args: string[],
-  extra: Record<string, unknown> = {},
-) {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name },
-    spec: {
-      // The test bed has no scheduler for the real node: the pod names it, and tolerates its taint.
-      nodeName: node.nodeName,
-      tolerations: [{ ...node.taint, operator: 'Equal' }],
-      restartPolicy: 'Never',
-      automountServiceAccountToken: false,
-      terminationGracePeriodSeconds: 2,
-      securityContext: {
-        runAsNonRoot: true,
-        runAsUser: 1000,
-        runAsGroup: 1000,
-        seccompProfile: { type: 'RuntimeDefault' },
-      },
-      containers: [
-        {
-          name: 'hello',
-          image: node.images.hello,
-          imagePullPolicy: 'Never',
-          args,
-          securityContext: {
-            allowPrivilegeEscalation: false,
-            readOnlyRootFilesystem: true,
-            capabilities: { drop: ['ALL'] },
-          },
-          ...extra,
-        },
-      ],
-    },
-  };
 }
 
 /** Polls the pod until `done` holds. */
@@ -170,7 +112,7 @@ describe('real node: a restricted pod on a real kubelet', { skip }, () => {
     const message = `hello from ${ns.name}`;
     await cluster.client.create(
       apiPath('v1', 'pods', { namespace: ns.name }),
-      restrictedPod(realNode, 'hello', [message]),
+      restrictedPod(realNode, 'hello', realNode.images.hello, { args: [message] }),
     );
     const pod = await waitPod(ns.name, 'hello', 'the pod on the real node to finish', (p) =>
       ['Succeeded', 'Failed'].includes(p.status.phase ?? ''),
@@ -194,7 +136,8 @@ describe('real node: a restricted pod on a real kubelet', { skip }, () => {
   }, async (t) => {
     await cluster.client.create(
       apiPath('v1', 'pods', { namespace: ns.name }),
-      restrictedPod(realNode, 'server', ['--serve', '8080'], {
+      restrictedPod(realNode, 'server', realNode.images.hello, {
+        args: ['--serve', '8080'],
         ports: [{ containerPort: 8080 }],
         readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
       }),

@@ -725,6 +725,7 @@ const PLURAL: Readonly<Record<string, readonly [string, string]>> = {
   Role: ['rbac.authorization.k8s.io/v1', 'roles'],
   RoleBinding: ['rbac.authorization.k8s.io/v1', 'rolebindings'],
   NetworkPolicy: ['networking.k8s.io/v1', 'networkpolicies'],
+  Deployment: ['apps/v1', 'deployments'],
 };
 
 /** The collection path of `kind` in `namespace`. */

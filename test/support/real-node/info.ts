@@ -27,3 +27,15 @@ export function readRealNodeInfo(kubeconfigPath: string): RealNodeInfo | undefin
   if (!existsSync(file)) return undefined;
   return v.parse(RealNodeInfoSchema, JSON.parse(readFileSync(file, 'utf8')));
 }
+
+/**
+ * Why a real-node e2e file skips, or false: the Deno pass skips them (the real node does not depend on the bundle's
+ * runtime), and so does a test bed started without the real node.
+ */
+export function realNodeSkipReason(info: RealNodeInfo | undefined): string | false {
+  if (process.env.AGENT_E2E_RUNTIME === 'deno')
+    return 'the real node does not depend on the JavaScript runtime; it runs in the node pass only';
+  if (info === undefined)
+    return 'the real node is not up (sudo scripts/install-node-runtime, then scripts/testbed up --real-node)';
+  return false;
+}

@@ -2,7 +2,7 @@
 // template that puts a run pod on the real node, and the pod of a finished run.
 import assert from 'node:assert/strict';
 import { controllerSkipReason, type E2eCluster, type Pod, type Scenario } from '../index.ts';
-import { type RealNodeInfo, readRealNodeInfo } from './info.ts';
+import { type RealNodeInfo, readRealNodeInfo, realNodeSkipReason } from './info.ts';
 
 /** The real node of the test bed, and why the product's real-node files skip (false: they run). */
 export function realNodeRuns(cluster: E2eCluster | string): {
@@ -10,13 +10,7 @@ export function realNodeRuns(cluster: E2eCluster | string): {
   skip: string | false;
 } {
   const realNode = typeof cluster === 'string' ? undefined : readRealNodeInfo(cluster.kubeconfig);
-  const skip =
-    controllerSkipReason(cluster) ||
-    (process.env.AGENT_E2E_RUNTIME === 'deno'
-      ? 'the real node does not depend on the JavaScript runtime; it runs in the node pass only'
-      : realNode === undefined
-        ? 'the real node is not up (sudo scripts/install-node-runtime, then scripts/testbed up --real-node)'
-        : false);
+  const skip = controllerSkipReason(cluster) || realNodeSkipReason(realNode);
   return { realNode, skip };
 }
 
