@@ -18,7 +18,6 @@ import {
   AGENT_CONTAINER_IMAGE,
   agentManifest,
   applyCrds,
-  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   execDefinition,

@@ -12,7 +12,6 @@ import {
   agentManifest,
   applyCrds,
   collectionPath,
-  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   execDefinition,

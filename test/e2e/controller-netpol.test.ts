@@ -22,7 +22,6 @@ import {
   apiPath,
   applyCrds,
   collectionPath,
-  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   execDefinition,

@@ -11,7 +11,6 @@ import {
   agentManifest,
   apiPath,
   applyCrds,
-  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   execDefinition,

@@ -12,7 +12,6 @@ import {
   apiPath,
   applyCrds,
   collectionPath,
-  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   fakeClaudeImages,

@@ -9,7 +9,6 @@ import {
   agentManifest,
   apiPath,
   applyCrds,
-  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   enforcePodSecurity,

@@ -310,4 +310,52 @@ describe('real node: the product runs Agents on a real kubelet', { skip }, () =>
         assert.match(completion.choices[0]?.message.content ?? '', /echo: what is one plus one/);
       }),
   );
+  it(
+    "per-run RBAC: the run's projected token reaches the API server through the kubernetes Service; its SSARs get what the policy grants",
+    { timeout: 240_000 },
+    () =>
+      runScenario(cluster, 'rn-rbac', async (s) => {
+        const renamed = await applyRbacManifests(s, 'deploy/components/run-rbac/run-rbac.yaml');
+        const reader = renamed.get('agent-run-pod-reader');
+        assert.ok(reader !== undefined, 'the component ships agent-run-pod-reader');
+        const policy = `${s.ns}-grants`;
+        const policies = `/apis/${GROUP_VERSION}/agentpolicies`;
+        await s.client.create(policies, {
+          apiVersion: GROUP_VERSION,
+          kind: 'AgentPolicy',
+          metadata: { name: policy },
+          spec: { rbac: { roles: [reader] } },
+        });
+        s.defer(async () => {
+          await s.client.delete(`${policies}/${policy}`);
+        });
+        await s.create(
+          execDefinition('reader', ['/usr/local/bin/mock-agent'], {
+            resources: { env: [{ name: 'MOCK_CAN_I', value: 'get pods;create pods;list secrets' }] },
+            rbac: { roles: [reader] },
+          }),
+          stationManifest('reader', 'reader', {
+            policyRef: policy,
+            template: realNodeTemplate(realNode, MOCK_CLI_IMAGE),
+          }),
+          agentManifest('reader-run', 'reader'),
+        );
+        await s.startReplica({ env: { AGENT_IMAGE: PRODUCT_IMAGE } });
+        const done = await s.waitTerminal('reader-run', 180_000);
+        assert.equal(done.status.phase, 'Succeeded', JSON.stringify(done.status));
+        assertRanOnRealNode(realNode, await runPod(s, 'reader-run'), 0);
+        // The mock agent's answers, one JSON line per check (test/mock-agent: MOCK_CAN_I), asked from inside the pod
+        // at KUBERNETES_SERVICE_HOST:PORT as the kubelet set them, with the run's own projected token.
+        const got = new Map(
+          (done.status.output ?? '')
+            .split('\n')
+            .filter((l) => l.startsWith('{"canI"'))
+            .map((l) => JSON.parse(l) as { canI: string; allowed?: boolean; error?: string })
+            .map((a) => [a.canI, a] as const),
+        );
+        assert.equal(got.get('get pods')?.allowed, true, `the role grants it: ${done.status.output}`);
+        assert.equal(got.get('create pods')?.allowed, false, 'nothing the role does not give');
+        assert.equal(got.get('list secrets')?.allowed, false, 'nothing the role does not give');
+      }),
+  );
 });

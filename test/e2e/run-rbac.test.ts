@@ -100,16 +100,22 @@ function answers(output: string): Map<string, v.InferOutput<typeof CanISchema>> 
   return found;
 }
 
-/** A documentation address standing for the API server's endpoint (the node does not enforce NetworkPolicies). */
+/** A documentation address standing for the API server's endpoint where nothing writes a real one. */
 const API_ENDPOINT = '192.0.2.10';
 
+const SliceSchema = v.looseObject({
+  endpoints: v.array(v.looseObject({ addresses: v.array(v.string()) })),
+  ports: v.array(v.looseObject({ port: v.number() })),
+});
+
 /**
- * The EndpointSlice a cluster's API server keeps for Service default/kubernetes. The testbed's API server listens on
- * loopback, which EndpointSlices refuse, so it keeps none: the test provides one (left in place, as in any cluster).
+ * The EndpointSlice a cluster's API server keeps for Service default/kubernetes, and the address and port it names.
+ * The testbed's API server listens on loopback, which EndpointSlices refuse, so it keeps none: with the real node up
+ * the test bed writes one (the forwarder the node's pods reach the API server through); without it the test provides
+ * one with a documentation address (left in place, as in any cluster).
  */
-async function ensureApiEndpoints(s: Scenario): Promise<void> {
+async function ensureApiEndpoints(s: Scenario): Promise<{ address: string; port: number }> {
   const path = apiPath('discovery.k8s.io/v1', 'endpointslices', { namespace: 'default' });
-  if ((await s.client.tryGet(`${path}/kubernetes`)) !== undefined) return;
   try {
     await s.client.create(path, {
       apiVersion: 'discovery.k8s.io/v1',
@@ -122,6 +128,14 @@ async function ensureApiEndpoints(s: Scenario): Promise<void> {
   } catch (error) {
     if (!(error instanceof KubeError && error.status === 409)) throw error;
   }
+  const slice = await s.client.get(`${path}/kubernetes`, SliceSchema);
+  const address = slice.endpoints[0]?.addresses[0];
+  const port = slice.ports[0]?.port;
+  assert.ok(
+    address !== undefined && port !== undefined,
+    `default/kubernetes names an endpoint: ${JSON.stringify(slice)}`,
+  );
+  return { address, port };
 }
 
 /** An Agent's uid (always set on an object read from the API server). */
@@ -173,7 +187,7 @@ describe(`per-run Kubernetes access (${runtime})`, { skip }, () => {
     () =>
       runScenario(cluster, 'run-rbac', async (s) => {
         await enforcePodSecurity(s, 'restricted');
-        await ensureApiEndpoints(s);
+        const api = await ensureApiEndpoints(s);
         const reader = await installRbac(s);
         const mock = mockPath(s);
         const policy = await createPolicy(s, 'grants', {
@@ -212,8 +226,8 @@ describe(`per-run Kubernetes access (${runtime})`, { skip }, () => {
           }),
         );
         assert.deepEqual((netpol as unknown as { spec: { egress: unknown[] } }).spec.egress.at(-1), {
-          to: [{ ipBlock: { cidr: `${API_ENDPOINT}/32` } }],
-          ports: [{ protocol: 'TCP', port: 6443 }],
+          to: [{ ipBlock: { cidr: `${api.address}/32` } }],
+          ports: [{ protocol: 'TCP', port: api.port }],
         });
         await waitNoBindings(s, uidOf(done), 'reader-run');
         const settled = await s.waitForAgent(

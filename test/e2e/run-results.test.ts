@@ -12,7 +12,6 @@ import { after, before, describe, it } from 'node:test';
 import {
   agentManifest,
   applyCrds,
-  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   fakeClaudeImages,

@@ -13,7 +13,6 @@ import {
   apiPath,
   applyCrds,
   applyRbacManifests,
-  controllerSkipReason,
   e2eCluster,
   e2eRuntime,
   enforcePodSecurity,
