@@ -24,8 +24,6 @@ import {
   e2eCluster,
   e2eRuntime,
   fakeClaudeImages,
-  GROUP_VERSION,
-  type Manifest,
   pollUntil,
   runScenario,
   type Scenario,
@@ -35,8 +33,10 @@ import {
   agentPath,
   apiUrl,
   applyRealtimeRbac,
+  bindPromptForwarder,
   call,
   promptWhenReady,
+  realtimeDefinition,
   runCli,
   startConversationStore,
   startRealtimeReplica,
@@ -46,15 +46,6 @@ const cluster = e2eCluster();
 const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 const SESSION = 'e2e-session-0001';
-
-function realtimeDefinition(name: string, spec: Readonly<Record<string, unknown>> = {}): Manifest {
-  return {
-    apiVersion: GROUP_VERSION,
-    kind: 'AgentDefinition',
-    metadata: { name },
-    spec: { model: 'claude-opus-5-5', prompt: 'hello {topic}', execution: 'realtime', ...spec },
-  };
-}
 
 /**
  * A pod labelled like the controller's, with a container port named `api`, that relays TCP to `targetPort` on the
@@ -456,13 +447,7 @@ describe(`controller: realtime runs (${runtime})`, { skip }, () => {
           /^error: cannot find the prompt API: cannot look up service .*agent-controller-api: api 403 Forbidden/,
         );
         await applyRbacManifests(s, 'deploy/components/realtime/realtime-cli-rbac.yaml');
-        await s.create({
-          apiVersion: 'rbac.authorization.k8s.io/v1',
-          kind: 'RoleBinding',
-          metadata: { name: 'launcher-forwards' },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'agent-prompt-forwarder' },
-          subjects: [{ kind: 'ServiceAccount', name: 'agent-launcher', namespace: s.ns }],
-        });
+        await bindPromptForwarder(s, 'agent-launcher');
         const forwarded = await pollUntil(
           async (observe) => {
             const r = await asLauncher();

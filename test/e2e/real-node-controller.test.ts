@@ -32,7 +32,6 @@ import {
   BUNDLE_PATH,
   e2eCluster,
   execDefinition,
-  GROUP_VERSION,
   inScenario,
   LeaseObjectSchema,
   type Manifest,
@@ -58,7 +57,7 @@ import {
   PRODUCT_IMAGE,
 } from '../support/real-node/product-image.ts';
 import { realNodeRuns, realNodeTemplate, runPod } from '../support/real-node/runs.ts';
-import { runCli } from '../support/realtime.ts';
+import { bindPromptForwarder, realtimeDefinition, runCli } from '../support/realtime.ts';
 import { selfSignedCert } from '../support/self-signed.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -193,26 +192,6 @@ async function leaseHolder(s: Scenario): Promise<string | undefined> {
   return lease?.spec.holderIdentity ?? undefined;
 }
 
-/** A realtime AgentDefinition whose Claude CLI (the mock) answers each prompt with `echo: <prompt>`. */
-function realtimeDefinition(name: string): Manifest {
-  return {
-    apiVersion: GROUP_VERSION,
-    kind: 'AgentDefinition',
-    metadata: { name },
-    spec: {
-      model: 'claude-opus-5-5',
-      prompt: 'hello {topic}',
-      execution: 'realtime',
-      resources: {
-        env: [
-          { name: 'MOCK_STYLE', value: 'claude' },
-          { name: 'MOCK_ECHO_PROMPT', value: '1' },
-        ],
-      },
-    },
-  };
-}
-
 describe('real node: the controller in the cluster (two replicas, in-cluster config, restricted, realtime)', {
   skip,
 }, () => {
@@ -254,15 +233,8 @@ describe('real node: the controller in the cluster (two replicas, in-cluster con
         'deploy/components/realtime/realtime-cli-rbac.yaml',
       ])
         await applyRbacManifests(s, file);
-      // The CLI's caller: agent-launcher (prompt and close) may also port-forward to the prompt API, as the
-      // component's Role agent-prompt-forwarder says to bind it.
-      await s.create({
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'RoleBinding',
-        metadata: { name: 'agent-prompt-forwarder' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'agent-prompt-forwarder' },
-        subjects: [{ kind: 'ServiceAccount', name: 'agent-launcher', namespace: s.ns }],
-      });
+      // The CLI's caller: agent-launcher (prompt and close) may also port-forward to the prompt API.
+      await bindPromptForwarder(s, 'agent-launcher');
       // The prompt API's certificate, for the name the CLI checks through its port-forward.
       const tls = selfSignedCert(s.tempDir(), [`DNS:${API_SERVICE}.${s.ns}.svc`]);
       apiCa = join(s.tempDir(), 'api-ca.crt');
@@ -283,7 +255,15 @@ describe('real node: the controller in the cluster (two replicas, in-cluster con
         pick(docs, 'NetworkPolicy', 'agent-job-default-deny'),
         execDefinition('hello', ['/usr/local/bin/mock-agent']),
         stationManifest('hello', 'hello', { template: realNodeTemplate(realNode, MOCK_CLI_IMAGE) }),
-        realtimeDefinition('live'),
+        // The mock Claude CLI answers each prompt with `echo: <prompt>`.
+        realtimeDefinition('live', {
+          resources: {
+            env: [
+              { name: 'MOCK_STYLE', value: 'claude' },
+              { name: 'MOCK_ECHO_PROMPT', value: '1' },
+            ],
+          },
+        }),
         stationManifest('live', 'live', { template: realNodeTemplate(realNode, MOCK_CLI_IMAGE) }),
         controllerDeployment(docs, realNode),
       );

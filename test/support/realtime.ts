@@ -9,6 +9,7 @@ import {
   type ControllerProcess,
   type E2eRuntime,
   GROUP_VERSION,
+  type Manifest,
   type Scenario,
 } from './controller.ts';
 import { pollUntil } from './poll.ts';
@@ -18,6 +19,30 @@ export async function applyRealtimeRbac(s: Scenario): Promise<void> {
   await applyRbacManifests(s, 'deploy/rbac/controller-rbac.yaml');
   await applyRbacManifests(s, 'deploy/components/realtime/realtime-rbac.yaml');
   await applyRbacManifests(s, 'deploy/rbac/caller-rbac.yaml');
+}
+
+/**
+ * Binds the realtime component's Role agent-prompt-forwarder (deploy/components/realtime/realtime-cli-rbac.yaml,
+ * already applied) to the ServiceAccount `name`: the CLI may then port-forward to the prompt API.
+ */
+export async function bindPromptForwarder(s: Scenario, name: string): Promise<void> {
+  await s.create({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: `${name}-forwards` },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'agent-prompt-forwarder' },
+    subjects: [{ kind: 'ServiceAccount', name, namespace: s.ns }],
+  });
+}
+
+/** A realtime AgentDefinition (Claude, prompt `hello {topic}`), `spec` merged over it. */
+export function realtimeDefinition(name: string, spec: Readonly<Record<string, unknown>> = {}): Manifest {
+  return {
+    apiVersion: GROUP_VERSION,
+    kind: 'AgentDefinition',
+    metadata: { name },
+    spec: { model: 'claude-opus-5-5', prompt: 'hello {topic}', execution: 'realtime', ...spec },
+  };
 }
 
 /** A replica as the agent-controller ServiceAccount with REALTIME_ENABLED (unless told otherwise). */
