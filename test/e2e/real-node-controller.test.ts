@@ -18,7 +18,6 @@
 // rules are read from its namespace), openssl and the built bundle; runs in the Node pass only (the image holds
 // Node: the runtime under test is the one in the image).
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -237,8 +236,7 @@ describe('real node: the controller in the cluster (two replicas, in-cluster con
       await bindPromptForwarder(s, 'agent-launcher');
       // The prompt API's certificate, for the name the CLI checks through its port-forward.
       const tls = selfSignedCert(s.tempDir(), [`DNS:${API_SERVICE}.${s.ns}.svc`]);
-      apiCa = join(s.tempDir(), 'api-ca.crt');
-      writeFileSync(apiCa, tls.cert);
+      apiCa = tls.certFile;
       const b64 = (text: string) => Buffer.from(text).toString('base64');
       const docs = realtimeInstall();
       await s.create(

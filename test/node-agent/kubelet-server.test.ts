@@ -26,7 +26,7 @@ import { startKubeletServer } from './kubelet-server.ts';
 
 describe('test node: the kubelet port-forward endpoint', { skip: !HAVE_OPENSSL && 'needs openssl' }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'kubelet-server-'));
-  let tls: { cert: string; key: string };
+  let tls: ReturnType<typeof selfSignedCert>;
   let kubeletPort = 0;
   let podPort = 0;
   const closers: (() => void)[] = [];
@@ -40,9 +40,9 @@ describe('test node: the kubelet port-forward endpoint', { skip: !HAVE_OPENSSL &
     const kubelet = await startKubeletServer({
       host: '127.0.0.1',
       port: 0,
-      certFile: join(dir, 'cert.pem'),
-      keyFile: join(dir, 'key.pem'),
-      clientCaFile: join(dir, 'cert.pem'),
+      certFile: tls.certFile,
+      keyFile: tls.keyFile,
+      clientCaFile: tls.certFile,
       lookup: (ns, name) =>
         ns === 'ns' && name === 'pod' ? { podIP: '127.0.0.1', logInfo: () => undefined } : undefined,
       log: createLogger('error', () => undefined),

@@ -12,13 +12,13 @@ import { KubeClient } from './kube-client.ts';
 export const HAVE_OPENSSL = spawnSync('openssl', ['version'], { stdio: 'ignore' }).status === 0;
 
 /**
- * Makes a key and a self-signed certificate in `dir` (PEM) for `subjectAltNames` (openssl's form, `IP:…` or
+ * Makes a key and a self-signed certificate in `dir` (PEM, also returned with their paths) for `subjectAltNames` (openssl's form, `IP:…` or
  * `DNS:…`; the first one's value is also the CN); throws when openssl fails.
  */
 export function selfSignedCert(
   dir: string,
   subjectAltNames: readonly string[] = ['IP:127.0.0.1'],
-): { readonly cert: string; readonly key: string } {
+): { readonly cert: string; readonly key: string; readonly certFile: string; readonly keyFile: string } {
   const keyFile = join(dir, 'key.pem');
   const certFile = join(dir, 'cert.pem');
   const made = spawnSync(
@@ -45,7 +45,7 @@ export function selfSignedCert(
     { encoding: 'utf8' },
   );
   if (made.status !== 0) throw new Error(`openssl req failed (${made.status}): ${made.stderr}`);
-  return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
+  return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8'), certFile, keyFile };
 }
 
 /**
