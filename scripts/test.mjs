@@ -6,8 +6,9 @@
 //        uses installed (scripts/install-clis: the real vendor CLIs from npm) and built from their Go modules
 //        (scripts/build-otelcol, build-helm, build-promtool); cached after the first time; one after the other, in
 //        the background from the start, while the unit tier runs; then runs
-//        test/e2e/*.test.ts once per runtime (Node and Deno side by side) with AGENT_E2E_RUNTIME set, one file at a
-//        time per runtime; then, one runtime after the other, the files marked `// e2e: alone` on their first line.
+//        test/e2e/*.test.ts once per runtime with AGENT_E2E_RUNTIME set, one file at a time per lane, in two lanes
+//        side by side (Node; Deno, then Node's real-CLI files); then, one runtime after the other, the files marked
+//        `// e2e: alone` on their first line.
 // chaos: the short chaos profile (test/chaos/profile), alone on the control plane after the e2e tiers: it restarts
 //        the API server and compacts etcd.
 // `npm run chaos -- [--minutes N] [--seed N] …` (tier `chaos-run`): one long chaos run, its report on stdout.
@@ -231,36 +232,65 @@ function runsAlone(file) {
 }
 
 /**
- * The e2e tier: once per runtime (AGENT_E2E_RUNTIMES, default `node,deno`), one file at a time within a pass. The
- * passes of the runtimes run side by side (each file has its namespaces of its own; most of an e2e file's time is
- * spent waiting on the cluster), the first runtime's output live and the others' printed when they end; then the
- * files that must run alone, one runtime after the other. Each runtime is still its own tier for the skip report.
+ * The e2e files of the first runtime's pass that run in the second lane, after the other runtimes' passes: the
+ * real-CLI files (`real-cli-*`, Node only, long: the CLIs' own retries and deadlines), so that the two lanes take
+ * about as long as each other.
+ */
+function runsInSecondLane(file) {
+  return /^real-cli-/.test(file.split('/').at(-1) ?? '');
+}
+
+/**
+ * The e2e tier: once per runtime (AGENT_E2E_RUNTIMES, default `node,deno`), one file at a time within a pass. Two
+ * lanes run side by side (each file has namespaces of its own; most of an e2e file's time is spent waiting on the
+ * cluster): the first runtime's pass (its output live), and the other runtimes' passes followed by the first
+ * runtime's real-CLI files (their output printed when the lane ends). Then the files that must run alone, one runtime
+ * after the other. Each runtime is still its own tier for the skip report.
  */
 async function e2eTier(kubeconfig) {
   const files = findTests('test/e2e');
   const alone = files.filter(runsAlone);
   const shared = files.filter((f) => !alone.includes(f));
   const runtimes = (process.env.AGENT_E2E_RUNTIMES ?? 'node,deno').split(',');
+  const [first, ...others] = runtimes;
   const tierOf = (runtime) => `e2e (${runtime})`;
   const envOf = (runtime) => ({ KUBECONFIG: kubeconfig, AGENT_E2E_RUNTIME: runtime });
   const extra = ['--test-concurrency=1'];
-  const logs = runtimes.map((r, i) =>
-    i === 0 ? undefined : join(tmpdir(), `agent-controller-e2e-${process.pid}-${r}.log`),
-  );
-  const sharedStatus = await Promise.all(
-    runtimes.map((r, i) => nodeTestPart(tierOf(r), 'shared', shared, envOf(r), extra, logs[i])),
-  );
-  for (const [i, log] of logs.entries()) {
-    if (log === undefined) continue;
-    console.log(`\n=== ${tierOf(runtimes[i])}: the files run beside the ${runtimes[0]} pass\n`);
-    process.stdout.write(readFileSync(log, 'utf8'));
-    rmSync(log, { force: true });
+  const laneLog = (name) => join(tmpdir(), `agent-controller-e2e-${process.pid}-${name}.log`);
+  const secondLane = [
+    ...others.map((r) => ({ runtime: r, part: 'shared', files: shared })),
+    { runtime: first, part: 'second-lane', files: shared.filter(runsInSecondLane) },
+  ];
+  const [firstStatus, secondStatus] = await Promise.all([
+    nodeTestPart(
+      tierOf(first),
+      'shared',
+      shared.filter((f) => !runsInSecondLane(f)),
+      envOf(first),
+      extra,
+    ),
+    (async () => {
+      const statuses = [];
+      for (const [i, p] of secondLane.entries())
+        statuses.push(
+          await nodeTestPart(tierOf(p.runtime), p.part, p.files, envOf(p.runtime), extra, laneLog(i)),
+        );
+      return statuses;
+    })(),
+  ]);
+  for (const [i, p] of secondLane.entries()) {
+    if (p.files.length === 0) continue;
+    console.log(
+      `\n=== ${tierOf(p.runtime)}: ${p.part === 'shared' ? 'the files' : 'the real-CLI files'}, in the second lane\n`,
+    );
+    process.stdout.write(readFileSync(laneLog(i), 'utf8'));
+    rmSync(laneLog(i), { force: true });
   }
-  let ok = sharedStatus.every((s) => s === 0);
+  let ok = firstStatus === 0 && secondStatus.every((s) => s === 0);
   for (const r of runtimes) {
     if (alone.length > 0) console.log(`\n=== ${tierOf(r)}: the files that run alone`);
     if ((await nodeTestPart(tierOf(r), 'alone', alone, envOf(r), extra)) !== 0) ok = false;
-    const parts = ['shared', 'alone'].map((p) => skipsFileOf(tierOf(r), p));
+    const parts = ['shared', 'second-lane', 'alone'].map((p) => skipsFileOf(tierOf(r), p));
     if (!reportSkips(tierOf(r), parts)) ok = false;
     for (const p of parts) rmSync(p, { force: true });
   }
