@@ -67,17 +67,13 @@ function testArgs(skipsFile, extra, files) {
 }
 
 /** Runs `files` with node:test as tier `tier`; then lists its skips (and, under CI, checks them). */
-function nodeTest(tier, files, env, extra = []) {
-  const skipsFile = skipsFileOf(tier, 'all');
-  rmSync(skipsFile, { force: true });
-  const status = run(NODE, testArgs(skipsFile, extra, files), env);
-  const skipsOk = reportSkips(tier, [skipsFile]);
-  rmSync(skipsFile, { force: true });
-  return status === 0 && skipsOk ? 0 : 1;
+async function nodeTest(tier, files, env, extra = []) {
+  const status = await nodeTestPart(tier, 'all', files, env, extra);
+  return status === 0 && checkSkips(tier, ['all']) ? 0 : 1;
 }
 
 /**
- * Like `nodeTest` without the skip report, asynchronously: part `part` of tier `tier` (its skips go to
+ * Runs `files` with node:test as part `part` of tier `tier` (its skips go to
  * `skipsFileOf(tier, part)`). With `logFile`, the output goes there instead of this process's stdout (a pass that
  * runs beside another, printed when it ends). Resolves with the exit status.
  */
@@ -134,9 +130,17 @@ function reportSkips(tier, skipsFiles) {
   return false;
 }
 
+/** `reportSkips` over the parts of `tier` that ran, whose skip files it then removes. */
+function checkSkips(tier, parts) {
+  const files = parts.map((p) => skipsFileOf(tier, p));
+  const ok = reportSkips(tier, files);
+  for (const f of files) rmSync(f, { force: true });
+  return ok;
+}
+
 /**
  * The tools of the e2e tier (the real vendor CLIs, then the Go tools), installed or built one after the other by one background shell (each is a Go build of minutes
- * when not cached; two at once on two cores only slow each other; the unit tier's spawnSync does not hold it up).
+ * when not cached; two at once on two cores only slow each other; the unit tier runs beside it).
  * Resolves with the names of those that failed.
  * The shell leads a process group of its own, and a watcher in it ends that whole group (the build scripts and their
  * `go` processes) as soon as this process goes away however it ends (a failed unit tier's exit, Ctrl-C, a kill):
@@ -182,7 +186,7 @@ if (wanted.includes('unit')) {
     ...findTests('test/chaos').filter((f) => !f.startsWith(join('test', 'chaos', 'profile'))),
     ...findTests('bench'),
   ];
-  if (nodeTest('unit', files, {}) !== 0) failed = true;
+  if ((await nodeTest('unit', files, {})) !== 0) failed = true;
 }
 /**
  * Whether the e2e tier starts the real node too (`testbed up --real-node`, docs/design/real-node.md): always under
@@ -290,9 +294,7 @@ async function e2eTier(kubeconfig) {
   for (const r of runtimes) {
     if (alone.length > 0) console.log(`\n=== ${tierOf(r)}: the files that run alone`);
     if ((await nodeTestPart(tierOf(r), 'alone', alone, envOf(r), extra)) !== 0) ok = false;
-    const parts = ['shared', 'second-lane', 'alone'].map((p) => skipsFileOf(tierOf(r), p));
-    if (!reportSkips(tierOf(r), parts)) ok = false;
-    for (const p of parts) rmSync(p, { force: true });
+    if (!checkSkips(tierOf(r), ['shared', 'second-lane', 'alone'])) ok = false;
   }
   return ok;
 }
@@ -303,7 +305,9 @@ if (wanted.includes('e2e') && !failed) {
 }
 if (wanted.includes('chaos') && !failed) {
   const kubeconfig = await prepareCluster();
-  if (nodeTest('chaos', findTests(join('test', 'chaos', 'profile')), { KUBECONFIG: kubeconfig }) !== 0)
+  if (
+    (await nodeTest('chaos', findTests(join('test', 'chaos', 'profile')), { KUBECONFIG: kubeconfig })) !== 0
+  )
     failed = true;
 }
 if (wanted.includes('chaos-run')) {
