@@ -18,6 +18,7 @@ import {
   AGENT_CONTAINER_IMAGE,
   agentManifest,
   applyCrds,
+  createAgentPolicy,
   e2eCluster,
   e2eRuntime,
   execDefinition,
@@ -36,26 +37,6 @@ const cluster = e2eCluster();
 const skip = nodePassOnlySkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 const POLICIES = `/apis/${GROUP_VERSION}/agentpolicies`;
-
-/** Creates an AgentPolicy named `<ns>-<suffix>`, deleted at the end; returns its name. */
-async function createPolicy(
-  s: Scenario,
-  suffix: string,
-  spec: Record<string, unknown>,
-  labels: Record<string, string> = {},
-): Promise<string> {
-  const name = `${s.ns}-${suffix}`;
-  await s.client.create(POLICIES, {
-    apiVersion: GROUP_VERSION,
-    kind: 'AgentPolicy',
-    metadata: { name, labels },
-    spec,
-  });
-  s.defer(async () => {
-    await s.client.delete(`${POLICIES}/${name}`);
-  });
-  return name;
-}
 
 /** The HTTP status and message of a create the API server may refuse (201 when it is accepted). */
 async function tryCreate(s: Scenario, m: Manifest): Promise<{ status: number; message: string }> {
@@ -78,7 +59,7 @@ describe(`AgentPolicy (${runtime})`, { skip }, () => {
     { timeout: 240_000 },
     () =>
       runScenario(cluster, 'policy-ctl', async (s) => {
-        const tight = await createPolicy(s, 'tight', {
+        const tight = await createAgentPolicy(s, 'tight', {
           images: { allowedPrefixes: [AGENT_CONTAINER_IMAGE] },
           models: { allowed: ['exec'] },
           executions: { allowed: ['job'] },
@@ -87,7 +68,7 @@ describe(`AgentPolicy (${runtime})`, { skip }, () => {
         });
         const echo = ['sh', '-c', 'echo "ran $0"'];
         // A default policy: it applies to the Stations that name none (here st-default).
-        const fallback = await createPolicy(
+        const fallback = await createAgentPolicy(
           s,
           'default',
           { resources: { maxDeadlineMinutes: 9999 } },
@@ -168,7 +149,7 @@ describe(`AgentPolicy (${runtime})`, { skip }, () => {
     { timeout: 120_000 },
     async () =>
       runScenario(cluster, 'policy-vap', async (s) => {
-        const policy = await createPolicy(s, 'strict', {
+        const policy = await createAgentPolicy(s, 'strict', {
           images: { allowedPrefixes: ['ghcr.io/acme/'] },
           resources: { maxDeadlineMinutes: 10 },
           sandbox: { runtimeClassNames: ['gvisor'], requireRuntimeClass: true },
@@ -263,8 +244,8 @@ describe(`AgentPolicy (${runtime})`, { skip }, () => {
           assert.match(r.message, message, name);
         }
         // A policy that serves other namespaces only cannot be named here; one that serves this one can.
-        const elsewhere = await createPolicy(s, 'elsewhere', { namespaces: ['somewhere-else'] });
-        const served = await createPolicy(s, 'served', { namespaces: [s.ns] });
+        const elsewhere = await createAgentPolicy(s, 'elsewhere', { namespaces: ['somewhere-else'] });
+        const served = await createAgentPolicy(s, 'served', { namespaces: [s.ns] });
         const named = await pollUntil(
           async () => {
             const r = await tryCreate(s, stationManifest('elsewhere', 'any', { policyRef: elsewhere }));
@@ -286,7 +267,7 @@ describe(`AgentPolicy (${runtime})`, { skip }, () => {
           201,
         );
         // A Station that names no policy is checked against the default one.
-        const fallback = await createPolicy(
+        const fallback = await createAgentPolicy(
           s,
           'default',
           { resources: { maxDeadlineMinutes: 9999 } },

@@ -20,6 +20,7 @@ import {
   applyCrds,
   applyRbacManifests,
   BUNDLE_PATH,
+  createAgentPolicy,
   e2eCluster,
   execDefinition,
   GROUP_VERSION,
@@ -318,17 +319,7 @@ describe('real node: the product runs Agents on a real kubelet', { skip }, () =>
         const renamed = await applyRbacManifests(s, 'deploy/components/run-rbac/run-rbac.yaml');
         const reader = renamed.get('agent-run-pod-reader');
         assert.ok(reader !== undefined, 'the component ships agent-run-pod-reader');
-        const policy = `${s.ns}-grants`;
-        const policies = `/apis/${GROUP_VERSION}/agentpolicies`;
-        await s.client.create(policies, {
-          apiVersion: GROUP_VERSION,
-          kind: 'AgentPolicy',
-          metadata: { name: policy },
-          spec: { rbac: { roles: [reader] } },
-        });
-        s.defer(async () => {
-          await s.client.delete(`${policies}/${policy}`);
-        });
+        const policy = await createAgentPolicy(s, 'grants', { rbac: { roles: [reader] } });
         await s.create(
           execDefinition('reader', ['/usr/local/bin/mock-agent'], {
             resources: { env: [{ name: 'MOCK_CAN_I', value: 'get pods;create pods;list secrets' }] },

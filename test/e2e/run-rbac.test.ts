@@ -22,6 +22,7 @@ import {
   applyCrds,
   applyRbacManifests,
   controllerSkipReason,
+  createAgentPolicy,
   e2eCluster,
   e2eRuntime,
   enforcePodSecurity,
@@ -39,7 +40,6 @@ const cluster = e2eCluster();
 const skip = controllerSkipReason(cluster);
 const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
 const REPO_MOCK = join(dirname(fileURLToPath(import.meta.url)), '..', 'mock-agent', 'mock-agent.mjs');
-const POLICIES = `/apis/${GROUP_VERSION}/agentpolicies`;
 const CLUSTER_BINDINGS = '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings';
 const RUN_UID = 'agents.re-cinq.com/run-uid';
 const FINALIZER = 'agents.re-cinq.com/cleanup';
@@ -52,21 +52,6 @@ function mockPath(s: Scenario): string {
   copyFileSync(REPO_MOCK, copy);
   chmodSync(copy, 0o755);
   return copy;
-}
-
-/** An AgentPolicy named `<ns>-<suffix>`, deleted at the end. */
-async function createPolicy(s: Scenario, suffix: string, spec: Record<string, unknown>): Promise<string> {
-  const name = `${s.ns}-${suffix}`;
-  await s.client.create(POLICIES, {
-    apiVersion: GROUP_VERSION,
-    kind: 'AgentPolicy',
-    metadata: { name },
-    spec,
-  });
-  s.defer(async () => {
-    await s.client.delete(`${POLICIES}/${name}`);
-  });
-  return name;
 }
 
 /** An exec definition running the mock agent with these knobs and this RBAC request. */
@@ -190,7 +175,7 @@ describe(`per-run Kubernetes access (${runtime})`, { skip }, () => {
         const api = await ensureApiEndpoints(s);
         const reader = await installRbac(s);
         const mock = mockPath(s);
-        const policy = await createPolicy(s, 'grants', {
+        const policy = await createAgentPolicy(s, 'grants', {
           rbac: { roles: [reader, 'cluster-admin'], clusterRoles: [reader] },
         });
         const checks = 'get pods;list pods -n default;create pods;list secrets';
@@ -274,7 +259,7 @@ describe(`per-run Kubernetes access (${runtime})`, { skip }, () => {
       runScenario(cluster, 'run-rbac-gc', async (s) => {
         const reader = await installRbac(s);
         const mock = mockPath(s);
-        const policy = await createPolicy(s, 'grants', { rbac: { clusterRoles: [reader] } });
+        const policy = await createAgentPolicy(s, 'grants', { rbac: { clusterRoles: [reader] } });
         await s.create(
           mockDefinition('waiter', mock, { MOCK_MODE: 'signal' }, { clusterRoles: [reader] }),
           stationManifest('waiter', 'waiter', { policyRef: policy }),

@@ -749,6 +749,27 @@ const RbacDocSchema = v.looseObject({
 /** Namespaces whose grants stay where they are (under a name of the scenario) instead of moving to its namespace. */
 const FIXED_NAMESPACES: ReadonlySet<string> = new Set(['kube-system', 'default']);
 
+/** Creates an AgentPolicy (cluster-scoped) named `<ns>-<suffix>`, deleted at the end; returns its name. */
+export async function createAgentPolicy(
+  s: Scenario,
+  suffix: string,
+  spec: Readonly<Record<string, unknown>>,
+  labels: Readonly<Record<string, string>> = {},
+): Promise<string> {
+  const name = `${s.ns}-${suffix}`;
+  const policies = `/apis/${GROUP_VERSION}/agentpolicies`;
+  await s.client.create(policies, {
+    apiVersion: GROUP_VERSION,
+    kind: 'AgentPolicy',
+    metadata: { name, labels },
+    spec,
+  });
+  s.defer(async () => {
+    await s.client.delete(`${policies}/${name}`);
+  });
+  return name;
+}
+
 /**
  * Creates the ServiceAccounts, Roles and RoleBindings of a manifest file of the repository (`path` relative to its
  * root, e.g. `deploy/rbac/controller-rbac.yaml`) in the scenario's namespace, namespaces rewritten. A

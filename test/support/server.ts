@@ -1,10 +1,8 @@
 // Server mode as e2e tests drive it: an AgentPolicy that allows it, a replica with SERVER_ENABLED as the deploy/
 // ServiceAccount, and the address a Service sends to (found as kube-proxy would).
 import * as v from 'valibot';
-import { type ControllerProcess, GROUP_VERSION, type Scenario } from './controller.ts';
+import { type ControllerProcess, createAgentPolicy, type Scenario } from './controller.ts';
 import { pollUntil } from './poll.ts';
-
-const POLICIES = `/apis/${GROUP_VERSION}/agentpolicies`;
 
 const ServedPodSchema = v.looseObject({
   metadata: v.looseObject({
@@ -19,22 +17,8 @@ const ServedPodSchema = v.looseObject({
 });
 
 /** An AgentPolicy for this namespace only, allowing `executions`; deleted at the end. */
-export async function createPolicy(
-  s: Scenario,
-  suffix: string,
-  executions: readonly string[],
-): Promise<string> {
-  const name = `${s.ns}-${suffix}`;
-  await s.client.create(POLICIES, {
-    apiVersion: GROUP_VERSION,
-    kind: 'AgentPolicy',
-    metadata: { name },
-    spec: { namespaces: [s.ns], executions: { allowed: executions } },
-  });
-  s.defer(async () => {
-    await s.client.delete(`${POLICIES}/${name}`);
-  });
-  return name;
+export function createPolicy(s: Scenario, suffix: string, executions: readonly string[]): Promise<string> {
+  return createAgentPolicy(s, suffix, { namespaces: [s.ns], executions: { allowed: executions } });
 }
 
 export async function startServerReplica(
