@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import type { Result } from '../shared/result.ts';
+import { GatewayGrantSchema } from './gateway.ts';
 import { ConditionsSchema, ObjectMetaSchema } from './meta.ts';
 import {
   anyJson,
@@ -118,6 +119,7 @@ export const AgentStatusSchema = v.pipe(
         'The uid of the API-key Secret the controller generated for this server (execution: server), recorded when its create succeeded: a Secret of that name the controller did not create is never used.',
       ),
     ),
+    gateway: v.optional(GatewayGrantSchema),
     sessionId: v.optional(str('Agent CLI session id of the run, usable as resumeSession of a later run.')),
     traceID: v.optional(
       str(

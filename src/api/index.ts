@@ -2,6 +2,7 @@ export * from './agent.ts';
 export * from './agent-definition.ts';
 export * from './agent-policy.ts';
 export * from './core.ts';
+export * from './gateway.ts';
 export * from './group.ts';
 export * from './meta.ts';
 export * from './model.ts';

@@ -1,0 +1,79 @@
+// What the controller and the model gateway tell each other about a run (docs/design/gateway.md): the grant the
+// controller records on the Agent's status when a run starts behind the gateway (which key of `agent-secrets` holds
+// each vendor's key, which models the policy allows), and the usage the gateway measured, which it writes as an
+// annotation on the Agent (the controller, the one writer of status, copies it to `status.tokenUsage`).
+
+import * as v from 'valibot';
+
+/** The vendors whose model APIs the gateway forwards. */
+export const GATEWAY_VENDORS = ['anthropic', 'openai', 'gemini'] as const;
+export type GatewayVendor = (typeof GATEWAY_VENDORS)[number];
+
+/**
+ * The environment variables the vendor CLIs read a key from, and the vendor each names. With the gateway on, a run
+ * pod gets the run's gateway credential under these names instead of a key.
+ */
+export const VENDOR_KEY_ENV: Readonly<Record<string, GatewayVendor>> = {
+  ANTHROPIC_API_KEY: 'anthropic',
+  ANTHROPIC_AUTH_TOKEN: 'anthropic',
+  OPENAI_API_KEY: 'openai',
+  CODEX_API_KEY: 'openai',
+  GEMINI_API_KEY: 'gemini',
+  GOOGLE_API_KEY: 'gemini',
+};
+
+/** The base-URL variables the CLIs read, per vendor, and the path under the gateway's URL each is set to. */
+export const VENDOR_BASE_URL_ENV: Readonly<
+  Record<GatewayVendor, { readonly name: string; readonly path: string }>
+> = {
+  anthropic: { name: 'ANTHROPIC_BASE_URL', path: '/anthropic' },
+  openai: { name: 'OPENAI_BASE_URL', path: '/openai/v1' },
+  gemini: { name: 'GOOGLE_GEMINI_BASE_URL', path: '/gemini' },
+};
+
+/** The annotation the gateway keeps a run's measured usage in (JSON, {@link GatewayUsageSchema}). */
+export const ANNOTATION_GATEWAY_USAGE = 'agents.re-cinq.com/gateway-usage';
+
+const tokens = v.pipe(v.number(), v.integer(), v.minValue(0));
+
+/** Tokens of one model, normalised across vendors: `input` excludes cache reads and writes. */
+export const ModelUsageSchema = v.object({
+  calls: tokens,
+  input: tokens,
+  output: tokens,
+  cacheRead: tokens,
+  cacheWrite: tokens,
+});
+export type ModelUsage = v.InferOutput<typeof ModelUsageSchema>;
+
+/** The annotation's value: per model, what the gateway measured for the run so far. */
+export const GatewayUsageSchema = v.object({
+  models: v.record(v.string(), ModelUsageSchema),
+});
+export type GatewayUsage = v.InferOutput<typeof GatewayUsageSchema>;
+
+/** `status.gateway`: what the gateway lets this run do, recorded by the controller when the run starts. */
+export const GatewayGrantSchema = v.pipe(
+  v.object({
+    keys: v.pipe(
+      v.object({
+        anthropic: v.optional(v.string()),
+        openai: v.optional(v.string()),
+        gemini: v.optional(v.string()),
+      }),
+      v.description(
+        'Per vendor, the key of the Secret agent-secrets whose value the gateway sends for this run.',
+      ),
+    ),
+    models: v.optional(
+      v.pipe(
+        v.array(v.string()),
+        v.description('Model globs the gateway forwards for this run (from the AgentPolicy); absent: any.'),
+      ),
+    ),
+  }),
+  v.description(
+    'The run calls its models through the model gateway: it holds no vendor key, and the gateway measures its usage.',
+  ),
+);
+export type GatewayGrant = v.InferOutput<typeof GatewayGrantSchema>;
