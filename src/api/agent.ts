@@ -62,7 +62,7 @@ export type AgentSpec = v.InferOutput<typeof AgentSpecSchema>;
 
 /** `Agent.status`: owned by the controller; every field optional on the wire. */
 /** Where a run's cost estimate comes from. */
-export const COST_SOURCES = ['cli', 'priceTable'] as const;
+export const COST_SOURCES = ['cli', 'priceTable', 'gateway'] as const;
 export type CostSource = (typeof COST_SOURCES)[number];
 
 const count = (description: string) =>
@@ -153,7 +153,7 @@ export const AgentStatusSchema = v.pipe(
           ),
           source: v.pipe(
             lenientEnum(COST_SOURCES),
-            v.description('cli: the vendor CLI reported it; priceTable: tokens times the price table.'),
+            v.description('cli: the vendor CLI reported it; priceTable: tokens times the price table; gateway: the tokens the model gateway measured, times the price table.'),
           ),
           model: v.optional(str('The model the price applies to.')),
         }),

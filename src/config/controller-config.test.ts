@@ -168,6 +168,18 @@ describe('controller configuration: workers', () => {
     }
   });
 
+  it('the model gateway: off unless AGENT_GATEWAY_URL names an http(s) URL', () => {
+    const off = parse({}, {});
+    assert.ok(off.ok);
+    assert.equal(off.value.gatewayUrl, undefined);
+    const on = parse({}, { AGENT_GATEWAY_URL: 'http://agent-gateway.agents.svc:8080' });
+    assert.ok(on.ok);
+    assert.equal(on.value.gatewayUrl, 'http://agent-gateway.agents.svc:8080');
+    const bad = parse({}, { AGENT_GATEWAY_URL: 'agent-gateway:8080' });
+    assert.ok(!bad.ok);
+    assert.match(bad.error, /AGENT_GATEWAY_URL/);
+  });
+
   it('defaults to 48 reconcile workers and accepts AGENT_WORKERS in 1..256', () => {
     const d = parseControllerConfig({}, {}, undefined);
     const w = parseControllerConfig({}, { AGENT_WORKERS: '64' }, undefined);

@@ -64,6 +64,11 @@ export interface ControllerConfig {
    * the controller's). Undefined: no tracing, no exporter.
    */
   readonly tracing: (TracingConfig & { readonly runTracesUrl: string }) | undefined;
+  /**
+   * The model gateway's model-API URL (`AGENT_GATEWAY_URL`, issue 28; set by deploy/components/gateway): runs get a
+   * gateway credential instead of vendor keys. Undefined: runs read their keys from agent-secrets.
+   */
+  readonly gatewayUrl: string | undefined;
 }
 
 /** Command-line flags of `controller`, as parsed by node:util parseArgs. */
@@ -172,6 +177,7 @@ const EnvSchema = v.object({
   ANTHROPIC_BASE_URL: v.optional(httpUrl('ANTHROPIC_BASE_URL')),
   OPENAI_BASE_URL: v.optional(httpUrl('OPENAI_BASE_URL')),
   GEMINI_BASE_URL: v.optional(httpUrl('GEMINI_BASE_URL')),
+  AGENT_GATEWAY_URL: v.optional(httpUrl('AGENT_GATEWAY_URL')),
 });
 
 /** The default init-container image: this controller's own image, at this version. */
@@ -312,6 +318,7 @@ export function parseControllerConfig(
       console: consoleServer,
       pricesFile: e.PRICES_FILE || undefined,
       tracing,
+      gatewayUrl: e.AGENT_GATEWAY_URL || undefined,
     }),
   );
 }

@@ -18,6 +18,7 @@ import {
   type Tombstones,
 } from '../effects/execute.ts';
 import { FinishedRunIndex } from '../effects/finished-runs.ts';
+import type { GatewayCredentials } from '../effects/gateway-credentials.ts';
 import { parseCachedJob, parseCachedStation, readAgentLog } from '../effects/gather.ts';
 import { createPriceSource } from '../effects/prices.ts';
 import type { PromptTokens } from '../effects/realtime/tokens.ts';
@@ -37,7 +38,7 @@ import { createBatchTracking, definitionFrom } from './batch-tracking.ts';
 import { type Caches, createCaches } from './caches.ts';
 import { createApiServerSource, createEndpointSource } from './endpoints.ts';
 import { createPolicySource, type PolicySource } from './policies.ts';
-import { loadPromptTokens } from './realtime-key.ts';
+import { loadGatewayCredentials, loadPromptTokens } from './realtime-key.ts';
 import { createSweeps } from './sweeps.ts';
 import { createTerms, type Terms } from './term.ts';
 import { agentOwnerOf, createTriggers, type ReconcileReason, TRIGGERS } from './triggers.ts';
@@ -134,6 +135,7 @@ export function startController(deps: ControllerDeps): RunningController {
   let pollFailures = 0;
   let apiReachable = false;
   let promptTokens: PromptTokens | undefined;
+  let gatewayCredentials: GatewayCredentials | undefined;
   // Filled below; the watches only reach it through these closures once events flow.
   const term: { terms?: Terms } = {};
   const queue = () => term.terms?.queue();
@@ -172,12 +174,25 @@ export function startController(deps: ControllerDeps): RunningController {
       },
     });
   }
+  if (config.gatewayUrl !== undefined) {
+    void loadGatewayCredentials({
+      transport,
+      namespace: config.leaseNamespace,
+      clock,
+      logger: log,
+      signal: abort.signal,
+      onLoaded: (c) => {
+        gatewayCredentials = c;
+      },
+    });
+  }
   const prices = createPriceSource(config.pricesFile, log);
   const reconcileDeps = reconcileDepsOf(deps, w, {
     policies,
     events,
     mayWrite,
     promptTokens: () => promptTokens,
+    gatewayCredentials: () => gatewayCredentials,
     prices: () => prices.current(),
   });
   const sweeps = createSweeps({
@@ -265,6 +280,9 @@ export function startController(deps: ControllerDeps): RunningController {
       { name: 'poll', ready: () => pollFailures < MAX_CONSECUTIVE_POLL_FAILURES },
       { name: 'informers', ready: () => caches.agents.store.hasSynced() && caches.jobs.store.hasSynced() },
       ...(config.realtimeEnabled ? [{ name: 'realtime-key', ready: () => promptTokens !== undefined }] : []),
+      ...(config.gatewayUrl !== undefined
+        ? [{ name: 'gateway-key', ready: () => gatewayCredentials !== undefined }]
+        : []),
     ],
     promptTokens: () => promptTokens,
     events,
@@ -481,6 +499,7 @@ function reconcileDepsOf(
     readonly events: EventRecorder;
     readonly mayWrite: () => boolean;
     readonly promptTokens: () => PromptTokens | undefined;
+    readonly gatewayCredentials: () => GatewayCredentials | undefined;
     readonly prices: NonNullable<ReconcileDeps['prices']>;
   },
 ): ReconcileDeps {
@@ -522,6 +541,9 @@ function reconcileDepsOf(
     get promptTokens() {
       return more.promptTokens();
     },
+    get gatewayCredentials() {
+      return more.gatewayCredentials();
+    },
     prices: more.prices,
     ...(w.runSpans !== undefined ? { spans: w.runSpans } : {}),
     endpoints: (ns, services) => w.endpoints.of(ns, services),
@@ -543,6 +565,7 @@ function reconcileDepsOf(
       server: { enabled: config.serverEnabled },
       controllerNamespace: config.leaseNamespace,
       ...(config.tracing !== undefined ? { tracing: { runTracesUrl: config.tracing.runTracesUrl } } : {}),
+      ...(config.gatewayUrl !== undefined ? { gateway: { url: config.gatewayUrl } } : {}),
     },
   };
 }

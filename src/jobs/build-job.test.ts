@@ -1640,3 +1640,38 @@ describe('buildJob: NUL characters (issue 13 §3)', () => {
     );
   });
 });
+
+describe('buildJob behind the model gateway (issue 28)', () => {
+  it('no container of the pod reads a vendor key from agent-secrets; the agent gets the credential and the URL', () => {
+    const job = built({ ...input, gateway: { url: 'http://agent-gateway.agents.svc:8080' } });
+    const spec = podSpec(job);
+    const containers = [
+      ...((spec.initContainers as Record<string, unknown>[] | undefined) ?? []),
+      ...(spec.containers as Record<string, unknown>[]),
+    ];
+    for (const c of containers) {
+      for (const e of (c.env as { name: string; valueFrom?: { secretKeyRef?: { name: string } } }[]) ?? []) {
+        if (e.name === 'ANTHROPIC_API_KEY') {
+          assert.deepEqual(e.valueFrom?.secretKeyRef, {
+            name: `agent-gateway-${agentJson.metadata.name}`,
+            key: 'credential',
+            optional: false,
+          });
+        }
+      }
+    }
+    const env = agentContainer(job).env as { name: string; value?: string }[];
+    assert.equal(
+      env.find((e) => e.name === 'ANTHROPIC_BASE_URL')?.value,
+      'http://agent-gateway.agents.svc:8080/anthropic',
+    );
+    assert.ok(
+      env.some((e) => e.name === 'ANTHROPIC_API_KEY'),
+      'the CLI still finds a key variable',
+    );
+    assert.ok(
+      !JSON.stringify(job).includes('anthropic-key'),
+      'the agent-secrets key is named nowhere in the Job',
+    );
+  });
+});

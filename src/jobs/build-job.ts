@@ -30,6 +30,7 @@ import {
   type McpServerInput,
   runEnv,
 } from './env.ts';
+import { type GatewayTarget, gatewayEnv } from './gateway.ts';
 import { type MemoryRead, memoryAnnotations, promptWithMemory } from './memory.ts';
 import { jobNameFor } from './names.ts';
 import { findNul, nulInPod } from './nul.ts';
@@ -140,6 +141,11 @@ export interface BuildJobInput {
    * its spans to `tracesUrl`. Absent: no tracing env.
    */
   readonly tracing?: { readonly tracesUrl: string } | undefined;
+  /**
+   * The model gateway (issue 28): the run's vendor key variables read its gateway credential and its base-URL
+   * variables name the gateway (`gatewayEnv`). Absent: the keys come from agent-secrets as the recipe says.
+   */
+  readonly gateway?: GatewayTarget | undefined;
 }
 
 /** Why a Job cannot be built: one line, shown after `Job build failed: ` in `status.failureReason`. */
@@ -325,7 +331,9 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
     output: d.output,
   });
   // Parameters too large for one env string are read from the input ConfigMap, or only through the prompt.
-  const env = parameters === 'env' ? fullEnv : fullEnv.filter((e) => e.name !== 'AGENT_PARAMETERS');
+  const paramEnv = parameters === 'env' ? fullEnv : fullEnv.filter((e) => e.name !== 'AGENT_PARAMETERS');
+  const env =
+    input.gateway !== undefined ? gatewayEnv(paramEnv, input.gateway, agent.metadata.name) : paramEnv;
   const realtime = d.execution === 'realtime';
   const server = d.execution === 'server';
   const labels = {

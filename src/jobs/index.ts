@@ -49,6 +49,13 @@ export {
   runEnv,
 } from './env.ts';
 export {
+  GATEWAY_CREDENTIAL_KEY,
+  type GatewayTarget,
+  gatewayCredentialSecretName,
+  gatewayEnv,
+  gatewayGrant,
+} from './gateway.ts';
+export {
   ANNOTATION_MEMORY_CONFIGMAP,
   ANNOTATION_MEMORY_MAX_KB,
   ANNOTATION_MEMORY_VERSION,

@@ -401,3 +401,29 @@ describe('buildRunNetworkPolicy: the OTLP endpoint of a traced run (issue 10 §5
     ]);
   });
 });
+
+describe('buildRunNetworkPolicy: behind the model gateway (issue 28)', () => {
+  it('admits the gateway pods on 8080 in place of public 443; what the recipe names still follows', () => {
+    const d = definition([http('https://hooks.example.com/y')]);
+    const egress = buildRunNetworkPolicy({
+      agent: agent(),
+      station: station(),
+      definition: d,
+      gatewayNamespace: 'agents',
+    }).spec.egress;
+    assert.deepEqual(egress, [
+      DNS_RULE,
+      {
+        to: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'agents' } },
+            podSelector: { matchLabels: { 'agents.re-cinq.com/component': 'gateway' } },
+          },
+        ],
+        ports: [{ protocol: 'TCP', port: 8080 }],
+      },
+      anywhere(443),
+    ]);
+    assert.ok(!egress.includes(PUBLIC_HTTPS_RULE));
+  });
+});

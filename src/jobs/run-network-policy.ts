@@ -88,6 +88,28 @@ export interface RunNetworkPolicyInput {
   readonly dependencies?: readonly ApiServerEndpoints[] | undefined;
   /** The OTLP/HTTP traces URL the run pod exports its spans to (issue 10 §5), when the controller traces. */
   readonly tracesUrl?: string | undefined;
+  /**
+   * The model gateway's namespace (issue 28), when runs call their models through it: egress admits the gateway's
+   * pods on its API port, and the public TCP 443 rule (the vendors' endpoints) is left out.
+   */
+  readonly gatewayNamespace?: string | undefined;
+}
+
+/** The label value of the gateway's pods (`agents.re-cinq.com/component`), and its model-API port. */
+export const GATEWAY_COMPONENT = 'gateway';
+export const GATEWAY_API_PORT = 8080;
+
+/** The gateway's pods in `namespace`, on its model-API port. */
+export function gatewayRule(namespace: string): NetworkPolicyEgressRule {
+  return {
+    to: [
+      {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
+        podSelector: { matchLabels: { [LABEL_COMPONENT]: GATEWAY_COMPONENT } },
+      },
+    ],
+    ports: [{ protocol: 'TCP', port: GATEWAY_API_PORT }],
+  };
 }
 
 /** The API server's endpoint addresses and ports (NetworkPolicies match after the Service's translation). */
@@ -237,7 +259,7 @@ export function definitionDestinations(definition: AgentDefinition): Destination
  * Agent uid annotation, controlled by the Agent (ownerReference with controller and blockOwnerDeletion, so it is
  * garbage-collected with the run); selects only the pods of this run (`agents.re-cinq.com/component: job` and
  * `agents.re-cinq.com/agent: safeName(agent name)`, the labels the Job's pod template carries); both policy types.
- * Egress: DNS, public TCP 443, then one rule per distinct (destination, TCP port) the definition names that those
+ * Egress: DNS, public TCP 443 (behind the model gateway: the gateway's pods on 8080 instead), then one rule per distinct (destination, TCP port) the definition names that those
  * do not already cover: an IP literal → that address alone, a hostname → the port on every IPv4 and IPv6 address.
  * A URL without a port uses 80 for http, 443 for https, 22 for ssh. Ingress: none, or for a realtime run the
  * controller's pods (label `agents.re-cinq.com/component: controller` in `controllerNamespace`) on TCP 8090, or for a
@@ -276,7 +298,7 @@ export function buildRunNetworkPolicy(input: RunNetworkPolicyInput): NetworkPoli
       ingress,
       egress: [
         DNS_RULE,
-        PUBLIC_HTTPS_RULE,
+        ...(input.gatewayNamespace !== undefined ? [gatewayRule(input.gatewayNamespace)] : [PUBLIC_HTTPS_RULE]),
         ...egressRules([
           ...definitionDestinations(definition),
           ...(input.tracesUrl !== undefined ? [urlDestination(input.tracesUrl)] : []).filter(

@@ -1,4 +1,4 @@
-import type { AgentPhase } from '../api/index.ts';
+import type { AgentPhase, CostSource } from '../api/index.ts';
 import type {
   InputConfigMapManifest,
   JobManifest,
@@ -58,7 +58,7 @@ export interface AgentStatusPatch {
   readonly tokenUsage?: TokenUsage;
   readonly costEstimate?: {
     readonly usd: string;
-    readonly source: 'cli' | 'priceTable';
+    readonly source: CostSource;
     readonly model?: string;
   };
   readonly conditions: readonly StatusCondition[];
@@ -212,6 +212,17 @@ export type Action =
    */
   | {
       readonly kind: 'createPromptToken';
+      readonly ref: AgentRef;
+      readonly uid: string;
+      readonly secretName: string;
+    }
+  /**
+   * The Secret `secretName` (owned by the Agent) holding the run's credential for the model gateway (issue 28),
+   * minted by the shell from the Agent's identity with the gateway key; emitted right before the Job that reads
+   * it. An existing one is kept.
+   */
+  | {
+      readonly kind: 'createGatewayCredential';
       readonly ref: AgentRef;
       readonly uid: string;
       readonly secretName: string;

@@ -284,6 +284,12 @@ export const EXECUTOR_CONTRACT: { readonly [K in Action['kind']]: ContractEntry 
     answers: { ...createKept, notReady: 'retryLater' },
     note: 'The token Secret of a realtime run, derived from the Agent uid with the controller key; right before its Job.',
   },
+  createGatewayCredential: {
+    family: 'server',
+    ...write,
+    answers: { ...createKept, notReady: 'retryLater' },
+    note: "Issue 28: the run's gateway credential Secret, minted from the Agent's identity with the gateway key; right before its Job.",
+  },
   createServerApiKey: {
     family: 'server',
     ...write,

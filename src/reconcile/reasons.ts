@@ -112,6 +112,10 @@ export const REASON = {
   serverBuildFailed: 'ServerBuildFailed',
   /** A realtime run's CLI session id became known (status.sessionId). */
   sessionStarted: 'SessionStarted',
+  /** The CLI's own token count disagrees with what the model gateway measured (issue 28). */
+  usageMismatch: 'UsageMismatch',
+  /** The model gateway's usage annotation on the Agent cannot be read (issue 28). */
+  gatewayUsageInvalid: 'GatewayUsageInvalid',
   /** Batch run asked of a controller without BATCH_ENABLED=true. */
   batchDisabled: 'BatchDisabled',
   /** The recipe cannot run as one batch prompt (tools, repos, a model without a batch API…). */

@@ -350,6 +350,11 @@ const SCENARIOS: { readonly [K in Kind]: (answer: Answer, variant?: string) => C
     reply: writes(answer === 'notReady' ? 'ok' : answer),
     deps: { promptTokens: answer === 'notReady' ? undefined : { tokenFor: () => 'token' } },
   }),
+  createGatewayCredential: (answer) => ({
+    action: { kind: 'createGatewayCredential', ref, uid: ref.uid, secretName: 'cred' },
+    reply: writes(answer === 'notReady' ? 'ok' : answer),
+    deps: { gatewayCredentials: answer === 'notReady' ? undefined : { credentialFor: () => 'credential' } },
+  }),
   createServerApiKey: (answer) => ({
     action: { kind: 'createServerApiKey', ref, secretName: 'key', recorded: false },
     reply: writes(answer),
@@ -418,6 +423,7 @@ const LITERAL: { readonly [K in Kind]: readonly [Answer, Outcome, string?] } = {
   submitBatch: ['ok', 'decideAgain:submission:submitted'],
   cleanupBatch: ['pending', 'decideAgain:cleanup:pending'],
   createPromptToken: ['notReady', 'retryLater'],
+  createGatewayCredential: ['notReady', 'retryLater'],
   createServerApiKey: ['alreadyExists', 'continue'],
   applyServerObject: ['badRequest', 'decideAgain:serverRejected'],
   deleteServerObject: ['error', 'retry'],

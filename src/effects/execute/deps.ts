@@ -1,5 +1,6 @@
 // What every handler of the executor shares: its dependencies, the outcome of a decision, the contract helpers that
 // turn an answer into an outcome through the data of src/reconcile/executor-contract.ts.
+
 import { API_VERSION } from '../../api/index.ts';
 import {
   describeKubeError,
@@ -20,6 +21,7 @@ import type { FoundObject, ServerKeyObservation } from '../../reconcile/snapshot
 import type { Logger } from '../../shared/log.ts';
 import type { BatchRuntime } from '../batch/runtime.ts';
 import type { SinkDispatcher } from '../batch/sinks.ts';
+import type { GatewayCredentials } from '../gateway-credentials.ts';
 import type { PromptTokens } from '../realtime/tokens.ts';
 
 /** Field manager of every write the controller makes. */
@@ -68,6 +70,8 @@ export interface ExecuteDeps {
   readonly sinks?: SinkDispatcher;
   /** Realtime runs: derives each run's prompt token (absent while the controller key is not loaded). */
   readonly promptTokens?: PromptTokens | undefined;
+  /** Runs behind the model gateway: mints each run's credential (absent while the gateway key is not loaded). */
+  readonly gatewayCredentials?: GatewayCredentials | undefined;
   /**
    * What each server's last API-key Secret create met (by Agent uid), for the snapshot to read until the Agent's
    * status says it: the executor never records the key itself (decide does, issue 27 §2). Without it a created key

@@ -1,6 +1,7 @@
 // Handlers of the objects of realtime runs and servers: the prompt token, the API key, the server objects
 // (the executor contract: src/reconcile/executor-contract.ts).
 import { createObject, KubeObjectSchema, SECRETS } from '../../kube/index.ts';
+import { gatewayCredentialSecret } from '../gateway-credentials.ts';
 import { promptTokenSecret } from '../realtime/tokens.ts';
 import { apiKeySecret, deleteServerObject as deleteChild, newApiKey, writeServerObject } from '../server.ts';
 import { FIELD_MANAGER, type Handler, settle, settleApi, writeOptions } from './deps.ts';
@@ -14,6 +15,23 @@ export const createPromptToken: Handler<'createPromptToken'> = async (action, de
     action.secretName,
     deps.promptTokens.tokenFor(action.uid),
   );
+  const r = await createObject(
+    deps.transport,
+    SECRETS,
+    ref.namespace,
+    body,
+    KubeObjectSchema,
+    writeOptions(deps),
+  );
+  return settleApi(action, r);
+};
+
+export const createGatewayCredential: Handler<'createGatewayCredential'> = async (action, deps) => {
+  if (deps.gatewayCredentials === undefined)
+    return settle(action, 'notReady', { message: 'the gateway key is not loaded yet' });
+  const { ref } = action;
+  const run = { namespace: ref.namespace, name: ref.name, uid: action.uid };
+  const body = gatewayCredentialSecret(run, action.secretName, deps.gatewayCredentials.credentialFor(run));
   const r = await createObject(
     deps.transport,
     SECRETS,

@@ -28,6 +28,7 @@ export const HANDLERS: HandlerTable = {
   submitBatch: batch.submitBatch,
   cleanupBatch: batch.cleanupBatch,
   createPromptToken: server.createPromptToken,
+  createGatewayCredential: server.createGatewayCredential,
   createServerApiKey: server.createServerApiKey,
   applyServerObject: server.applyServerObject,
   deleteServerObject: server.deleteServerObject,

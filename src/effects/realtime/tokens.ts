@@ -45,24 +45,43 @@ export function promptTokens(key: Uint8Array): PromptTokens {
  * Reads the controller key from `namespace/agent-controller-realtime`, creating it (32 random bytes) when absent.
  * Two replicas starting together: one create wins, the other reads the winner's key.
  */
-export async function loadRealtimeKey(
+export function loadRealtimeKey(
   transport: Transport,
   namespace: string,
 ): Promise<Result<Uint8Array, KubeError | { readonly kind: 'malformed'; readonly message: string }>> {
+  return loadControllerKey(transport, namespace, {
+    secret: REALTIME_KEY_SECRET,
+    field: REALTIME_KEY_FIELD,
+    component: 'realtime',
+  });
+}
+
+/** Where a controller key lives: a Secret of the controller's namespace, one field. */
+export interface ControllerKeySpec {
+  readonly secret: string;
+  readonly field: string;
+  /** Its `app.kubernetes.io/component` label. */
+  readonly component: string;
+}
+
+/**
+ * Reads a controller key (`spec.field` of Secret `namespace/spec.secret`), creating it (32 random bytes) when
+ * absent. Two replicas starting together: one create wins, the other reads the winner's key.
+ */
+export async function loadControllerKey(
+  transport: Transport,
+  namespace: string,
+  spec: ControllerKeySpec,
+): Promise<Result<Uint8Array, KubeError | { readonly kind: 'malformed'; readonly message: string }>> {
   for (let attempt = 0; attempt < 3; attempt++) {
-    const got = await getObject(
-      transport,
-      SECRETS,
-      { namespace, name: REALTIME_KEY_SECRET },
-      KeySecretSchema,
-    );
+    const got = await getObject(transport, SECRETS, { namespace, name: spec.secret }, KeySecretSchema);
     if (got.ok) {
-      const b64 = got.value.data?.[REALTIME_KEY_FIELD];
+      const b64 = got.value.data?.[spec.field];
       const bytes = b64 === undefined ? new Uint8Array() : Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
       if (bytes.length < 16) {
         return err({
           kind: 'malformed',
-          message: `Secret ${namespace}/${REALTIME_KEY_SECRET} has no ${REALTIME_KEY_FIELD} of at least 16 bytes`,
+          message: `Secret ${namespace}/${spec.secret} has no ${spec.field} of at least 16 bytes`,
         });
       }
       return ok(bytes);
@@ -74,11 +93,14 @@ export async function loadRealtimeKey(
       namespace,
       {
         metadata: {
-          name: REALTIME_KEY_SECRET,
-          labels: { 'app.kubernetes.io/name': 'agent-controller', 'app.kubernetes.io/component': 'realtime' },
+          name: spec.secret,
+          labels: {
+            'app.kubernetes.io/name': 'agent-controller',
+            'app.kubernetes.io/component': spec.component,
+          },
         },
         type: 'Opaque',
-        data: { [REALTIME_KEY_FIELD]: btoa(String.fromCharCode(...randomBytes(KEY_BYTES))) },
+        data: { [spec.field]: btoa(String.fromCharCode(...randomBytes(KEY_BYTES))) },
       },
       KubeObjectSchema,
       { fieldManager: 'agent-controller' },
@@ -87,7 +109,7 @@ export async function loadRealtimeKey(
   }
   return err({
     kind: 'malformed',
-    message: `Secret ${namespace}/${REALTIME_KEY_SECRET} could not be read or created`,
+    message: `Secret ${namespace}/${spec.secret} could not be read or created`,
   });
 }
 
@@ -97,11 +119,21 @@ export function promptTokenSecret(
   secretName: string,
   token: string,
 ): Record<string, unknown> {
+  return runOwnedSecret(agent, secretName, 'prompt-token', { [PROMPT_TOKEN_KEY]: token });
+}
+
+/** A Secret of a run, owned by its Agent (controller owner: garbage-collected with it), labelled by component. */
+export function runOwnedSecret(
+  agent: { readonly namespace: string; readonly name: string; readonly uid: string },
+  secretName: string,
+  component: string,
+  stringData: Readonly<Record<string, string>>,
+): Record<string, unknown> {
   return {
     metadata: {
       name: secretName,
       namespace: agent.namespace,
-      labels: { 'agents.re-cinq.com/component': 'prompt-token' },
+      labels: { 'agents.re-cinq.com/component': component },
       ownerReferences: [
         {
           apiVersion: API_VERSION,
@@ -114,6 +146,6 @@ export function promptTokenSecret(
       ],
     },
     type: 'Opaque',
-    stringData: { [PROMPT_TOKEN_KEY]: token },
+    stringData: { ...stringData },
   };
 }

@@ -308,6 +308,7 @@ function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefine
       return created(d, action, 'alreadyExists', objectKey('NetworkPolicy', m.namespace, m.name));
     }
     case 'createPromptToken':
+    case 'createGatewayCredential':
       return created(
         d,
         action,

@@ -64,6 +64,7 @@ const KNOWN_KINDS: Record<Action['kind'], true> = {
   deleteRunInput: true,
   createJob: true,
   createPromptToken: true,
+  createGatewayCredential: true,
   createServerApiKey: true,
   deleteServerObject: true,
   applyServerObject: true,

@@ -10,6 +10,7 @@ import { DEFAULT_PRICES } from '../results/prices.ts';
 import { runResultFields } from '../results/run-result.ts';
 import type { CommonSnapshot } from '../snapshot/common.ts';
 import { memoryAfterRun } from './memory.ts';
+import { meteredUsage, meteringEvents } from './metering.ts';
 import type { Completion } from './outcome.ts';
 import {
   agentRef,
@@ -38,6 +39,13 @@ export function finish(s: CommonSnapshot, now: Date, c: Completion): Decision {
     prices: s.prices ?? DEFAULT_PRICES,
     maxResultBytes: s.options.maxOutputBytes,
   });
+  // Behind the model gateway the run's usage is what the gateway measured (issue 28); the CLI's is a cross-check.
+  const metered = meteredUsage(s);
+  const usage = metered !== undefined ? metered.tokenUsage : produced.tokenUsage;
+  const cost =
+    metered !== undefined
+      ? { estimate: metered.costEstimate, usd: metered.costUsd }
+      : { estimate: produced.costEstimate, usd: produced.costUsd };
   // A run that ended well but whose result does not match output.schema fails (issue 10 §2).
   const invalid = c.phase === 'Succeeded' && produced.schemaProblem !== undefined;
   const phase = invalid ? 'Failed' : c.phase;
@@ -76,8 +84,8 @@ export function finish(s: CommonSnapshot, now: Date, c: Completion): Decision {
         output: c.output,
         ...(failureReason !== undefined ? { failureReason } : {}),
         ...(produced.result !== undefined ? { result: produced.result } : {}),
-        ...(produced.tokenUsage !== undefined ? { tokenUsage: produced.tokenUsage } : {}),
-        ...(produced.costEstimate !== undefined ? { costEstimate: produced.costEstimate } : {}),
+        ...(usage !== undefined ? { tokenUsage: usage } : {}),
+        ...(cost.estimate !== undefined ? { costEstimate: cost.estimate } : {}),
         completedAt,
       },
       conditions,
@@ -87,6 +95,7 @@ export function finish(s: CommonSnapshot, now: Date, c: Completion): Decision {
     event(ref, phase === 'Succeeded' ? 'Normal' : 'Warning', reason, message),
     ...c.extraEvents.map((e) => event(ref, e.type, e.reason, e.message)),
     ...memory.events,
+    ...meteringEvents(s, metered?.tokenUsage, produced.tokenUsage),
     { kind: 'observeMetric', observation: { metric: 'runCompleted', phase, exitCode } },
     ...(duration !== undefined
       ? [
@@ -99,23 +108,19 @@ export function finish(s: CommonSnapshot, now: Date, c: Completion): Decision {
     ...failureKinds.map(
       (kind): Action => ({ kind: 'observeMetric', observation: { metric: 'runFailure', kind } }),
     ),
-    ...(produced.tokenUsage !== undefined
+    ...(usage !== undefined
       ? [
           {
             kind: 'observeMetric' as const,
-            observation: {
-              metric: 'runTokens' as const,
-              model: produced.metricModel,
-              usage: produced.tokenUsage,
-            },
+            observation: { metric: 'runTokens' as const, model: produced.metricModel, usage },
           },
         ]
       : []),
-    ...(produced.costUsd !== undefined
+    ...(cost.usd !== undefined
       ? [
           {
             kind: 'observeMetric' as const,
-            observation: { metric: 'runCost' as const, model: produced.metricModel, usd: produced.costUsd },
+            observation: { metric: 'runCost' as const, model: produced.metricModel, usd: cost.usd },
           },
         ]
       : []),

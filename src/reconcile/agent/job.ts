@@ -2,7 +2,7 @@
 // Station (queue, or preempt under Replace), the cleanup finalizer of a run that holds bindings, its memory, then the
 // run's objects, the Job and Running.
 
-import { buildRunInput, runHoldsToken } from '../../jobs/index.ts';
+import { buildRunInput, gatewayCredentialSecretName, runHoldsToken } from '../../jobs/index.ts';
 import type { Action, Decision } from '../actions.ts';
 import { isRealtime, promptTokenSecretName } from '../realtime/plan.ts';
 import { failureMemory, failureNotMemory, REASON } from '../reasons.ts';
@@ -16,6 +16,7 @@ import {
   type Prepared,
   preemptActions,
   queuedDecision,
+  runGrant,
   startActions,
   stationConcurrency,
 } from './start.ts';
@@ -51,6 +52,16 @@ export function decideJobStart(s: JobSnapshot, now: Date, checked: Checked, prep
   // The run's own NetworkPolicy (issue 9 §3, docs/design/reference-behaviour.md#d-i-networkpolicy-per-run) exists
   // before its pods can start.
   actions.push(...runObjectActions(s, station, definition));
+  const grant = runGrant(s, checked);
+  if (grant !== undefined) {
+    // The run's credential for the model gateway, in its own Secret, before the Job whose pod reads it.
+    actions.push({
+      kind: 'createGatewayCredential',
+      ref: agentRef(agent),
+      uid: agent.metadata.uid,
+      secretName: gatewayCredentialSecretName(agent.metadata.name),
+    });
+  }
   if (isRealtime(definition)) {
     actions.push({
       kind: 'createPromptToken',
@@ -62,7 +73,7 @@ export function decideJobStart(s: JobSnapshot, now: Date, checked: Checked, prep
   actions.push(
     { kind: 'createRunInput', configMap: buildRunInput(request) },
     { kind: 'createJob', job: built.value },
-    ...startActions(s, jobName, formatStatusTime(now), `Created Job ${jobName}`, now, now),
+    ...startActions(s, jobName, formatStatusTime(now), `Created Job ${jobName}`, now, now, grant),
     ...runObjectWarnings(s, definition),
   );
   return { actions, requeueAfterMs: s.options.requeueMs };

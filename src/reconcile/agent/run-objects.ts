@@ -35,6 +35,7 @@ export function runObjectActions(s: CommonSnapshot, station: Station, definition
         ...(token ? { apiServer: s.apiServer } : {}),
         dependencies: dependencyEndpoints(s, definition),
         tracesUrl: s.options.tracing?.runTracesUrl,
+        gatewayNamespace: s.options.gateway !== undefined ? s.options.controllerNamespace : undefined,
       }),
     },
   ];

@@ -13,6 +13,7 @@ import {
 import type { RunEvidence } from '../snapshot/common.ts';
 import type { JobSnapshot } from '../snapshot/job.ts';
 import { finish } from './finish.ts';
+import { recordMeteredUsage } from './metering.ts';
 import {
   agentExitCode,
   agentTerminationMessage,
@@ -62,6 +63,11 @@ export function decideRunning(s: JobSnapshot, now: Date): Decision {
   const session = recordSession(s, now);
   if (session !== undefined) return session;
   if (s.job.kind === 'unknown') return { actions: [], needs: 'job' };
+  // What the model gateway measured so far (issue 28), recorded while the run goes on.
+  if (s.job.kind === 'present' && parseJobOutcome(s.job.job).kind === 'running') {
+    const metered = recordMeteredUsage(s, now);
+    if (metered !== undefined) return metered;
+  }
   if (s.job.kind === 'absent' || jobOwnership(s.job.job, agent) !== 'owned') {
     return finish(s, now, {
       phase: 'Failed',

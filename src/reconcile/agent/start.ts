@@ -7,12 +7,13 @@
 import {
   type Agent,
   type AgentDefinition,
+  type GatewayGrant,
   GROUP,
   type Job,
   KIND_AGENT,
   type Station,
 } from '../../api/index.ts';
-import type { BuildJobInput } from '../../jobs/index.ts';
+import { type BuildJobInput, gatewayGrant } from '../../jobs/index.ts';
 import type { Result } from '../../shared/result.ts';
 import { runTrace } from '../../shared/trace-context.ts';
 import type { Action, Decision, JobManifest } from '../actions.ts';
@@ -270,7 +271,7 @@ export function preparePodRun(
     const job = s.job.job;
     switch (jobOwnership(job, agent)) {
       case 'owned':
-        return decided(adopt(s, job, now));
+        return decided(adopt(s, job, now, runGrant(s, checked)));
       case 'stale':
         return decided({ actions: [], requeueAfterMs: STALE_JOB_RETRY_MS });
       case 'foreign': {
@@ -292,6 +293,7 @@ export function preparePodRun(
       ? { memory: { content: memory.content, resourceVersion: memory.resourceVersion } }
       : {}),
     ...runTracing(s),
+    ...(s.options.gateway !== undefined ? { gateway: s.options.gateway } : {}),
   };
   const built = build(request);
   if (!built.ok) {
@@ -305,7 +307,17 @@ export function preparePodRun(
   return { kind: 'go', request, job: built.value };
 }
 
-/** Running + jobName + startedAt, the Started event and the queue-time metric. */
+/**
+ * What the model gateway may do for this run (issue 28), when the controller runs with one: the vendor keys its
+ * recipe names and the models its policy allows. Recorded on its status when it starts.
+ */
+export function runGrant(s: CommonSnapshot, checked: Checked): GatewayGrant | undefined {
+  if (s.options.gateway === undefined) return undefined;
+  const models = checked.policy.kind === 'found' ? checked.policy.policy.spec.models?.allowed : undefined;
+  return gatewayGrant(checked.definition, models);
+}
+
+/** Running + jobName + startedAt (and the gateway grant), the Started event and the queue-time metric. */
 export function startActions(
   s: CommonSnapshot,
   jobName: string,
@@ -313,13 +325,20 @@ export function startActions(
   message: string,
   jobCreated: Date,
   now: Date,
+  grant: GatewayGrant | undefined,
 ): Action[] {
   const { agent } = s;
   const queued = secondsBetween(agent.metadata.creationTimestamp, jobCreated);
   return [
     statusPatch(
       agent,
-      { phase: 'Running', jobName, startedAt, ...traceIdOf(s) },
+      {
+        phase: 'Running',
+        jobName,
+        startedAt,
+        ...traceIdOf(s),
+        ...(grant !== undefined ? { gateway: grant } : {}),
+      },
       runningConditions(`Job ${jobName} is running`),
       now,
     ),
@@ -330,7 +349,7 @@ export function startActions(
   ];
 }
 
-function adopt(s: CommonSnapshot, job: Job, now: Date): Decision {
+function adopt(s: CommonSnapshot, job: Job, now: Date, grant: GatewayGrant | undefined): Decision {
   const created = Date.parse(job.metadata.creationTimestamp);
   const jobCreated = Number.isNaN(created) ? now : new Date(created);
   const startedAt = s.agent.status.startedAt ?? formatStatusTime(jobCreated);
@@ -342,6 +361,7 @@ function adopt(s: CommonSnapshot, job: Job, now: Date): Decision {
       `Adopted existing Job ${job.metadata.name}`,
       jobCreated,
       now,
+      grant,
     ),
     requeueAfterMs: s.options.requeueMs,
   };

@@ -2,7 +2,7 @@
 // validated JSON value when the definition asks for JSON with a schema), the tokens it used and an estimate of its
 // cost. Read from the run report in the agent container's termination message, else from the CLI lines of its log
 // tail (or a batch run's lines). Pure.
-import type { AgentDefinition } from '../../api/index.ts';
+import type { AgentDefinition, CostSource } from '../../api/index.ts';
 import { capOutput } from '../../jobs/index.ts';
 import { validateJson } from '../../shared/json-schema.ts';
 import { extractRunResultFromText } from '../../vendors/cli/result.ts';
@@ -27,7 +27,7 @@ export interface RunResultInput {
 
 export interface CostEstimate {
   readonly usd: string;
-  readonly source: 'cli' | 'priceTable';
+  readonly source: CostSource;
   readonly model?: string;
 }
 

@@ -5,7 +5,7 @@
 // (./job.ts, ./batch.ts, ./server.ts); ../snapshot.ts is the whole.
 
 import type { Agent, AgentDefinition, ConfigMap, Job, Pod, Station } from '../../api/index.ts';
-import type { ApiServerEndpoints } from '../../jobs/index.ts';
+import type { ApiServerEndpoints, GatewayTarget } from '../../jobs/index.ts';
 import type { PolicyObservation } from '../policy/check.ts';
 import type { PriceTable } from '../results/prices.ts';
 import type { StationQueueView } from '../station/book.ts';
@@ -99,6 +99,11 @@ export interface ReconcileOptions {
    * context and `runTracesUrl` (the OTLP/HTTP traces URL pods export to), which their NetworkPolicy admits.
    */
   readonly tracing?: { readonly runTracesUrl: string } | undefined;
+  /**
+   * The model gateway (issue 28, controller env `AGENT_GATEWAY_URL`): runs get a gateway credential instead of
+   * vendor keys, and their grant on status.
+   */
+  readonly gateway?: GatewayTarget | undefined;
 }
 
 /** How this controller runs `execution: batch` (controller env `BATCH_ENABLED`, `BATCH_POLL_SECONDS`). */
