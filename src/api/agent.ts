@@ -153,7 +153,9 @@ export const AgentStatusSchema = v.pipe(
           ),
           source: v.pipe(
             lenientEnum(COST_SOURCES),
-            v.description('cli: the vendor CLI reported it; priceTable: tokens times the price table; gateway: the tokens the model gateway measured, times the price table.'),
+            v.description(
+              'cli: the vendor CLI reported it; priceTable: tokens times the price table; gateway: the tokens the model gateway measured, times the price table.',
+            ),
           ),
           model: v.optional(str('The model the price applies to.')),
         }),

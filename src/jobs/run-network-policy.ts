@@ -298,7 +298,9 @@ export function buildRunNetworkPolicy(input: RunNetworkPolicyInput): NetworkPoli
       ingress,
       egress: [
         DNS_RULE,
-        ...(input.gatewayNamespace !== undefined ? [gatewayRule(input.gatewayNamespace)] : [PUBLIC_HTTPS_RULE]),
+        ...(input.gatewayNamespace !== undefined
+          ? [gatewayRule(input.gatewayNamespace)]
+          : [PUBLIC_HTTPS_RULE]),
         ...egressRules([
           ...definitionDestinations(definition),
           ...(input.tracesUrl !== undefined ? [urlDestination(input.tracesUrl)] : []).filter(

@@ -1,4 +1,4 @@
-import type { AgentPhase, CostSource } from '../api/index.ts';
+import type { AgentPhase, CostSource, GatewayGrant } from '../api/index.ts';
 import type {
   InputConfigMapManifest,
   JobManifest,
@@ -56,6 +56,8 @@ export interface AgentStatusPatch {
   /** The run's final answer: text, or a validated JSON value (issue 10 §2). */
   readonly result?: unknown;
   readonly tokenUsage?: TokenUsage;
+  /** What the model gateway may do for the run (issue 28), recorded when it starts. */
+  readonly gateway?: GatewayGrant;
   readonly costEstimate?: {
     readonly usd: string;
     readonly source: CostSource;

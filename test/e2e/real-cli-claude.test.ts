@@ -281,7 +281,12 @@ describe(`the real Claude Code in Job runs (${runtime})`, { skip }, () => {
         // so the count of requests is not the claim.)
         const slowRequests = modelRequests(slow.requests);
         const seen = JSON.stringify(
-          slowRequests.map((r) => ({ model: r.model, stream: r.stream, status: r.status, results: r.toolResults })),
+          slowRequests.map((r) => ({
+            model: r.model,
+            stream: r.stream,
+            status: r.status,
+            results: r.toolResults,
+          })),
         );
         assert.ok(slowRequests.length >= 1, `the CLI asked for the tool call: ${seen}`);
         assert.ok(toolRan, 'the tool call was running before the deadline');
