@@ -26,7 +26,18 @@ export function mergeUsage(a: GatewayUsage, b: GatewayUsage): GatewayUsage {
 
 /** One call of `model` with `tokens` (undefined: its answer carried no usage), as a usage. */
 export function oneCall(model: string, tokens: Tokens | undefined): GatewayUsage {
-  return { models: { [model]: { calls: 1, ...(tokens ?? ZERO) } } };
+  const t = tokens ?? ZERO;
+  return {
+    models: {
+      [model]: {
+        calls: 1,
+        input: t.input,
+        output: t.output,
+        cacheRead: t.cacheRead,
+        cacheWrite: t.cacheWrite,
+      },
+    },
+  };
 }
 
 export const isEmptyUsage = (u: GatewayUsage): boolean => Object.keys(u.models).length === 0;
