@@ -102,7 +102,7 @@ describe('gateway app', () => {
       gateway: { keys: { anthropic: 'NOPE' } },
     });
     const before = fakes.anthropic.requests.length;
-    const rows: [string, () => Promise<Response>, number, string][] = [
+    const rows: [string, () => Response | Promise<Response>, number, string][] = [
       [
         'no credential',
         () => app.request('/anthropic/v1/messages', { method: 'POST', body: '{}' }),
