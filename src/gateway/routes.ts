@@ -128,7 +128,7 @@ export function clientCredential(
   }
 }
 
-/** Hop-by-hop headers (RFC 9110 §7.6.1) and the ones the HTTP client sets itself: never copied across. */
+/** Hop-by-hop headers (HTTP semantics: they belong to one connection) and the ones the HTTP client sets itself. */
 const HOP_BY_HOP = new Set([
   'connection',
   'keep-alive',
