@@ -81,30 +81,28 @@ function inputLess(input: number, cacheRead: number, cacheWrite: number): number
   return Math.max(0, input - cacheRead - cacheWrite);
 }
 
+/** OpenAI's counts (Responses and Chat Completions name them differently): cached and cache-written are in input. */
+function openaiTokens(
+  input: number | null | undefined,
+  output: number | null | undefined,
+  details:
+    | { cached_tokens?: number | null | undefined; cache_write_tokens?: number | null | undefined }
+    | null
+    | undefined,
+): Tokens {
+  const cacheRead = n(details?.cached_tokens);
+  const cacheWrite = n(details?.cache_write_tokens);
+  return { input: inputLess(n(input), cacheRead, cacheWrite), output: n(output), cacheRead, cacheWrite };
+}
+
 function fromResponses(u: unknown): Tokens | undefined {
   const x = parsed(ResponsesUsage, u);
-  if (x === undefined) return undefined;
-  const cacheRead = n(x.input_tokens_details?.cached_tokens);
-  const cacheWrite = n(x.input_tokens_details?.cache_write_tokens);
-  return {
-    input: inputLess(n(x.input_tokens), cacheRead, cacheWrite),
-    output: n(x.output_tokens),
-    cacheRead,
-    cacheWrite,
-  };
+  return x && openaiTokens(x.input_tokens, x.output_tokens, x.input_tokens_details);
 }
 
 function fromChat(u: unknown): Tokens | undefined {
   const x = parsed(ChatUsage, u);
-  if (x === undefined) return undefined;
-  const cacheRead = n(x.prompt_tokens_details?.cached_tokens);
-  const cacheWrite = n(x.prompt_tokens_details?.cache_write_tokens);
-  return {
-    input: inputLess(n(x.prompt_tokens), cacheRead, cacheWrite),
-    output: n(x.completion_tokens),
-    cacheRead,
-    cacheWrite,
-  };
+  return x && openaiTokens(x.prompt_tokens, x.completion_tokens, x.prompt_tokens_details);
 }
 
 function fromGemini(u: unknown): Tokens | undefined {
