@@ -93,7 +93,7 @@ export async function startGateway(o: {
     port: apiServer.port,
     address: config.bindAddress,
     vendors: GATEWAY_VENDORS,
-    upstreams: config.upstreams,
+    upstreams: Object.fromEntries(Object.entries(config.upstreams).map(([k, u]) => [k, withoutUserInfo(u)])),
   });
   return {
     apiPort: apiServer.port,
@@ -113,4 +113,12 @@ export async function startGateway(o: {
       await healthServer.close();
     },
   };
+}
+
+/** A URL as it may be logged: a user and password in it (a proxy's) left out. */
+function withoutUserInfo(url: string): string {
+  const u = new URL(url);
+  u.username = '';
+  u.password = '';
+  return u.toString().replace(/\/$/, '');
 }
