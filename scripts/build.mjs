@@ -8,8 +8,11 @@ import * as esbuild from 'esbuild';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const outfile = join(root, 'dist', 'agent-controller.mjs');
-/** Size budget for the bundle; raise it deliberately, never silently. */
-const MAX_BUNDLE_BYTES = 1.5 * 1024 * 1024;
+/**
+ * Size budget for the bundle; raise it deliberately, never silently. 1.5 MiB until the model gateway (issue 28,
+ * about 50 KiB: `agent-controller gateway`) took the bundle to 1,552 KiB.
+ */
+const MAX_BUNDLE_BYTES = 1.625 * 1024 * 1024;
 
 /**
  * We use `@kubernetes/client-node` only to load a kubeconfig and apply its auth (src/kube/config.ts); requests go

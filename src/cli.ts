@@ -4,11 +4,17 @@ import { CLI_COMMANDS, completeCommand, HIDDEN_COMMANDS, pluginMain } from './cl
 import { exitQuietlyOnClosedPipe } from './cli/pipes.ts';
 import { versionCommand } from './cli/version.ts';
 import { controllerCommand } from './cmd/controller.ts';
+import { gatewayCommand } from './cmd/gateway.ts';
 import { initCommand } from './cmd/init.ts';
 import { supervisorCommand } from './cmd/supervisor.ts';
 
-/** The controller and the run pod's commands. */
-const SERVICE_COMMANDS: readonly Command[] = [controllerCommand, supervisorCommand, initCommand];
+/** The controller, the model gateway and the run pod's commands. */
+const SERVICE_COMMANDS: readonly Command[] = [
+  controllerCommand,
+  gatewayCommand,
+  supervisorCommand,
+  initCommand,
+];
 
 /** Every command, in help order: the command line (issue 11 §1) after the services. */
 const COMMANDS: readonly Command[] = [...SERVICE_COMMANDS, ...CLI_COMMANDS];
@@ -18,7 +24,7 @@ function topUsage(): string {
   return [
     'Usage: agent-controller [command] [flags]',
     '',
-    'Controller and run pod (default: controller):',
+    'Controller, gateway and run pod (default: controller):',
     rows(SERVICE_COMMANDS),
     '',
     'Command line (also as the kubectl plugin: kubectl agent <command>):',

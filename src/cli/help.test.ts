@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { main } from '../cli.ts';
 import { controllerCommand } from '../cmd/controller.ts';
+import { gatewayCommand } from '../cmd/gateway.ts';
 import { initCommand } from '../cmd/init.ts';
 import { supervisorCommand } from '../cmd/supervisor.ts';
 import type { Command } from './command.ts';
@@ -10,7 +11,13 @@ import { CLI_COMMANDS, pluginHelp } from './index.ts';
 const PROGRAM = 'agent-controller';
 
 /** Every command a person can ask `--help` of: the services, then the command line (as `agent-controller --help` lists them). */
-const COMMANDS: readonly Command[] = [controllerCommand, supervisorCommand, initCommand, ...CLI_COMMANDS];
+const COMMANDS: readonly Command[] = [
+  controllerCommand,
+  gatewayCommand,
+  supervisorCommand,
+  initCommand,
+  ...CLI_COMMANDS,
+];
 
 /** Runs `main` with process.stdout captured. */
 async function captureStdout(fn: () => Promise<number>): Promise<{ code: number; out: string }> {

@@ -73,7 +73,7 @@ describe('agent-controller', () => {
   it('lists the command line next to the controller in its help', async () => {
     const r = await capture(() => main(['--help'], '/app/agent-controller.mjs'));
     assert.equal(r.code, 0);
-    assert.match(r.out, /Controller and run pod \(default: controller\):\n {2}controller/);
+    assert.match(r.out, /Controller, gateway and run pod \(default: controller\):\n {2}controller/);
     assert.match(r.out, /Command line \(also as the kubectl plugin: kubectl agent <command>\):\n {2}run /);
     assert.equal(CLI_COMMANDS.length, 9);
   });

@@ -4,6 +4,7 @@ import { err, ok, type Result } from '../shared/result.ts';
 import { VERSION } from '../shared/version.ts';
 import { runTracesUrlFromEnv, type TracingConfig, tracingConfigFromEnv } from '../telemetry/config.ts';
 import { type BatchProvider, DEFAULT_BASE_URL } from '../vendors/batch/port.ts';
+import { digits, httpUrl, IP_LITERAL, isLoopback, namespaceName, port } from './env-fields.ts';
 
 /** Sentinel namespace value meaning "watch every namespace". */
 export const ALL_NAMESPACES = '*';
@@ -86,50 +87,6 @@ export interface ControllerFlags {
   readonly consolePort?: string | undefined;
   readonly consoleBindAddress?: string | undefined;
 }
-
-/** True for an address only this host can reach. */
-export function isLoopback(address: string): boolean {
-  return address === 'localhost' || address === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(address);
-}
-
-const IP_LITERAL = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:.]*)$/;
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const digits = (name: string) =>
-  v.pipe(
-    v.string(),
-    v.regex(
-      /^\d+$/,
-      (issue) => `${name} must be a non-negative integer, got: ${JSON.stringify(issue.input)}`,
-    ),
-    v.transform(Number),
-  );
-const port = (name: string) =>
-  v.pipe(
-    digits(name),
-    v.minValue(0, `${name} must be a port number (0-65535)`),
-    v.maxValue(65535, `${name} must be a port number (0-65535)`),
-  );
-const namespaceName = (name: string) =>
-  v.pipe(
-    v.string(),
-    v.regex(
-      DNS1123_LABEL,
-      (issue) => `${name} is not a valid namespace name: ${JSON.stringify(issue.input)}`,
-    ),
-  );
-
-const httpUrl = (name: string) =>
-  v.pipe(
-    v.string(),
-    v.check((text) => {
-      try {
-        const u = new URL(text);
-        return u.protocol === 'http:' || u.protocol === 'https:';
-      } catch {
-        return false;
-      }
-    }, `${name} must be an http(s) URL`),
-  );
 
 const EnvSchema = v.object({
   KUBECONFIG: v.optional(v.string()),

@@ -357,7 +357,13 @@ function tapLines(
 
 /** The body as text, or undefined once it passes `max` bytes. */
 export async function readLimited(request: Request, max: number): Promise<string | undefined> {
-  if (request.body === null) return '';
+  const bytes = await readLimitedBytes(request, max);
+  return bytes === undefined ? undefined : new TextDecoder().decode(bytes);
+}
+
+/** A request body of at most `max` bytes, as sent; undefined (reading stopped, the body cancelled) past `max`. */
+export async function readLimitedBytes(request: Request, max: number): Promise<Uint8Array | undefined> {
+  if (request.body === null) return new Uint8Array();
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -377,7 +383,7 @@ export async function readLimited(request: Request, max: number): Promise<string
     all.set(c, at);
     at += c.length;
   }
-  return new TextDecoder().decode(all);
+  return all;
 }
 
 function safeJson(text: string): unknown {

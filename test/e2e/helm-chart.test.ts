@@ -137,7 +137,7 @@ describe('helm chart: lint and render', { skip: helmSkip }, () => {
   it('each component toggle, and all of them, render the base with those components', () => {
     assert.deepEqual(
       components.map((c) => c.name),
-      ['batch', 'console', 'memory', 'realtime', 'run-rbac', 'server'],
+      ['batch', 'console', 'gateway', 'memory', 'realtime', 'run-rbac', 'server'],
     );
     for (const c of components) {
       assertSameObjects(

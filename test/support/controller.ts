@@ -366,9 +366,7 @@ let exitHookInstalled = false;
  */
 export function startController(opts: ControllerOptions): ControllerProcess {
   const runtime = opts.runtime ?? e2eRuntime();
-  const [cmd, ...args] = bundleArgv(runtime);
   const argv = [
-    ...args,
     'controller',
     '--namespace',
     opts.namespace,
@@ -380,19 +378,39 @@ export function startController(opts: ControllerOptions): ControllerProcess {
     opts.kubeconfig,
     ...(opts.installCrds === true ? ['--install-crds'] : []),
   ];
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-    HOME: process.env.HOME ?? '/tmp',
+  return spawnBundle(runtime, argv, opts.identity, {
     AGENT_IMAGE: runPodImage(runtime),
     AGENT_POLL_INTERVAL_MS: String(opts.pollIntervalMs ?? 2000),
     POD_NAME: opts.identity,
     LOG_LEVEL: opts.logLevel ?? process.env.E2E_CONTROLLER_LOG_LEVEL ?? 'info',
+    ...opts.env,
+  });
+}
+
+/**
+ * Runs the bundle on `runtime` with `argv` (after the bundle path) as a child process with a small environment (PATH,
+ * HOME, no colours, no Deno prompts) plus `env`. It is killed if still running when the test process exits.
+ */
+export function spawnBundle(
+  runtime: E2eRuntime,
+  argv: readonly string[],
+  identity: string,
+  env: Readonly<Record<string, string>>,
+): ControllerProcess {
+  const [cmd, ...args] = bundleArgv(runtime);
+  const childEnv: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
     NO_COLOR: '1',
     DENO_NO_UPDATE_CHECK: '1',
     DENO_NO_PROMPT: '1',
-    ...opts.env,
+    ...env,
   };
-  const child = spawn(cmd ?? process.execPath, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd ?? process.execPath, [...args, ...argv], {
+    cwd: ROOT,
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   live.add(child);
   child.once('exit', () => live.delete(child));
   if (!exitHookInstalled) {
@@ -401,7 +419,7 @@ export function startController(opts: ControllerOptions): ControllerProcess {
       for (const c of live) c.kill('SIGKILL');
     });
   }
-  return new ControllerProcess(child, opts.identity, runtime);
+  return new ControllerProcess(child, identity, runtime);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -89,6 +89,16 @@ describe('helm chart generator', () => {
     }
   });
 
+  it("a component's Deployment of the controller image runs the chart's image; a Service name in the base namespace names the release's", () => {
+    const files = new Map(renderChart(sources).map((f) => [f.path, f.content]));
+    const gateway = files.get(`${CHART_DIR}/templates/components/gateway/gateway-deployment.yaml`) ?? '';
+    assert.match(gateway, /^ {8}image: \{\{ include "agent-controller.image" \. \| quote \}\}$/m);
+    assert.match(gateway, /^ {8}imagePullPolicy: \{\{ \.Values\.image\.pullPolicy \}\}$/m);
+    assert.doesNotMatch(gateway, /ghcr\.io/);
+    const controller = files.get(`${CHART_DIR}/templates/controller.yaml`) ?? '';
+    assert.match(controller, /value: http:\/\/agent-gateway\.\{\{ \.Release\.Namespace \}\}\.svc:8080$/m);
+  });
+
   function withComponent(extra: Component): Sources {
     return { ...sources, components: [...sources.components, extra] };
   }

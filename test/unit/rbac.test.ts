@@ -643,3 +643,79 @@ describe('deploy/components/memory', () => {
     assert.doesNotMatch(base, /memory/);
   });
 });
+
+describe('deploy/components/gateway', () => {
+  const dir = ['deploy', 'components', 'gateway'];
+  const docs = load('gateway-rbac.yaml', dir);
+  const sa = only(docs, 'ServiceAccount');
+  const clusterRole = only(docs, 'ClusterRole');
+  const clusterBinding = only(docs, 'ClusterRoleBinding');
+  const role = only(docs, 'Role');
+  const binding = only(docs, 'RoleBinding');
+  const controller = only(load('controller-rbac.yaml'), 'ServiceAccount');
+  const subject = [{ kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace }];
+
+  it('has a ServiceAccount of its own in the controller namespace, the one its Deployment runs as', () => {
+    assert.equal(docs.length, 5);
+    assert.equal(sa.metadata.name, 'agent-gateway');
+    assert.notEqual(sa.metadata.name, controller.metadata.name);
+    assert.equal(sa.metadata.namespace, controller.metadata.namespace);
+    const deployment = readFileSync(join(ROOT, ...dir, 'gateway-deployment.yaml'), 'utf8');
+    assert.match(deployment, new RegExp(`serviceAccountName:\\s*${sa.metadata.name}\\b`));
+  });
+
+  it('cluster-wide: Agents get, list, watch and patch; Secrets get by the name agent-secrets only', () => {
+    assertNoWildcards(clusterRole.rules);
+    assert.deepEqual(clusterRole.rules, [
+      { apiGroups: ['agents.re-cinq.com'], resources: ['agents'], verbs: ['get', 'list', 'watch', 'patch'] },
+      { apiGroups: [''], resources: ['secrets'], resourceNames: ['agent-secrets'], verbs: ['get'] },
+    ]);
+    assert.deepEqual(
+      verbsOn(clusterRole.rules, 'agents.re-cinq.com', 'agents/status'),
+      [],
+      'never writes status',
+    );
+    for (const verb of DANGEROUS_VERBS)
+      assert.ok(!clusterRole.rules.some((r) => r.verbs.includes(verb)), `no ${verb}`);
+    assert.deepEqual(clusterBinding.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: clusterRole.metadata.name,
+    });
+    assert.deepEqual(clusterBinding.subjects, subject);
+  });
+
+  it('in its namespace: get the credential key Secret by name, never create it', () => {
+    assertNoWildcards(role.rules);
+    assert.deepEqual(role.rules, [
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: ['agent-controller-gateway'],
+        verbs: ['get'],
+      },
+    ]);
+    assert.equal(role.metadata.namespace, sa.metadata.namespace);
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: role.metadata.name,
+    });
+    assert.deepEqual(binding.subjects, subject);
+  });
+
+  it('is a kustomize Component: RBAC, Deployment, Service, NetworkPolicy, and AGENT_GATEWAY_URL on the controller', () => {
+    const kustomization = readFileSync(join(ROOT, ...dir, 'kustomization.yaml'), 'utf8');
+    assert.match(kustomization, /^kind: Component$/m);
+    for (const file of [
+      'gateway-rbac.yaml',
+      'gateway-deployment.yaml',
+      'gateway-service.yaml',
+      'gateway-networkpolicy.yaml',
+    ])
+      assert.match(kustomization, new RegExp(`- ${file.replace('.', '\\.')}`));
+    const patch = readFileSync(join(ROOT, ...dir, 'gateway-env.yaml'), 'utf8');
+    assert.match(patch, /name: AGENT_GATEWAY_URL, value: "http:\/\/agent-gateway\.ai-agents\.svc:8080"/);
+    assert.match(patch, /- name: controller\n/);
+  });
+});

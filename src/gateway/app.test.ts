@@ -1,0 +1,235 @@
+// The gateway's app with its ports filled by fakes (a fixed credential key, Agents and keys from maps, a recording
+// usage writer) and the loopback model-API fakes as the vendors: each refusal row answers in the vendor's shape
+// without reaching the vendor, and forwarded calls carry the key where the vendor wants it.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as v from 'valibot';
+import {
+  type ModelApiFake,
+  startAnthropicModel,
+  startGeminiModel,
+  startOpenAIModel,
+} from '../../test/support/model-api/index.ts';
+import { GATEWAY_VENDORS, type GatewayUsage } from '../api/gateway.ts';
+import { apiError } from '../kube/errors.ts';
+import { createGatewayMetrics } from '../metrics/gateway.ts';
+import { mintGatewayCredential } from '../shared/gateway-credential.ts';
+import { createLogger } from '../shared/log.ts';
+import { err, ok } from '../shared/result.ts';
+import type { RunRef } from './accumulator.ts';
+import { createGatewayApp } from './app.ts';
+import { type GatewayAgent, GatewayAgentSchema } from './authorize.ts';
+import { REFUSAL_REASONS } from './refusals.ts';
+
+const KEY = new Uint8Array(32).fill(3);
+const agents = new Map<string, GatewayAgent>();
+const secrets = new Map<string, Record<string, string>>();
+let lookupFails = false;
+const recorded: [RunRef, GatewayUsage][] = [];
+
+function addAgent(name: string, status: unknown): string {
+  const uid = `uid-${name}`;
+  agents.set(
+    `team-a/${name}`,
+    v.parse(GatewayAgentSchema, {
+      metadata: { name, namespace: 'team-a', uid, resourceVersion: '1' },
+      spec: { stationRef: 'st' },
+      status,
+    }),
+  );
+  return mintGatewayCredential(KEY, { namespace: 'team-a', name, uid });
+}
+
+const fakes = {} as Record<'anthropic' | 'openai' | 'gemini', ModelApiFake>;
+let app: ReturnType<typeof createGatewayApp>;
+
+before(async () => {
+  fakes.anthropic = await startAnthropicModel({ turns: [{ text: 'hi', usage: { input: 3, output: 2 } }] });
+  fakes.openai = await startOpenAIModel({ turns: [{ text: 'hi', usage: { input: 4, output: 1 } }] });
+  fakes.gemini = await startGeminiModel({ turns: [{ text: 'hi', usage: { input: 6, output: 2 } }] });
+  secrets.set('team-a', {
+    A: btoa(fakes.anthropic.apiKey),
+    O: btoa(fakes.openai.apiKey),
+    G: btoa(fakes.gemini.apiKey),
+  });
+  app = createGatewayApp({
+    upstreams: {
+      anthropic: fakes.anthropic.baseUrl,
+      openai: new URL(fakes.openai.baseUrl).origin,
+      gemini: fakes.gemini.baseUrl,
+    },
+    metrics: createGatewayMetrics(REFUSAL_REASONS, GATEWAY_VENDORS, false),
+    logger: createLogger('error', () => {}),
+    flusher: {
+      record: (run, usage) => void recorded.push([run, usage]),
+      flushAll: async () => {},
+      pending: () => 0,
+    },
+    now: () => performance.now(),
+    fetch,
+    active: new Set(),
+    hmacKey: () => KEY,
+    agent: async (run) =>
+      lookupFails ? err(apiError(500, undefined, 'down')) : ok(agents.get(`${run.namespace}/${run.name}`)),
+    vendorKey: async (ns, name) => {
+      const b64 = secrets.get(ns)?.[name];
+      return ok(b64 === undefined ? undefined : atob(b64));
+    },
+  });
+});
+after(async () => {
+  for (const f of Object.values(fakes)) await f.close();
+});
+
+const messages = (credential: string, body: unknown = { model: 'claude-x', max_tokens: 5, messages: [] }) =>
+  app.request('/anthropic/v1/messages', {
+    method: 'POST',
+    headers: {
+      'x-api-key': credential,
+      'anthropic-version': '2023-06-01',
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify(body),
+  });
+
+describe('gateway app', () => {
+  it('refuses, in the vendor’s shape and without calling it, every call it may not forward', async () => {
+    const granted = { phase: 'Running', gateway: { keys: { anthropic: 'A' }, models: ['claude-*'] } };
+    const ok1 = addAgent('ok', granted);
+    const noGrant = addAgent('no-grant', { phase: 'Running' });
+    const missingKey = addAgent('missing-key', {
+      phase: 'Running',
+      gateway: { keys: { anthropic: 'NOPE' } },
+    });
+    const before = fakes.anthropic.requests.length;
+    const rows: [string, () => Response | Promise<Response>, number, string][] = [
+      [
+        'no credential',
+        () => app.request('/anthropic/v1/messages', { method: 'POST', body: '{}' }),
+        401,
+        'authentication_error',
+      ],
+      [
+        'a path not forwarded',
+        () => app.request('/anthropic/v1/files', { method: 'POST' }),
+        404,
+        'not_found_error',
+      ],
+      ['a run without a grant', () => messages(noGrant), 401, 'authentication_error'],
+      ['a key not in agent-secrets', () => messages(missingKey), 401, 'authentication_error'],
+      ['no model while models are limited', () => messages(ok1, { messages: [] }), 403, 'permission_error'],
+      [
+        'a body that is not JSON while models are limited',
+        () => messages(ok1, 'not json'),
+        403,
+        'permission_error',
+      ],
+    ];
+    for (const [what, call, status, type] of rows) {
+      const res = await call();
+      assert.equal(res.status, status, what);
+      const body = (await res.json()) as { type: string; error: { type: string; message: string } };
+      assert.equal(body.type, 'error', what);
+      assert.equal(body.error.type, type, what);
+      assert.ok(!body.error.message.includes(fakes.anthropic.apiKey), 'no key in the message');
+    }
+    assert.equal(fakes.anthropic.requests.length, before, 'nothing reached the vendor');
+    const other = await app.request('/elsewhere', { method: 'GET' });
+    assert.equal(other.status, 404);
+  });
+
+  it('answers 503 with retry-after when the run cannot be looked up', async () => {
+    const credential = addAgent('lookup', { phase: 'Running', gateway: { keys: { openai: 'O' } } });
+    lookupFails = true;
+    try {
+      const res = await app.request('/openai/v1/responses', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${credential}` },
+        body: JSON.stringify({ model: 'gpt-5', input: 'x' }),
+      });
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get('retry-after'), '2');
+      assert.deepEqual(await res.json(), {
+        error: {
+          message: 'agent gateway: the run cannot be looked up now; try again',
+          type: 'server_error',
+          param: null,
+          code: 'gateway_unavailable',
+        },
+      });
+    } finally {
+      lookupFails = false;
+    }
+  });
+
+  it('forwards with the key where each vendor wants it: Anthropic Bearer credential, OpenAI, Gemini ?key=', async () => {
+    const credential = addAgent('fwd', {
+      phase: 'Running',
+      gateway: { keys: { anthropic: 'A', openai: 'O', gemini: 'G' } },
+    });
+    recorded.length = 0;
+    const a = await app.request('/anthropic/v1/messages?beta=true', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${credential}`, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'claude-x', max_tokens: 5, messages: [{ role: 'user', content: 'q' }] }),
+    });
+    assert.equal(a.status, 200);
+    assert.equal(((await a.json()) as { content: { text: string }[] }).content[0]?.text, 'hi');
+    const o = await app.request('/openai/v1/responses', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-5', input: 'q' }),
+    });
+    assert.equal(o.status, 200);
+    await o.arrayBuffer();
+    const g = await app.request(`/gemini/v1beta/models/gemini-2.5-pro:generateContent?key=${credential}`, {
+      method: 'POST',
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'q' }] }] }),
+    });
+    assert.equal(g.status, 200);
+    await g.arrayBuffer();
+    const last = (f: ModelApiFake) => f.requests.at(-1);
+    assert.deepEqual(
+      [
+        last(fakes.anthropic)?.apiKey,
+        last(fakes.anthropic)?.query,
+        last(fakes.anthropic)?.headers.authorization,
+      ],
+      [fakes.anthropic.apiKey, { beta: 'true' }, undefined],
+    );
+    assert.equal(
+      last(fakes.openai)?.apiKey,
+      fakes.openai.apiKey,
+      'the key Secret value, its trailing newline trimmed',
+    );
+    assert.deepEqual([last(fakes.gemini)?.apiKey, last(fakes.gemini)?.query], [fakes.gemini.apiKey, {}]);
+    assert.deepEqual(
+      recorded.map(([run, usage]) => [run.name, usage]),
+      [
+        ['fwd', { models: { 'claude-x': { calls: 1, input: 3, output: 2, cacheRead: 0, cacheWrite: 0 } } }],
+        ['fwd', { models: { 'gpt-5': { calls: 1, input: 4, output: 1, cacheRead: 0, cacheWrite: 0 } } }],
+        [
+          'fwd',
+          { models: { 'gemini-2.5-pro': { calls: 1, input: 6, output: 2, cacheRead: 0, cacheWrite: 0 } } },
+        ],
+      ],
+    );
+  });
+
+  it('passes a vendor error on as it is and meters no tokens for it', async () => {
+    secrets.set('team-a', { ...secrets.get('team-a'), BAD: btoa('not-the-key') });
+    const credential = addAgent('vendor-error', {
+      phase: 'Running',
+      gateway: { keys: { anthropic: 'BAD' } },
+    });
+    recorded.length = 0;
+    const res = await messages(credential);
+    assert.equal(res.status, 401);
+    assert.deepEqual(await res.json(), {
+      type: 'error',
+      error: { type: 'authentication_error', message: 'invalid x-api-key' },
+      request_id: 'req_fake401',
+    });
+    assert.deepEqual(recorded, []);
+  });
+});
