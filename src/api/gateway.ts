@@ -31,6 +31,10 @@ export const VENDOR_BASE_URL_ENV: Readonly<
   gemini: { name: 'GOOGLE_GEMINI_BASE_URL', path: '/gemini' },
 };
 
+/** The Secret (in the controller's namespace) holding the key run credentials are minted with, and its field. */
+export const GATEWAY_KEY_SECRET = 'agent-controller-gateway';
+export const GATEWAY_KEY_FIELD = 'hmac-key';
+
 /** The annotation the gateway keeps a run's measured usage in (JSON, {@link GatewayUsageSchema}). */
 export const ANNOTATION_GATEWAY_USAGE = 'agents.re-cinq.com/gateway-usage';
 
@@ -57,9 +61,11 @@ export const GatewayGrantSchema = v.pipe(
   v.object({
     keys: v.pipe(
       v.object({
-        anthropic: v.optional(v.string()),
-        openai: v.optional(v.string()),
-        gemini: v.optional(v.string()),
+        anthropic: v.optional(
+          v.pipe(v.string(), v.description('Key of agent-secrets holding the Anthropic key.')),
+        ),
+        openai: v.optional(v.pipe(v.string(), v.description('Key of agent-secrets holding the OpenAI key.'))),
+        gemini: v.optional(v.pipe(v.string(), v.description('Key of agent-secrets holding the Gemini key.'))),
       }),
       v.description(
         'Per vendor, the key of the Secret agent-secrets whose value the gateway sends for this run.',

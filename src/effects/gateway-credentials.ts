@@ -2,14 +2,15 @@
 // its identity with the gateway key, a Secret of the controller's namespace that the controller creates once and the
 // gateway only reads. The credential reaches the pod through a Secret owned by the Agent (secretKeyRef).
 
+import { GATEWAY_KEY_FIELD, GATEWAY_KEY_SECRET } from '../api/index.ts';
 import { GATEWAY_CREDENTIAL_KEY } from '../jobs/index.ts';
 import { mintGatewayCredential, type RunIdentity } from '../shared/gateway-credential.ts';
 import { type ControllerKeySpec, runOwnedSecret } from './realtime/tokens.ts';
 
 /** The Secret (in the controller's namespace) and field holding the gateway key. */
 export const GATEWAY_KEY: ControllerKeySpec = {
-  secret: 'agent-controller-gateway',
-  field: 'hmac-key',
+  secret: GATEWAY_KEY_SECRET,
+  field: GATEWAY_KEY_FIELD,
   component: 'gateway',
 };
 

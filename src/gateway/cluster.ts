@@ -29,8 +29,9 @@ export const AGENT_RESOURCE: ResourceType = {
 };
 
 /** The Secret (in the gateway's and the controller's namespace) and its field that hold the credentials' HMAC key. */
-export const GATEWAY_KEY_SECRET = 'agent-controller-gateway';
-export const GATEWAY_KEY_FIELD = 'hmac-key';
+import { GATEWAY_KEY_FIELD, GATEWAY_KEY_SECRET } from '../api/index.ts';
+
+export { GATEWAY_KEY_FIELD, GATEWAY_KEY_SECRET };
 /** The Secret of a run's namespace whose keys hold the vendor keys (the one the batch mode reads too). */
 export const VENDOR_KEYS_SECRET = 'agent-secrets';
 

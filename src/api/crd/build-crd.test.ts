@@ -110,6 +110,7 @@ describe('buildCrd', () => {
       'costEstimate',
       'exitCode',
       'failureReason',
+      'gateway',
       'jobName',
       'observedGeneration',
       'output',
