@@ -140,6 +140,11 @@ describe('real node: the real Codex, Gemini CLI and OpenCode in images of their 
         const failures: string[] = [];
         for (const [i, { run: r, output }] of runs.entries()) {
           const run = await s.waitTerminal(`${r.name}-run`, 240_000);
+          // For docs/design/real-node.md's figures: Job created to terminal phase.
+          const { startedAt, completedAt } = run.status as { startedAt?: string; completedAt?: string };
+          t.diagnostic(
+            `${r.name}: ${(Date.parse(completedAt ?? '') - Date.parse(startedAt ?? '')) / 1000} s`,
+          );
           const requests = (await fakes[i]?.finish()) ?? [];
           const pod = await runPod(s, `${r.name}-run`);
           const agent = pod.status.containerStatuses.find((c) => c.name === 'agent');

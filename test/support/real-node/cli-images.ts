@@ -7,7 +7,7 @@
 //   3. the CLI: what it runs, and nothing it does not (per CLI below).
 // Named by the CLI's version: an image holds nothing of the bundle under test, so one import serves every run of a
 // test bed (its containerd goes with `testbed down`).
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import type { CliManifest, RealCli } from '../real-clis.ts';
 import { packageRoot } from '../real-clis.ts';
@@ -108,8 +108,8 @@ export function cliImageSpec(cli: RealCli, manifest: CliManifest, nodeBinary: st
 }
 
 /**
- * The images of `clis` in the node's containerd: each one it lacks assembled into `dir` and imported (one archive
- * each). Returns the references, in the order of `clis`.
+ * The images of `clis` in the node's containerd: each one it lacks assembled into `dir`, imported, and its archive
+ * (up to 430 MB) removed again. Returns the references, in the order of `clis`.
  */
 export function importCliImages(
   containerdSocket: string,
@@ -121,7 +121,9 @@ export function importCliImages(
   const refs = clis.map((cli) => cliImageRef(cli, manifest.clis[cli].version));
   for (const [i, cli] of clis.entries()) {
     if (hasImage(containerdSocket, refs[i] as string)) continue;
-    importImages(containerdSocket, writeImages(dir, [cliImageSpec(cli, manifest, nodeBinary)]));
+    const archives = writeImages(dir, [cliImageSpec(cli, manifest, nodeBinary)]);
+    importImages(containerdSocket, archives);
+    for (const archive of archives) rmSync(archive);
   }
   return refs;
 }
