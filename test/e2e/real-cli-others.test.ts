@@ -17,7 +17,7 @@ import {
   stationManifest,
 } from '../support/index.ts';
 import { startVendorModel } from '../support/model-api/index.ts';
-import { markerRunFailure, otherCliMarkerRuns } from '../support/real-cli-checks.ts';
+import { markerRunFailure, otherCliMarkerRuns, vendorKeys } from '../support/real-cli-checks.ts';
 import {
   agentSecrets,
   agentTemplate,
@@ -39,11 +39,7 @@ describe(`the real Codex, Gemini CLI and OpenCode in Job runs (${runtime})`, { s
     timeout: 300_000,
   }, async () => {
     const marker = `marker-${randomBytes(6).toString('hex')}`;
-    const keys = {
-      openai: `sk-e2e-${randomBytes(16).toString('hex')}`,
-      gemini: `AIza-e2e-${randomBytes(16).toString('hex')}`,
-      anthropic: `sk-ant-e2e-${randomBytes(16).toString('hex')}`,
-    };
+    const keys = vendorKeys();
     const runs = otherCliMarkerRuns(marker);
     const fakes = await Promise.all(
       runs.map((r) =>

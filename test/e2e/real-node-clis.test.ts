@@ -27,6 +27,7 @@ import {
   MARKER_WRITTEN,
   markerRunFailure,
   otherCliMarkerRuns,
+  vendorKeys,
 } from '../support/real-cli-checks.ts';
 import { agentSecrets, cliDefinition, installRealClis } from '../support/real-clis.ts';
 import { importCliImages } from '../support/real-node/cli-images.ts';
@@ -90,11 +91,7 @@ describe('real node: the real Codex, Gemini CLI and OpenCode in images of their 
   }, async (t) => {
     t.diagnostic(`images assembled and imported in ${importMs} ms (those already there are not)`);
     const marker = `marker-${randomBytes(6).toString('hex')}`;
-    const keys = {
-      openai: `sk-e2e-${randomBytes(16).toString('hex')}`,
-      gemini: `AIza-e2e-${randomBytes(16).toString('hex')}`,
-      anthropic: `sk-ant-e2e-${randomBytes(16).toString('hex')}`,
-    };
+    const keys = vendorKeys();
     const runs = markerRuns(marker);
     const fakes = await Promise.all(
       runs.map(({ run }) =>

@@ -2,6 +2,7 @@
 // sidecar serving MCP (test/support/mcp-tool-server.mjs) and what it was asked, a server Agent called with
 // OpenAI's official `openai` SDK, and the scripted model's marker conversation (a shell call, then an answer) of
 // each CLI.
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,6 +77,15 @@ export interface CliMarkerRun {
   readonly conversations: readonly Conversation[];
   readonly answer: string;
   readonly tokenUsage: Readonly<Record<string, number>>;
+}
+
+/** A fresh test key for each vendor, by its key in the agent-secrets Secret (`CliMarkerRun.secret.ref`). */
+export function vendorKeys(): Record<CliMarkerRun['secret']['ref'], string> {
+  return {
+    openai: `sk-e2e-${randomBytes(16).toString('hex')}`,
+    gemini: `AIza-e2e-${randomBytes(16).toString('hex')}`,
+    anthropic: `sk-ant-e2e-${randomBytes(16).toString('hex')}`,
+  };
 }
 
 /**
