@@ -27,15 +27,9 @@ import {
 } from '../support/index.ts';
 import { claudeMarkerScript } from '../support/real-cli-checks.ts';
 import { agentSecrets, cliDefinition, installRealClis } from '../support/real-clis.ts';
-import {
-  claudeImageRef,
-  claudeImageSpec,
-  hasImage,
-  MCP_TOOL_IMAGE,
-  mcpToolImageSpec,
-  writeImages,
-} from '../support/real-node/extra-images.ts';
-import { startNodeAnthropicModel } from '../support/real-node/model-fake.ts';
+import { importCliImages } from '../support/real-node/cli-images.ts';
+import { MCP_TOOL_IMAGE, mcpToolImageSpec, writeImages } from '../support/real-node/extra-images.ts';
+import { startNodeModel } from '../support/real-node/model-fake.ts';
 import {
   buildProductImages,
   hostNodeBinary,
@@ -277,19 +271,18 @@ describe('real node: what a user sees of runs on a real kubelet', { skip }, () =
     timeout: 300_000,
   }, async () => {
     // The CLI as scripts/install-clis installed it, in an image of its own (imported once per test bed).
-    const cli = installRealClis().clis.claude;
-    const image = claudeImageRef(cli.version);
-    if (!hasImage(realNode.containerdSocket, image)) {
-      const dir = join(dirname(cluster.kubeconfig), 'real-node', 'claude-image');
-      importImages(
-        realNode.containerdSocket,
-        writeImages(dir, [claudeImageSpec(image, hostNodeBinary(), cli.path)]),
-      );
-    }
+    const dir = join(dirname(cluster.kubeconfig), 'real-node', 'cli-images');
+    const [image = ''] = importCliImages(
+      realNode.containerdSocket,
+      dir,
+      installRealClis(),
+      hostNodeBinary(),
+      ['claude'],
+    );
     const marker = `marker-${randomBytes(6).toString('hex')}`;
     const apiKey = `sk-ant-e2e-${randomBytes(16).toString('hex')}`;
     const script = claudeMarkerScript(marker);
-    const fake = await startNodeAnthropicModel(realNode, { apiKey, turns: script.turns });
+    const fake = await startNodeModel(realNode, { vendor: 'anthropic', apiKey, turns: script.turns });
     try {
       await runScenario(cluster, 'rn-claude-code', async (s) => {
         // The run's own NetworkPolicy admits public addresses on 443, not a model gateway on a private address;

@@ -1,14 +1,17 @@
 // What the real-CLI e2e files check the same way whatever the CLI: the processes left on the test node, a tool
 // sidecar serving MCP (test/support/mcp-tool-server.mjs) and what it was asked, a server Agent called with
-// OpenAI's official `openai` SDK, and the scripted model's marker conversation (a Bash call, then an answer).
+// OpenAI's official `openai` SDK, and the scripted model's marker conversation (a shell call, then an answer) of
+// each CLI.
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
 import OpenAI from 'openai';
 import * as v from 'valibot';
 import { agentCondition, type Scenario } from './controller.ts';
 import { apiPath } from './kube-client.ts';
-import type { Turn } from './model-api/index.ts';
+import type { Conversation, Turn } from './model-api/index.ts';
 import { pollUntil } from './poll.ts';
 import { endpointOf } from './server.ts';
 import { addTestImages } from './testbed.ts';
@@ -53,6 +56,176 @@ export function claudeMarkerScript(marker: string): {
       total: 3200 + 65 + 1200 + 200,
     },
   };
+}
+
+/**
+ * The marker conversation of a Job run of Codex, Gemini CLI or OpenCode: the recipe's model, base-URL variable and
+ * key, the fake it talks to (`vendor`: `startOpenAIModel`, `startGeminiModel`, `startAnthropicModel`) and what it
+ * plays, the answer, and the `tokenUsage` the Agent's status must show (written out from the turns' numbers).
+ */
+export interface CliMarkerRun {
+  readonly cli: 'codex' | 'gemini' | 'opencode';
+  /** The name of its AgentDefinition, Station and (with `-run`) Agent: the CLI's unless a test gives another. */
+  readonly name: string;
+  readonly vendor: 'openai' | 'gemini' | 'anthropic';
+  readonly model: string;
+  readonly baseUrlEnv: string;
+  /** The key's variable, and its key in the agent-secrets Secret (`agentSecrets`). */
+  readonly secret: { readonly name: string; readonly ref: 'openai' | 'gemini' | 'anthropic' };
+  /** More recipe fields. */
+  readonly extra: Readonly<Record<string, unknown>>;
+  readonly conversations: readonly Conversation[];
+  readonly answer: string;
+  readonly tokenUsage: Readonly<Record<string, number>>;
+}
+
+/** A fresh test key for each vendor, by its key in the agent-secrets Secret (`CliMarkerRun.secret.ref`). */
+export function vendorKeys(): Record<CliMarkerRun['secret']['ref'], string> {
+  return {
+    openai: `sk-e2e-${randomBytes(16).toString('hex')}`,
+    gemini: `AIza-e2e-${randomBytes(16).toString('hex')}`,
+    anthropic: `sk-ant-e2e-${randomBytes(16).toString('hex')}`,
+  };
+}
+
+/**
+ * The marker runs of Codex, Gemini CLI and OpenCode: the model asks for one shell command that writes `marker` to
+ * marker.txt in the working folder and prints the folder and the file, then answers. Each CLI's own tool and way of
+ * counting tokens (docs/reference/vendor-clis.md): Codex and Gemini count cached tokens inside their input (the
+ * Agent shows the uncached part as input), OpenCode (Anthropic provider) does not.
+ */
+export function otherCliMarkerRuns(marker: string): CliMarkerRun[] {
+  const command = `echo ${marker} > marker.txt && pwd && cat marker.txt`;
+  const first = { input: 900, output: 20 };
+  const last = { input: 2000, output: 60, cacheRead: 500 };
+  const cachedInside = {
+    input: 900 + 2000 - 500,
+    output: 20 + 60,
+    cacheRead: 500,
+    cacheWrite: 0,
+    total: 900 + 2000 + 20 + 60,
+  };
+  return [
+    {
+      cli: 'codex',
+      name: 'codex',
+      vendor: 'openai',
+      model: 'gpt-5.1-codex',
+      baseUrlEnv: 'OPENAI_BASE_URL',
+      secret: { name: 'OPENAI_API_KEY', ref: 'openai' },
+      extra: {},
+      conversations: [
+        {
+          turns: [
+            { toolCall: { name: 'exec_command', input: { cmd: command } }, usage: first },
+            { text: 'Codex left the marker.', usage: last },
+          ],
+        },
+      ],
+      answer: 'Codex left the marker.',
+      tokenUsage: cachedInside,
+    },
+    {
+      cli: 'gemini',
+      name: 'gemini',
+      vendor: 'gemini',
+      model: 'gemini-3.5-flash',
+      baseUrlEnv: 'GOOGLE_GEMINI_BASE_URL',
+      secret: { name: 'GEMINI_API_KEY', ref: 'gemini' },
+      // Gemini CLI offers its shell tool only in yolo mode (docs/reference/vendor-clis.md).
+      extra: { permission_mode: 'bypass' },
+      conversations: [
+        {
+          turns: [
+            {
+              toolCall: { name: 'run_shell_command', input: { command, description: 'write a marker' } },
+              usage: first,
+            },
+            { text: 'Gemini left the marker.', usage: last },
+          ],
+        },
+      ],
+      answer: 'Gemini left the marker.',
+      tokenUsage: cachedInside,
+    },
+    {
+      cli: 'opencode',
+      name: 'opencode',
+      vendor: 'anthropic',
+      model: 'opencode/anthropic/claude-sonnet-4-5',
+      baseUrlEnv: 'ANTHROPIC_BASE_URL',
+      secret: { name: 'ANTHROPIC_API_KEY', ref: 'anthropic' },
+      extra: {},
+      conversations: [
+        // OpenCode asks a small model for a session title beside the first turn.
+        {
+          bodyIncludes: 'You are a title generator',
+          turns: [{ text: 'Marker', usage: { input: 1, output: 1 } }, { text: 'Marker' }],
+        },
+        {
+          turns: [
+            {
+              toolCall: { name: 'bash', input: { command, description: 'write a marker' } },
+              usage: { ...first, cacheWrite: 100 },
+            },
+            { text: 'OpenCode left the marker.', usage: last },
+          ],
+        },
+      ],
+      answer: 'OpenCode left the marker.',
+      tokenUsage: {
+        input: 900 + 2000,
+        output: 20 + 60,
+        cacheRead: 500,
+        cacheWrite: 100,
+        total: 900 + 2000 + 20 + 60 + 500 + 100,
+      },
+    },
+  ];
+}
+
+/** What a marker check reads of a request a model fake got (loopback or in the node's namespace). */
+interface ModelRequestSeen {
+  readonly method: string;
+  readonly path: string;
+  readonly status: number;
+  readonly apiKey?: string | undefined;
+  readonly toolResults: readonly { readonly content: string }[];
+}
+
+/** The command's output the model must get back: the working folder and the marker (the command ran). */
+export const MARKER_WRITTEN = {
+  what: 'the working folder and the marker',
+  seen: (content: string, marker: string) => content.includes('/workspace') && content.includes(marker),
+};
+
+/**
+ * What is wrong with a finished marker run, as one report (undefined: nothing): its phase, result, tokens, the
+ * command's output the model got back (`output`, in whatever wrapping the CLI gives it), the key in the model's
+ * requests and not on the Agent, and the `more` problems a test found itself; then the requests and the status.
+ */
+export function markerRunFailure(
+  run: CliMarkerRun,
+  agent: { readonly status: unknown },
+  requests: readonly ModelRequestSeen[],
+  check: { marker: string; key: string; output?: typeof MARKER_WRITTEN; more?: readonly string[] },
+): string | undefined {
+  const status = (agent.status ?? {}) as Record<string, unknown>;
+  const output = check.output ?? MARKER_WRITTEN;
+  const problems: string[] = [];
+  if (status.phase !== 'Succeeded') problems.push(`phase ${String(status.phase)}`);
+  if (status.result !== run.answer) problems.push(`result ${JSON.stringify(status.result)}`);
+  if (!isDeepStrictEqual(status.tokenUsage, run.tokenUsage))
+    problems.push(`tokenUsage ${JSON.stringify(status.tokenUsage)}, not ${JSON.stringify(run.tokenUsage)}`);
+  const outputs = requests.flatMap((r) => r.toolResults.map((t) => t.content));
+  if (!outputs.some((c) => output.seen(c, check.marker)))
+    problems.push(`the model did not get ${output.what} back: ${JSON.stringify(outputs)}`);
+  if (!requests.some((r) => r.apiKey === check.key)) problems.push('the key did not reach the model API');
+  if (JSON.stringify(agent).includes(check.key)) problems.push('the key is on the Agent');
+  problems.push(...(check.more ?? []));
+  if (problems.length === 0) return undefined;
+  const seen = requests.map((q) => `${q.method} ${q.path} ${q.status}`).join(', ');
+  return `${run.name}: ${problems.join('; ')}\n  requests: ${seen}\n  status: ${JSON.stringify(status).slice(0, 3000)}`;
 }
 
 /** The command lines of every process on the machine (the test node's containers are local processes). */

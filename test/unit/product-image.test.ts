@@ -109,7 +109,10 @@ describe('the real node product image matches Dockerfile.distroless', () => {
     assert.deepEqual(mock.layers?.slice(0, 2), product.layers);
     assert.deepEqual(Object.keys(mock.layers?.[2] ?? {}).sort(), [
       'usr/local/bin/claude',
+      'usr/local/bin/codex',
+      'usr/local/bin/gemini',
       'usr/local/bin/mock-agent',
+      'usr/local/bin/opencode',
     ]);
     const cli = mock.layers?.[2]?.['usr/local/bin/claude'];
     assert.ok(cli && !(cli instanceof Uint8Array));

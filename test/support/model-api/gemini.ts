@@ -251,9 +251,10 @@ export async function startGeminiModel(options: GeminiFakeOptions = {}): Promise
       i.record(keyOf(i), {});
       sendJson(i.res, 404, googleError(404, `fake: no endpoint ${i.method} ${i.path}`));
     },
+    options.host,
   );
   return {
-    baseUrl: `http://127.0.0.1:${server.port}`,
+    baseUrl: `http://${server.host}:${server.port}`,
     apiKey,
     requests: server.requests,
     close: server.close,

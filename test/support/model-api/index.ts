@@ -4,11 +4,17 @@
 //   startOpenAIModel     Responses and Chat Completions (Codex, OpenCode; `OPENAI_BASE_URL` = baseUrl, ends in /v1)
 //   startGeminiModel     generateContent / streamGenerateContent (Gemini CLI; `GOOGLE_GEMINI_BASE_URL` = baseUrl)
 // Each is proven against the vendor's official SDK by the *.test.ts beside it.
+import { startAnthropicModel } from './anthropic.ts';
+import { startGeminiModel } from './gemini.ts';
+import { startOpenAIModel } from './openai.ts';
+import type { ModelApiFake, ModelApiOptions } from './script.ts';
+
 export { type AnthropicFakeOptions, startAnthropicModel } from './anthropic.ts';
 export { type GeminiFakeOptions, startGeminiModel } from './gemini.ts';
 export { startOpenAIModel } from './openai.ts';
 export type {
   AnswerTurn,
+  Conversation,
   ErrorTurn,
   ModelApiFake,
   ModelApiOptions,
@@ -17,3 +23,14 @@ export type {
   ScriptUsage,
   Turn,
 } from './script.ts';
+
+/** The fake of a vendor's model API, by the vendor's name. */
+export function startVendorModel(
+  vendor: 'anthropic' | 'openai' | 'gemini',
+  options: ModelApiOptions,
+): Promise<ModelApiFake> {
+  const start = { anthropic: startAnthropicModel, openai: startOpenAIModel, gemini: startGeminiModel }[
+    vendor
+  ];
+  return start(options);
+}

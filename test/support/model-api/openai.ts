@@ -380,9 +380,10 @@ export async function startOpenAIModel(options: ModelApiOptions = {}): Promise<M
       i.record(keyOf(i), {});
       sendJson(i.res, 404, openaiError(404, `Invalid URL (${i.method} ${i.path})`));
     },
+    options.host,
   );
   return {
-    baseUrl: `http://127.0.0.1:${server.port}/v1`,
+    baseUrl: `http://${server.host}:${server.port}/v1`,
     apiKey,
     requests: server.requests,
     close: server.close,

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startAnthropicModel } from './anthropic.ts';
-import { countModelTurns, Script } from './script.ts';
+import { countModelTurns, Script, scriptsOf } from './script.ts';
 
 test('a step serves its errors once each, then its answer to every request at that step', () => {
   const script = new Script([
@@ -68,4 +68,21 @@ test('conversations: a side request matched to a conversation of its own leaves 
       ['claude-sonnet-5-5', 0],
     ],
   );
+});
+
+test('conversations: bodyIncludes picks the requests whose JSON body holds the text (a match that crosses a pipe)', () => {
+  const [title, main] = scriptsOf({
+    conversations: [
+      { bodyIncludes: 'You are a title generator', turns: [{ text: 'a title' }] },
+      { turns: [{ text: 'main answer' }] },
+    ],
+  });
+  assert.ok(title && main);
+  assert.equal(
+    title.match({ system: [{ type: 'text', text: 'You are a title generator. Be brief.' }] }),
+    true,
+  );
+  assert.equal(title.match({ system: 'You are a coding agent.', messages: [] }), false);
+  assert.equal(title.match(undefined), false);
+  assert.equal(main.match({ anything: 1 }), true, 'neither set: every request');
 });

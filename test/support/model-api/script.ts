@@ -218,6 +218,16 @@ export interface ModelApiFake {
   close(): Promise<void>;
 }
 
+/**
+ * One conversation of a script: the requests `match` accepts, or whose JSON body contains `bodyIncludes` (the same
+ * as a `match`, but it can cross a pipe: test/support/real-node/model-fake.ts), or all of them when neither is set.
+ */
+export interface Conversation {
+  readonly match?: (body: unknown) => boolean;
+  readonly bodyIncludes?: string;
+  readonly turns: readonly Turn[];
+}
+
 export interface ModelApiOptions {
   /** The turns of the one conversation. */
   readonly turns?: readonly Turn[];
@@ -225,10 +235,7 @@ export interface ModelApiOptions {
    * More than one conversation: the first whose `match` accepts the request's body plays it (a CLI's side requests,
    * e.g. a title or a quota probe, get a conversation of their own). `turns` is the same as `[{turns}]`.
    */
-  readonly conversations?: readonly {
-    readonly match?: (body: unknown) => boolean;
-    readonly turns: readonly Turn[];
-  }[];
+  readonly conversations?: readonly Conversation[];
   /** The key the fake accepts (default `test-key-<vendor>`). */
   readonly apiKey?: string;
   /** The model ids `GET …/models` lists (default: a vendor-specific one). */
@@ -243,7 +250,12 @@ export interface ModelApiOptions {
 /** The conversations of `options`, each with its own script state. */
 export function scriptsOf(options: ModelApiOptions): { match: (body: unknown) => boolean; script: Script }[] {
   const conversations = options.conversations ?? [{ turns: options.turns ?? [] }];
-  return conversations.map((c) => ({ match: c.match ?? (() => true), script: new Script(c.turns) }));
+  return conversations.map((c) => {
+    const { bodyIncludes } = c;
+    const includes = (body: unknown) =>
+      bodyIncludes === undefined || JSON.stringify(body ?? '').includes(bodyIncludes);
+    return { match: c.match ?? includes, script: new Script(c.turns) };
+  });
 }
 
 /** Picks the conversation for `body` and plays its step. */

@@ -1,5 +1,5 @@
-// A scripted Anthropic model (../model-api) where run pods on the real node reach it: inside the node's network
-// namespace, on the bridge's address (the pods' gateway). The host's loopback, where the other e2e files run their
+// A scripted model (../model-api: the Anthropic, OpenAI or Gemini fake) where run pods on the real node reach it:
+// inside the node's network namespace, on the bridge's address (the pods' gateway). The host's loopback, where the other e2e files run their
 // fakes, is out of the pods' reach, and no route leads from the node namespace anywhere but to the test bed's own
 // addresses. The fake runs in a child process (./model-fake-main.ts) entered into that namespace with nsenter; its
 // record comes back when it is finished.
@@ -35,18 +35,28 @@ export function bridgeAddress(podCIDR: string): string {
 }
 
 export interface NodeModelFake {
-  /** `ANTHROPIC_BASE_URL` for a run pod on the real node. */
+  /** The base URL for a run pod on the real node, as the vendor's variable takes it (OpenAI's ends in /v1). */
   readonly baseUrl: string;
   /** Stops the fake and returns every request it got, in order (again the same when called twice). */
   finish(): Promise<RecordedRequest[]>;
 }
 
-/** Starts the fake in the real node's network namespace; pods reach it at the bridge's address. */
-export function startNodeAnthropicModel(
-  node: RealNodeInfo,
-  options: { readonly apiKey: string; readonly turns: readonly Turn[] },
-): Promise<NodeModelFake> {
-  const spec = { address: bridgeAddress(node.podCIDR), apiKey: options.apiKey, turns: options.turns };
+/** What a node fake plays: one conversation's turns, or conversations picked by text in the request's body. */
+export interface NodeModelScript {
+  readonly vendor: 'anthropic' | 'openai' | 'gemini';
+  readonly apiKey: string;
+  readonly turns?: readonly Turn[];
+  readonly conversations?: readonly { readonly bodyIncludes?: string; readonly turns: readonly Turn[] }[];
+}
+
+/** Starts `script`'s fake in the real node's network namespace; pods reach it at the bridge's address. */
+export function startNodeModel(node: RealNodeInfo, script: NodeModelScript): Promise<NodeModelFake> {
+  const spec = {
+    vendor: script.vendor,
+    address: bridgeAddress(node.podCIDR),
+    apiKey: script.apiKey,
+    conversations: script.conversations ?? [{ turns: script.turns ?? [] }],
+  };
   const child = spawn(
     'nsenter',
     [`--net=/run/netns/${node.netns}`, '--', process.execPath, '--import', 'tsx', MAIN],

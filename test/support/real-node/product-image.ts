@@ -1,9 +1,10 @@
 // The product's image for the real node, assembled from files like the test bed's other images (images.ts): the
 // bundle and this machine's Node with the shared libraries `ldd` names, in the layout, user, entrypoint and
 // no-shell shape of Dockerfile.distroless's last stage (`controller`), which test/unit/product-image.test.ts reads
-// and compares. Plus a test image: the same layers and the mock agent CLI (test/mock-agent) as `claude` and
-// `mock-agent` on PATH, which a run pod uses as its init image (the init finds the CLI and installs nothing) and as
-// its agent container's image (the copied Node finds its libraries there). How the assembled image differs from one
+// and compares. Plus a test image: the same layers and the mock agent CLI (test/mock-agent) on PATH as `mock-agent`
+// and under each vendor CLI's name, which a run pod uses as its init image (the init finds the routed CLI and
+// installs nothing; a real CLI's run has the real one in its agent container's image, ./cli-images.ts) and as its
+// agent container's image (the copied Node finds its libraries there). How the assembled image differs from one
 // `docker build` makes: docs/design/real-node.md#the-products-image.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
@@ -85,12 +86,15 @@ export function appLayer(bundlePath: string): Layer {
   return { [DISTROLESS.bundle.slice(1)]: { data: readFileSync(bundlePath), mode: 0o644 } };
 }
 
-/** The mock agent CLI as `claude` and `mock-agent`: the script with its `#!` line naming the image's Node. */
+/** The vendor CLIs' names (src/vendors/cli: the executable each run looks for), beside `mock-agent`. */
+export const MOCK_CLI_NAMES = ['claude', 'codex', 'gemini', 'opencode', 'mock-agent'] as const;
+
+/** The mock agent CLI under each of MOCK_CLI_NAMES: the script with its `#!` line naming the image's Node. */
 export function mockCliLayer(): Layer {
   const source = readFileSync(join(ROOT, 'test', 'mock-agent', 'mock-agent.mjs'), 'utf8');
   const body = source.replace(/^#!.*\n/, '');
   const data = new TextEncoder().encode(`#!${DISTROLESS.node}\n${body}`);
-  return { 'usr/local/bin/claude': { data, mode: 0o755 }, 'usr/local/bin/mock-agent': { data, mode: 0o755 } };
+  return Object.fromEntries(MOCK_CLI_NAMES.map((name) => [`usr/local/bin/${name}`, { data, mode: 0o755 }]));
 }
 
 /** The product image and the mock-CLI test image over the same bottom layers. */
