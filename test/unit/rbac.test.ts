@@ -650,13 +650,18 @@ describe('deploy/components/gateway', () => {
   const sa = only(docs, 'ServiceAccount');
   const clusterRole = only(docs, 'ClusterRole');
   const clusterBinding = only(docs, 'ClusterRoleBinding');
-  const role = only(docs, 'Role');
-  const binding = only(docs, 'RoleBinding');
+  const roles = docs.filter((d) => d.kind === 'Role');
+  const bindings = docs.filter((d) => d.kind === 'RoleBinding');
+  const role = roles.find((r) => r.metadata.name === 'agent-gateway-key')!;
+  const binding = bindings.find((b) => b.roleRef.name === role.metadata.name)!;
+  const controllerRole = roles.find((r) => r.metadata.name === 'agent-controller-gateway')!;
+  const controllerBinding = bindings.find((b) => b.roleRef.name === controllerRole.metadata.name)!;
   const controller = only(load('controller-rbac.yaml'), 'ServiceAccount');
   const subject = [{ kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace }];
 
   it('has a ServiceAccount of its own in the controller namespace, the one its Deployment runs as', () => {
-    assert.equal(docs.length, 5);
+    assert.equal(docs.length, 7);
+    assert.equal(roles.length, 2);
     assert.equal(sa.metadata.name, 'agent-gateway');
     assert.notEqual(sa.metadata.name, controller.metadata.name);
     assert.equal(sa.metadata.namespace, controller.metadata.namespace);
@@ -702,6 +707,23 @@ describe('deploy/components/gateway', () => {
       name: role.metadata.name,
     });
     assert.deepEqual(binding.subjects, subject);
+  });
+
+  it('gives the controller, in its namespace: create Secrets (run credentials, the key once), get the key by name', () => {
+    assertNoWildcards(controllerRole.rules);
+    assert.deepEqual(controllerRole.rules, [
+      { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: ['agent-controller-gateway'],
+        verbs: ['get'],
+      },
+    ]);
+    assert.equal(controllerRole.metadata.namespace, controller.metadata.namespace);
+    assert.deepEqual(controllerBinding.subjects, [
+      { kind: 'ServiceAccount', name: controller.metadata.name, namespace: controller.metadata.namespace },
+    ]);
   });
 
   it('is a kustomize Component: RBAC, Deployment, Service, NetworkPolicy, and AGENT_GATEWAY_URL on the controller', () => {
