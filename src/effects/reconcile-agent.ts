@@ -4,6 +4,7 @@ import { describeKubeError } from '../kube/index.ts';
 import { cleanupBackoffMs, isBatchRun } from '../reconcile/agent/batch.ts';
 import { holdsCleanupFinalizer } from '../reconcile/agent/cleanup.ts';
 import { runMemory } from '../reconcile/agent/memory.ts';
+import { meteringBehind } from '../reconcile/agent/metering.ts';
 import { apiKeySecretKey, holdsBatchFinalizer, isBatchProvider } from '../reconcile/batch/plan.ts';
 import {
   type Decision,
@@ -131,7 +132,7 @@ function runsAJob(agent: Agent): boolean {
 /** False for an Agent whose run is over and that holds none of the finalizers the controller removes. */
 function needsReconcile(agent: Agent): boolean {
   const finished = isTerminalPhase(agent.status.phase) || agent.metadata.deletionTimestamp !== undefined;
-  return !finished || holdsBatchFinalizer(agent) || holdsCleanupFinalizer(agent);
+  return !finished || holdsBatchFinalizer(agent) || holdsCleanupFinalizer(agent) || meteringBehind(agent);
 }
 
 async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResult> {

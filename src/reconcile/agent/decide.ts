@@ -11,6 +11,7 @@ import { buildError } from './fail.ts';
 import { decideFallback } from './fallback.ts';
 import { withFound } from './found.ts';
 import { decideJobStart } from './job.ts';
+import { recordMeteredUsage } from './metering.ts';
 import { decideRunning } from './running.ts';
 import { checkStart, type JobBuilder, preparePodRun } from './start.ts';
 
@@ -89,7 +90,8 @@ function decideAgent(snapshot: Snapshot, now: Date, build: JobBuilder): Decision
   switch (agent.status.phase) {
     case 'Succeeded':
     case 'Failed':
-      return finalizerWork(snapshot, now);
+      // Usage the model gateway wrote after the result was recorded (issue 28): recorded too, then the finalizers.
+      return recordMeteredUsage(snapshot, now) ?? finalizerWork(snapshot, now);
     case 'Running':
       if (agent.status.batchFallback === true) return decideFallback(snapshot, now, build);
       if (isBatchRun(agent)) return decideBatchRunning(snapshot, now);

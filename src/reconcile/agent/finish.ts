@@ -42,8 +42,9 @@ export function finish(s: CommonSnapshot, now: Date, c: Completion): Decision {
   // Behind the model gateway the run's usage is what the gateway measured (issue 28); the CLI's is a cross-check.
   const metered = meteredUsage(s);
   const usage = metered !== undefined ? metered.tokenUsage : produced.tokenUsage;
+  // The gateway's tokens priced; a model the price table does not know: the CLI's own figure, if it gave one.
   const cost =
-    metered !== undefined
+    metered?.costEstimate !== undefined
       ? { estimate: metered.costEstimate, usd: metered.costUsd }
       : { estimate: produced.costEstimate, usd: produced.costUsd };
   // A run that ended well but whose result does not match output.schema fails (issue 10 §2).

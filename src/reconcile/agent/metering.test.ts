@@ -9,6 +9,7 @@ import {
   at,
   complete,
   definition,
+  finished,
   iso,
   job,
   pod,
@@ -18,6 +19,7 @@ import {
   station,
 } from '../test-fixtures.ts';
 import { decide } from './decide.ts';
+import { meteringBehind } from './metering.ts';
 
 const GATEWAY = { url: 'http://agent-gateway.agents.svc:8080' };
 const OPTIONS = {
@@ -220,6 +222,36 @@ describe('decide: runs behind the model gateway (issue 28)', () => {
     assert.equal(
       e?.message,
       `annotation ${ANNOTATION_GATEWAY_USAGE} is not JSON: the CLI's own figure is recorded instead`,
+    );
+  });
+
+  it('a finished run whose last calls the gateway wrote after its result: recorded, phase untouched, no requeue', () => {
+    const done = (status: Record<string, unknown>) =>
+      withUsage(
+        finished('a', 'Succeeded', 50, {
+          status: {
+            gateway: grant,
+            tokenUsage: { input: 1000, output: 0, cacheRead: 0, cacheWrite: 0, total: 1000 },
+            ...status,
+          },
+        }),
+        opus(1000, 500),
+      );
+    assert.ok(meteringBehind(done({})));
+    const d = decide(snap(done({})), NOW, recordingBuilder());
+    assert.equal(d.actions.length, 1);
+    const p = patches(d)[0]?.status;
+    assert.deepEqual(p?.tokenUsage, { input: 1000, output: 500, cacheRead: 0, cacheWrite: 0, total: 1500 });
+    assert.equal(p?.phase, undefined, 'the phase is not written again');
+    assert.equal(d.requeueAfterMs, undefined);
+    const caughtUp = done({
+      tokenUsage: { input: 1000, output: 500, cacheRead: 0, cacheWrite: 0, total: 1500 },
+    });
+    assert.ok(!meteringBehind(caughtUp));
+    assert.deepEqual(decide(snap(caughtUp), NOW, recordingBuilder()).actions, []);
+    assert.ok(
+      !meteringBehind(withUsage(finished('a', 'Succeeded', 50), opus(1, 1))),
+      'not behind the gateway',
     );
   });
 });

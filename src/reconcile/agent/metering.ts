@@ -1,11 +1,12 @@
 // A run behind the model gateway (issue 28): its usage is what the gateway measured (the Agent's usage annotation),
 // recorded on status while it runs and when it ends; the CLI's own figure is a cross-check.
 
+import type { Agent } from '../../api/index.ts';
 import type { TokenUsage } from '../../vendors/cli/run-report.ts';
 import type { Action, Decision } from '../actions.ts';
 import { REASON } from '../reasons.ts';
 import { gatewayTotals, readGatewayUsage, sameUsage, usageMismatch } from '../results/gateway-usage.ts';
-import { DEFAULT_PRICES } from '../results/prices.ts';
+import { DEFAULT_PRICES, type PriceTable } from '../results/prices.ts';
 import type { CommonSnapshot } from '../snapshot/common.ts';
 import { agentRef, event, statusPatch } from './status.ts';
 
@@ -19,10 +20,24 @@ export function meteredUsage(s: CommonSnapshot) {
 }
 
 /**
- * A running run's usage as the gateway measured it so far, when status does not hold it yet: recorded on its own
- * (a patch of tokenUsage and costEstimate only). Undefined when there is nothing new.
+ * True when the gateway measured more for this run than its status holds: a finished run whose last calls were
+ * written by the gateway after its result was recorded (the gateway writes at most once a second) is reconciled
+ * once more for them. Pure; read by the shell before it decides whether a finished Agent needs a reconcile.
+ */
+export function meteringBehind(agent: Agent, prices: PriceTable = DEFAULT_PRICES): boolean {
+  if (agent.status.gateway === undefined) return false;
+  const read = readGatewayUsage(agent);
+  if (read.kind !== 'usage') return false;
+  return !sameUsage(agent.status.tokenUsage, gatewayTotals(read.usage, prices).tokenUsage);
+}
+
+/**
+ * A run's usage as the gateway measured it so far, when status does not hold it yet: recorded on its own (a patch of
+ * tokenUsage and costEstimate only, never the phase), while it runs and, for calls written late, after it ended.
+ * Undefined when there is nothing new.
  */
 export function recordMeteredUsage(s: CommonSnapshot, now: Date): Decision | undefined {
+  const terminal = s.agent.status.phase === 'Succeeded' || s.agent.status.phase === 'Failed';
   if (s.agent.status.gateway === undefined) return undefined;
   const read = readGatewayUsage(s.agent);
   if (read.kind !== 'usage') return undefined;
@@ -40,7 +55,7 @@ export function recordMeteredUsage(s: CommonSnapshot, now: Date): Decision | und
         now,
       ),
     ],
-    requeueAfterMs: s.options.requeueMs,
+    ...(terminal ? {} : { requeueAfterMs: s.options.requeueMs }),
   };
 }
 

@@ -1,0 +1,280 @@
+// Keyless runs (issue 28): the real Claude Code in a Job run whose controller runs with the model gateway
+// (`AGENT_GATEWAY_URL`), the gateway from the bundle in front of the loopback Anthropic Messages fake. What a platform
+// team is promised: no process of the run pod holds the vendor key in its environment and no file of the pod has it
+// (read while the run's tool call is running: `/proc/<pid>/environ` of every process of the pod, and every file under
+// the pod's folder on the test node), the CLI's calls reach the vendor through the gateway with the key the run never
+// saw, the run's usage on status is what the gateway measured (equal to what the fake sent), and the run's credential
+// is refused once the run has ended and for another run. Node only: the gateway's own paths run on Deno in
+// gateway.test.ts.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { join, sep } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
+import * as v from 'valibot';
+import { startGatewayProcess } from '../support/gateway.ts';
+import {
+  agentManifest,
+  applyCrds,
+  collectionPath,
+  e2eCluster,
+  e2eRuntime,
+  GROUP_VERSION,
+  type Manifest,
+  pollUntil,
+  runScenario,
+  stationManifest,
+} from '../support/index.ts';
+import { startAnthropicModel } from '../support/model-api/index.ts';
+import { agentSecrets, agentTemplate, realCliImages, realCliSkipReason } from '../support/real-clis.ts';
+
+const cluster = e2eCluster();
+const runtime = typeof cluster === 'string' ? 'node' : e2eRuntime();
+const skip = realCliSkipReason(cluster, runtime);
+
+const SecretSchema = v.looseObject({ data: v.record(v.string(), v.string()) });
+const UNREACHABLE = 'http://127.0.0.1:9';
+
+/** The processes of this machine whose environment says they belong to the run `agentName` of namespace `ns`. */
+function podProcesses(ns: string, agentName: string): { pid: string; environ: string; cwd: string }[] {
+  const out: { pid: string; environ: string; cwd: string }[] = [];
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8');
+      const vars = environ.split('\0');
+      if (!vars.includes(`POD_NAMESPACE=${ns}`) || !vars.includes(`AGENT_NAME=${agentName}`)) continue;
+      out.push({ pid, environ, cwd: readlinkSync(`/proc/${pid}/cwd`) });
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return out;
+}
+
+/**
+ * The pod's volumes as process `pid` sees them (the test node bind-mounts them from the pod's folder into the
+ * container's mount namespace): each mount whose source lies under a `pods/` folder, reached through
+ * `/proc/<pid>/root`.
+ */
+function podVolumes(pid: string): string[] {
+  const out: string[] = [];
+  for (const line of readFileSync(`/proc/${pid}/mountinfo`, 'utf8').split('\n')) {
+    const fields = line.split(' ');
+    const source = fields[3] ?? '';
+    const target = fields[4] ?? '';
+    if (source.includes(`${sep}pods${sep}`)) out.push(`/proc/${pid}/root${target}`);
+  }
+  return out;
+}
+
+/** Every regular file under `dir` (or `dir` itself, a file) whose bytes contain `needle`, and every file read. */
+function filesHolding(dir: string, needle: string): { found: string[]; read: string[] } {
+  const found: string[] = [];
+  const read: string[] = [];
+  const walk = (d: string) => {
+    if (statSync(d).isFile()) {
+      read.push(d);
+      if (readFileSync(d).includes(needle)) found.push(d);
+      return;
+    }
+    for (const entry of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, entry.name);
+      if (entry.isDirectory()) walk(p);
+      else if (entry.isFile() && statSync(p).size < 64 * 1024 * 1024) {
+        read.push(p);
+        if (readFileSync(p).includes(needle)) found.push(p);
+      }
+    }
+  };
+  walk(dir);
+  return { found, read };
+}
+
+function definition(name: string): Manifest {
+  return {
+    apiVersion: GROUP_VERSION,
+    kind: 'AgentDefinition',
+    metadata: { name },
+    spec: {
+      // A model of the shipped price table (2 and 10 $/MTok), so the gateway's tokens are priced.
+      model: 'claude-sonnet-5-5',
+      prompt: 'Leave a marker in the workspace, then say what you did.',
+      allowed_tools: ['Bash'],
+      // The recipe's own base URL is replaced by the gateway's: a run cannot send its calls elsewhere.
+      resources: {
+        env: [{ name: 'ANTHROPIC_BASE_URL', value: UNREACHABLE }],
+        secrets: [{ name: 'ANTHROPIC_API_KEY', ref: 'anthropic' }],
+      },
+    },
+  };
+}
+
+describe(`keyless runs: the real Claude Code behind the model gateway (${runtime})`, { skip }, () => {
+  if (typeof cluster === 'string') return;
+  before(() => applyCrds(cluster.client));
+  after(() => cluster.client.close());
+
+  it('no key in the pod; calls reach the vendor through the gateway; usage as measured; the credential dies with the run', {
+    timeout: 300_000,
+  }, async () => {
+    const apiKey = `sk-ant-e2e-${randomBytes(16).toString('hex')}`;
+    const marker = `marker-${randomBytes(6).toString('hex')}`;
+    const waitFile = `wait-${randomBytes(6).toString('hex')}`;
+    const answer = 'The marker is in marker.txt.';
+    // The tool call waits until the test has looked at the pod (it removes the wait file), then writes the marker.
+    const fake = await startAnthropicModel({
+      apiKey,
+      turns: [
+        {
+          text: 'Writing the marker.',
+          toolCall: {
+            name: 'Bash',
+            input: {
+              command: `touch ${waitFile}; while [ -e ${waitFile} ]; do sleep 0.2; done; echo ${marker} > marker.txt && cat marker.txt`,
+              description: 'write a marker',
+              timeout: 120000,
+            },
+          },
+          usage: { input: 1500, output: 40, cacheRead: 300, cacheWrite: 200 },
+        },
+        { text: answer, usage: { input: 1700, output: 25, cacheRead: 900, cacheWrite: 0 } },
+      ],
+    });
+    try {
+      await runScenario(cluster, 'real-gateway', async (s) => {
+        const images = realCliImages(s, runtime);
+        const gw = await startGatewayProcess({
+          kubeconfig: cluster.kubeconfig,
+          namespace: s.ns,
+          upstreams: { anthropic: fake.baseUrl, openai: UNREACHABLE, gemini: UNREACHABLE },
+          waitReady: false,
+          runtime: 'node',
+        });
+        s.replicas.push(gw.process);
+        await s.create(
+          agentSecrets({ anthropic: apiKey }),
+          definition('work'),
+          stationManifest('work', 'work', { template: agentTemplate(images.agent) }),
+          agentManifest('work-run', 'work'),
+        );
+        const ctl = await s.startReplica({ env: { AGENT_IMAGE: images.init, AGENT_GATEWAY_URL: gw.url } });
+        await gw.process.waitReady();
+
+        // While the tool call runs: the pod's processes and files.
+        const { procs: running, tool } = await pollUntil(
+          () => {
+            const procs = podProcesses(s.ns, 'work-run');
+            const found = procs.find((p) =>
+              readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').includes(waitFile),
+            );
+            return found !== undefined ? { procs, tool: found } : undefined;
+          },
+          { timeoutMs: 180_000, description: 'the tool call of work-run to run' },
+        );
+        assert.ok(running.length >= 2, `the CLI and its tool: ${running.length} processes`);
+        for (const p of running) {
+          assert.ok(!p.environ.includes(apiKey), `process ${p.pid} of the pod holds the vendor key`);
+        }
+        const vars = (name: string) =>
+          running.flatMap((p) => p.environ.split('\0').filter((e) => e.startsWith(`${name}=`)));
+        assert.ok(vars('ANTHROPIC_API_KEY').length > 0, 'the CLI still finds a key variable');
+        for (const kv of vars('ANTHROPIC_API_KEY'))
+          assert.match(kv, /^ANTHROPIC_API_KEY=acgw1\./, 'the credential');
+        assert.ok(vars('ANTHROPIC_BASE_URL').length > 0);
+        for (const b of vars('ANTHROPIC_BASE_URL')) assert.equal(b, `ANTHROPIC_BASE_URL=${gw.url}/anthropic`);
+        const volumes = podVolumes(tool.pid);
+        assert.ok(
+          volumes.some((m) => m.endsWith('/workspace')),
+          `the workspace among the pod's volumes: ${volumes.join(', ')}`,
+        );
+        const read: string[] = [];
+        for (const volume of volumes) {
+          const scan = filesHolding(volume, apiKey);
+          assert.deepEqual(scan.found, [], `no file of the pod's volume ${volume} holds the vendor key`);
+          read.push(...scan.read);
+        }
+        // A positive control: the wait file the tool made is among the files read.
+        assert.ok(
+          read.some((f) => f.endsWith(`/${waitFile}`)),
+          `the wait file among ${read.length} files read`,
+        );
+        rmSync(`/proc/${tool.pid}/root${tool.cwd}/${waitFile}`);
+
+        const run = await s.waitTerminal('work-run', 180_000);
+        const status = run.status as Record<string, unknown>;
+        assert.equal(run.status.phase, 'Succeeded', JSON.stringify(run.status));
+        assert.equal(status.result, answer);
+        // The vendor saw the namespace's key on every call, never the credential.
+        const calls = fake.requests.filter((r) => r.method === 'POST' && r.path === '/v1/messages');
+        assert.ok(calls.length >= 2, `${calls.length} calls`);
+        for (const c of calls) assert.equal(c.apiKey, apiKey);
+        // The usage is the gateway's measure: what the fake sent, summed (written out from the turns). The gateway
+        // writes at most once a second, so the last call's part may land after the result: wait for it.
+        const expected = {
+          input: 1500 + 1700,
+          output: 40 + 25,
+          cacheRead: 300 + 900,
+          cacheWrite: 200,
+          total: 3200 + 65 + 1200 + 200,
+        };
+        const metered = await pollUntil(
+          async () => {
+            const a = (await s.agents()).find((x) => x.metadata.name === 'work-run');
+            const st = a?.status as Record<string, unknown> | undefined;
+            return isDeepStrictEqual(st?.tokenUsage, expected) ? st : undefined;
+          },
+          { timeoutMs: 20_000, description: `work-run's tokenUsage to be ${JSON.stringify(expected)}` },
+        );
+        assert.equal(metered.phase, 'Succeeded', 'still Succeeded');
+        // 3200 × 2 + 65 × 10 + 1200 × 0.2 + 200 × 2.5 = 7,790 µ$
+        assert.deepEqual(metered.costEstimate, {
+          usd: '0.00779',
+          source: 'gateway',
+          model: 'claude-sonnet-5-5',
+        });
+        assert.deepEqual(status.gateway, { keys: { anthropic: 'anthropic' } });
+
+        // The run's credential, from its Secret: refused now that the run has ended, in Anthropic's shape.
+        const secret = await s.client.get(
+          `${collectionPath('Secret', s.ns)}/agent-gateway-work-run`,
+          SecretSchema,
+        );
+        const credential = Buffer.from(secret.data.credential ?? '', 'base64').toString('utf8');
+        assert.match(credential, /^acgw1\./);
+        const callWith = (key: string) =>
+          fetch(`${gw.url}/anthropic/v1/messages`, {
+            method: 'POST',
+            headers: {
+              'x-api-key': key,
+              'content-type': 'application/json',
+              'anthropic-version': '2023-06-01',
+            },
+            body: JSON.stringify({
+              model: 'claude-sonnet-4-5',
+              max_tokens: 8,
+              messages: [{ role: 'user', content: 'hi' }],
+            }),
+          });
+        const before = fake.requests.length;
+        const ended = await callWith(credential);
+        assert.equal(ended.status, 401);
+        const body = (await ended.json()) as { type: string; error: { type: string; message: string } };
+        assert.equal(body.type, 'error');
+        assert.equal(body.error.type, 'authentication_error');
+        // Another run's name with this run's MAC (a credential the run could forge from its own): refused too.
+        const [prefix, payload, mac] = credential.split('.');
+        const claims = JSON.parse(Buffer.from(payload ?? '', 'base64url').toString('utf8')) as Record<
+          string,
+          string
+        >;
+        const forged = Buffer.from(JSON.stringify({ ...claims, name: 'other-run' })).toString('base64url');
+        assert.equal((await callWith(`${prefix}.${forged}.${mac}`)).status, 401);
+        assert.equal(fake.requests.length, before, 'no refused call reached the vendor');
+        await ctl.stop();
+      });
+    } finally {
+      await fake.close();
+    }
+  });
+});
