@@ -99,7 +99,8 @@ function decideAgent(snapshot: Snapshot, now: Date, build: JobBuilder): Decision
     case 'Pending':
       return decidePendingAgent(snapshot, now, build);
     case 'Serving':
-      return decideServingAgent(snapshot, now, build);
+      // A server behind the model gateway: what it has used so far, recorded as it goes (issue 28).
+      return recordMeteredUsage(snapshot, now) ?? decideServingAgent(snapshot, now, build);
   }
 }
 

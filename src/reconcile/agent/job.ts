@@ -2,7 +2,7 @@
 // Station (queue, or preempt under Replace), the cleanup finalizer of a run that holds bindings, its memory, then the
 // run's objects, the Job and Running.
 
-import { buildRunInput, gatewayCredentialSecretName, runHoldsToken } from '../../jobs/index.ts';
+import { buildRunInput, runHoldsToken } from '../../jobs/index.ts';
 import type { Action, Decision } from '../actions.ts';
 import { isRealtime, promptTokenSecretName } from '../realtime/plan.ts';
 import { failureMemory, failureNotMemory, REASON } from '../reasons.ts';
@@ -13,6 +13,7 @@ import { buildError } from './fail.ts';
 import { runObjectActions, runObjectWarnings } from './run-objects.ts';
 import {
   type Checked,
+  gatewayCredentialAction,
   type Prepared,
   preemptActions,
   queuedDecision,
@@ -55,12 +56,7 @@ export function decideJobStart(s: JobSnapshot, now: Date, checked: Checked, prep
   const grant = runGrant(s, checked);
   if (grant !== undefined) {
     // The run's credential for the model gateway, in its own Secret, before the Job whose pod reads it.
-    actions.push({
-      kind: 'createGatewayCredential',
-      ref: agentRef(agent),
-      uid: agent.metadata.uid,
-      secretName: gatewayCredentialSecretName(agent.metadata.name),
-    });
+    actions.push(gatewayCredentialAction(s));
   }
   if (isRealtime(definition)) {
     actions.push({

@@ -254,4 +254,21 @@ describe('decide: runs behind the model gateway (issue 28)', () => {
       'not behind the gateway',
     );
   });
+
+  it('a server behind the gateway: what it has used so far, recorded as it serves', () => {
+    const a = withUsage(
+      agent('a', { status: { phase: 'Serving', startedAt: iso(1), gateway: grant } }),
+      opus(10, 5),
+    );
+    const d = decide(snap(a), NOW, recordingBuilder());
+    assert.equal(d.actions.length, 1);
+    assert.deepEqual(patches(d)[0]?.status.tokenUsage, {
+      input: 10,
+      output: 5,
+      cacheRead: 0,
+      cacheWrite: 0,
+      total: 15,
+    });
+    assert.equal(patches(d)[0]?.status.phase, undefined);
+  });
 });

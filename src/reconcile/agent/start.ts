@@ -13,7 +13,7 @@ import {
   KIND_AGENT,
   type Station,
 } from '../../api/index.ts';
-import { type BuildJobInput, gatewayGrant } from '../../jobs/index.ts';
+import { type BuildJobInput, gatewayCredentialSecretName, gatewayGrant } from '../../jobs/index.ts';
 import type { Result } from '../../shared/result.ts';
 import { runTrace } from '../../shared/trace-context.ts';
 import type { Action, Decision, JobManifest } from '../actions.ts';
@@ -311,10 +311,21 @@ export function preparePodRun(
  * What the model gateway may do for this run (issue 28), when the controller runs with one: the vendor keys its
  * recipe names and the models its policy allows. Recorded on its status when it starts.
  */
-export function runGrant(s: CommonSnapshot, checked: Checked): GatewayGrant | undefined {
+export function runGrant(s: CommonSnapshot, checked: Pick<Checked, 'definition'>): GatewayGrant | undefined {
   if (s.options.gateway === undefined) return undefined;
-  const models = checked.policy.kind === 'found' ? checked.policy.policy.spec.models?.allowed : undefined;
+  const policy = s.policy ?? { kind: 'none' };
+  const models = policy.kind === 'found' ? policy.policy.spec.models?.allowed : undefined;
   return gatewayGrant(checked.definition, models);
+}
+
+/** The Secret of a run's gateway credential, made right before the pods that read it. */
+export function gatewayCredentialAction(s: CommonSnapshot): Action {
+  return {
+    kind: 'createGatewayCredential',
+    ref: agentRef(s.agent),
+    uid: s.agent.metadata.uid,
+    secretName: gatewayCredentialSecretName(s.agent.metadata.name),
+  };
 }
 
 /** Running + jobName + startedAt (and the gateway grant), the Started event and the queue-time metric. */

@@ -174,6 +174,27 @@ describe('decide: a Pending server (issue 12)', () => {
     assert.ok(!kinds(d).includes('applyServerObject'));
   });
 
+  it('behind the model gateway (issue 28): its credential Secret before its objects, its grant on status', () => {
+    const def = serverDef({ resources: { secrets: [{ name: 'OPENAI_API_KEY', ref: 'openai' }] } });
+    const d = decide(
+      snap(agent('a'), {
+        definition: def,
+        server: ABSENT,
+        options: { ...OPTIONS, gateway: { url: 'http://gw:8080' } },
+      }),
+      NOW,
+    );
+    const k = kinds(d);
+    assert.ok(k.indexOf('createGatewayCredential') !== -1, k.join(','));
+    assert.ok(k.indexOf('createGatewayCredential') < k.indexOf('applyServerObject'), 'before the Deployment');
+    assert.deepEqual(patchOf(d).gateway, { keys: { openai: 'openai' } });
+    const deployment = applied(d).find((x) => x.object.resource === 'deployments');
+    const text = JSON.stringify(deployment?.object);
+    assert.ok(text.includes('"name":"agent-gateway-a"'), 'the pods read the credential Secret');
+    assert.ok(text.includes('http://gw:8080/openai/v1'), 'and call the gateway');
+    assert.ok(!text.includes('"key":"openai"'), 'never the key of agent-secrets');
+  });
+
   it('fails a server whose Station has no policy allowing it', () => {
     const d = decide(snap(agent('a'), { policy: { kind: 'none' } }), NOW);
     assert.equal(patchOf(d).failureReason, FAILURE_SERVER_NOT_ALLOWED);

@@ -26,6 +26,7 @@ import {
 import type { Action, Decision } from '../actions.ts';
 import { addCleanupFinalizer, holdsCleanupFinalizer } from '../agent/cleanup.ts';
 import { runObjectActions } from '../agent/run-objects.ts';
+import { gatewayCredentialAction, runGrant } from '../agent/start.ts';
 import {
   agentRef,
   clip,
@@ -370,15 +371,24 @@ export function decideServerStart(
     .map((o) => `${o.manifest.kind} ${o.manifest.metadata.name}`)
     .join(', ');
   const input = buildRunInput(build.request);
+  // Behind the model gateway (issue 28) the server's pods hold its credential, not the keys; its grant on status.
+  const grant = runGrant(s, { definition });
   return {
     actions: [
       ...runObjectActions(s, station, definition),
+      ...(grant !== undefined ? [gatewayCredentialAction(s)] : []),
       // Made here unless the shell read it already (then planned.actions has it when it must change).
       ...(observed.input === undefined ? [{ kind: 'createRunInput' as const, configMap: input }] : []),
       ...planned.actions,
       statusPatch(
         agent,
-        { phase: 'Serving', startedAt: formatStatusTime(now), serviceName, url },
+        {
+          phase: 'Serving',
+          startedAt: formatStatusTime(now),
+          serviceName,
+          url,
+          ...(grant !== undefined ? { gateway: grant } : {}),
+        },
         [ready],
         now,
       ),
