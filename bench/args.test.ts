@@ -21,6 +21,7 @@ describe('parseBenchArgs', () => {
       batchList: true,
       sessions: 100,
       prompts: 5,
+      streams: 200,
       agents: DEFAULT_AGENTS,
       concurrency: DEFAULT_CONCURRENCY,
       kubeconfig: '/k',
@@ -131,7 +132,7 @@ describe('parseBenchArgs', () => {
     const small = parseBenchArgs(['--kubeconfig', '/k', '--scenario', 'queue-10k', '--agents', '200'], {});
     assert.ok(small.ok && small.value.agents === 200);
     const bad = parseBenchArgs(['--kubeconfig', '/k', '--scenario', 'soak'], {});
-    assert.deepEqual(bad, { ok: false, error: '--scenario must be runs, queue-10k or ttft' });
+    assert.deepEqual(bad, { ok: false, error: '--scenario must be runs, queue-10k, ttft or gateway' });
   });
   it('--scenario ttft bursts DEFAULT_TTFT_BURST runs unless --agents says otherwise', () => {
     const t = parseBenchArgs(['--kubeconfig', '/k', '--scenario', 'ttft'], {});
@@ -140,6 +141,22 @@ describe('parseBenchArgs', () => {
     assert.equal(t.value.agents, DEFAULT_TTFT_BURST);
     const full = parseBenchArgs(['--kubeconfig', '/k', '--scenario', 'ttft', '--agents', '100'], {});
     assert.ok(full.ok && full.value.agents === 100);
+  });
+  it('--scenario gateway: 500 calls of each kind and bursts of 200 streams unless told otherwise', () => {
+    const g = parseBenchArgs(['--kubeconfig', '/k', '--scenario', 'gateway'], {});
+    assert.ok(g.ok);
+    assert.equal(g.value.scenario, 'gateway');
+    assert.equal(g.value.agents, 500);
+    assert.equal(g.value.streams, 200);
+    const small = parseBenchArgs(
+      ['--kubeconfig', '/k', '--scenario', 'gateway', '--agents', '50', '--streams', '20'],
+      {},
+    );
+    assert.ok(small.ok && small.value.agents === 50 && small.value.streams === 20);
+    assert.deepEqual(parseBenchArgs(['--kubeconfig', '/k', '--streams', '20'], {}), {
+      ok: false,
+      error: '--streams needs --scenario gateway',
+    });
   });
   it('--mode batch takes a vendor, a poll period and --no-batch-list; they make no sense without it', () => {
     const r = parseBenchArgs(

@@ -12,7 +12,7 @@ export const RUNTIMES = ['node', 'deno'] as const;
 export type Runtime = (typeof RUNTIMES)[number];
 
 /** What a benchmark run measures: N runs start to finish, or a long queue behind one slot. */
-export const SCENARIOS = ['runs', 'queue-10k', 'ttft'] as const;
+export const SCENARIOS = ['runs', 'queue-10k', 'ttft', 'gateway'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 /** What the benchmark Agents execute as: Jobs (pods), or batches the controller submits to a fake vendor API. */
 export const MODES = ['job', 'batch', 'realtime'] as const;
@@ -31,6 +31,10 @@ export const DEFAULT_QUEUE_AGENTS = 10_000;
  * first token"); `--agents 20` is the quick run.
  */
 export const DEFAULT_TTFT_BURST = 100;
+/** Calls of each kind (whole, streamed), through the gateway and as many straight to the fake, in the gateway scenario. */
+export const DEFAULT_GATEWAY_CALLS = 500;
+/** Streams open at once in the gateway scenario (issue 28, "Bench"). */
+export const DEFAULT_GATEWAY_STREAMS = 200;
 
 /** Everything one benchmark run is configured with. */
 export interface BenchOptions {
@@ -43,6 +47,8 @@ export interface BenchOptions {
   /** `--mode realtime`: sessions open at once, prompts per session through the API (and as many straight to the pod). */
   readonly sessions: number;
   readonly prompts: number;
+  /** `--scenario gateway`: streams open at once in each burst. */
+  readonly streams: number;
   readonly agents: number;
   readonly concurrency: number;
   readonly kubeconfig: string;
@@ -77,7 +83,10 @@ Flags:
   --scenario S          runs (default): N Agents start to finish, raw bound alongside;
                         queue-10k: N Agents (default ${DEFAULT_QUEUE_AGENTS}) queued behind one Forbid slot;
                         ttft: time to first token of the real Claude Code, the mock CLI and bare pods, one run
-                        on an idle control plane and each run of a burst of N (default ${DEFAULT_TTFT_BURST})
+                        on an idle control plane and each run of a burst of N (default ${DEFAULT_TTFT_BURST});
+                        gateway: N whole and N streamed Anthropic Messages calls (default ${DEFAULT_GATEWAY_CALLS})
+                        through the model gateway and as many straight to the fake, then bursts of
+                        --streams S (default ${DEFAULT_GATEWAY_STREAMS}) streams at once each way
   --mode M              job (default): Agents run as Jobs; batch: the controller submits each to a loopback fake
                         of a vendor's batch API (no Job, no pod), see bench/README.md
   --vendor V            with --mode batch: anthropic (default), openai or gemini
@@ -85,6 +94,7 @@ Flags:
   --no-batch-list       with --mode batch: BATCH_POLL_LIST=false (poll every batch on its own)
                         realtime: S sessions open at once (--sessions, default 100), each prompted P times
                         (--prompts, default 5) through the prompt API and as often straight to its pod
+  --streams S           with --scenario gateway: streams open at once per burst (default ${DEFAULT_GATEWAY_STREAMS})
   --agents N            Agents to create (default ${DEFAULT_AGENTS})
   --concurrency C       in-flight requests of the creating client and of the raw-bound client (default ${DEFAULT_CONCURRENCY})
   --kubeconfig PATH     cluster to use (npm run bench: default is the local testbed, started if needed)
@@ -106,6 +116,14 @@ Flags:
   -h, --help            show this help
 `;
 
+/** N (`--agents`) by scenario when not given. */
+const DEFAULT_N: Readonly<Record<Scenario, number>> = {
+  runs: DEFAULT_AGENTS,
+  'queue-10k': DEFAULT_QUEUE_AGENTS,
+  ttft: DEFAULT_TTFT_BURST,
+  gateway: DEFAULT_GATEWAY_CALLS,
+};
+
 const positiveInt = (flag: string, max: number) =>
   v.pipe(
     v.string(),
@@ -116,13 +134,14 @@ const positiveInt = (flag: string, max: number) =>
   );
 
 const FlagsSchema = v.object({
-  scenario: v.optional(v.picklist(SCENARIOS, '--scenario must be runs, queue-10k or ttft')),
+  scenario: v.optional(v.picklist(SCENARIOS, '--scenario must be runs, queue-10k, ttft or gateway')),
   mode: v.optional(v.picklist(MODES, '--mode must be job, batch or realtime')),
   vendor: v.optional(v.picklist(VENDORS, '--vendor must be anthropic, openai or gemini')),
   'poll-seconds': v.optional(positiveInt('--poll-seconds', 3600)),
   'no-batch-list': v.optional(v.boolean()),
   sessions: v.optional(positiveInt('--sessions', 1000)),
   prompts: v.optional(positiveInt('--prompts', 1000)),
+  streams: v.optional(positiveInt('--streams', 5000)),
   agents: v.optional(positiveInt('--agents', 100_000)),
   concurrency: v.optional(positiveInt('--concurrency', 1000)),
   kubeconfig: v.optional(v.pipe(v.string(), v.minLength(1, '--kubeconfig must not be empty'))),
@@ -162,6 +181,7 @@ export function parseBenchArgs(
         'no-batch-list': { type: 'boolean' },
         sessions: { type: 'string' },
         prompts: { type: 'string' },
+        streams: { type: 'string' },
         agents: { type: 'string' },
         concurrency: { type: 'string' },
         kubeconfig: { type: 'string' },
@@ -197,13 +217,8 @@ export function parseBenchArgs(
     return err('--sessions and --prompts need --mode realtime');
   if (mode !== 'batch' && (f.vendor ?? f['poll-seconds'] ?? f['no-batch-list']) !== undefined)
     return err('--vendor, --poll-seconds and --no-batch-list need --mode batch');
-  const agents =
-    f.agents ??
-    (scenario === 'queue-10k'
-      ? DEFAULT_QUEUE_AGENTS
-      : scenario === 'ttft'
-        ? DEFAULT_TTFT_BURST
-        : DEFAULT_AGENTS);
+  if (scenario !== 'gateway' && f.streams !== undefined) return err('--streams needs --scenario gateway');
+  const agents = f.agents ?? DEFAULT_N[scenario];
   const runtime = f.runtime ?? 'node';
   if (f['cpu-prof'] !== undefined && runtime !== 'node') return err('--cpu-prof needs --runtime node');
   if (f['api-paths'] === true && scenario !== 'queue-10k')
@@ -216,6 +231,7 @@ export function parseBenchArgs(
     batchList: f['no-batch-list'] !== true,
     sessions: f.sessions ?? 100,
     prompts: f.prompts ?? 5,
+    streams: f.streams ?? DEFAULT_GATEWAY_STREAMS,
     agents,
     concurrency: f.concurrency ?? DEFAULT_CONCURRENCY,
     kubeconfig: kubeconfig ?? '',

@@ -23,6 +23,8 @@ import {
 } from './controller-process.ts';
 import { formatProfileSummary, readCpuProfiles, summarizeCpuProfile } from './cpu-profile.ts';
 import { BENCH_LABEL, benchAgent, benchDefinition, benchStation } from './fixtures.ts';
+import { formatGatewayReport } from './gateway-figures.ts';
+import { runGatewayScenario } from './gateway-scenario.ts';
 import { type ProcPeaks, startProcSampler } from './host-procs.ts';
 import { BenchHttp, runPool } from './http.ts';
 import { resourceFigures } from './prom-text.ts';
@@ -471,6 +473,8 @@ async function main(argv: readonly string[]): Promise<number> {
   if (opts.mode === 'realtime') return single(() => runRealtimeScenario(scenarioInput), formatRealtimeReport);
   if (opts.scenario === 'queue-10k') return single(() => runQueueScenario(scenarioInput), formatQueueReport);
   if (opts.scenario === 'ttft') return single(() => runTtftScenario(scenarioInput), formatTtftReport);
+  if (opts.scenario === 'gateway')
+    return single(() => runGatewayScenario(scenarioInput), formatGatewayReport);
   await guarded(async () => {
     if (opts.baseline && !abort.signal.aborted)
       report.raw = await rawPhase(opts, client, http, runId, live, abort.signal);
