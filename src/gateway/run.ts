@@ -66,16 +66,17 @@ export async function startGateway(o: {
     agent: (run, fresh) => agents.find(run, fresh),
     vendorKey: (ns, name) => keys.get(ns, name),
   });
+  const checks = [
+    { name: 'agents', ready: () => agents.informer.store.hasSynced() },
+    { name: 'credential-key', ready: () => hmacKey !== undefined },
+    { name: 'not-stopping', ready: () => !stopping },
+  ];
   const health = createApp({
-    checks: [
-      { name: 'agents', ready: () => agents.informer.store.hasSynced() },
-      { name: 'credential-key', ready: () => hmacKey !== undefined },
-      { name: 'not-stopping', ready: () => !stopping },
-    ],
-    metrics: async () => ({
-      body: await metrics.registry.metrics(),
-      contentType: metrics.registry.contentType,
-    }),
+    checks,
+    metrics: async () => {
+      metrics.ready.set(checks.every((c) => c.ready()) ? 1 : 0);
+      return { body: await metrics.registry.metrics(), contentType: metrics.registry.contentType };
+    },
   });
   const started: RunningServer[] = [];
   try {

@@ -16,6 +16,7 @@ export interface GatewayMetrics {
   readonly firstByte: Histogram<'vendor'>;
   readonly refusals: Counter<'vendor' | 'reason'>;
   readonly inFlight: Gauge<'vendor'>;
+  readonly ready: Gauge;
   readonly usageWrites: Counter<'result'>;
   readonly usagePending: Gauge;
 }
@@ -68,6 +69,11 @@ export function createGatewayMetrics(
       labelNames: ['vendor'],
       registers,
     }),
+    ready: new Gauge({
+      name: 'gateway_ready',
+      help: '1 while every readiness check passes (what /readyz answers 200 to), else 0; set at each scrape',
+      registers,
+    }),
     usageWrites: new Counter({
       name: 'gateway_usage_writes_total',
       help: "Writes of measured usage to Agents' annotation, by result (written, conflict, gone, error)",
@@ -86,6 +92,7 @@ export function createGatewayMetrics(
   }
   for (const result of ['written', 'conflict', 'gone', 'error']) m.usageWrites.inc({ result }, 0);
   m.usagePending.set(0);
+  m.ready.set(0);
   if (withProcessMetrics) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
   return m;
 }

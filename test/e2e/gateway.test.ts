@@ -200,6 +200,7 @@ describe('model gateway', { skip }, () => {
     s.replicas.push(gw.process);
     await gw.process.waitForLog('Waiting for the credential key (the controller creates it)');
     assert.equal((await gw.process.http('/readyz/credential-key')).status, 503);
+    assert.equal(await gw.process.metric('gateway_ready'), 0, 'gateway_ready says what /readyz says');
     const early = await fetch(`${gw.url}/anthropic/v1/messages`, {
       method: 'POST',
       headers: { 'x-api-key': 'acgw1.x.y', 'content-type': 'application/json' },
@@ -216,6 +217,7 @@ describe('model gateway', { skip }, () => {
       data: { 'hmac-key': KEY.toString('base64') },
     });
     await gw.process.waitReady();
+    assert.equal(await gw.process.metric('gateway_ready'), 1);
     assert.equal(gw.process.logged('Loaded the credential key').length, 1);
   });
 

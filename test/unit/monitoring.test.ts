@@ -1,7 +1,8 @@
 // deploy/monitoring and charts/monitoring (the plain rules file and its promtool tests), read as users get them:
-// every metric name the dashboard and the alert rules use is one the controller serves on /metrics (the text of the
-// registry src/cmd/controller.ts serves there, default process metrics included; a histogram only as its _bucket,
-// _sum and _count series), the dashboard covers what issue 11 §3 lists, the generated files are what
+// every metric name the dashboard and the alert rules use is one the controller or the model gateway serves on
+// /metrics (the text of the registries src/cmd/controller.ts and src/cmd/gateway.ts serve there, default process
+// metrics included; a histogram only as its _bucket, _sum and _count series), the dashboard covers what issue 11 §3
+// and issue 28 §3 list, the generated files are what
 // src/metrics/monitoring renders, and every alert has promtool unit tests that see it fire and see it stay quiet.
 // promtool itself runs in test/e2e/monitoring.test.ts. Also: docs/how-to/monitoring.md lists every run failure kind.
 import assert from 'node:assert/strict';
@@ -11,6 +12,9 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { load } from 'js-yaml';
 import * as v from 'valibot';
+import { GATEWAY_VENDORS } from '../../src/api/gateway.ts';
+import { REFUSAL_REASONS } from '../../src/gateway/refusals.ts';
+import { createGatewayMetrics } from '../../src/metrics/gateway.ts';
 import { createControllerMetrics } from '../../src/metrics/index.ts';
 import {
   DASHBOARD_SCHEMA_VERSION,
@@ -83,9 +87,12 @@ function dashboardExprs(): { where: string; expr: string }[] {
   );
 }
 
-/** Sample names on /metrics → the metric family they belong to; histograms only by their series. */
+/** Sample names on the controller's and the gateway's /metrics → their metric family; histograms by their series. */
 async function servedSeriesNames(): Promise<Map<string, string>> {
-  const text = await createControllerMetrics(true).registry.metrics();
+  const text = [
+    await createControllerMetrics(true).registry.metrics(),
+    await createGatewayMetrics(REFUSAL_REASONS, GATEWAY_VENDORS, true).registry.metrics(),
+  ].join('\n');
   const names = new Map<string, string>();
   for (const line of text.split('\n')) {
     const m = /^# TYPE (\S+) (\S+)$/.exec(line);
@@ -115,10 +122,11 @@ describe('deploy/monitoring and charts/monitoring', () => {
     }
   });
 
-  it('uses only metric names the controller serves on /metrics', async () => {
+  it('uses only metric names the controller or the gateway serves on /metrics', async () => {
     const served = await servedSeriesNames();
-    // The registry is the real one: its own metrics and prom-client's default process metrics.
+    // The registries are the real ones: their own metrics and prom-client's default process metrics.
     assert.ok(served.has('controller_is_leader') && served.has('process_resident_memory_bytes'));
+    assert.ok(served.has('gateway_ready') && served.has('gateway_requests_total'));
     const uses: { where: string; name: string }[] = [];
     for (const r of alerts)
       for (const name of promqlNames(r.expr).metrics) uses.push({ where: r.alert, name });
@@ -134,7 +142,7 @@ describe('deploy/monitoring and charts/monitoring', () => {
     assert.deepEqual(missing, [], 'names not on /metrics (a histogram is read as _bucket, _sum or _count)');
     // Most of the registry is on show: a check that read nothing would pass the assertion above.
     const families = new Set(uses.map((u) => served.get(u.name)));
-    assert.ok(families.size >= 25, `only ${families.size} metric families used`);
+    assert.ok(families.size >= 34, `only ${families.size} metric families used`);
   });
 
   it('calls only PromQL functions (a misspelt one would read as a metric or fail in Grafana)', () => {
@@ -163,12 +171,12 @@ describe('deploy/monitoring and charts/monitoring', () => {
     };
     for (const [topic, metric] of Object.entries(wanted))
       assert.ok(used(metric).length > 0, `no panel shows ${topic} (${metric})`);
-    // process_* and nodejs_* come from every Node.js (and Go) target: a query reads them of the controller only.
+    // process_* and nodejs_* come from every Node.js (and Go) target: a query reads them of the controller or of
+    // the gateway only.
+    const ours = (n: string) => n.startsWith('controller_') || n.startsWith('gateway_');
     const unscoped = dashboardExprs().filter(({ expr }) => {
       const names = promqlNames(expr).metrics;
-      return (
-        names.some((n) => !n.startsWith('controller_')) && !names.some((n) => n.startsWith('controller_'))
-      );
+      return names.some((n) => !ours(n)) && !names.some(ours);
     });
     assert.deepEqual(
       unscoped,
@@ -177,6 +185,32 @@ describe('deploy/monitoring and charts/monitoring', () => {
     );
     const heatmaps = dashboard.panels.filter((p) => p.type === 'heatmap').map((p) => p.title);
     assert.deepEqual(heatmaps, ['Queue wait', 'Run duration']);
+  });
+
+  it('has a panel for everything issue 28 §3 lists of the gateway, and its process figures from its targets only', () => {
+    const used = (metric: string) =>
+      dashboardExprs().filter(({ expr }) => promqlNames(expr).metrics.includes(metric));
+    const wanted: Record<string, string> = {
+      requests: 'gateway_requests_total',
+      'refusals by reason': 'gateway_refusals_total',
+      'tokens by kind': 'gateway_tokens_total',
+      latency: 'gateway_request_duration_seconds_bucket',
+      'upstream first byte': 'gateway_upstream_first_byte_seconds_bucket',
+      'in flight': 'gateway_requests_in_flight',
+      'usage writes by result': 'gateway_usage_writes_total',
+      ready: 'gateway_ready',
+    };
+    for (const [topic, metric] of Object.entries(wanted))
+      assert.ok(used(metric).length > 0, `no panel shows the gateway's ${topic} (${metric})`);
+    const legends = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => [p.title, t.expr] as const));
+    const byReason = legends.filter(([, e]) => /sum by \(reason\) \(rate\(gateway_refusals_total/.test(e));
+    assert.equal(byReason.length, 1, 'refusals split by reason');
+    const byKind = legends.filter(([, e]) => /sum by \(model, kind\) \(rate\(gateway_tokens_total/.test(e));
+    assert.equal(byKind.length, 1, 'tokens split by kind');
+    const processOfGateway = dashboardExprs().filter(
+      ({ expr }) => expr.includes('process_') && expr.includes('and on (job, instance) gateway_ready'),
+    );
+    assert.equal(processOfGateway.length, 2, 'gateway memory and CPU, scoped to its targets');
   });
 
   it('is a Grafana dashboard reading the datasource variable, panels on the grid without overlap', () => {
@@ -212,6 +246,10 @@ describe('deploy/monitoring and charts/monitoring', () => {
       'AgentBatchCleanupFailuresRising',
       'AgentBatchOrphans',
       'AgentControllerWatchReconnectStorm',
+      'AgentGatewayDown',
+      'AgentGatewayReplicaNotReady',
+      'AgentGatewayRefusalRatioHigh',
+      'AgentGatewayUsageWritesFailing',
     ]);
     for (const r of alerts) {
       assert.ok(r.annotations.summary.length > 10 && r.annotations.description.length > 80, r.alert);

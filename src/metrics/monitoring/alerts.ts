@@ -5,7 +5,9 @@
  * deploy/monitoring/README.md what each alert means and what to do.
  *
  * Series are summed `by (namespace)`: one controller Deployment per namespace (as deploy/ installs it) is one
- * group. Gauges only the leader sets (`controller_agents` and the other poll gauges) are read from the replica
+ * group. The model gateway's rules (group `agent-gateway`) read `namespace` the same way: the namespace of the
+ * gateway's pods, which the scrape adds (the gateway's own `namespace` label, the run's, then becomes
+ * `exported_namespace`). Gauges only the leader sets (`controller_agents` and the other poll gauges) are read from the replica
  * whose `controller_is_leader` is 1: a replica that lost the Lease keeps exporting the values of its last poll.
  */
 
@@ -35,6 +37,87 @@ export function fromLeader(selector: string): string {
 function lines(...parts: readonly string[]): string {
   return parts.join('\n');
 }
+
+/** The model gateway (`agent-controller gateway`, deploy/components/gateway): down, refusing, not recording usage. */
+const GATEWAY_GROUP: RuleGroup = {
+  name: 'agent-gateway',
+  rules: [
+    {
+      alert: 'AgentGatewayDown',
+      expr: lines(
+        'sum by (namespace) (max_over_time(gateway_ready[6h])) > 0',
+        'unless on (namespace)',
+        'sum by (namespace) (gateway_ready) > 0',
+      ),
+      // A rolling update of the two replicas keeps one ready (the default maxUnavailable, 25%, rounds down to 0);
+      // a lone replica restarting is ready again within a minute.
+      for: '3m',
+      labels: { severity: 'critical' },
+      annotations: {
+        summary: 'No model gateway replica is ready in {{ $labels.namespace }}',
+        description:
+          'For 3 minutes no agent-gateway replica in namespace {{ $labels.namespace }} has reported ready ' +
+          '(gateway_ready), though one did in the last 6 hours: every replica is down, not ready, or no longer ' +
+          'scraped. Runs behind the gateway hold no vendor key, so every model call they make fails. Check the pods ' +
+          '(kubectl get pods -l agents.re-cinq.com/component=gateway), /readyz?verbose on port 9090 (agents, ' +
+          'credential-key, not-stopping) and their logs.',
+      },
+    },
+    {
+      alert: 'AgentGatewayReplicaNotReady',
+      expr: 'gateway_ready == 0',
+      for: '10m',
+      labels: { severity: 'warning' },
+      annotations: {
+        summary: 'Model gateway replica {{ $labels.instance }} in {{ $labels.namespace }} is not ready',
+        description:
+          'The agent-gateway replica {{ $labels.instance }} has served /metrics but failed a readiness check for ' +
+          '10 minutes, so the Service sends it no calls. /readyz?verbose on port 9090 names the check: agents (its ' +
+          'Agent informer has not listed: RBAC on agents, the API server), credential-key (the Secret ' +
+          'agent-controller-gateway is missing: the controller creates it), not-stopping.',
+      },
+    },
+    {
+      alert: 'AgentGatewayRefusalRatioHigh',
+      expr: lines(
+        'sum by (namespace, reason) (increase(gateway_refusals_total{reason!="route"}[15m]))',
+        '  / on (namespace) group_left',
+        '  sum by (namespace) (increase(gateway_requests_total[15m])) > 0.1',
+        'and on (namespace)',
+        'sum by (namespace) (increase(gateway_requests_total[15m])) >= 20',
+      ),
+      for: '10m',
+      labels: { severity: 'warning' },
+      annotations: {
+        summary:
+          '{{ $value | humanizePercentage }} of the model calls through the gateway in {{ $labels.namespace }} refused: {{ $labels.reason }}',
+        description:
+          'Over 15 minutes (at least 20 calls) more than 10% of the calls the gateway in namespace ' +
+          '{{ $labels.namespace }} answered were its own refusals with reason {{ $labels.reason }} ' +
+          '(gateway_refusals_total; route, a path it does not forward, is left out). credential, unknown_run, ' +
+          'run_ended: clients with a wrong or stale credential (a CLI still calling after its run ended, or ' +
+          'something that is not a run); model, vendor: runs calling what their AgentPolicy does not allow; ' +
+          'no_key: agent-secrets lacks the key the recipe names; unavailable: the gateway lacks its credential key ' +
+          "or the API server; upstream: the vendor cannot be reached. The gateway's info logs name each refused run.",
+      },
+    },
+    {
+      alert: 'AgentGatewayUsageWritesFailing',
+      expr: 'sum by (namespace) (increase(gateway_usage_writes_total{result="error"}[5m])) > 0',
+      for: '15m',
+      labels: { severity: 'warning' },
+      annotations: {
+        summary: 'The model gateway in {{ $labels.namespace }} keeps failing to record usage on Agents',
+        description:
+          'For 15 minutes the gateway in namespace {{ $labels.namespace }} has failed writes of measured usage to ' +
+          'Agents\' agents.re-cinq.com/gateway-usage annotation (gateway_usage_writes_total{result="error"}). ' +
+          'It keeps the deltas in memory and tries again (gateway_usage_pending_runs counts the runs waiting), but ' +
+          'status.tokenUsage and costEstimate lag, and a replica that stops meanwhile loses what it holds after 5 s. ' +
+          "Its logs give the API server's answer: RBAC (agents patch), the API server overloaded or unreachable.",
+      },
+    },
+  ],
+};
 
 export const ALERT_GROUPS: readonly RuleGroup[] = [
   {
@@ -150,4 +233,5 @@ export const ALERT_GROUPS: readonly RuleGroup[] = [
       },
     ],
   },
+  GATEWAY_GROUP,
 ];

@@ -1,8 +1,8 @@
 /**
  * The controller's Grafana dashboard (deploy/monitoring/dashboard.json, written by `npm run gen:monitoring`):
  * runs by phase, throughput, queue wait and run duration histograms, failures by kind, tokens and cost, batch and
- * realtime work, and the controller's own health (leader, watch reconnects and resyncs, API request latency,
- * reconciles, event loop, memory, CPU). Every query reads a `${datasource}` Prometheus data source and is limited
+ * realtime work, the controller's own health (leader, watch reconnects and resyncs, API request latency,
+ * reconciles, event loop, memory, CPU), and the model gateway (calls, refusals, tokens, latency, usage writes). Every query reads a `${datasource}` Prometheus data source and is limited
  * to the namespaces picked in `$namespace`. Plain JSON values, so the file is the same on every run.
  */
 import { fromLeader } from './alerts.ts';
@@ -25,6 +25,11 @@ const RANGE = '$__range';
 /** Series of the controller's targets only: process metrics are exported by every Node.js or Go target. */
 function ofController(expr: string): string {
   return `${expr} and on (job, instance) controller_is_leader`;
+}
+
+/** Series of the model gateway's targets only (they export `gateway_ready`). */
+function ofGateway(expr: string): string {
+  return `${expr} and on (job, instance) gateway_ready`;
 }
 
 /** `metric{namespace=~"$namespace",…}`. */
@@ -590,7 +595,192 @@ function panels(): JsonObject[] {
     [{ expr: ofController(`rate(${sel('process_cpu_seconds_total')}[${RATE}])`), legend: '{{instance}}' }],
     { unit: 'percentunit', min: 0, description: 'Cores used (1 = 100% of one core).' },
   );
+  gatewayOverview(l);
+  gatewayDetail(l);
   return l.panels;
+}
+
+/**
+ * The model gateway's row, first part: replicas ready, calls, refusals, tokens. `namespace` is the gateway pods'
+ * (the scrape's); the gateway has no cost metric (the controller prices runs: "Tokens and cost" above).
+ */
+function gatewayOverview(l: Layout): void {
+  l.row('Model gateway');
+  l.stat(
+    'Gateway replicas ready',
+    4,
+    { expr: `sum(${sel('gateway_ready')})` },
+    {
+      steps: [
+        ['red', null],
+        ['orange', 1],
+        ['green', 2],
+      ],
+      description:
+        'Replicas whose readiness checks pass (alerts AgentGatewayDown, AgentGatewayReplicaNotReady).',
+    },
+  );
+  l.stat('Calls in flight', 4, { expr: `sum(${sel('gateway_requests_in_flight')})` });
+  l.stat(
+    'Calls refused',
+    4,
+    {
+      expr:
+        `sum(increase(${sel('gateway_refusals_total')}[${RANGE}])) ` +
+        `/ sum(increase(${sel('gateway_requests_total')}[${RANGE}]))`,
+      instant: true,
+    },
+    {
+      unit: 'percentunit',
+      steps: [
+        ['green', null],
+        ['orange', 0.05],
+        ['red', 0.1],
+      ],
+      description: "Share of the gateway's answers in the time range that were its own refusals.",
+    },
+  );
+  l.stat('Tokens measured', 4, {
+    expr: `sum(increase(${sel('gateway_tokens_total')}[${RANGE}]))`,
+    instant: true,
+  });
+  l.stat(
+    'Usage writes failed',
+    4,
+    {
+      expr: `sum(increase(${sel('gateway_usage_writes_total', 'result="error"')}[${RANGE}]))`,
+      instant: true,
+    },
+    {
+      steps: [
+        ['green', null],
+        ['red', 1],
+      ],
+      description:
+        'Failed writes of measured usage to Agents in the time range (alert AgentGatewayUsageWritesFailing).',
+    },
+  );
+  l.stat(
+    'Runs with usage not yet written',
+    4,
+    { expr: `sum(${sel('gateway_usage_pending_runs')})` },
+    { description: 'Runs whose measured usage waits in a replica for its write (written every second).' },
+  );
+  l.timeseries(
+    'Gateway calls by vendor and code (per second)',
+    12,
+    [
+      {
+        expr: `sum by (vendor, code) (rate(${sel('gateway_requests_total')}[${RATE}]))`,
+        legend: '{{vendor}} {{code}}',
+      },
+    ],
+    {
+      unit: 'reqps',
+      stack: true,
+      min: 0,
+      description: "Every call answered, the gateway's own refusals included.",
+    },
+  );
+  l.timeseries(
+    'Gateway refusals by reason (per second)',
+    12,
+    [
+      {
+        expr: `sum by (reason) (rate(${sel('gateway_refusals_total')}[${RATE}])) > 0`,
+        legend: '{{reason}}',
+      },
+    ],
+    {
+      unit: 'reqps',
+      stack: true,
+      min: 0,
+      description: 'docs/design/gateway.md lists the reasons (alert AgentGatewayRefusalRatioHigh).',
+    },
+  );
+  l.timeseries(
+    'Gateway tokens per hour by model and kind',
+    12,
+    [
+      {
+        expr: `sum by (model, kind) (rate(${sel('gateway_tokens_total')}[${RATE}])) * 3600`,
+        legend: '{{model}} {{kind}}',
+      },
+    ],
+    {
+      stack: true,
+      min: 0,
+      description:
+        'Measured in the answers as they pass, while runs go on; kind: input, output, cache_read, cache_write.',
+    },
+  );
+  l.timeseries(
+    'Gateway tokens per hour by Station',
+    12,
+    [
+      {
+        expr: `sum by (station) (rate(${sel('gateway_tokens_total')}[${RATE}])) * 3600`,
+        legend: '{{station}}',
+      },
+    ],
+    {
+      stack: true,
+      min: 0,
+      description: "The run's Station; same-named Stations of several namespaces add up.",
+    },
+  );
+}
+
+/** The model gateway's row, second part: latency, upstream first byte, in flight, usage writes, the process. */
+function gatewayDetail(l: Layout): void {
+  l.timeseries(
+    'Gateway call latency (to the last byte)',
+    8,
+    quantiles('gateway_request_duration_seconds_bucket', { qs: [0.5, 0.99], by: 'vendor' }),
+    {
+      unit: 's',
+      description: 'From a call arriving to the end of its answer: a long stream is a long call.',
+    },
+  );
+  l.timeseries(
+    'Vendor first byte',
+    8,
+    quantiles('gateway_upstream_first_byte_seconds_bucket', { qs: [0.5, 0.99], by: 'vendor' }),
+    { unit: 's', description: "From a forwarded call arriving to the vendor's answer headers." },
+  );
+  l.timeseries(
+    'Gateway calls in flight by vendor',
+    8,
+    [{ expr: `sum by (vendor) (${sel('gateway_requests_in_flight')})`, legend: '{{vendor}}' }],
+    { min: 0 },
+  );
+  l.timeseries(
+    'Usage writes by result (per second)',
+    8,
+    [
+      {
+        expr: `sum by (result) (rate(${sel('gateway_usage_writes_total')}[${RATE}]))`,
+        legend: '{{result}}',
+      },
+      { expr: `sum(${sel('gateway_usage_pending_runs')})`, legend: 'runs pending' },
+    ],
+    {
+      min: 0,
+      description: "Merge patches of Agents' usage annotation: written, conflict (retried), gone, error.",
+    },
+  );
+  l.timeseries(
+    'Gateway resident memory',
+    8,
+    [{ expr: ofGateway(sel('process_resident_memory_bytes')), legend: '{{instance}}' }],
+    { unit: 'bytes', min: 0 },
+  );
+  l.timeseries(
+    'Gateway CPU',
+    8,
+    [{ expr: ofGateway(`rate(${sel('process_cpu_seconds_total')}[${RATE}])`), legend: '{{instance}}' }],
+    { unit: 'percentunit', min: 0, description: 'Cores used (1 = 100% of one core).' },
+  );
 }
 
 /** The dashboard as a JSON value. */
@@ -609,7 +799,8 @@ export function buildDashboard(): JsonObject {
         },
       ],
     },
-    description: 'agent-controller: runs, failures, tokens and cost, and the controller itself.',
+    description:
+      'agent-controller: runs, failures, tokens and cost, the controller itself, and the model gateway.',
     editable: true,
     fiscalYearStartMonth: 0,
     graphTooltip: 1,
