@@ -583,18 +583,7 @@ function panels(): JsonObject[] {
       description: 'How late a 100 ms timer fired: time the event loop was busy with something else.',
     },
   );
-  l.timeseries(
-    'Resident memory',
-    8,
-    [{ expr: ofController(sel('process_resident_memory_bytes')), legend: '{{instance}}' }],
-    { unit: 'bytes', min: 0 },
-  );
-  l.timeseries(
-    'CPU',
-    8,
-    [{ expr: ofController(`rate(${sel('process_cpu_seconds_total')}[${RATE}])`), legend: '{{instance}}' }],
-    { unit: 'percentunit', min: 0, description: 'Cores used (1 = 100% of one core).' },
-  );
+  processPanels(l, ['Resident memory', 'CPU'], ofController);
   gatewayOverview(l);
   gatewayDetail(l);
   return l.panels;
@@ -769,16 +758,24 @@ function gatewayDetail(l: Layout): void {
       description: "Merge patches of Agents' usage annotation: written, conflict (retried), gone, error.",
     },
   );
+  processPanels(l, ['Gateway resident memory', 'Gateway CPU'], ofGateway);
+}
+
+/** Memory and CPU of one program's replicas: `scope` limits the process metrics (every target has them) to its own. */
+function processPanels(l: Layout, titles: readonly [string, string], scope: (expr: string) => string): void {
   l.timeseries(
-    'Gateway resident memory',
+    titles[0],
     8,
-    [{ expr: ofGateway(sel('process_resident_memory_bytes')), legend: '{{instance}}' }],
-    { unit: 'bytes', min: 0 },
+    [{ expr: scope(sel('process_resident_memory_bytes')), legend: '{{instance}}' }],
+    {
+      unit: 'bytes',
+      min: 0,
+    },
   );
   l.timeseries(
-    'Gateway CPU',
+    titles[1],
     8,
-    [{ expr: ofGateway(`rate(${sel('process_cpu_seconds_total')}[${RATE}])`), legend: '{{instance}}' }],
+    [{ expr: scope(`rate(${sel('process_cpu_seconds_total')}[${RATE}])`), legend: '{{instance}}' }],
     { unit: 'percentunit', min: 0, description: 'Cores used (1 = 100% of one core).' },
   );
 }
