@@ -83,3 +83,20 @@ export const GatewayGrantSchema = v.pipe(
   ),
 );
 export type GatewayGrant = v.InferOutput<typeof GatewayGrantSchema>;
+
+/** The usage annotation's value read: its JSON parsed and checked, or why it is not the gateway's usage. */
+export function parseGatewayUsage(
+  raw: string,
+): { readonly ok: true; readonly usage: GatewayUsage } | { readonly ok: false; readonly message: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return { ok: false, message: `annotation ${ANNOTATION_GATEWAY_USAGE} is not JSON` };
+  }
+  const parsed = v.safeParse(GatewayUsageSchema, value);
+  if (!parsed.success) {
+    return { ok: false, message: `annotation ${ANNOTATION_GATEWAY_USAGE} is not the gateway's usage` };
+  }
+  return { ok: true, usage: parsed.output };
+}

@@ -65,3 +65,28 @@ export function loadGatewayCredentials(opts: LoadOptions<GatewayCredentials>): P
     gatewayCredentials,
   );
 }
+
+/** The keys this replica loads (each retried until read), and the readiness checks they add. */
+export interface ControllerKeys {
+  promptTokens(): PromptTokens | undefined;
+  gatewayCredentials(): GatewayCredentials | undefined;
+  readonly checks: readonly { readonly name: string; readonly ready: () => boolean }[];
+}
+
+/** Starts loading the keys the configuration needs: the realtime key, the gateway key. */
+export function startLoadingKeys(
+  opts: Omit<LoadOptions<never>, 'onLoaded'> & { readonly realtime: boolean; readonly gateway: boolean },
+): ControllerKeys {
+  let tokens: PromptTokens | undefined;
+  let credentials: GatewayCredentials | undefined;
+  const checks: { readonly name: string; readonly ready: () => boolean }[] = [];
+  if (opts.realtime) {
+    void loadPromptTokens({ ...opts, onLoaded: (t) => (tokens = t) });
+    checks.push({ name: 'realtime-key', ready: () => tokens !== undefined });
+  }
+  if (opts.gateway) {
+    void loadGatewayCredentials({ ...opts, onLoaded: (c) => (credentials = c) });
+    checks.push({ name: 'gateway-key', ready: () => credentials !== undefined });
+  }
+  return { promptTokens: () => tokens, gatewayCredentials: () => credentials, checks };
+}

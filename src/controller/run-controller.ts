@@ -38,7 +38,7 @@ import { createBatchTracking, definitionFrom } from './batch-tracking.ts';
 import { type Caches, createCaches } from './caches.ts';
 import { createApiServerSource, createEndpointSource } from './endpoints.ts';
 import { createPolicySource, type PolicySource } from './policies.ts';
-import { loadGatewayCredentials, loadPromptTokens } from './realtime-key.ts';
+import { startLoadingKeys } from './realtime-key.ts';
 import { createSweeps } from './sweeps.ts';
 import { createTerms, type Terms } from './term.ts';
 import { agentOwnerOf, createTriggers, type ReconcileReason, TRIGGERS } from './triggers.ts';
@@ -134,8 +134,6 @@ export function startController(deps: ControllerDeps): RunningController {
   let elector: LeaderElector | undefined;
   let pollFailures = 0;
   let apiReachable = false;
-  let promptTokens: PromptTokens | undefined;
-  let gatewayCredentials: GatewayCredentials | undefined;
   // Filled below; the watches only reach it through these closures once events flow.
   const term: { terms?: Terms } = {};
   const queue = () => term.terms?.queue();
@@ -162,37 +160,22 @@ export function startController(deps: ControllerDeps): RunningController {
     random: deps.random,
     logger: log,
   });
-  if (config.realtimeEnabled) {
-    void loadPromptTokens({
-      transport,
-      namespace: config.leaseNamespace,
-      clock,
-      logger: log,
-      signal: abort.signal,
-      onLoaded: (t) => {
-        promptTokens = t;
-      },
-    });
-  }
-  if (config.gatewayUrl !== undefined) {
-    void loadGatewayCredentials({
-      transport,
-      namespace: config.leaseNamespace,
-      clock,
-      logger: log,
-      signal: abort.signal,
-      onLoaded: (c) => {
-        gatewayCredentials = c;
-      },
-    });
-  }
+  const keys = startLoadingKeys({
+    transport,
+    namespace: config.leaseNamespace,
+    clock,
+    logger: log,
+    signal: abort.signal,
+    realtime: config.realtimeEnabled,
+    gateway: config.gatewayUrl !== undefined,
+  });
   const prices = createPriceSource(config.pricesFile, log);
   const reconcileDeps = reconcileDepsOf(deps, w, {
     policies,
     events,
     mayWrite,
-    promptTokens: () => promptTokens,
-    gatewayCredentials: () => gatewayCredentials,
+    promptTokens: keys.promptTokens,
+    gatewayCredentials: keys.gatewayCredentials,
     prices: () => prices.current(),
   });
   const sweeps = createSweeps({
@@ -279,12 +262,9 @@ export function startController(deps: ControllerDeps): RunningController {
       { name: 'api', ready: () => apiReachable },
       { name: 'poll', ready: () => pollFailures < MAX_CONSECUTIVE_POLL_FAILURES },
       { name: 'informers', ready: () => caches.agents.store.hasSynced() && caches.jobs.store.hasSynced() },
-      ...(config.realtimeEnabled ? [{ name: 'realtime-key', ready: () => promptTokens !== undefined }] : []),
-      ...(config.gatewayUrl !== undefined
-        ? [{ name: 'gateway-key', ready: () => gatewayCredentials !== undefined }]
-        : []),
+      ...keys.checks,
     ],
-    promptTokens: () => promptTokens,
+    promptTokens: keys.promptTokens,
     events,
     cachedAgent: (ns, name) => caches.agents.store.get(`${ns}/${name}`),
     cachedAgents: () => caches.agents.store.list(),

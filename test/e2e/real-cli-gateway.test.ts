@@ -9,11 +9,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { type AddressInfo, connect, createServer as createNetServer, type Socket } from 'node:net';
 import { join, sep } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import * as v from 'valibot';
-import { startGatewayProcess } from '../support/gateway.ts';
+import { startGatewayProcess, startHoldingRelay } from '../support/gateway.ts';
 import {
   agentManifest,
   applyCrds,
@@ -277,4 +278,153 @@ describe(`keyless runs: the real Claude Code behind the model gateway (${runtime
       await fake.close();
     }
   });
+
+  it('a gateway replica killed mid-stream: the CLI retries through the other, and the call is counted once', {
+    timeout: 300_000,
+  }, async () => {
+    const apiKey = `sk-ant-e2e-${randomBytes(16).toString('hex')}`;
+    const fake = await startAnthropicModel({
+      apiKey,
+      turns: [{ text: 'recovered', usage: { input: 120, output: 9, cacheRead: 0, cacheWrite: 0 } }],
+    });
+    // Between the gateways and the vendor: the first call is answered with the first event of a stream and held
+    // open (the vendor never sees it); the rest pass on to the fake.
+    const relay = await startHoldingRelay(fake.baseUrl, HELD_FIRST_EVENT, (_req, n) => n === 1);
+    const lb = await startPreferringProxy();
+    try {
+      await runScenario(cluster, 'real-gateway-kill', async (s) => {
+        const images = realCliImages(s, runtime);
+        const start = (identity: string) =>
+          startGatewayProcess({
+            kubeconfig: cluster.kubeconfig,
+            namespace: s.ns,
+            upstreams: { anthropic: relay.url, openai: UNREACHABLE, gemini: UNREACHABLE },
+            waitReady: false,
+            runtime: 'node',
+            identity,
+          });
+        const first = await start('gateway-1');
+        const second = await start('gateway-2');
+        s.replicas.push(first.process, second.process);
+        lb.targets.push(first.url, second.url);
+        await s.create(
+          agentSecrets({ anthropic: apiKey }),
+          definition('work'),
+          stationManifest('work', 'work', { template: agentTemplate(images.agent) }),
+          agentManifest('work-run', 'work'),
+        );
+        await s.startReplica({ env: { AGENT_IMAGE: images.init, AGENT_GATEWAY_URL: lb.url } });
+        await Promise.all([first.process.waitReady(), second.process.waitReady()]);
+
+        const held = await relay.waitHeld(1);
+        assert.equal(lb.served[0], first.url, 'the first call went through the first replica');
+        await first.process.kill();
+
+        const run = await s.waitTerminal('work-run', 180_000);
+        assert.equal(run.status.phase, 'Succeeded', JSON.stringify(run.status));
+        assert.equal((run.status as Record<string, unknown>).result, 'recovered');
+        assert.ok(held.closedAt !== undefined, 'the held call was cut when its replica died');
+        assert.ok(
+          lb.served.slice(1).includes(second.url),
+          `the retry went through the second: ${lb.served.join(', ')}`,
+        );
+        const answered = fake.requests.filter((r) => r.method === 'POST' && r.path === '/v1/messages');
+        assert.equal(answered.length, 1, 'the vendor answered one call');
+        // Counted once: the answered call, as the fake sent it; the cut one was never finished, so not counted.
+        const expected = { input: 120, output: 9, cacheRead: 0, cacheWrite: 0, total: 129 };
+        await pollUntil(
+          async () => {
+            const a = (await s.agents()).find((x) => x.metadata.name === 'work-run');
+            return isDeepStrictEqual((a?.status as Record<string, unknown> | undefined)?.tokenUsage, expected)
+              ? a
+              : undefined;
+          },
+          { timeoutMs: 20_000, description: `work-run's tokenUsage to be ${JSON.stringify(expected)}` },
+        );
+        const a = (await s.agents()).find((x) => x.metadata.name === 'work-run');
+        const annotation = JSON.parse(a?.metadata.annotations?.['agents.re-cinq.com/gateway-usage'] ?? '{}');
+        assert.deepEqual(annotation, {
+          models: { 'claude-sonnet-5-5': { calls: 1, input: 120, output: 9, cacheRead: 0, cacheWrite: 0 } },
+        });
+      });
+    } finally {
+      await Promise.all([fake.close(), relay.close(), lb.close()]);
+    }
+  });
 });
+
+/** The first event of an Anthropic stream (message_start with its usage), as the relay sends a held call. */
+const HELD_FIRST_EVENT = `event: message_start\ndata: ${JSON.stringify({
+  type: 'message_start',
+  message: {
+    id: 'msg_held',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-sonnet-5-5',
+    content: [],
+    stop_reason: null,
+    usage: {
+      input_tokens: 120,
+      output_tokens: 1,
+      cache_read_input_tokens: 0,
+      cache_creation_input_tokens: 0,
+    },
+  },
+})}\n\n`;
+
+/**
+ * A loopback TCP proxy standing in for the gateway's Service: each connection goes to the first target that accepts
+ * it (a replica that died refuses, so its clients' new connections go to the next). `served` lists the target of
+ * each connection.
+ */
+async function startPreferringProxy(): Promise<{
+  url: string;
+  targets: string[];
+  served: string[];
+  close(): Promise<void>;
+}> {
+  const targets: string[] = [];
+  const served: string[] = [];
+  const sockets = new Set<Socket>();
+  const server = createNetServer((client) => {
+    sockets.add(client);
+    client.on('close', () => sockets.delete(client));
+    const attempt = (i: number) => {
+      const target = targets[i];
+      if (target === undefined) {
+        client.destroy();
+        return;
+      }
+      const u = new URL(target);
+      const upstream = connect(Number(u.port), u.hostname);
+      let connected = false;
+      sockets.add(upstream);
+      upstream.once('connect', () => {
+        connected = true;
+        served.push(target);
+        client.pipe(upstream);
+        upstream.pipe(client);
+      });
+      upstream.on('error', () => {
+        // Refused: the next target. Broken after connecting: the client's connection goes with it.
+        if (!connected) attempt(i + 1);
+      });
+      upstream.on('close', () => {
+        sockets.delete(upstream);
+        if (connected) client.destroy();
+      });
+    };
+    attempt(0);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    targets,
+    served,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

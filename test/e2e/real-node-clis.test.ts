@@ -5,11 +5,11 @@
 // in the node's network namespace (pods cannot reach the host's loopback). The model asks for one shell command that
 // writes the workspace; the CLI runs it in its container and sends the output back, then answers. The scripts and
 // what each run must show are shared with the process node's real-cli-others.test.ts
-// (test/support/real-cli-checks.ts). Where the real kubelet disagrees with the process node: Codex's own sandbox
-// (bubblewrap, which the product asks for unless `permission_mode: bypass`) cannot make a user namespace under
-// the RuntimeDefault seccomp profile every run pod has, so that run's command is refused by bwrap (asserted as such),
-// and a second Codex run without the sandbox writes the marker. Needs `scripts/testbed up --real-node`, the built
-// bundle and `scripts/install-clis`.
+// (test/support/real-cli-checks.ts). Codex runs with the product's default (`permission_mode` auto), which gives it
+// no sandbox of its own: its bubblewrap cannot make a user namespace under the RuntimeDefault seccomp profile every
+// run pod has (docs/design/real-node.md#where-the-real-node-and-the-process-node-disagree-codexs-sandbox), so its
+// command must run in the pod's own user namespace and write the marker. Needs `scripts/testbed up --real-node`, the
+// built bundle and `scripts/install-clis`.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
@@ -22,13 +22,7 @@ import {
   runScenario,
   stationManifest,
 } from '../support/index.ts';
-import {
-  type CliMarkerRun,
-  MARKER_WRITTEN,
-  markerRunFailure,
-  otherCliMarkerRuns,
-  vendorKeys,
-} from '../support/real-cli-checks.ts';
+import { markerRunFailure, otherCliMarkerRuns, vendorKeys } from '../support/real-cli-checks.ts';
 import { agentSecrets, cliDefinition, installRealClis } from '../support/real-clis.ts';
 import { importCliImages } from '../support/real-node/cli-images.ts';
 import { bridgeAddress, startNodeModel } from '../support/real-node/model-fake.ts';
@@ -42,30 +36,6 @@ import { realNodeRuns, realNodeTemplate, runPod } from '../support/real-node/run
 
 const cluster = e2eCluster();
 const { realNode, skip } = realNodeRuns(cluster);
-
-/**
- * What Codex's model gets back from the command in its own sandbox: bubblewrap's refusal (containerd's default
- * seccomp profile lets no process without CAP_SYS_ADMIN make a user namespace), and no marker.
- */
-const SANDBOX_REFUSED = {
-  what: "bwrap's refusal to make a user namespace (and no marker)",
-  seen: (content: string, marker: string) =>
-    content.includes('bwrap: No permissions to create a new namespace') && !content.includes(marker),
-};
-
-/** The runs: the product's default for each CLI, and Codex once more with `permission_mode: bypass`. */
-function markerRuns(marker: string): { run: CliMarkerRun; output: typeof MARKER_WRITTEN }[] {
-  const runs = otherCliMarkerRuns(marker);
-  const codex = runs.find((r) => r.cli === 'codex');
-  assert.ok(codex);
-  return [
-    ...runs.map((run) => ({ run, output: run === codex ? SANDBOX_REFUSED : MARKER_WRITTEN })),
-    {
-      run: { ...codex, name: 'codex-bypass', extra: { permission_mode: 'bypass' } },
-      output: MARKER_WRITTEN,
-    },
-  ];
-}
 
 describe('real node: the real Codex, Gemini CLI and OpenCode in images of their own', { skip }, () => {
   if (typeof cluster === 'string' || realNode === undefined) return;
@@ -92,9 +62,9 @@ describe('real node: the real Codex, Gemini CLI and OpenCode in images of their 
     t.diagnostic(`images assembled and imported in ${importMs} ms (those already there are not)`);
     const marker = `marker-${randomBytes(6).toString('hex')}`;
     const keys = vendorKeys();
-    const runs = markerRuns(marker);
+    const runs = otherCliMarkerRuns(marker);
     const fakes = await Promise.all(
-      runs.map(({ run }) =>
+      runs.map((run) =>
         startNodeModel(realNode, {
           vendor: run.vendor,
           apiKey: keys[run.secret.ref],
@@ -124,7 +94,7 @@ describe('real node: the real Codex, Gemini CLI and OpenCode in images of their 
         const imageOf = (cli: string) => images[['codex', 'gemini', 'opencode'].indexOf(cli)] ?? '';
         await s.create(
           agentSecrets(keys),
-          ...runs.flatMap(({ run: r }, i) => [
+          ...runs.flatMap((r, i) => [
             cliDefinition(r.name, r.model, { [r.baseUrlEnv]: fakes[i]?.baseUrl ?? '' }, r.secret, r.extra),
             stationManifest(r.name, r.name, { template: realNodeTemplate(realNode, imageOf(r.cli)) }),
             agentManifest(`${r.name}-run`, r.name),
@@ -135,7 +105,7 @@ describe('real node: the real Codex, Gemini CLI and OpenCode in images of their 
         await s.startReplica({ env: { AGENT_IMAGE: MOCK_CLI_IMAGE } });
 
         const failures: string[] = [];
-        for (const [i, { run: r, output }] of runs.entries()) {
+        for (const [i, r] of runs.entries()) {
           const run = await s.waitTerminal(`${r.name}-run`, 240_000);
           // For docs/design/real-node.md's figures: Job created to terminal phase.
           const { startedAt, completedAt } = run.status as { startedAt?: string; completedAt?: string };
@@ -152,7 +122,7 @@ describe('real node: the real Codex, Gemini CLI and OpenCode in images of their 
           if (agent?.state.terminated?.exitCode !== 0)
             more.push(`agent container ${JSON.stringify(agent?.state)}`);
           const key = keys[r.secret.ref];
-          const failure = markerRunFailure(r, run, requests, { marker, key, output, more });
+          const failure = markerRunFailure(r, run, requests, { marker, key, more });
           if (failure !== undefined) failures.push(failure);
         }
         assert.deepEqual(failures, []);

@@ -3,7 +3,12 @@
 // front of a model-API fake that passes every call on to the fake, except a call marked `x-test-hold`: that one is
 // answered with the first event of a stream and then held open, and the relay records when its connection closes
 // (the gateway cancelling upstream when its client went away).
-import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ControllerProcess, type E2eRuntime, e2eRuntime, spawnBundle } from './controller.ts';
 import { pollUntil } from './poll.ts';
@@ -75,13 +80,20 @@ export interface HoldingRelay {
 }
 
 /**
- * A relay to the model-API fake at `target` (an origin). A call with the header `x-test-hold` is answered 200 as an
- * event stream with `firstEvent` and then never ended.
+ * A relay to the model-API fake at `target` (an origin). A call `hold` picks (by default one with the header
+ * `x-test-hold`) is answered 200 as an event stream with `firstEvent` and then never ended.
  */
-export async function startHoldingRelay(target: string, firstEvent: string): Promise<HoldingRelay> {
+export async function startHoldingRelay(
+  target: string,
+  firstEvent: string,
+  /** Which calls to hold (`n`: the call's number, from 1); default: those with the header `x-test-hold`. */
+  hold: (req: IncomingMessage, n: number) => boolean = (req) => req.headers['x-test-hold'] !== undefined,
+): Promise<HoldingRelay> {
   const held: HeldCall[] = [];
+  let calls = 0;
   const server = createServer((req, res) => {
-    if (req.headers['x-test-hold'] !== undefined) {
+    calls++;
+    if (hold(req, calls)) {
       const call: HeldCall = { path: req.url ?? '', headers: req.headers, closedAt: undefined };
       held.push(call);
       req.resume();

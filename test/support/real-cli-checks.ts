@@ -77,6 +77,14 @@ export interface CliMarkerRun {
   readonly conversations: readonly Conversation[];
   readonly answer: string;
   readonly tokenUsage: Readonly<Record<string, number>>;
+  /** What the command's output the model gets back must show, when more than {@link MARKER_WRITTEN}. */
+  readonly output?: MarkerOutput;
+}
+
+/** What a run's command output, as the model got it back, must show. */
+export interface MarkerOutput {
+  readonly what: string;
+  readonly seen: (content: string, marker: string) => boolean;
 }
 
 /** A fresh test key for each vendor, by its key in the agent-secrets Secret (`CliMarkerRun.secret.ref`). */
@@ -87,6 +95,18 @@ export function vendorKeys(): Record<CliMarkerRun['secret']['ref'], string> {
     anthropic: `sk-ant-e2e-${randomBytes(16).toString('hex')}`,
   };
 }
+
+/**
+ * Codex's command output: the marker written, and the command run in the pod's own user namespace, whose uid map
+ * is the initial one (`0 0 4294967295`; neither node gives pods a user namespace), not in one that Codex's
+ * bubblewrap sandbox makes (a one-line map of the run's uid): the product runs Codex without a sandbox of its own,
+ * since on a real kubelet the RuntimeDefault seccomp profile of every run pod forbids that user namespace
+ * (docs/reference/vendor-clis.md#sandbox-and-approvals).
+ */
+const OUTSIDE_CODEX_SANDBOX: MarkerOutput = {
+  what: "the working folder, the marker and the uid map of the pod's own user namespace (no bubblewrap sandbox)",
+  seen: (content, marker) => MARKER_WRITTEN.seen(content, marker) && /\b0\s+0\s+4294967295\b/.test(content),
+};
 
 /**
  * The marker runs of Codex, Gemini CLI and OpenCode: the model asks for one shell command that writes `marker` to
@@ -117,13 +137,17 @@ export function otherCliMarkerRuns(marker: string): CliMarkerRun[] {
       conversations: [
         {
           turns: [
-            { toolCall: { name: 'exec_command', input: { cmd: command } }, usage: first },
+            {
+              toolCall: { name: 'exec_command', input: { cmd: `${command} && cat /proc/self/uid_map` } },
+              usage: first,
+            },
             { text: 'Codex left the marker.', usage: last },
           ],
         },
       ],
       answer: 'Codex left the marker.',
       tokenUsage: cachedInside,
+      output: OUTSIDE_CODEX_SANDBOX,
     },
     {
       cli: 'gemini',
@@ -194,24 +218,25 @@ interface ModelRequestSeen {
 }
 
 /** The command's output the model must get back: the working folder and the marker (the command ran). */
-export const MARKER_WRITTEN = {
+export const MARKER_WRITTEN: MarkerOutput = {
   what: 'the working folder and the marker',
   seen: (content: string, marker: string) => content.includes('/workspace') && content.includes(marker),
 };
 
 /**
  * What is wrong with a finished marker run, as one report (undefined: nothing): its phase, result, tokens, the
- * command's output the model got back (`output`, in whatever wrapping the CLI gives it), the key in the model's
- * requests and not on the Agent, and the `more` problems a test found itself; then the requests and the status.
+ * command's output the model got back (the run's `output`, else {@link MARKER_WRITTEN}; in whatever wrapping the CLI
+ * gives it), the key in the model's requests and not on the Agent, and the `more` problems a test found itself; then
+ * the requests and the status.
  */
 export function markerRunFailure(
   run: CliMarkerRun,
   agent: { readonly status: unknown },
   requests: readonly ModelRequestSeen[],
-  check: { marker: string; key: string; output?: typeof MARKER_WRITTEN; more?: readonly string[] },
+  check: { marker: string; key: string; more?: readonly string[] },
 ): string | undefined {
   const status = (agent.status ?? {}) as Record<string, unknown>;
-  const output = check.output ?? MARKER_WRITTEN;
+  const output = run.output ?? MARKER_WRITTEN;
   const problems: string[] = [];
   if (status.phase !== 'Succeeded') problems.push(`phase ${String(status.phase)}`);
   if (status.result !== run.answer) problems.push(`result ${JSON.stringify(status.result)}`);

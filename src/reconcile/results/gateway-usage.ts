@@ -2,12 +2,11 @@
 // annotation, summed over models, priced with the price table. For a run behind the gateway this is the run's
 // usage; what the CLI reports about itself becomes a cross-check. Pure.
 
-import * as v from 'valibot';
 import {
   type Agent,
   ANNOTATION_GATEWAY_USAGE,
   type GatewayUsage,
-  GatewayUsageSchema,
+  parseGatewayUsage,
 } from '../../api/index.ts';
 import type { TokenUsage } from '../../vendors/cli/run-report.ts';
 import { costOf, formatUsd, type PriceTable, priceFor } from './prices.ts';
@@ -22,17 +21,8 @@ export type GatewayUsageRead =
 export function readGatewayUsage(agent: Agent): GatewayUsageRead {
   const raw = agent.metadata.annotations?.[ANNOTATION_GATEWAY_USAGE];
   if (raw === undefined) return { kind: 'none' };
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return { kind: 'invalid', message: `annotation ${ANNOTATION_GATEWAY_USAGE} is not JSON` };
-  }
-  const parsed = v.safeParse(GatewayUsageSchema, value);
-  if (!parsed.success) {
-    return { kind: 'invalid', message: `annotation ${ANNOTATION_GATEWAY_USAGE} is not the gateway's usage` };
-  }
-  return { kind: 'usage', usage: parsed.output };
+  const parsed = parseGatewayUsage(raw);
+  return parsed.ok ? { kind: 'usage', usage: parsed.usage } : { kind: 'invalid', message: parsed.message };
 }
 
 /** The run's measured usage and its cost, as `status.tokenUsage` and `status.costEstimate` hold them. */

@@ -153,7 +153,9 @@ describe('vendorCommand argv', () => {
         '--model',
         'gpt-6-sol',
         '-c',
-        'sandbox_mode="workspace-write"',
+        'sandbox_mode="danger-full-access"',
+        '-c',
+        'approval_policy="never"',
         '--',
         'Fix it',
       ],
@@ -184,7 +186,9 @@ describe('vendorCommand argv', () => {
         '--json',
         '--skip-git-repo-check',
         '-c',
-        'sandbox_mode="workspace-write"',
+        'sandbox_mode="danger-full-access"',
+        '-c',
+        'approval_policy="never"',
         '--',
         'Fix it',
       ],
@@ -214,7 +218,7 @@ describe('vendorCommand argv', () => {
       ],
     ],
     [
-      'codex resume, auto: workspace-write as a config override (exec resume refuses -s)',
+      'codex resume, auto: no sandbox of its own, as config overrides (exec resume refuses -s)',
       { ...base, model: 'codex', resumeSession: '0199-thread' },
       'codex',
       [
@@ -224,7 +228,9 @@ describe('vendorCommand argv', () => {
         '--json',
         '--skip-git-repo-check',
         '-c',
-        'sandbox_mode="workspace-write"',
+        'sandbox_mode="danger-full-access"',
+        '-c',
+        'approval_policy="never"',
         '--',
         '0199-thread',
         'Fix it',
@@ -451,7 +457,7 @@ describe('codex MCP servers', () => {
     });
     assert.ok(res.ok);
     const argv = res.value.argv;
-    const first = argv.indexOf('-c', argv.indexOf('sandbox_mode="workspace-write"'));
+    const first = argv.indexOf('-c', argv.indexOf('approval_policy="never"'));
     assert.deepEqual(argv.slice(first), [
       '-c',
       'mcp_servers.lore.url="http://localhost:8080/mcp"',

@@ -5,11 +5,20 @@ import { type McpServerSpec, permissionModeOf, type VendorRunInput } from './inp
 import { mcpHeaderEnvName } from './mcp.ts';
 
 /**
- * The sandbox of a run that does not bypass it, as a config override: `codex exec` alone runs commands read-only
- * (it cannot write the workspace), and `exec resume` has no `-s` flag (it refuses it), while `-c sandbox_mode=…`
- * works for both (docs/reference/vendor-clis.md#sandbox-and-approvals).
+ * The sandbox and approvals of a run that does not bypass them, as config overrides: no sandbox of Codex's own, and
+ * `codex exec`'s approval policy (never ask) said outright. The run pod is the sandbox (non-root, restricted, its root
+ * read-only, RuntimeDefault seccomp, a NetworkPolicy of its own). Codex's own sandboxes on Linux are bubblewrap,
+ * which needs an unprivileged user namespace, and the RuntimeDefault seccomp profile every run pod has forbids that
+ * on a real kubelet: under `workspace-write` every command failed (`bwrap: No permissions to create a new
+ * namespace …`), and `codex exec`'s default (`read-only`) cannot write the workspace at all. Overrides, not `-s`:
+ * `exec resume` refuses `-s` (docs/reference/vendor-clis.md#sandbox-and-approvals).
  */
-export const CODEX_WORKSPACE_WRITE = 'sandbox_mode="workspace-write"';
+export const CODEX_POD_SANDBOX: readonly string[] = [
+  '-c',
+  'sandbox_mode="danger-full-access"',
+  '-c',
+  'approval_policy="never"',
+];
 
 /** A TOML basic string (JSON's escapes are all valid TOML escapes). */
 const toml = (s: string): string => JSON.stringify(s);
@@ -44,7 +53,7 @@ export function codexMcpOverrides(servers: readonly McpServerSpec[]): string[] {
 
 /**
  * Fresh: `codex exec --json --skip-git-repo-check [--model m] (--dangerously-bypass-approvals-and-sandbox |
- * -c sandbox_mode="workspace-write") -- <prompt>`.
+ * -c sandbox_mode="danger-full-access" -c approval_policy="never") -- <prompt>` ({@link CODEX_POD_SANDBOX}).
  * Resume: `codex exec resume --json --skip-git-repo-check [--model m] (…the same…) -- <id> <prompt>`
  * (the flags are global to `codex exec`; unlike the reference, the session id and the prompt are fenced after
  * `--` so neither can be read as a flag). The model `codex` alone means the CLI's default and adds no flag.
@@ -62,7 +71,7 @@ export function codexArgv(input: VendorRunInput): string[] {
   if (model !== '' && model.toLowerCase() !== 'codex') argv.push('--model', model);
   if (permissionModeOf(input.permissionMode) === 'bypass')
     argv.push('--dangerously-bypass-approvals-and-sandbox');
-  else argv.push('-c', CODEX_WORKSPACE_WRITE);
+  else argv.push(...CODEX_POD_SANDBOX);
   argv.push(...codexMcpOverrides(input.mcpServers ?? []));
   argv.push('--');
   if (resume !== '') argv.push(resume);

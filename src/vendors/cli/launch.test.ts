@@ -23,7 +23,8 @@ describe('vendorLaunch: Codex', () => {
     const got = vendorLaunch('codex', argv, env);
     const p = `model_providers.${CODEX_PROVIDER_ID}`;
     assert.deepEqual(overrides(got.argv), [
-      'sandbox_mode="workspace-write"',
+      'sandbox_mode="danger-full-access"',
+      'approval_policy="never"',
       `model_provider="${CODEX_PROVIDER_ID}"`,
       `${p}.name="OpenAI-compatible (OPENAI_BASE_URL)"`,
       `${p}.base_url="http://127.0.0.1:4000/v1"`,

@@ -62,7 +62,8 @@ function launcher(at: string, argv: readonly string[]): Record<string, LayerFile
  * found by the binary beside itself, at /opt/codex, and `codex` on PATH. Left out: `bin/codex-code-mode-host` (70
  * MB; it runs the JavaScript of the `exec` tool of models Codex runs in code mode; a model it does not know, as the
  * scripted one, gets the classic `exec_command`) and `codex-resources/voice` (51 MB of GStreamer libraries for the
- * interactive voice mode). Kept: `codex-resources/bwrap` (the workspace-write sandbox) and `codex-path/rg` (on the
+ * interactive voice mode). Kept: `codex-resources/bwrap` (Codex's own sandboxes, `read-only` and `workspace-write`,
+ * which the product does not use: docs/reference/vendor-clis.md#sandbox-and-approvals) and `codex-path/rg` (on the
  * PATH of the commands it runs). The binary is static (musl): no library to add.
  */
 function codexLayer(executable: string): Layer {
