@@ -1,5 +1,5 @@
-// Handlers of the objects of realtime runs and servers: the prompt token, the API key, the server objects
-// (the executor contract: src/reconcile/executor-contract.ts).
+// Handlers of the objects of realtime runs and servers: the prompt token, the gateway credential, the API key, the
+// server objects (the executor contract: src/reconcile/executor-contract.ts).
 import { createObject, KubeObjectSchema, SECRETS } from '../../kube/index.ts';
 import { gatewayCredentialSecret } from '../gateway-credentials.ts';
 import { promptTokenSecret } from '../realtime/tokens.ts';
@@ -15,15 +15,7 @@ export const createPromptToken: Handler<'createPromptToken'> = async (action, de
     action.secretName,
     deps.promptTokens.tokenFor(action.uid),
   );
-  const r = await createObject(
-    deps.transport,
-    SECRETS,
-    ref.namespace,
-    body,
-    KubeObjectSchema,
-    writeOptions(deps),
-  );
-  return settleApi(action, r);
+  return createRunSecret(action, deps, body);
 };
 
 export const createGatewayCredential: Handler<'createGatewayCredential'> = async (action, deps) => {
@@ -32,16 +24,25 @@ export const createGatewayCredential: Handler<'createGatewayCredential'> = async
   const { ref } = action;
   const run = { namespace: ref.namespace, name: ref.name, uid: action.uid };
   const body = gatewayCredentialSecret(run, action.secretName, deps.gatewayCredentials.credentialFor(run));
+  return createRunSecret(action, deps, body);
+};
+
+/** Creates a run's own Secret (owned by its Agent) in its namespace; an existing one is kept (the contract). */
+async function createRunSecret(
+  action: Parameters<Handler<'createPromptToken' | 'createGatewayCredential'>>[0],
+  deps: Parameters<Handler<'createPromptToken'>>[1],
+  body: Record<string, unknown>,
+) {
   const r = await createObject(
     deps.transport,
     SECRETS,
-    ref.namespace,
+    action.ref.namespace,
     body,
     KubeObjectSchema,
     writeOptions(deps),
   );
   return settleApi(action, r);
-};
+}
 
 export const createServerApiKey: Handler<'createServerApiKey'> = async (action, deps) => {
   const { ref } = action;
