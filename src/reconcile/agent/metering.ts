@@ -1,11 +1,17 @@
 // A run behind the model gateway (issue 28): its usage is what the gateway measured (the Agent's usage annotation),
 // recorded on status while it runs and when it ends; the CLI's own figure is a cross-check.
 
-import type { Agent } from '../../api/index.ts';
+import { type Agent, isTerminalPhase } from '../../api/index.ts';
 import type { TokenUsage } from '../../vendors/cli/run-report.ts';
 import type { Action, Decision } from '../actions.ts';
 import { REASON } from '../reasons.ts';
-import { gatewayTotals, readGatewayUsage, sameUsage, usageMismatch } from '../results/gateway-usage.ts';
+import {
+  type GatewayTotals,
+  gatewayTotals,
+  readGatewayUsage,
+  sameUsage,
+  usageMismatch,
+} from '../results/gateway-usage.ts';
 import { DEFAULT_PRICES, type PriceTable } from '../results/prices.ts';
 import type { CommonSnapshot } from '../snapshot/common.ts';
 import { agentRef, event, statusPatch } from './status.ts';
@@ -19,16 +25,22 @@ export function meteredUsage(s: CommonSnapshot) {
   return gatewayTotals(usage, s.prices ?? DEFAULT_PRICES);
 }
 
+/** What the gateway measured for this run, priced, when its status does not hold it yet; else undefined. */
+function aheadOfStatus(agent: Agent, prices: PriceTable): GatewayTotals | undefined {
+  if (agent.status.gateway === undefined) return undefined;
+  const read = readGatewayUsage(agent);
+  if (read.kind !== 'usage') return undefined;
+  const totals = gatewayTotals(read.usage, prices);
+  return sameUsage(agent.status.tokenUsage, totals.tokenUsage) ? undefined : totals;
+}
+
 /**
  * True when the gateway measured more for this run than its status holds: a finished run whose last calls were
  * written by the gateway after its result was recorded (the gateway writes at most once a second) is reconciled
  * once more for them. Pure; read by the shell before it decides whether a finished Agent needs a reconcile.
  */
 export function meteringBehind(agent: Agent, prices: PriceTable = DEFAULT_PRICES): boolean {
-  if (agent.status.gateway === undefined) return false;
-  const read = readGatewayUsage(agent);
-  if (read.kind !== 'usage') return false;
-  return !sameUsage(agent.status.tokenUsage, gatewayTotals(read.usage, prices).tokenUsage);
+  return aheadOfStatus(agent, prices) !== undefined;
 }
 
 /**
@@ -37,12 +49,9 @@ export function meteringBehind(agent: Agent, prices: PriceTable = DEFAULT_PRICES
  * Undefined when there is nothing new.
  */
 export function recordMeteredUsage(s: CommonSnapshot, now: Date): Decision | undefined {
-  const terminal = s.agent.status.phase === 'Succeeded' || s.agent.status.phase === 'Failed';
-  if (s.agent.status.gateway === undefined) return undefined;
-  const read = readGatewayUsage(s.agent);
-  if (read.kind !== 'usage') return undefined;
-  const totals = gatewayTotals(read.usage, s.prices ?? DEFAULT_PRICES);
-  if (sameUsage(s.agent.status.tokenUsage, totals.tokenUsage)) return undefined;
+  const totals = aheadOfStatus(s.agent, s.prices ?? DEFAULT_PRICES);
+  if (totals === undefined) return undefined;
+  const terminal = isTerminalPhase(s.agent.status.phase);
   return {
     actions: [
       statusPatch(
