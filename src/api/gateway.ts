@@ -77,6 +77,32 @@ export const GatewayGrantSchema = v.pipe(
         v.description('Model globs the gateway forwards for this run (from the AgentPolicy); absent: any.'),
       ),
     ),
+    budget: v.optional(
+      v.pipe(
+        v.object({
+          usd: v.optional(
+            v.pipe(
+              v.string(),
+              v.regex(/^\d+(\.\d+)?$/),
+              v.description(
+                'Most US dollars (a decimal string) the run may spend, priced as status.costEstimate is.',
+              ),
+            ),
+          ),
+          tokens: v.optional(
+            v.pipe(
+              v.number(),
+              v.integer(),
+              v.minValue(0),
+              v.description('Most tokens (all kinds) the run may use.'),
+            ),
+          ),
+        }),
+        v.description(
+          "The run's cap (the stricter of its AgentPolicy's and its Station's per-run budgets): once the usage measured for the run reaches it, the gateway refuses the run's calls.",
+        ),
+      ),
+    ),
   }),
   v.description(
     'The run calls its models through the model gateway: it holds no vendor key, and the gateway measures its usage.',
