@@ -18,6 +18,8 @@ describe('gateway configuration', () => {
         openai: 'https://api.openai.com',
         gemini: 'https://generativelanguage.googleapis.com',
       },
+      pricesFile: undefined,
+      spendAlertUsdPerHour: 50,
     });
     assert.ok(Object.isFrozen(r.value));
   });
@@ -31,9 +33,13 @@ describe('gateway configuration', () => {
       AGENT_GATEWAY_GEMINI_URL: 'https://proxy.example/gemini//',
       POD_NAMESPACE: 'from-env',
       LOG_LEVEL: 'debug',
+      PRICES_FILE: '/etc/agent-controller/prices/prices.json',
+      AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR: '12.5',
     };
     const r = parseGatewayConfig({}, env, 'from-pod\n');
     assert.ok(r.ok);
+    assert.equal(r.value.pricesFile, '/etc/agent-controller/prices/prices.json');
+    assert.equal(r.value.spendAlertUsdPerHour, 12.5);
     assert.equal(r.value.port, 18080);
     assert.equal(r.value.metricsPort, 19090);
     assert.equal(r.value.namespace, 'from-pod');
@@ -66,6 +72,11 @@ describe('gateway configuration', () => {
       [{ namespace: 'Bad_NS' }, {}, /--namespace is not a valid namespace name/],
       [{ bindAddress: 'example.com' }, {}, /bind address must be an IP address/],
       [{ logLevel: 'loud' }, {}, /log level must be debug, info, warn or error/],
+      [
+        {},
+        { AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR: '-1' },
+        /AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR must be a number of US dollars/,
+      ],
     ];
     for (const [flags, env, message] of cases) {
       const r = parseGatewayConfig(flags, env, undefined);

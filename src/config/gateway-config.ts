@@ -34,7 +34,20 @@ export interface GatewayConfig {
    * `AGENT_GATEWAY_GEMINI_URL`; default the vendor's API). A path is kept: `https://proxy/anthropic` + `/v1/messages`.
    */
   readonly upstreams: Readonly<Record<keyof typeof DEFAULT_UPSTREAMS, string>>;
+  /**
+   * Price overrides (`PRICES_FILE`): the ConfigMap agent-prices, key prices.json, mounted as into the controller, so
+   * the gateway prices what it measures as the controller prices runs. Unset: the shipped prices only.
+   */
+  readonly pricesFile: string | undefined;
+  /**
+   * The spend rate (USD per hour, per run namespace) above which the alert AgentGatewaySpendRateHigh fires
+   * (`AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR`, default 50; 0 turns it off). Exported as a gauge the rule reads.
+   */
+  readonly spendAlertUsdPerHour: number;
 }
+
+/** The default of `AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR`. */
+export const DEFAULT_SPEND_ALERT_USD_PER_HOUR = 50;
 
 /** The flags of `gateway`, as node:util parseArgs gives them. */
 export interface GatewayFlags {
@@ -55,6 +68,17 @@ const EnvSchema = v.object({
   AGENT_GATEWAY_ANTHROPIC_URL: v.optional(httpUrl('AGENT_GATEWAY_ANTHROPIC_URL')),
   AGENT_GATEWAY_OPENAI_URL: v.optional(httpUrl('AGENT_GATEWAY_OPENAI_URL')),
   AGENT_GATEWAY_GEMINI_URL: v.optional(httpUrl('AGENT_GATEWAY_GEMINI_URL')),
+  PRICES_FILE: v.optional(v.string()),
+  AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(
+        /^\d+(\.\d+)?$/,
+        'AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR must be a number of US dollars, e.g. 50',
+      ),
+      v.transform(Number),
+    ),
+  ),
 });
 
 const firstIssue = (issues: readonly { message: string }[], fallback: string) =>
@@ -115,6 +139,8 @@ export function parseGatewayConfig(
         openai: trimSlash(e.AGENT_GATEWAY_OPENAI_URL ?? DEFAULT_UPSTREAMS.openai),
         gemini: trimSlash(e.AGENT_GATEWAY_GEMINI_URL ?? DEFAULT_UPSTREAMS.gemini),
       }),
+      pricesFile: e.PRICES_FILE || undefined,
+      spendAlertUsdPerHour: e.AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR ?? DEFAULT_SPEND_ALERT_USD_PER_HOUR,
     }),
   );
 }

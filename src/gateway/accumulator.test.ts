@@ -41,6 +41,9 @@ describe('annotationWith', () => {
   it('starts an absent annotation with the delta', () => {
     assert.deepEqual(annotationWith(undefined, delta), {
       text: '{"models":{"claude-sonnet-4-5":{"calls":1,"input":100,"output":20,"cacheRead":5,"cacheWrite":1}}}',
+      usage: {
+        models: { 'claude-sonnet-4-5': { calls: 1, input: 100, output: 20, cacheRead: 5, cacheWrite: 1 } },
+      },
       reset: false,
     });
   });

@@ -49,7 +49,7 @@ export const isEmptyUsage = (u: GatewayUsage): boolean => Object.keys(u.models).
 export function annotationWith(
   current: string | undefined,
   delta: GatewayUsage,
-): { readonly text: string; readonly reset: boolean } {
+): { readonly text: string; readonly usage: GatewayUsage; readonly reset: boolean } {
   let base: GatewayUsage = EMPTY_USAGE;
   let reset = false;
   if (current !== undefined && current !== '') {
@@ -63,7 +63,8 @@ export function annotationWith(
     if (parsed.success) base = parsed.output;
     else reset = true;
   }
-  return { text: JSON.stringify(mergeUsage(base, delta)), reset };
+  const usage = mergeUsage(base, delta);
+  return { text: JSON.stringify(usage), usage, reset };
 }
 
 /** Which Agent a run's usage is written to. */
@@ -119,6 +120,16 @@ export class UsageBook {
       entry.pending = mergeUsage(entry.inFlight, entry.pending);
     entry.inFlight = undefined;
     if (isEmptyUsage(entry.pending)) this.#entries.delete(uid);
+  }
+
+  /** What the run has measured and not yet taken for a write (what a write in flight carries is not in it). */
+  pendingOf(uid: string): GatewayUsage {
+    return this.#entries.get(uid)?.pending ?? EMPTY_USAGE;
+  }
+
+  /** What the write in flight of the run carries (empty when none is). */
+  inFlightOf(uid: string): GatewayUsage {
+    return this.#entries.get(uid)?.inFlight ?? EMPTY_USAGE;
   }
 
   /** Uids with a delta waiting and no write in flight. */

@@ -13,13 +13,15 @@ import {
 import { GATEWAY_VENDORS, type GatewayUsage } from '../api/gateway.ts';
 import { apiError } from '../kube/errors.ts';
 import { createGatewayMetrics } from '../metrics/gateway.ts';
+import { DEFAULT_PRICES } from '../reconcile/results/prices.ts';
 import { mintGatewayCredential } from '../shared/gateway-credential.ts';
 import { createLogger } from '../shared/log.ts';
 import { err, ok } from '../shared/result.ts';
-import type { RunRef } from './accumulator.ts';
+import { EMPTY_USAGE, mergeUsage, type RunRef } from './accumulator.ts';
 import { createGatewayApp } from './app.ts';
 import { type GatewayAgent, GatewayAgentSchema } from './authorize.ts';
 import { REFUSAL_REASONS } from './refusals.ts';
+import { LiveCalls } from './spend.ts';
 
 const KEY = new Uint8Array(32).fill(3);
 const agents = new Map<string, GatewayAgent>();
@@ -27,12 +29,20 @@ const secrets = new Map<string, Record<string, string>>();
 let lookupFails = false;
 const recorded: [RunRef, GatewayUsage][] = [];
 
-function addAgent(name: string, status: unknown): string {
+function addAgent(name: string, status: unknown, usageAnnotation?: string): string {
   const uid = `uid-${name}`;
   agents.set(
     `team-a/${name}`,
     v.parse(GatewayAgentSchema, {
-      metadata: { name, namespace: 'team-a', uid, resourceVersion: '1' },
+      metadata: {
+        name,
+        namespace: 'team-a',
+        uid,
+        resourceVersion: '1',
+        ...(usageAnnotation === undefined
+          ? {}
+          : { annotations: { 'agents.re-cinq.com/gateway-usage': usageAnnotation } }),
+      },
       spec: { stationRef: 'st' },
       status,
     }),
@@ -42,6 +52,7 @@ function addAgent(name: string, status: unknown): string {
 
 const fakes = {} as Record<'anthropic' | 'openai' | 'gemini', ModelApiFake>;
 let app: ReturnType<typeof createGatewayApp>;
+const metrics = createGatewayMetrics(REFUSAL_REASONS, GATEWAY_VENDORS, false);
 
 before(async () => {
   fakes.anthropic = await startAnthropicModel({ turns: [{ text: 'hi', usage: { input: 3, output: 2 } }] });
@@ -58,16 +69,23 @@ before(async () => {
       openai: new URL(fakes.openai.baseUrl).origin,
       gemini: fakes.gemini.baseUrl,
     },
-    metrics: createGatewayMetrics(REFUSAL_REASONS, GATEWAY_VENDORS, false),
+    metrics,
     logger: createLogger('error', () => {}),
     flusher: {
       record: (run, usage) => void recorded.push([run, usage]),
       flushAll: async () => {},
       pending: () => 0,
+      // Everything recorded is unwritten: this stub writes nothing.
+      unwritten: (uid) => ({
+        pending: recorded.filter(([r]) => r.uid === uid).reduce((a, [, u]) => mergeUsage(a, u), EMPTY_USAGE),
+        view: undefined,
+      }),
     },
     now: () => performance.now(),
     fetch,
     active: new Set(),
+    live: new LiveCalls(),
+    prices: () => DEFAULT_PRICES,
     hmacKey: () => KEY,
     agent: async (run) =>
       lookupFails ? err(apiError(500, undefined, 'down')) : ok(agents.get(`${run.namespace}/${run.name}`)),
@@ -231,5 +249,112 @@ describe('gateway app', () => {
       request_id: 'req_fake401',
     });
     assert.deepEqual(recorded, []);
+  });
+
+  it('a capped run: refused before forwarding once the annotation and the unwritten usage reach the cap', async () => {
+    // The annotation holds 60 tokens of claude-sonnet-5-5; the fake answers 3 + 2 per call; the cap is 70 tokens.
+    const annotation = JSON.stringify({
+      models: { 'claude-sonnet-5-5': { calls: 2, input: 40, output: 10, cacheRead: 10, cacheWrite: 0 } },
+    });
+    const credential = addAgent(
+      'capped',
+      { phase: 'Running', gateway: { keys: { anthropic: 'A' }, budget: { tokens: 70 } } },
+      annotation,
+    );
+    const call = () =>
+      messages(credential, {
+        model: 'claude-sonnet-5-5',
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'q' }],
+      });
+    const before = fakes.anthropic.requests.length;
+    // 60, 65: under the cap, forwarded; 70: at it, refused.
+    for (const expected of [200, 200]) {
+      const res = await call();
+      assert.equal(res.status, expected);
+      await res.arrayBuffer();
+    }
+    assert.equal(fakes.anthropic.requests.length, before + 2);
+    const refusals = async () =>
+      (await metrics.refusals.get()).values.find(
+        (x) => x.labels.reason === 'budget' && x.labels.vendor === 'anthropic',
+      )?.value;
+    const refusedBefore = await refusals();
+    const refused = await call();
+    assert.equal(refused.status, 402);
+    assert.deepEqual(await refused.json(), {
+      type: 'error',
+      error: {
+        type: 'billing_error',
+        message:
+          'agent gateway: budget exceeded: the run has used 70 tokens of its cap of 70 tokens (team-a/capped)',
+      },
+    });
+    assert.equal(fakes.anthropic.requests.length, before + 2, 'the refused call did not reach the vendor');
+    assert.equal(await refusals(), (refusedBefore ?? 0) + 1);
+    // A model list uses no tokens: it still passes to the vendor (whatever the fake answers it).
+    const list = await app.request('/anthropic/v1/models', { headers: { 'x-api-key': credential } });
+    await list.arrayBuffer();
+    assert.equal(fakes.anthropic.requests.length, before + 3, 'the model list reached the vendor');
+    assert.equal(fakes.anthropic.requests.at(-1)?.path, '/v1/models');
+  });
+
+  it('a USD cap priced with the table; the cost of each call on gateway_cost_usd_total', async () => {
+    // claude-opus-5-5: 4 $/MTok in, 20 out. The annotation: 1,000,000 in → 4 USD. The cap: 4.00001 USD.
+    const annotation = JSON.stringify({
+      models: { 'claude-opus-5-5': { calls: 1, input: 1_000_000, output: 0, cacheRead: 0, cacheWrite: 0 } },
+    });
+    const credential = addAgent(
+      'usd',
+      { phase: 'Running', gateway: { keys: { anthropic: 'A' }, budget: { usd: '4.00001' } } },
+      annotation,
+    );
+    const call = () =>
+      messages(credential, {
+        model: 'claude-opus-5-5',
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'q' }],
+      });
+    const first = await call();
+    assert.equal(first.status, 200);
+    await first.arrayBuffer();
+    // + 3 in, 2 out: 3 × 4 + 2 × 20 = 52 µ$ → 4.000052 ≥ 4.00001.
+    const cost = (await metrics.cost.get()).values.find(
+      (x) => x.labels.model === 'claude-opus-5-5' && x.labels.namespace === 'team-a',
+    );
+    assert.ok(cost !== undefined && Math.abs(cost.value - 52e-6) < 1e-12, JSON.stringify(cost));
+    assert.deepEqual(cost?.labels, {
+      namespace: 'team-a',
+      station: 'st',
+      model: 'claude-opus-5-5',
+      vendor: 'anthropic',
+    });
+    const second = await call();
+    assert.equal(second.status, 402);
+    const body = (await second.json()) as { error: { message: string } };
+    assert.equal(
+      body.error.message,
+      'agent gateway: budget exceeded: the run has spent 4.000052 USD of its cap of 4.00001 USD (team-a/usd)',
+    );
+  });
+
+  it('a capped run’s calls in other vendors’ shapes: OpenAI 400, Gemini 403', async () => {
+    const credential = addAgent('capped-0', {
+      phase: 'Running',
+      gateway: { keys: { openai: 'O', gemini: 'G' }, budget: { tokens: 0 } },
+    });
+    const o = await app.request('/openai/v1/responses', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-5', input: 'q' }),
+    });
+    assert.equal(o.status, 400);
+    assert.equal(((await o.json()) as { error: { code: string } }).error.code, 'budget_exceeded');
+    const g = await app.request(`/gemini/v1beta/models/gemini-2.5-pro:generateContent?key=${credential}`, {
+      method: 'POST',
+      body: JSON.stringify({ contents: [] }),
+    });
+    assert.equal(g.status, 403);
+    assert.equal(((await g.json()) as { error: { status: string } }).error.status, 'PERMISSION_DENIED');
   });
 });

@@ -10,9 +10,11 @@ import { readLimitedBytes } from '../server/prompt.ts';
 import { type RunIdentity, verifyGatewayCredential } from '../shared/gateway-credential.ts';
 import type { Result } from '../shared/result.ts';
 import { authorize, type GatewayAgent, needsFreshRead } from './authorize.ts';
+import { budgetDecision, runCap } from './budget.ts';
 import { type AuthorisedCall, type ForwardDeps, forward } from './forward.ts';
 import { type RefusalReason, refusal } from './refusals.ts';
 import { clientCredential, matchRoute, modelOf, vendorOf } from './routes.ts';
+import { currentSpend } from './spend.ts';
 
 /** The largest request body forwarded (the model is read from it, so it is read whole first). */
 export const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
@@ -108,6 +110,20 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
     });
     const station = agent.value?.spec.stationRef;
     if (!decision.ok) return refuse({ vendor, run, station, model }, decision.reason, decision.message);
+    // The run's cap, for calls that use tokens: decided before the call is forwarded, on what is known of the run
+    // now (every call admitted before it reached the cap still completes and counts: the overshoot bound).
+    const cap = runCap(agent.value?.status?.gateway);
+    if (cap !== undefined && route.usage !== undefined) {
+      const spend = currentSpend(deps, run.uid, agent.value?.metadata.usage);
+      const budget = budgetDecision(cap, spend);
+      if (!budget.ok)
+        return refuse(
+          { vendor, run, station, model },
+          'budget',
+          `${budget.message} (${run.namespace}/${run.name})`,
+          `${budget.which} cap; ${spend.tokens} tokens, ${spend.usd.toFixed(6)} USD so far${spend.unpriced.length > 0 ? `; not priced: ${spend.unpriced.join(', ')}` : ''}`,
+        );
+    }
     const vendorKey = await deps.vendorKey(run.namespace, decision.keyName);
     if (!vendorKey.ok)
       return refuse(

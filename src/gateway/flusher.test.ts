@@ -8,9 +8,9 @@ import { createFakeTransport, type FakeReply, type FakeRequest } from '../kube/f
 import { createGatewayMetrics } from '../metrics/gateway.ts';
 import { flushMicrotasks, ManualClock } from '../runtime/clock.ts';
 import { createLogger } from '../shared/log.ts';
-import { oneCall } from './accumulator.ts';
+import { EMPTY_USAGE, oneCall } from './accumulator.ts';
 import { agentSource } from './cluster.ts';
-import { usageFlusher } from './flusher.ts';
+import { OWN_VIEW_TTL_MS, usageFlusher } from './flusher.ts';
 import { REFUSAL_REASONS } from './refusals.ts';
 
 const ANNOTATION = 'agents.re-cinq.com/gateway-usage';
@@ -20,7 +20,10 @@ const tokens = (input: number, output: number) => ({ input, output, cacheRead: 0
 
 /** One Agent as the API server keeps it; `before` may answer a request first (a fault, another writer). */
 function fakeServer(
-  before?: (req: FakeRequest, agent: { rv: number; usage: string | undefined }) => FakeReply | undefined,
+  before?: (
+    req: FakeRequest,
+    agent: { rv: number; usage: string | undefined },
+  ) => FakeReply | Promise<FakeReply> | undefined,
 ) {
   const agent = { rv: 1, usage: undefined as string | undefined, exists: true };
   const object = () => ({
@@ -161,5 +164,40 @@ describe('usageFlusher', () => {
     assert.deepEqual(usage(), {
       models: { m: { calls: 2, input: 3, output: 3, cacheRead: 0, cacheWrite: 0 } },
     });
+  });
+
+  it('says what a run has not written, and what this replica knows its annotation to hold', async () => {
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let patches = 0;
+    const server = fakeServer((req) =>
+      req.method === 'PATCH' && patches++ === 0
+        ? gate.then(() => ({ status: 500, body: { kind: 'Status', reason: 'InternalError', code: 500 } }))
+        : undefined,
+    );
+    const { clock, flusher, usage } = setUp(server);
+    const a = oneCall('m', tokens(10, 1));
+    flusher.record(run, a);
+    assert.deepEqual(flusher.unwritten(run.uid), { pending: a, view: undefined });
+    await clock.advance(0);
+    await flushMicrotasks();
+    // The write is on its way (held): its delta is in the view, not pending; a call meanwhile is pending.
+    const b = oneCall('m', tokens(1, 1));
+    flusher.record(run, b);
+    assert.deepEqual(flusher.unwritten(run.uid), { pending: b, view: a });
+    release();
+    await flushMicrotasks();
+    // It failed: the delta is pending again, with b; the view is the annotation as read (none yet).
+    const both = { models: { m: { calls: 2, input: 11, output: 2, cacheRead: 0, cacheWrite: 0 } } };
+    assert.deepEqual(flusher.unwritten(run.uid), { pending: both, view: EMPTY_USAGE });
+    await clock.advance(2000);
+    await flushMicrotasks();
+    // Written: nothing pending, the view is what the annotation now holds.
+    assert.deepEqual(usage(), both);
+    assert.deepEqual(flusher.unwritten(run.uid), { pending: EMPTY_USAGE, view: both });
+    await clock.advance(OWN_VIEW_TTL_MS + 1);
+    assert.deepEqual(flusher.unwritten(run.uid), { pending: EMPTY_USAGE, view: undefined });
   });
 });

@@ -6,11 +6,13 @@
 
 import type { GatewayVendor } from '../api/gateway.ts';
 import type { GatewayMetrics } from '../metrics/gateway.ts';
+import { costOf, type PriceTable, priceFor } from '../reconcile/results/prices.ts';
 import type { Logger } from '../shared/log.ts';
 import { oneCall, type RunRef } from './accumulator.ts';
 import type { UsageFlusher } from './flusher.ts';
 import { refusal } from './refusals.ts';
 import { downstreamHeaders, type RouteMatch, upstreamHeaders, upstreamUrl } from './routes.ts';
+import type { LiveCalls } from './spend.ts';
 import { SseDecoder } from './sse.ts';
 import { type StreamMeter, streamMeter, type Tokens, usageFromBody } from './usage.ts';
 
@@ -45,11 +47,17 @@ export interface ForwardDeps {
   readonly fetch: typeof fetch;
   /** The upstream requests in flight (a stop aborts the ones left at its deadline). */
   readonly active: Set<AbortController>;
+  /** The metered calls in flight per run, with what each has carried so far (for the run's cap). */
+  readonly live: LiveCalls;
+  /** The price table (the controller's, with the agent-prices overrides): `gateway_cost_usd_total`, the USD cap. */
+  readonly prices: () => PriceTable;
 }
 
 /** Reads usage from the bytes of an answer as they pass. */
 interface BodyMeter {
   chunk(bytes: Uint8Array): void;
+  /** What the answer has carried so far (a stream's usage events; a JSON body's only at its end). */
+  soFar(): Tokens | undefined;
   end(): Tokens | undefined;
 }
 
@@ -57,6 +65,7 @@ function sseMeter(meter: StreamMeter): BodyMeter {
   const decoder = new SseDecoder((e) => meter.event(e));
   return {
     chunk: (bytes) => decoder.feed(bytes),
+    soFar: () => meter.tokens(),
     end: () => {
       decoder.end();
       return meter.tokens();
@@ -73,6 +82,7 @@ function jsonMeter(api: NonNullable<RouteMatch['usage']>): BodyMeter {
       if (size > MAX_METERED_JSON_BYTES) parts = [];
       else parts.push(bytes);
     },
+    soFar: () => undefined,
     end() {
       if (size > MAX_METERED_JSON_BYTES || parts.length === 0) return undefined;
       const all = new Uint8Array(size);
@@ -98,6 +108,17 @@ const TOKEN_KINDS = [
   ['cacheWrite', 'cache_write'],
 ] as const;
 
+/** The USD of `tokens` of `model` at the table's price; 0 when the table does not price the model. */
+function priced(table: PriceTable, model: string, tokens: Tokens): number {
+  const p = priceFor(table, model);
+  if (p === undefined) return 0;
+  return costOf(
+    p.price,
+    { ...tokens, total: tokens.input + tokens.output + tokens.cacheRead + tokens.cacheWrite },
+    false,
+  );
+}
+
 /** Forwards `call`; the Response to give the client. */
 export async function forward(deps: ForwardDeps, call: AuthorisedCall): Promise<Response> {
   const { vendor, route } = call;
@@ -107,10 +128,16 @@ export async function forward(deps: ForwardDeps, call: AuthorisedCall): Promise<
   call.clientSignal.addEventListener('abort', onClientGone, { once: true });
   deps.active.add(upstream);
   deps.metrics.inFlight.inc({ vendor });
+  let meter: BodyMeter | undefined;
+  // A metered call counts towards its run's cap from now on with what it has carried so far, and in full once it
+  // ends (the same step takes it off the live calls and adds it to the run's delta).
+  const unlive =
+    route.usage === undefined ? () => {} : deps.live.begin(call.run.uid, call.model, () => meter?.soFar());
   let finished = false;
   const finish = (code: number, tokens: Tokens | undefined, metered: boolean, how: string): void => {
     if (finished) return;
     finished = true;
+    unlive();
     call.clientSignal.removeEventListener('abort', onClientGone);
     deps.active.delete(upstream);
     deps.metrics.inFlight.dec({ vendor });
@@ -121,6 +148,8 @@ export async function forward(deps: ForwardDeps, call: AuthorisedCall): Promise<
       for (const [kind, label] of TOKEN_KINDS)
         if (tokens !== undefined && tokens[kind] > 0)
           deps.metrics.tokens.inc({ ...labels, kind: label }, tokens[kind]);
+      const usd = tokens === undefined ? 0 : priced(deps.prices(), call.model, tokens);
+      if (usd > 0) deps.metrics.cost.inc(labels, usd);
     }
     deps.logger.debug('Call ended', { ...labels, agent: call.run.name, code, how, tokens });
   };
@@ -145,7 +174,7 @@ export async function forward(deps: ForwardDeps, call: AuthorisedCall): Promise<
   deps.metrics.firstByte.observe({ vendor }, (deps.now() - call.startedAt) / 1000);
   const metered = route.usage !== undefined && res.ok;
   const contentType = res.headers.get('content-type') ?? '';
-  const meter: BodyMeter | undefined =
+  meter =
     !metered || route.usage === undefined
       ? undefined
       : contentType.includes('text/event-stream')

@@ -71,4 +71,30 @@ describe('refusals in the vendors’ error shapes', () => {
       error: { type: 'overloaded_error', message: 'agent gateway: s' },
     });
   });
+
+  it('a run over its cap: the status each CLI takes as final, the message as given', () => {
+    const m = 'budget exceeded: the run has used 1200 tokens of its cap of 1000 tokens';
+    assert.deepEqual(refusal('anthropic', 'budget', m), {
+      status: 402,
+      headers: {},
+      body: { type: 'error', error: { type: 'billing_error', message: `agent gateway: ${m}` } },
+    });
+    assert.deepEqual(refusal('openai', 'budget', m), {
+      status: 400,
+      headers: {},
+      body: {
+        error: {
+          message: `agent gateway: ${m}`,
+          type: 'invalid_request_error',
+          param: null,
+          code: 'budget_exceeded',
+        },
+      },
+    });
+    assert.deepEqual(refusal('gemini', 'budget', m), {
+      status: 403,
+      headers: {},
+      body: { error: { code: 403, message: `agent gateway: ${m}`, status: 'PERMISSION_DENIED' } },
+    });
+  });
 });

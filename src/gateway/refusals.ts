@@ -1,6 +1,7 @@
 // The gateway's own answers (a call it refuses or cannot forward), pure, each in the error shape of the vendor whose
 // API the client speaks, so the CLI reports it as it would the vendor's own and stops (401, 403, 404 are not retried
-// by the vendors' SDKs; 503 is).
+// by the vendors' SDKs; 503 is). A run over its cap (`budget`) is answered with the status each vendor's CLI takes as
+// final: measured with the real CLIs, docs/reference/vendor-clis.md#over-the-runs-cap.
 
 import type { GatewayVendor } from '../api/gateway.ts';
 
@@ -27,9 +28,11 @@ export type RefusalReason =
   /** The gateway cannot decide now (its key not loaded, the API server unreachable): try again. */
   | 'unavailable'
   /** The vendor could not be reached. */
-  | 'upstream';
+  | 'upstream'
+  /** The run has reached its cap (`status.gateway.budget`): its calls are refused until it ends. */
+  | 'budget';
 
-/** What each reason answers. */
+/** What each reason answers (`budget`: per vendor, {@link BUDGET_STATUS}). */
 export const REFUSAL_STATUS: Readonly<Record<RefusalReason, number>> = {
   route: 404,
   credential: 401,
@@ -42,7 +45,26 @@ export const REFUSAL_STATUS: Readonly<Record<RefusalReason, number>> = {
   body: 400,
   unavailable: 503,
   upstream: 502,
+  budget: 403,
 };
+
+/**
+ * A run over its cap, per vendor: a status the vendor's CLI does not retry and whose message it shows. Anthropic 402
+ * `billing_error` (Claude Code: one request, `API Error: 402 <message>`; 403 would read "Failed to authenticate", 400
+ * was sent six times); OpenAI 400 (Codex: one request, the body in `turn.failed`; 403 and 402 are retried six times,
+ * 429 `insufficient_quota` stops at once but shows only "Quota exceeded"); Gemini 403 `PERMISSION_DENIED` (Gemini
+ * CLI: one request; 429 `RESOURCE_EXHAUSTED` is retried for minutes).
+ */
+export const BUDGET_STATUS: Readonly<Record<GatewayVendor, number>> = {
+  anthropic: 402,
+  openai: 400,
+  gemini: 403,
+};
+
+/** The status `reason` answers in `vendor`'s API. */
+export function refusalStatus(vendor: GatewayVendor, reason: RefusalReason): number {
+  return reason === 'budget' ? BUDGET_STATUS[vendor] : REFUSAL_STATUS[reason];
+}
 
 export const REFUSAL_REASONS = Object.keys(REFUSAL_STATUS) as RefusalReason[];
 
@@ -56,6 +78,7 @@ export interface Refusal {
 const ANTHROPIC_TYPES: Readonly<Record<number, string>> = {
   400: 'invalid_request_error',
   401: 'authentication_error',
+  402: 'billing_error',
   403: 'permission_error',
   404: 'not_found_error',
   413: 'request_too_large',
@@ -74,6 +97,7 @@ const OPENAI_CODES: Readonly<Record<RefusalReason, string>> = {
   body: 'invalid_request',
   unavailable: 'gateway_unavailable',
   upstream: 'upstream_unreachable',
+  budget: 'budget_exceeded',
 };
 
 const GOOGLE_STATUS: Readonly<Record<number, string>> = {
@@ -93,7 +117,7 @@ const RETRY_AFTER_S = 2;
  * `{error: {message, type, param, code}}`, Google `{error: {code, message, status}}`. `message` must name no secret.
  */
 export function refusal(vendor: GatewayVendor, reason: RefusalReason, message: string): Refusal {
-  const status = REFUSAL_STATUS[reason];
+  const status = refusalStatus(vendor, reason);
   const headers = reason === 'unavailable' ? { 'retry-after': String(RETRY_AFTER_S) } : {};
   const text = `agent gateway: ${message}`;
   switch (vendor) {

@@ -4,19 +4,24 @@
 
 import { GATEWAY_VENDORS } from '../api/gateway.ts';
 import type { GatewayConfig } from '../config/gateway-config.ts';
+import { createPriceSource } from '../effects/prices.ts';
 import type { Transport } from '../kube/index.ts';
 import type { GatewayMetrics } from '../metrics/gateway.ts';
+import type { PriceTable } from '../reconcile/results/prices.ts';
 import type { Clock } from '../runtime/index.ts';
 import { createApp, type RunningServer, serveApp } from '../server/index.ts';
 import type { Logger } from '../shared/log.ts';
 import { createGatewayApp } from './app.ts';
 import { agentSource, keepHmacKey, vendorKeys } from './cluster.ts';
 import { usageFlusher } from './flusher.ts';
+import { LiveCalls } from './spend.ts';
 
 /** How long calls in flight may go on after a stop was asked, before they are cut. */
 export const DRAIN_MS = 20_000;
 /** How long the last usage writes may take at a stop. */
 export const FINAL_FLUSH_MS = 5_000;
+/** How often the price overrides file is looked at (the kubelet updates a mounted ConfigMap in place). */
+export const PRICES_REFRESH_MS = 10_000;
 
 export interface RunningGateway {
   readonly apiPort: number;
@@ -52,6 +57,16 @@ export async function startGateway(o: {
   });
   const flusher = usageFlusher({ transport, agents, clock, logger: log, metrics });
   const keys = vendorKeys({ transport, now: () => clock.now() });
+  const priceSource = createPriceSource(config.pricesFile, log);
+  let pricesReadAt = clock.now();
+  const prices = (): PriceTable => {
+    if (clock.now() - pricesReadAt >= PRICES_REFRESH_MS) {
+      pricesReadAt = clock.now();
+      priceSource.refresh();
+    }
+    return priceSource.current();
+  };
+  metrics.spendAlert.set(config.spendAlertUsdPerHour);
   let stopping = false;
   const active = new Set<AbortController>();
   const api = createGatewayApp({
@@ -62,6 +77,8 @@ export async function startGateway(o: {
     now: () => performance.now(),
     fetch: o.fetch ?? fetch,
     active,
+    live: new LiveCalls(),
+    prices,
     hmacKey: () => hmacKey,
     agent: (run, fresh) => agents.find(run, fresh),
     vendorKey: (ns, name) => keys.get(ns, name),

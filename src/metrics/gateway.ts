@@ -12,6 +12,8 @@ export interface GatewayMetrics {
   readonly registry: Registry;
   readonly requests: Counter<'namespace' | 'station' | 'model' | 'vendor' | 'code'>;
   readonly tokens: Counter<'namespace' | 'station' | 'model' | 'vendor' | 'kind'>;
+  readonly cost: Counter<'namespace' | 'station' | 'model' | 'vendor'>;
+  readonly spendAlert: Gauge;
   readonly duration: Histogram<'vendor'>;
   readonly firstByte: Histogram<'vendor'>;
   readonly refusals: Counter<'vendor' | 'reason'>;
@@ -41,6 +43,17 @@ export function createGatewayMetrics(
       name: 'gateway_tokens_total',
       help: 'Tokens measured in answers, by namespace, Station, model, vendor and kind (input, output, cache_read, cache_write)',
       labelNames: ['namespace', 'station', 'model', 'vendor', 'kind'],
+      registers,
+    }),
+    cost: new Counter({
+      name: 'gateway_cost_usd_total',
+      help: "US dollars of the tokens measured, priced with the price table (the controller's, with agent-prices), by namespace, Station, model and vendor; a model the table does not price adds nothing",
+      labelNames: ['namespace', 'station', 'model', 'vendor'],
+      registers,
+    }),
+    spendAlert: new Gauge({
+      name: 'gateway_spend_alert_usd_per_hour',
+      help: 'The spend rate (US dollars per hour, per run namespace) above which AgentGatewaySpendRateHigh fires (AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR; 0: off)',
       registers,
     }),
     duration: new Histogram({
