@@ -199,6 +199,7 @@ describe('deploy/monitoring and charts/monitoring', () => {
       'in flight': 'gateway_requests_in_flight',
       'usage writes by result': 'gateway_usage_writes_total',
       ready: 'gateway_ready',
+      'spend rate': 'gateway_cost_usd_total',
     };
     for (const [topic, metric] of Object.entries(wanted))
       assert.ok(used(metric).length > 0, `no panel shows the gateway's ${topic} (${metric})`);
@@ -207,6 +208,14 @@ describe('deploy/monitoring and charts/monitoring', () => {
     assert.equal(byReason.length, 1, 'refusals split by reason');
     const byKind = legends.filter(([, e]) => /sum by \(model, kind\) \(rate\(gateway_tokens_total/.test(e));
     assert.equal(byKind.length, 1, 'tokens split by kind');
+    const spendByNamespace = legends.filter(([, e]) =>
+      /sum by \(exported_namespace, station\) \(rate\(gateway_cost_usd_total.*\* 3600$/.test(e),
+    );
+    assert.deepEqual(
+      spendByNamespace.map(([title]) => title),
+      ['Gateway spend rate by namespace and Station (USD per hour)'],
+      'spend rate in USD per hour, by the run namespace and Station',
+    );
     const processOfGateway = dashboardExprs().filter(
       ({ expr }) => expr.includes('process_') && expr.includes('and on (job, instance) gateway_ready'),
     );
@@ -249,6 +258,7 @@ describe('deploy/monitoring and charts/monitoring', () => {
       'AgentGatewayDown',
       'AgentGatewayReplicaNotReady',
       'AgentGatewayRefusalRatioHigh',
+      'AgentGatewaySpendRateHigh',
       'AgentGatewayUsageWritesFailing',
     ]);
     for (const r of alerts) {

@@ -102,6 +102,29 @@ const GATEWAY_GROUP: RuleGroup = {
       },
     },
     {
+      alert: 'AgentGatewaySpendRateHigh',
+      // The threshold is the gateway's own setting (AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR, a gauge; 0 is off), so
+      // it is changed on the Deployment, not in the rules.
+      expr: lines(
+        'sum by (namespace, exported_namespace) (rate(gateway_cost_usd_total[15m])) * 3600',
+        '  > on (namespace) group_left ()',
+        'max by (namespace) (gateway_spend_alert_usd_per_hour > 0)',
+      ),
+      for: '10m',
+      labels: { severity: 'warning' },
+      annotations: {
+        summary:
+          'Namespace {{ $labels.exported_namespace }} spends {{ $value | humanize }} USD per hour through the model gateway',
+        description:
+          'For 10 minutes the runs of namespace {{ $labels.exported_namespace }} have spent {{ $value | humanize }} ' +
+          'USD per hour (15-minute rate of gateway_cost_usd_total, priced with the price table) through the gateway ' +
+          'in {{ $labels.namespace }}, above its AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR ' +
+          '(gateway_spend_alert_usd_per_hour). A runaway loop or many runs at once: the dashboard row "Model ' +
+          'gateway" splits the spend by Station and model. Per-run caps (status.gateway.budget) stop a single run; ' +
+          'a model the table does not price counts nothing here.',
+      },
+    },
+    {
       alert: 'AgentGatewayUsageWritesFailing',
       expr: 'sum by (namespace) (increase(gateway_usage_writes_total{result="error"}[5m])) > 0',
       for: '15m',

@@ -590,8 +590,9 @@ function panels(): JsonObject[] {
 }
 
 /**
- * The model gateway's row, first part: replicas ready, calls, refusals, tokens. `namespace` is the gateway pods'
- * (the scrape's); the gateway has no cost metric (the controller prices runs: "Tokens and cost" above).
+ * The model gateway's row, first part: replicas ready, calls, refusals, tokens, spend. `namespace` is the gateway
+ * pods' (the scrape's); the run's namespace is `exported_namespace`. The gateway prices what it measures with the
+ * controller's price table (gateway_cost_usd_total), as the controller prices runs ("Tokens and cost" above).
  */
 function gatewayOverview(l: Layout): void {
   l.row('Model gateway');
@@ -717,6 +718,35 @@ function gatewayOverview(l: Layout): void {
       min: 0,
       description: "The run's Station; same-named Stations of several namespaces add up.",
     },
+  );
+  l.timeseries(
+    'Gateway spend rate by namespace and Station (USD per hour)',
+    12,
+    [
+      {
+        expr: `sum by (exported_namespace, station) (rate(${sel('gateway_cost_usd_total')}[${RATE}])) * 3600`,
+        legend: '{{exported_namespace}} {{station}}',
+      },
+    ],
+    {
+      unit: 'currencyUSD',
+      stack: true,
+      min: 0,
+      description:
+        "What the runs spend through the gateway, priced with the controller's price table as it is measured " +
+        '(alert AgentGatewaySpendRateHigh); a model the table does not price adds nothing.',
+    },
+  );
+  l.timeseries(
+    'Gateway spend rate by model (USD per hour)',
+    12,
+    [
+      {
+        expr: `sum by (model) (rate(${sel('gateway_cost_usd_total')}[${RATE}])) * 3600`,
+        legend: '{{model}}',
+      },
+    ],
+    { unit: 'currencyUSD', stack: true, min: 0 },
   );
 }
 
