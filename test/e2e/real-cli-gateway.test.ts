@@ -4,8 +4,10 @@
 // (read while the run's tool call is running: `/proc/<pid>/environ` of every process of the pod, and every file under
 // the pod's folder on the test node), the CLI's calls reach the vendor through the gateway with the key the run never
 // saw, the run's usage on status is what the gateway measured (equal to what the fake sent), and the run's credential
-// is refused once the run has ended and for another run. Node only: the gateway's own paths run on Deno in
-// gateway.test.ts.
+// is refused once the run has ended and for another run. A run over its cap (status.gateway.budget): the gateway
+// refuses its next call (402 billing_error), Claude Code stops on it without a retry (the vendor answered one call, the
+// gateway refused one), and the refusal is the run's failureReason. Node only: the gateway's own paths run on Deno in
+// gateway.test.ts and gateway-budget.test.ts.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
@@ -349,6 +351,97 @@ describe(`keyless runs: the real Claude Code behind the model gateway (${runtime
       });
     } finally {
       await Promise.all([fake.close(), relay.close(), lb.close()]);
+    }
+  });
+
+  it('a run over its cap: the gateway refuses its next call, the CLI stops at once, the refusal on the run', {
+    timeout: 300_000,
+  }, async () => {
+    const apiKey = `sk-ant-e2e-${randomBytes(16).toString('hex')}`;
+    // The first call (a tool call) uses 2,040 tokens; the cap is 1,000: the run is under it when the first call is
+    // made, over it when the second is.
+    const fake = await startAnthropicModel({
+      apiKey,
+      turns: [
+        {
+          text: 'Running a command.',
+          toolCall: { name: 'Bash', input: { command: 'echo spent', description: 'spend' } },
+          usage: { input: 1500, output: 40, cacheRead: 300, cacheWrite: 200 },
+        },
+        { text: 'never sent', usage: { input: 10, output: 1, cacheRead: 0, cacheWrite: 0 } },
+      ],
+    });
+    try {
+      await runScenario(cluster, 'real-gateway-cap', async (s) => {
+        const images = realCliImages(s, runtime);
+        const gw = await startGatewayProcess({
+          kubeconfig: cluster.kubeconfig,
+          namespace: s.ns,
+          upstreams: { anthropic: fake.baseUrl, openai: UNREACHABLE, gemini: UNREACHABLE },
+          waitReady: false,
+          runtime: 'node',
+        });
+        s.replicas.push(gw.process);
+        await s.create(
+          agentSecrets({ anthropic: apiKey }),
+          definition('work'),
+          stationManifest('work', 'work', { template: agentTemplate(images.agent) }),
+          agentManifest('work-run', 'work'),
+        );
+        await s.startReplica({ env: { AGENT_IMAGE: images.init, AGENT_GATEWAY_URL: gw.url } });
+        // The run's cap, on its grant as the controller records it (the controller's side fills it from the
+        // AgentPolicy and the Station): set as soon as the run has its grant, before its pod calls a model.
+        const granted = await pollUntil(
+          async () => {
+            const a = (await s.agents()).find((x) => x.metadata.name === 'work-run');
+            const st = a?.status as Record<string, unknown> | undefined;
+            return st?.gateway !== undefined ? st : undefined;
+          },
+          { timeoutMs: 60_000, description: 'work-run to have its grant' },
+        );
+        assert.equal(fake.requests.filter((r) => r.path === '/v1/messages').length, 0, 'no model call yet');
+        await s.client.patch(`${collectionPath('Agent', s.ns)}/work-run/status`, {
+          status: { gateway: { ...(granted.gateway as object), budget: { tokens: 1000 } } },
+        });
+        await gw.process.waitReady();
+
+        const run = await s.waitTerminal('work-run', 180_000);
+        const status = run.status as Record<string, unknown>;
+        assert.equal(run.status.phase, 'Failed', JSON.stringify(run.status));
+        // Claude Code's own words for a 402 (docs/reference/vendor-clis.md), with the gateway's message.
+        assert.equal(
+          status.failureReason,
+          `API Error: 402 agent gateway: budget exceeded: the run has used 2040 tokens of its cap of 1000 tokens (${s.ns}/work-run)`,
+        );
+        assert.equal(status.result, status.failureReason, 'the CLI ended on the refusal');
+        // No retry storm: the vendor answered the first call only, and the gateway refused one call, once.
+        const calls = fake.requests.filter((r) => r.method === 'POST' && r.path === '/v1/messages');
+        assert.equal(calls.length, 1, `${calls.length} calls reached the vendor`);
+        assert.equal(
+          await gw.process.metric('gateway_refusals_total', { vendor: 'anthropic', reason: 'budget' }),
+          1,
+          'one refused call: the CLI did not retry it',
+        );
+        // The usage is the first call's, as the fake sent it.
+        await pollUntil(
+          async () => {
+            const a = (await s.agents()).find((x) => x.metadata.name === 'work-run');
+            const usage = (a?.status as Record<string, unknown> | undefined)?.tokenUsage;
+            return isDeepStrictEqual(usage, {
+              input: 1500,
+              output: 40,
+              cacheRead: 300,
+              cacheWrite: 200,
+              total: 2040,
+            })
+              ? true
+              : undefined;
+          },
+          { timeoutMs: 20_000, description: "work-run's tokenUsage to be the first call's" },
+        );
+      });
+    } finally {
+      await fake.close();
     }
   });
 });
