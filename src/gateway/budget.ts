@@ -1,4 +1,4 @@
-// The run's cap, enforced at the gateway (issue 28 §4, docs/design/gateway.md#budgets-the-runs-cap), pure: what a
+// The run's cap, enforced at the gateway (issue 28 §4, docs/design/gateway.md#the-runs-cap), pure: what a
 // run has used so far as this replica can know it (the Agent's usage annotation, what this replica measured and has
 // not written yet, and what the calls in flight have carried so far), priced with the price table the controller
 // prices runs with, and whether a new call of the run may go on.

@@ -1,4 +1,4 @@
-// The run's cap at the model gateway (issue 28 §4, docs/design/gateway.md#budgets-the-runs-cap) on the control
+// The run's cap at the model gateway (issue 28 §4, docs/design/gateway.md#the-runs-cap) on the control
 // plane, on the runtime named by AGENT_E2E_RUNTIME: real Agents whose status.gateway (its budget included) is written
 // here as the controller would, the gateway from the bundle, the Anthropic fake as the vendor behind a relay the test
 // opens and closes, and the official SDK as the client. The overshoot bound: N streamed calls admitted while the run
