@@ -10,7 +10,14 @@ import { describeKubeError, isConflict, isNotFound, mergePatch, type Transport }
 import type { GatewayMetrics } from '../metrics/gateway.ts';
 import type { Clock } from '../runtime/index.ts';
 import type { Logger } from '../shared/log.ts';
-import { annotationWith, EMPTY_USAGE, mergeUsage, type RunRef, UsageBook } from './accumulator.ts';
+import {
+  annotationWith,
+  EMPTY_USAGE,
+  isEmptyUsage,
+  mergeUsage,
+  type RunRef,
+  UsageBook,
+} from './accumulator.ts';
 import { type GatewayAgent, GatewayAgentSchema } from './authorize.ts';
 import { AGENT_RESOURCE, type AgentSource } from './cluster.ts';
 
@@ -69,7 +76,11 @@ export function usageFlusher(o: {
   };
   const pruneViews = (): void => {
     const now = o.clock.now();
-    for (const [uid, view] of views) if (now - view.at > OWN_VIEW_TTL_MS) views.delete(uid);
+    for (const [uid, view] of views) {
+      if (now - view.at <= OWN_VIEW_TTL_MS) continue;
+      views.delete(uid);
+      if (isEmptyUsage(book.inFlightOf(uid))) covered.delete(uid);
+    }
   };
 
   const schedule = (uid: string, atLeastMs = 0): void => {
