@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { type Command, type CommandIo, parseFlags, UsageError } from '../cli/command.ts';
 import { type GatewayConfig, parseGatewayConfig } from '../config/gateway-config.ts';
+import { createPriceSource } from '../effects/prices.ts';
 import { GATEWAY_VENDORS, REFUSAL_REASONS, startGateway } from '../gateway/index.ts';
 import {
   createTransport,
@@ -12,6 +13,9 @@ import { createGatewayMetrics } from '../metrics/gateway.ts';
 import { installShutdown, systemClock } from '../runtime/index.ts';
 import { createLogger } from '../shared/log.ts';
 import { VERSION } from '../shared/version.ts';
+
+/** How often the price overrides file is looked at (the kubelet updates a mounted ConfigMap in place). */
+export const PRICES_REFRESH_MS = 10_000;
 
 export const gatewayCommand: Command = {
   name: 'gateway',
@@ -38,7 +42,8 @@ export const gatewayCommand: Command = {
     '  --log-level LEVEL     debug, info, warn or error (default: $LOG_LEVEL, else info)',
     '',
     'Environment: AGENT_GATEWAY_ANTHROPIC_URL, AGENT_GATEWAY_OPENAI_URL, AGENT_GATEWAY_GEMINI_URL (where each',
-    "vendor's calls go; default the vendor's API).",
+    "vendor's calls go; default the vendor's API); PRICES_FILE (the price overrides, prices.json of the ConfigMap",
+    'agent-prices, as for the controller); AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR (the spend alert threshold, 50).',
   ].join('\n'),
   async run(io) {
     const config = await readConfig(io);
@@ -65,7 +70,18 @@ export const gatewayCommand: Command = {
       server: cluster.value.server,
     });
     const shutdown = installShutdown({ logger: log, onForce: () => process.exit(130) });
+    // The controller's price table with the agent-prices overrides (PRICES_FILE), looked at every 10 s when used.
+    const priceSource = createPriceSource(config.pricesFile, log);
+    let pricesReadAt = systemClock.now();
+    const prices = () => {
+      if (systemClock.now() - pricesReadAt >= PRICES_REFRESH_MS) {
+        pricesReadAt = systemClock.now();
+        priceSource.refresh();
+      }
+      return priceSource.current();
+    };
     const gateway = await startGateway({
+      prices,
       config,
       transport,
       clock: systemClock,

@@ -4,7 +4,6 @@
 
 import { GATEWAY_VENDORS } from '../api/gateway.ts';
 import type { GatewayConfig } from '../config/gateway-config.ts';
-import { createPriceSource } from '../effects/prices.ts';
 import type { Transport } from '../kube/index.ts';
 import type { GatewayMetrics } from '../metrics/gateway.ts';
 import type { PriceTable } from '../reconcile/results/prices.ts';
@@ -20,8 +19,6 @@ import { LiveCalls } from './spend.ts';
 export const DRAIN_MS = 20_000;
 /** How long the last usage writes may take at a stop. */
 export const FINAL_FLUSH_MS = 5_000;
-/** How often the price overrides file is looked at (the kubelet updates a mounted ConfigMap in place). */
-export const PRICES_REFRESH_MS = 10_000;
 
 export interface RunningGateway {
   readonly apiPort: number;
@@ -39,6 +36,8 @@ export async function startGateway(o: {
   readonly metrics: GatewayMetrics;
   readonly fetch?: typeof fetch;
   readonly drainMs?: number;
+  /** The price table now (the shipped prices with the agent-prices overrides; cmd/gateway.ts keeps it current). */
+  readonly prices: () => PriceTable;
 }): Promise<RunningGateway> {
   const { config, transport, clock, logger: log, metrics } = o;
   const life = new AbortController();
@@ -57,15 +56,6 @@ export async function startGateway(o: {
   });
   const flusher = usageFlusher({ transport, agents, clock, logger: log, metrics });
   const keys = vendorKeys({ transport, now: () => clock.now() });
-  const priceSource = createPriceSource(config.pricesFile, log);
-  let pricesReadAt = clock.now();
-  const prices = (): PriceTable => {
-    if (clock.now() - pricesReadAt >= PRICES_REFRESH_MS) {
-      pricesReadAt = clock.now();
-      priceSource.refresh();
-    }
-    return priceSource.current();
-  };
   metrics.spendAlert.set(config.spendAlertUsdPerHour);
   let stopping = false;
   const active = new Set<AbortController>();
@@ -78,7 +68,7 @@ export async function startGateway(o: {
     fetch: o.fetch ?? fetch,
     active,
     live: new LiveCalls(),
-    prices,
+    prices: o.prices,
     hmacKey: () => hmacKey,
     agent: (run, fresh) => agents.find(run, fresh),
     vendorKey: (ns, name) => keys.get(ns, name),

@@ -585,6 +585,7 @@ function panels(): JsonObject[] {
   );
   processPanels(l, ['Resident memory', 'CPU'], ofController);
   gatewayOverview(l);
+  gatewaySpend(l);
   gatewayDetail(l);
   return l.panels;
 }
@@ -719,6 +720,10 @@ function gatewayOverview(l: Layout): void {
       description: "The run's Station; same-named Stations of several namespaces add up.",
     },
   );
+}
+
+/** The model gateway's spend: its measured tokens priced with the price table (gateway_cost_usd_total). */
+function gatewaySpend(l: Layout): void {
   l.timeseries(
     'Gateway spend rate by namespace and Station (USD per hour)',
     12,
