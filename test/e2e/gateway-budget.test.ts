@@ -5,11 +5,15 @@
 // is under its cap and held at the vendor are all answered and all counted when released past the cap, and the next
 // call is refused (402 billing_error, `budget exceeded`, the cap named) without reaching the vendor; a call still
 // streaming counts what it has carried so far; a second replica refuses once the first has written the usage; the
-// USD cap is priced with the price table; the refusals are counted under reason `budget`.
+// USD cap is priced with the price table, and with the agent-prices overrides of PRICES_FILE (a model only they
+// price); the refusals are counted under reason `budget`.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
@@ -319,6 +323,49 @@ describe('model gateway: the run’s cap', { skip }, () => {
         vendor: 'anthropic',
       });
       assert.ok(Math.abs(usd - 0.0008) < 1e-9, `${usd}`);
+    }
+  });
+
+  it('prices with the agent-prices overrides (PRICES_FILE): a model only the overrides price has a USD cap', async () => {
+    if (typeof cluster === 'string') return;
+    const dir = mkdtempSync(join(tmpdir(), 'gateway-prices-'));
+    try {
+      const file = join(dir, 'prices.json');
+      // 1,000 USD per million tokens in and out: a call of 320 tokens is 0.32 USD.
+      writeFileSync(file, JSON.stringify({ 'house-model-*': { inputPerMTok: 1000, outputPerMTok: 1000 } }));
+      const priced = await startGatewayProcess({
+        kubeconfig: cluster.kubeconfig,
+        namespace: s.ns,
+        upstreams: { anthropic: gate.url, openai: UNREACHABLE, gemini: UNREACHABLE },
+        identity: 'gateway-priced',
+        env: { PRICES_FILE: file },
+      });
+      s.replicas.push(priced.process);
+      const credential = await run('house', { usd: '0.3' });
+      const c = client(priced.url, credential);
+      const call = () =>
+        c.messages
+          .stream({ model: 'house-model-1', max_tokens: 100, messages: [{ role: 'user', content: 'spend' }] })
+          .finalMessage();
+      assert.equal((await call()).content.length, 1);
+      const vendorCalls = () => fake.requests.filter((r) => r.path === '/v1/messages').length;
+      const before = vendorCalls();
+      const error = await call().then(
+        () => assert.fail('the call over the cap was answered'),
+        (e: unknown) => e,
+      );
+      assert.ok(error instanceof Anthropic.APIError && error.status === 402, String(error));
+      assert.match(error.message, /budget exceeded: the run has spent 0\.32 USD of its cap of 0\.3 USD/);
+      assert.equal(vendorCalls(), before, 'the refused call did not reach the vendor');
+      const usd = await priced.process.metric('gateway_cost_usd_total', {
+        namespace: s.ns,
+        station: 'station-house',
+        model: 'house-model-1',
+        vendor: 'anthropic',
+      });
+      assert.ok(Math.abs(usd - 0.32) < 1e-9, `${usd}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
