@@ -6,6 +6,7 @@
 import type { GatewayVendor } from '../../api/gateway.ts';
 import type { GatewayLimiterMetrics } from '../../metrics/gateway-limits.ts';
 import type { Logger } from '../../shared/log.ts';
+import type { Observed } from './buckets.ts';
 import {
   admitCall,
   type KeyLimits,
@@ -16,7 +17,6 @@ import {
   vendorHoldUntil,
   withLimits,
 } from './buckets.ts';
-import type { Observed } from './buckets.ts';
 
 export interface KeyId {
   readonly namespace: string;
@@ -55,8 +55,6 @@ interface Waiter {
   readonly resolve: (a: Admission) => void;
   cancel: () => void;
 }
-
-const NOOP_TICKET: Ticket = { observe: () => undefined, settle: () => undefined };
 
 /** One key's limiter. */
 class KeyLimiter {
@@ -249,5 +247,3 @@ export function createRateLimiter(deps: LimiterDeps): RateLimiter {
     waiting: (id) => keys.get(idKey(id))?.waiting() ?? 0,
   };
 }
-
-export { NOOP_TICKET };
