@@ -3,7 +3,6 @@
 // controller's) namespace, one data entry per saturated key, `<namespace>.<vendor>.<key name>` → the RFC 3339 time
 // until which the key has no capacity. Namespaces and vendors have no dots, so the key name is everything after the
 // second. The gateway writes it; the controller reads it and holds new runs using such a key until then. Pure.
-import * as v from 'valibot';
 
 export const KEY_SATURATION_CONFIGMAP = 'agent-gateway-saturation';
 
@@ -22,13 +21,3 @@ export function parseSaturation(
   }
   return out;
 }
-
-/** The ConfigMap as read: only `data` matters. */
-export const SaturationConfigMapSchema = v.object({
-  metadata: v.object({
-    name: v.string(),
-    namespace: v.optional(v.string()),
-    resourceVersion: v.optional(v.string()),
-  }),
-  data: v.optional(v.nullable(v.record(v.string(), v.string()))),
-});
