@@ -25,7 +25,6 @@ import {
   e2eCluster,
   e2eRuntime,
   execDefinition,
-  GROUP_VERSION,
   openScenario,
   pollUntil,
   type Scenario,
