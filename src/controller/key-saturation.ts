@@ -3,6 +3,7 @@
 // it), parsed once per change. Read by admission (reconcile/agent/key-saturation.ts) for Pending runs behind the
 // gateway. Before it has listed, or when it cannot be read, nothing is saturated: runs are not held.
 import * as v from 'valibot';
+import type { ControllerConfig } from '../config/index.ts';
 import { CONFIG_MAPS, describeKubeError, KubeObjectSchema, type Transport } from '../kube/index.ts';
 import { type Clock, createInformer, type Informer } from '../runtime/index.ts';
 import { KEY_SATURATION_CONFIGMAP, parseSaturation } from '../shared/key-saturation.ts';
@@ -18,6 +19,20 @@ export interface KeySaturationSource {
   readonly informer: Informer<SaturationConfigMap>;
   /** Entry (`<namespace>.<vendor>.<key>`) → until (ms). */
   current(): ReadonlyMap<string, number>;
+}
+
+/** The source when the controller runs with the model gateway (`AGENT_GATEWAY_URL`), watching its own namespace. */
+export function keySaturationFor(
+  config: Pick<ControllerConfig, 'gatewayUrl' | 'leaseNamespace'>,
+  o: {
+    readonly transport: Transport;
+    readonly clock: Clock;
+    readonly random: () => number;
+    readonly logger: Logger;
+  },
+): KeySaturationSource | undefined {
+  if (config.gatewayUrl === undefined) return undefined;
+  return createKeySaturationSource({ ...o, namespace: config.leaseNamespace });
 }
 
 export function createKeySaturationSource(o: {

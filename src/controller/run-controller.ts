@@ -37,7 +37,7 @@ import { RunSpans } from '../telemetry/run-spans.ts';
 import { createBatchTracking, definitionFrom } from './batch-tracking.ts';
 import { type Caches, createCaches } from './caches.ts';
 import { createApiServerSource, createEndpointSource } from './endpoints.ts';
-import { createKeySaturationSource } from './key-saturation.ts';
+import { keySaturationFor } from './key-saturation.ts';
 import { createPolicySource, type PolicySource } from './policies.ts';
 import { startLoadingKeys } from './realtime-key.ts';
 import { createSweeps } from './sweeps.ts';
@@ -171,17 +171,7 @@ export function startController(deps: ControllerDeps): RunningController {
     gateway: config.gatewayUrl !== undefined,
   });
   const prices = createPriceSource(config.pricesFile, log);
-  // Behind the model gateway: the vendor keys it reports saturated hold new runs (issue 28 §5).
-  const saturation =
-    config.gatewayUrl === undefined
-      ? undefined
-      : createKeySaturationSource({
-          transport,
-          namespace: config.leaseNamespace,
-          clock,
-          random: deps.random,
-          logger: log,
-        });
+  const saturation = keySaturationFor(config, { transport, clock, random: deps.random, logger: log });
   const reconcileDeps = reconcileDepsOf(deps, w, {
     policies,
     events,
@@ -189,7 +179,7 @@ export function startController(deps: ControllerDeps): RunningController {
     promptTokens: keys.promptTokens,
     gatewayCredentials: keys.gatewayCredentials,
     prices: () => prices.current(),
-    ...(saturation !== undefined ? { keySaturation: () => saturation.current() } : {}),
+    ...(saturation && { keySaturation: saturation.current }),
   });
   const sweeps = createSweeps({
     transport,
@@ -262,9 +252,8 @@ export function startController(deps: ControllerDeps): RunningController {
     apiReachable = reachable;
   });
 
-  const runs = [...caches.always, ...(saturation !== undefined ? [saturation.informer] : [])].map((i) =>
-    i.run(abort.signal),
-  );
+  const runs = caches.always.map((i) => i.run(abort.signal));
+  if (saturation) runs.push(saturation.informer.run(abort.signal));
   const electing = (elector ? elector.run(abort.signal) : terms.start()).catch((error: unknown) => {
     log.error('Leader election crashed', { error: String(error) });
   });
