@@ -44,6 +44,8 @@ export interface GatewayConfig {
    * (`AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR`, default 50; 0 turns it off). Exported as a gauge the rule reads.
    */
   readonly spendAlertUsdPerHour: number;
+  /** Rate limits (docs/design/gateway.md#rate-limits): the replicas sharing each key's configured limits, the longest wait. */
+  readonly rateLimits: { readonly replicas: number; readonly maxWaitMs: number };
 }
 
 /** The default of `AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR`. */
@@ -79,7 +81,23 @@ const EnvSchema = v.object({
       v.transform(Number),
     ),
   ),
+  AGENT_GATEWAY_REPLICAS: v.optional(wholeNumber('AGENT_GATEWAY_REPLICAS', 1, 100)),
+  AGENT_GATEWAY_MAX_WAIT_SECONDS: v.optional(wholeNumber('AGENT_GATEWAY_MAX_WAIT_SECONDS', 0, 600)),
 });
+
+/** A whole number in [min, max] given as text. */
+function wholeNumber(name: string, min: number, max: number) {
+  return v.pipe(
+    v.string(),
+    v.regex(/^\d+$/, `${name} must be a whole number`),
+    v.transform(Number),
+    v.minValue(min, `${name} must be at least ${min}`),
+    v.maxValue(max, `${name} must be at most ${max}`),
+  );
+}
+
+/** The longest a call waits for its key's capacity by default. */
+export const DEFAULT_MAX_WAIT_SECONDS = 30;
 
 const firstIssue = (issues: readonly { message: string }[], fallback: string) =>
   issues[0]?.message ?? fallback;
@@ -141,6 +159,10 @@ export function parseGatewayConfig(
       }),
       pricesFile: e.PRICES_FILE || undefined,
       spendAlertUsdPerHour: e.AGENT_GATEWAY_SPEND_ALERT_USD_PER_HOUR ?? DEFAULT_SPEND_ALERT_USD_PER_HOUR,
+      rateLimits: Object.freeze({
+        replicas: e.AGENT_GATEWAY_REPLICAS ?? 1,
+        maxWaitMs: (e.AGENT_GATEWAY_MAX_WAIT_SECONDS ?? DEFAULT_MAX_WAIT_SECONDS) * 1000,
+      }),
     }),
   );
 }

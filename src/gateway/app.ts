@@ -12,7 +12,8 @@ import type { Result } from '../shared/result.ts';
 import { authorize, type GatewayAgent, needsFreshRead } from './authorize.ts';
 import { budgetDecision, runCap } from './budget.ts';
 import { type AuthorisedCall, type ForwardDeps, forward } from './forward.ts';
-import { type RefusalReason, refusal } from './refusals.ts';
+import type { RateLimitGate } from './limits/gate.ts';
+import { type RefusalReason, refusal, refusalStatus } from './refusals.ts';
 import { clientCredential, matchRoute, modelOf, vendorOf } from './routes.ts';
 import { currentSpend } from './spend.ts';
 
@@ -26,6 +27,8 @@ export interface GatewayAppDeps extends ForwardDeps {
   readonly agent: (run: RunIdentity, fresh: boolean) => Promise<Result<GatewayAgent | undefined, KubeError>>;
   /** A vendor key of a namespace's agent-secrets: undefined when absent. */
   readonly vendorKey: (namespace: string, keyName: string) => Promise<Result<string | undefined, KubeError>>;
+  /** The rate limits of the vendor keys (limits/gate.ts); absent: none. */
+  readonly rateLimits?: RateLimitGate | undefined;
 }
 
 /** What a refused call is known to be about, for its metrics and log line. */
@@ -111,19 +114,24 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
     const station = agent.value?.spec.stationRef;
     if (!decision.ok) return refuse({ vendor, run, station, model }, decision.reason, decision.message);
     // The run's cap, for calls that use tokens: decided before the call is forwarded, on what is known of the run
-    // now (every call admitted before it reached the cap still completes and counts: the overshoot bound).
+    // now (every call admitted before it reached the cap still completes and counts: the overshoot bound). Asked
+    // again after a wait for the key's rate limit, in which the run's other calls may have reached it.
     const cap = runCap(agent.value?.status?.gateway);
-    if (cap !== undefined && route.usage !== undefined) {
+    const overCap = (): Response | undefined => {
+      if (cap === undefined || route.usage === undefined) return undefined;
       const spend = currentSpend(deps, run.uid, agent.value?.metadata.usage);
       const budget = budgetDecision(cap, spend);
-      if (!budget.ok)
-        return refuse(
-          { vendor, run, station, model },
-          'budget',
-          `${budget.message} (${run.namespace}/${run.name})`,
-          `${budget.which} cap; ${spend.tokens} tokens, ${spend.usd.toFixed(6)} USD so far${spend.unpriced.length > 0 ? `; not priced: ${spend.unpriced.join(', ')}` : ''}`,
-        );
-    }
+      if (budget.ok) return undefined;
+      const unpriced = spend.unpriced.length > 0 ? `; not priced: ${spend.unpriced.join(', ')}` : '';
+      return refuse(
+        { vendor, run, station, model },
+        'budget',
+        `${budget.message} (${run.namespace}/${run.name})`,
+        `${budget.which} cap; ${spend.tokens} tokens, ${spend.usd.toFixed(6)} USD so far${unpriced}`,
+      );
+    };
+    const overBefore = overCap();
+    if (overBefore !== undefined) return overBefore;
     const vendorKey = await deps.vendorKey(run.namespace, decision.keyName);
     if (!vendorKey.ok)
       return refuse(
@@ -138,6 +146,22 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
         'no_key',
         `agent-secrets of ${run.namespace} has no key ${decision.keyName}`,
       );
+    const held = await deps.rateLimits?.hold({
+      vendor,
+      run,
+      station: station ?? '',
+      model: model ?? '',
+      keyName: decision.keyName,
+      route,
+      body,
+      signal: request.signal,
+    });
+    if (held?.kind === 'refused') return held.response;
+    const overAfter = held === undefined ? undefined : overCap();
+    if (held !== undefined && overAfter !== undefined) {
+      held.ended(refusalStatus(vendor, 'budget'), undefined);
+      return overAfter;
+    }
     const call: AuthorisedCall = {
       vendor,
       route,
@@ -151,8 +175,9 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
       key: vendorKey.value,
       clientSignal: request.signal,
       startedAt,
+      onEnd: held?.ended,
     };
-    return forward(deps, call);
+    return held === undefined ? forward(deps, call) : held.answered(await forward(deps, call));
   });
   app.onError((error, c) => {
     deps.logger.error('A call failed in the gateway', { error: error.message });

@@ -24,7 +24,7 @@ export interface GatewayProcessOptions {
   readonly logLevel?: string;
   /** Wait for `/readyz` before returning (default true). */
   readonly waitReady?: boolean;
-  /** More environment (e.g. PRICES_FILE). */
+  /** More environment (e.g. `AGENT_GATEWAY_MAX_WAIT_SECONDS`). */
   readonly env?: Readonly<Record<string, string>>;
 }
 
