@@ -52,6 +52,9 @@ function addAgent(name: string, status: unknown, usageAnnotation?: string): stri
 
 const fakes = {} as Record<'anthropic' | 'openai' | 'gemini', ModelApiFake>;
 let app: ReturnType<typeof createGatewayApp>;
+/** What happens while a call waits for its key's rate limit (another of the run's calls ending, say). */
+let duringHold: () => void = () => {};
+const holdsEnded: number[] = [];
 const metrics = createGatewayMetrics(REFUSAL_REASONS, GATEWAY_VENDORS, false);
 
 before(async () => {
@@ -92,6 +95,16 @@ before(async () => {
     vendorKey: async (ns, name) => {
       const b64 = secrets.get(ns)?.[name];
       return ok(b64 === undefined ? undefined : atob(b64));
+    },
+    rateLimits: {
+      hold: async () => {
+        duringHold();
+        return {
+          kind: 'go',
+          ended: (code) => void holdsEnded.push(code),
+          answered: async (res) => res,
+        };
+      },
     },
   });
 });
@@ -356,5 +369,39 @@ describe('gateway app', () => {
     });
     assert.equal(g.status, 403);
     assert.equal(((await g.json()) as { error: { status: string } }).error.status, 'PERMISSION_DENIED');
+  });
+
+  it('a capped run’s call that waited for its key’s rate limit: asked again, refused when the run reached its cap meanwhile', async () => {
+    const credential = addAgent('waited', {
+      phase: 'Running',
+      gateway: { keys: { anthropic: 'A' }, budget: { tokens: 100 } },
+    });
+    const before = fakes.anthropic.requests.length;
+    holdsEnded.length = 0;
+    // While this call waits, another call of the run ends with 150 tokens.
+    duringHold = () =>
+      void recorded.push([
+        { namespace: 'team-a', name: 'waited', uid: 'uid-waited' },
+        {
+          models: { 'claude-sonnet-5-5': { calls: 1, input: 100, output: 50, cacheRead: 0, cacheWrite: 0 } },
+        },
+      ]);
+    try {
+      const res = await messages(credential, {
+        model: 'claude-sonnet-5-5',
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'q' }],
+      });
+      assert.equal(res.status, 402);
+      const body = (await res.json()) as { error: { message: string } };
+      assert.match(
+        body.error.message,
+        /budget exceeded: the run has used 150 tokens of its cap of 100 tokens/,
+      );
+    } finally {
+      duringHold = () => {};
+    }
+    assert.equal(fakes.anthropic.requests.length, before, 'not forwarded');
+    assert.deepEqual(holdsEnded, [402], "the rate limiter's charge is given back");
   });
 });
