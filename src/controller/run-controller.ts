@@ -21,6 +21,7 @@ import { FinishedRunIndex } from '../effects/finished-runs.ts';
 import type { GatewayCredentials } from '../effects/gateway-credentials.ts';
 import { parseCachedJob, parseCachedStation, readAgentLog } from '../effects/gather.ts';
 import { createPriceSource } from '../effects/prices.ts';
+import { observeSpend } from '../effects/spend.ts';
 import type { PromptTokens } from '../effects/realtime/tokens.ts';
 import { type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { podJobKey, podJobUid, RunStartIndex } from '../effects/run-starts.ts';
@@ -376,6 +377,9 @@ function createWatching(
         fire('endpointSlice', c);
       },
       endpointSlicesForbidden: (why) => endpoints?.forbidden(why),
+      // The spend ledgers (issue 28 §4) wake nobody: a write only records spend, it never frees any; a run held by a
+      // budget is re-checked when its window frees (its requeue), and on the poll.
+      spendLedger: () => undefined,
       pendingPod: (c) => {
         const changed = starts.podChanged(c);
         if (changed !== undefined) fire('startProblem', changed);
@@ -525,6 +529,7 @@ function reconcileDepsOf(
       return more.gatewayCredentials();
     },
     prices: more.prices,
+    spend: (ns) => observeSpend(ns, caches.agents.store, caches.spendLedgers.store, more.prices()),
     ...(w.runSpans !== undefined ? { spans: w.runSpans } : {}),
     endpoints: (ns, services) => w.endpoints.of(ns, services),
     // Nothing is concluded from the pod cache before it has listed (a restart would flap every blocked run).
@@ -546,6 +551,7 @@ function reconcileDepsOf(
       controllerNamespace: config.leaseNamespace,
       ...(config.tracing !== undefined ? { tracing: { runTracesUrl: config.tracing.runTracesUrl } } : {}),
       ...(config.gatewayUrl !== undefined ? { gateway: { url: config.gatewayUrl } } : {}),
+      budgetHourMs: config.budgetHourMs,
     },
   };
 }
