@@ -12,7 +12,6 @@ import { conditionsSatisfied } from '../conditions.ts';
 import { REASON } from '../reasons.ts';
 import { DEFAULT_PRICES } from '../results/prices.ts';
 import type { CommonSnapshot } from '../snapshot/common.ts';
-import type { JobSnapshot } from '../snapshot/job.ts';
 import { capExceeded } from './cap.ts';
 import { failBeforeStart } from './fail.ts';
 import { finish } from './finish.ts';
@@ -107,7 +106,7 @@ export function budgetGate(s: CommonSnapshot, now: Date, station: Station): Deci
  * runs: Failed, reason BudgetExceeded, failure kind budget, `budget exceeded: …`, its Job deleted after the patch (as
  * a run that cannot start). A Job that already ended is finished as usual (finish.ts turns it into the same failure).
  */
-export function capExceededDecision(s: JobSnapshot, now: Date): Decision | undefined {
+export function capExceededDecision(s: CommonSnapshot, now: Date): Decision | undefined {
   if (s.job.kind !== 'present') return undefined;
   const job = s.job.job;
   if (parseJobOutcome(job).kind !== 'running' || jobOwnership(job, s.agent) !== 'owned') return undefined;
