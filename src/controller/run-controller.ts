@@ -29,7 +29,7 @@ import { LABEL_EXECUTION } from '../jobs/realtime.ts';
 import { createEventRecorder, describeKubeError, type EventRecorder, type Transport } from '../kube/index.ts';
 import type { ControllerMetrics } from '../metrics/index.ts';
 import { PHASES } from '../metrics/index.ts';
-import { isJobFinished, type LaneStation, StationBook } from '../reconcile/index.ts';
+import { isJobFinished, type LaneStation, REASON, StationBook } from '../reconcile/index.ts';
 import { type Clock, createLeaderElector, type LeaderElector, type WorkResult } from '../runtime/index.ts';
 import type { ReadinessCheck } from '../server/index.ts';
 import type { Logger } from '../shared/log.ts';
@@ -204,6 +204,7 @@ export function startController(deps: ControllerDeps): RunningController {
       pollFailures = 0;
       for (const phase of PHASES) metrics.agents.set({ phase }, book.phaseCount(phase));
       metrics.batchesInFlight.set(w.poller.size);
+      setBudgetWaiting(metrics, caches);
       metrics.realtimeSessions.set(openSessions(caches));
       await sweeps.history();
       await sweeps.leftoverJobs();
@@ -566,6 +567,20 @@ async function handle(deps: ControllerDeps, reconcileDeps: ReconcileDeps, key: s
     result: result.kind === 'retry' ? 'error' : result.kind === 'done' ? 'success' : 'requeue',
   });
   return result;
+}
+
+/** `agent_budget_waiting_runs`: Pending Agents held by a spent budget (Ready=False/BudgetExhausted), by namespace. */
+function setBudgetWaiting(metrics: ControllerMetrics, caches: Caches): void {
+  const waiting = new Map<string, number>();
+  for (const agent of caches.agents.store.list()) {
+    if (agent.status.phase !== 'Pending') continue;
+    const ready = agent.status.conditions?.find((c) => c.type === 'Ready');
+    if (ready?.reason !== REASON.budgetExhausted) continue;
+    const ns = agent.metadata.namespace;
+    waiting.set(ns, (waiting.get(ns) ?? 0) + 1);
+  }
+  metrics.budgetWaitingRuns.reset();
+  for (const [namespace, n] of waiting) metrics.budgetWaitingRuns.set({ namespace }, n);
 }
 
 /** Realtime runs whose Job has not finished: the sessions open now. */

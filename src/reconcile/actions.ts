@@ -101,6 +101,20 @@ export type MetricObservation =
   | { readonly metric: 'runTokens'; readonly model: string; readonly usage: TokenUsage }
   /** `controller_run_cost_usd_total{model}`. */
   | { readonly metric: 'runCost'; readonly model: string; readonly usd: number }
+  /**
+   * `agent_budget_spent_usd`, `agent_budget_limit_usd` and the `_tokens` pair `{namespace, station, window}` of one
+   * windowed budget as admission counted it (station empty: a namespace budget); absent kinds are not set.
+   */
+  | {
+      readonly metric: 'budget';
+      readonly namespace: string;
+      readonly station: string;
+      readonly window: string;
+      readonly spentUsd?: number;
+      readonly limitUsd?: number;
+      readonly spentTokens?: number;
+      readonly limitTokens?: number;
+    }
   /** `controller_batch_cleanup_failures_total`. */
   | { readonly metric: 'batchCleanupFailure' }
   /** `controller_batch_orphans_total{provider}`: a vendor object the controller gave up on or cannot tie back. */

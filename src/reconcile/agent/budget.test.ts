@@ -157,7 +157,22 @@ describe('decide: windowed budgets at admission (issue 28 §4)', () => {
       },
     };
     const again = decide({ ...s, agent: waiting }, NOW, recordingBuilder());
-    assert.deepEqual(again.actions, []);
+    assert.deepEqual(
+      again.actions.map((x) => x.kind),
+      ['observeMetric'],
+      'only the budget metrics',
+    );
+    assert.deepEqual(again.actions[0], {
+      kind: 'observeMetric',
+      observation: {
+        metric: 'budget',
+        namespace: 'team',
+        station: 'stn',
+        window: 'day',
+        spentUsd: 10,
+        limitUsd: 10,
+      },
+    });
     assert.equal(again.requeueAfterMs, 50_000 + 24_000 - 60_000 + 50);
   });
 

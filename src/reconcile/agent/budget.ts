@@ -7,7 +7,7 @@ import type { Action, Decision } from '../actions.ts';
 import { ledgerItems } from '../budget/ledger.ts';
 import { type Amounts, exhaustedAction, perRunCap, windowLimits } from '../budget/rules.ts';
 import { runEntry, spentByRun } from '../budget/spend.ts';
-import { exhaustedLimits, exhaustedMessage, type SpendItem } from '../budget/window.ts';
+import { exhaustedLimits, exhaustedMessage, readings, type SpendItem } from '../budget/window.ts';
 import { conditionsSatisfied } from '../conditions.ts';
 import { REASON } from '../reasons.ts';
 import { DEFAULT_PRICES } from '../results/prices.ts';
@@ -50,8 +50,14 @@ export function runCap(s: CommonSnapshot, station: Station): Amounts | undefined
  * a spent limit → `Wait` (Ready=False/BudgetExhausted naming the budget, its window, spent/limit and when it frees;
  * patched and announced once; re-checked when it frees) or `Fail` (Failed, BudgetExhausted, failure kind budget).
  * Every Pending run of the scope meets the same verdict, so no later run starts ahead of an earlier one.
+ * `held` carries that decision; `pass` the budget metrics of this admission (the spend and limit of each windowed
+ * budget), to go with the run's start. Undefined: no windowed budget applies.
  */
-export function budgetGate(s: CommonSnapshot, now: Date, station: Station): Decision | undefined {
+export function budgetVerdict(
+  s: CommonSnapshot,
+  now: Date,
+  station: Station,
+): { kind: 'held'; decision: Decision } | { kind: 'pass'; metrics: Action[] } | undefined {
   const { agent } = s;
   const policy = policyOf(s);
   const limits = windowLimits(
@@ -60,7 +66,7 @@ export function budgetGate(s: CommonSnapshot, now: Date, station: Station): Deci
   );
   if (limits.length === 0) return undefined;
   if (!holdsSpendFinalizer(agent)) {
-    return {
+    return held({
       actions: [
         {
           kind: 'addFinalizer',
@@ -70,35 +76,61 @@ export function budgetGate(s: CommonSnapshot, now: Date, station: Station): Deci
           first: agent.metadata.finalizers.length === 0,
         },
       ],
-    };
+    });
   }
-  if (s.spend === undefined) return { actions: [], needs: 'spend' };
+  if (s.spend === undefined) return held({ actions: [], needs: 'spend' });
   const hourMs = budgetHourMs(s);
   const items: SpendItem[] = [...ledgerItems(s.spend.ledger, s.spend.live, hourMs)];
   for (const [uid, item] of s.spend.runs) if (uid !== agent.metadata.uid) items.push(item);
   const spent = exhaustedLimits(limits, items, station.metadata.name, now.getTime(), hourMs);
+  const metrics = readings(limits, items, station.metadata.name, now.getTime(), hourMs).map(
+    (r): Action => ({
+      kind: 'observeMetric',
+      observation: {
+        metric: 'budget',
+        namespace: agent.metadata.namespace,
+        station: r.limit.scope === 'Namespace' ? '' : station.metadata.name,
+        window: r.limit.window,
+        ...(r.limit.usdMicros !== undefined
+          ? { spentUsd: r.usdMicros / 1e6, limitUsd: r.limit.usdMicros / 1e6 }
+          : {}),
+        ...(r.limit.tokens !== undefined ? { spentTokens: r.tokens, limitTokens: r.limit.tokens } : {}),
+      },
+    }),
+  );
   const first = spent[0];
-  if (first === undefined) return undefined;
+  if (first === undefined) return { kind: 'pass', metrics };
   const message = exhaustedMessage(first, agent.metadata.namespace, station.metadata.name);
   if (exhaustedAction(policy?.spec.budgets, station.spec.budgets) === 'Fail') {
-    return failBeforeStart(s, now, {
+    const failed = failBeforeStart(s, now, {
       kind: 'budget',
       reason: REASON.budgetExhausted,
       failureReason: message,
       message,
     });
+    return held({ ...failed, actions: [...failed.actions, ...metrics] });
   }
   const requeueAfterMs = Math.max(BUDGET_RETRY_MIN_MS, first.freesAtMs - now.getTime() + 50);
   const updates = [{ type: 'Ready', status: 'False' as const, reason: REASON.budgetExhausted, message }];
   const stamped = updates.map((u) => ({ ...u, observedGeneration: agent.metadata.generation }));
-  if (conditionsSatisfied(agent.status.conditions, stamped)) return { actions: [], requeueAfterMs };
-  return {
+  if (conditionsSatisfied(agent.status.conditions, stamped))
+    return held({ actions: metrics, requeueAfterMs });
+  return held({
     actions: [
       statusPatch(agent, { phase: 'Pending' }, updates, now),
       event(agentRef(agent), 'Normal', REASON.budgetExhausted, message),
+      ...metrics,
     ],
     requeueAfterMs,
-  };
+  });
+}
+
+const held = (decision: Decision) => ({ kind: 'held' as const, decision });
+
+/** A decision with the budget metrics of its admission added (not to one that asks for an observation). */
+export function withBudgetMetrics(d: Decision, metrics: readonly Action[]): Decision {
+  if (metrics.length === 0 || d.needs !== undefined) return d;
+  return { ...d, actions: [...d.actions, ...metrics] };
 }
 
 /**

@@ -6,7 +6,7 @@ import { decideServerStart, decideServing, serverRequest } from '../serving/deci
 import { isServer, serverBuildTime } from '../serving/plan.ts';
 import type { Snapshot } from '../snapshot.ts';
 import { decideBatchCleanup, decideBatchPending, decideBatchRunning, isBatchRun } from './batch.ts';
-import { budgetGate, capExceededDecision, spendFinalizerWork } from './budget.ts';
+import { budgetVerdict, capExceededDecision, spendFinalizerWork, withBudgetMetrics } from './budget.ts';
 import { decideRunCleanup, holdsCleanupFinalizer } from './cleanup.ts';
 import { buildError } from './fail.ts';
 import { decideFallback } from './fallback.ts';
@@ -116,23 +116,28 @@ function decidePendingAgent(s: Snapshot, now: Date, build: JobBuilder): Decision
   const { station, definition } = checked;
   if (definition.spec.execution === 'batch' || holdsBatchFinalizer(s.agent)) {
     // The windowed budgets hold a batch run before it is submitted (issue 28 §4).
-    const held = holdsBatchFinalizer(s.agent) ? undefined : budgetGate(s, now, station);
-    return held ?? decideBatchPending(s, now, station, definition);
+    const gate = holdsBatchFinalizer(s.agent) ? undefined : budgetVerdict(s, now, station);
+    if (gate?.kind === 'held') return gate.decision;
+    return withBudgetMetrics(decideBatchPending(s, now, station, definition), gate?.metrics ?? []);
   }
   const server = isServer(definition);
   const prepared = preparePodRun(s, now, build, checked, server ? serverBuildTime(s.agent) : now);
   if (prepared.kind === 'decided') return prepared.decision;
   // The windowed budgets of its Station and namespace (issue 28 §4): a run whose budget is spent waits or fails here,
   // before it takes a run slot (the rate-limit admission of issue 28 §5 sits beside it).
-  const held = budgetGate(s, now, station);
-  if (held !== undefined) return held;
+  const gate = budgetVerdict(s, now, station);
+  if (gate?.kind === 'held') return gate.decision;
+  const metrics = gate?.metrics ?? [];
   // A server takes no run slot: it is not a run of the Station's queue (issue 12).
   if (server) {
-    return decideServerStart(s, now, station, definition, prepared, (reason, failure) =>
-      buildError(s, now, reason, failure),
+    return withBudgetMetrics(
+      decideServerStart(s, now, station, definition, prepared, (reason, failure) =>
+        buildError(s, now, reason, failure),
+      ),
+      metrics,
     );
   }
-  return decideJobStart(s, now, checked, prepared);
+  return withBudgetMetrics(decideJobStart(s, now, checked, prepared), metrics);
 }
 
 /** A server (issue 12): its objects rebuilt from the current recipe, Station and policy, then compared. */

@@ -106,3 +106,24 @@ export function exhaustedMessage(e: Exhausted, namespace: string, station: strin
       : `${e.spent} of ${e.max} tokens used`;
   return `Budget exhausted: the ${e.limit.window} budget of ${whose} (${e.limit.source}): ${figures} in the last ${e.limit.window}; frees at ${new Date(e.freesAtMs).toISOString()}`;
 }
+
+/** What one windowed limit counts now: its spend in its window, for the metrics. */
+export interface Reading {
+  readonly limit: WindowLimit;
+  readonly usdMicros: number;
+  readonly tokens: number;
+}
+
+/** The spend each limit counts now (`station`'s, or the namespace's for a Namespace limit). */
+export function readings(
+  limits: readonly WindowLimit[],
+  items: readonly SpendItem[],
+  station: string,
+  nowMs: number,
+  hourMs: number,
+): Reading[] {
+  return limits.map((limit) => ({
+    limit,
+    ...spentIn(counted(items, limit, station), windowMs(limit.window, hourMs), nowMs),
+  }));
+}
