@@ -656,6 +656,32 @@ function gatewayOverview(l: Layout): void {
     { description: 'Runs whose measured usage waits in a replica for its write (written every second).' },
   );
   l.timeseries(
+    'Spend budgets used (share of the limit)',
+    12,
+    [
+      {
+        expr: `max by (exported_namespace, station, window) (${sel('agent_budget_spent_usd')} / ${sel('agent_budget_limit_usd')})`,
+        legend: '{{exported_namespace}} {{station}} {{window}} USD',
+      },
+      {
+        expr: `max by (exported_namespace, station, window) (${sel('agent_budget_spent_tokens')} / ${sel('agent_budget_limit_tokens')})`,
+        legend: '{{exported_namespace}} {{station}} {{window}} tokens',
+      },
+    ],
+    {
+      unit: 'percentunit',
+      min: 0,
+      description:
+        'Each windowed spend budget (station empty: the namespace budget) as the last admission counted it (alert AgentBudgetAt80Percent); at 100 % new runs wait or fail.',
+    },
+  );
+  l.stat(
+    'Runs waiting on a budget',
+    4,
+    { expr: `sum(${sel('agent_budget_waiting_runs')})` },
+    { description: 'Pending Agents held by a spent budget (Ready=False, reason BudgetExhausted).' },
+  );
+  l.timeseries(
     'Gateway calls by vendor and code (per second)',
     12,
     [

@@ -4,7 +4,7 @@
 
 import type { Agent, Station } from '../../api/index.ts';
 import type { Action, Decision } from '../actions.ts';
-import { ledgerItems } from '../budget/ledger.ts';
+import { ledgerItems, SPEND_FINALIZER } from '../budget/ledger.ts';
 import { type Amounts, exhaustedAction, perRunCap, windowLimits } from '../budget/rules.ts';
 import { runEntry, spentByRun } from '../budget/spend.ts';
 import { exhaustedLimits, exhaustedMessage, readings, type SpendItem } from '../budget/window.ts';
@@ -19,8 +19,7 @@ import { parseJobOutcome } from './outcome.ts';
 import { jobOwnership } from './start.ts';
 import { agentRef, event, statusPatch } from './status.ts';
 
-/** The finalizer of a run whose spend counts toward a windowed budget: removed once its spend is in the ledger. */
-export const SPEND_FINALIZER = 'agents.re-cinq.com/spend';
+export { SPEND_FINALIZER };
 
 /** One budget hour (ms) unless the controller is told otherwise. */
 export const DEFAULT_BUDGET_HOUR_MS = 3_600_000;

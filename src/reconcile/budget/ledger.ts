@@ -9,6 +9,9 @@ import type { SpendItem } from './window.ts';
 
 export const EMPTY_LEDGER: SpendLedger = { runs: {}, hours: {} };
 
+/** The finalizer of a run whose spend counts toward a windowed budget: removed once its spend is in the ledger. */
+export const SPEND_FINALIZER = 'agents.re-cinq.com/spend';
+
 /** A run's spend to set in the ledger. */
 export interface RunSpend {
   readonly uid: string;
