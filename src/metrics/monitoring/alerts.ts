@@ -133,6 +133,8 @@ const BUDGET_GROUP: RuleGroup = {
         'or',
         'max by (namespace, exported_namespace, station, window) (agent_budget_spent_tokens / agent_budget_limit_tokens) >= 0.8',
       ),
+      // The gauges move at admissions: five minutes keeps one admission's reading from paging on its own.
+      for: '5m',
       labels: { severity: 'warning' },
       annotations: {
         summary:
