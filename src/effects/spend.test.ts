@@ -61,8 +61,10 @@ describe('recordSpend: the ledger write', () => {
     });
     const r = await recordSpend(action([{ uid: 'u1', entry }]), { transport: t, logger });
     assert.deepEqual(r, { ok: true });
+    assert.equal(t.requests[0]?.path, PATH, 'read by name');
     const post = t.requests.find((q) => q.method === 'POST');
     assert.ok(post !== undefined);
+    assert.equal(post.path, '/api/v1/namespaces/team/configmaps');
     assert.deepEqual(written(post).ledger, { runs: { u1: entry }, hours: {} });
   });
 
