@@ -38,6 +38,7 @@ import { RunSpans } from '../telemetry/run-spans.ts';
 import { createBatchTracking, definitionFrom } from './batch-tracking.ts';
 import { type Caches, createCaches } from './caches.ts';
 import { createApiServerSource, createEndpointSource } from './endpoints.ts';
+import { keySaturationFor } from './key-saturation.ts';
 import { createPolicySource, type PolicySource } from './policies.ts';
 import { startLoadingKeys } from './realtime-key.ts';
 import { createSweeps } from './sweeps.ts';
@@ -171,6 +172,7 @@ export function startController(deps: ControllerDeps): RunningController {
     gateway: config.gatewayUrl !== undefined,
   });
   const prices = createPriceSource(config.pricesFile, log);
+  const saturation = keySaturationFor(config, { transport, clock, random: deps.random, logger: log });
   const reconcileDeps = reconcileDepsOf(deps, w, {
     policies,
     events,
@@ -178,6 +180,7 @@ export function startController(deps: ControllerDeps): RunningController {
     promptTokens: keys.promptTokens,
     gatewayCredentials: keys.gatewayCredentials,
     prices: () => prices.current(),
+    ...(saturation && { keySaturation: saturation.current }),
   });
   const sweeps = createSweeps({
     transport,
@@ -252,6 +255,7 @@ export function startController(deps: ControllerDeps): RunningController {
   });
 
   const runs = caches.always.map((i) => i.run(abort.signal));
+  if (saturation) runs.push(saturation.informer.run(abort.signal));
   const electing = (elector ? elector.run(abort.signal) : terms.start()).catch((error: unknown) => {
     log.error('Leader election crashed', { error: String(error) });
   });
@@ -486,6 +490,7 @@ function reconcileDepsOf(
     readonly promptTokens: () => PromptTokens | undefined;
     readonly gatewayCredentials: () => GatewayCredentials | undefined;
     readonly prices: NonNullable<ReconcileDeps['prices']>;
+    readonly keySaturation?: ReconcileDeps['keySaturation'];
   },
 ): ReconcileDeps {
   const { config, transport, clock } = deps;
@@ -531,6 +536,7 @@ function reconcileDepsOf(
     },
     prices: more.prices,
     spend: (ns) => observeSpend(ns, caches.agents.store, caches.spendLedgers.store, more.prices()),
+    ...(more.keySaturation !== undefined ? { keySaturation: more.keySaturation } : {}),
     ...(w.runSpans !== undefined ? { spans: w.runSpans } : {}),
     endpoints: (ns, services) => w.endpoints.of(ns, services),
     // Nothing is concluded from the pod cache before it has listed (a restart would flap every blocked run).

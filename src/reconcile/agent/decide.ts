@@ -124,7 +124,7 @@ function decidePendingAgent(s: Snapshot, now: Date, build: JobBuilder): Decision
   const prepared = preparePodRun(s, now, build, checked, server ? serverBuildTime(s.agent) : now);
   if (prepared.kind === 'decided') return prepared.decision;
   // The windowed budgets of its Station and namespace (issue 28 §4): a run whose budget is spent waits or fails here,
-  // before it takes a run slot (the rate-limit admission of issue 28 §5 sits beside it).
+  // before it takes a run slot (a Job run then meets the key-saturation gate of issue 28 §5, in ./job.ts).
   const gate = budgetVerdict(s, now, station);
   if (gate?.kind === 'held') return gate.decision;
   const metrics = gate?.metrics ?? [];

@@ -240,6 +240,11 @@ export interface CommonSnapshot {
   readonly prices?: PriceTable | undefined;
   /** The namespace's spend, read when decide asks (`needs: 'spend'`): a run under windowed budgets. */
   readonly spend?: SpendObservation | undefined;
+  /**
+   * The vendor keys the model gateway reports saturated (src/shared/key-saturation.ts): entry → until (ms). Pending
+   * runs behind the gateway only; undefined: not known (nothing is held).
+   */
+  readonly keySaturation?: ReadonlyMap<string, number> | undefined;
   /** The AgentPolicy of the Agent's Station (Pending only; undefined reads as none). */
   readonly policy?: PolicyObservation | undefined;
   readonly options: ReconcileOptions;
