@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import type { Result } from '../shared/result.ts';
+import { PolicyBudgetsSchema } from './budget.ts';
 import { ObjectMetaSchema } from './meta.ts';
 import { parseWith } from './schema-kit.ts';
 
@@ -157,6 +158,7 @@ export const AgentPolicySpecSchema = v.pipe(
         v.description('Whether runs may have sidecar containers.'),
       ),
     ),
+    budgets: v.optional(PolicyBudgetsSchema),
   }),
   v.description('What runs of the Stations that name this policy may do.'),
 );

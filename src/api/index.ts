@@ -1,6 +1,7 @@
 export * from './agent.ts';
 export * from './agent-definition.ts';
 export * from './agent-policy.ts';
+export * from './budget.ts';
 export * from './core.ts';
 export * from './gateway.ts';
 export * from './group.ts';

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import type { Result } from '../shared/result.ts';
+import { StationBudgetsSchema } from './budget.ts';
 import { ObjectMetaSchema } from './meta.ts';
 import { freeForm, lenientEnum, objectRef, parseDefault, parseWith } from './schema-kit.ts';
 
@@ -143,6 +144,7 @@ export const StationSpecSchema = v.pipe(
         ),
       ),
     ),
+    budgets: v.optional(StationBudgetsSchema),
     template: freeForm('Pod template (PodTemplateSpec) for runs; the container named agent runs the recipe.'),
   }),
   v.description('Runtime template of the Station.'),

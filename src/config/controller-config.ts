@@ -70,6 +70,11 @@ export interface ControllerConfig {
    * gateway credential instead of vendor keys. Undefined: runs read their keys from agent-secrets.
    */
   readonly gatewayUrl: string | undefined;
+  /**
+   * The length of a budget "hour" in ms (`AGENT_BUDGET_HOUR_SECONDS`; default 3600 s). A test knob: it compresses
+   * the windows of spend budgets (a day is 24 such hours, a month 720), so a test sees a window roll in seconds.
+   */
+  readonly budgetHourMs: number;
 }
 
 /** Command-line flags of `controller`, as parsed by node:util parseArgs. */
@@ -135,6 +140,12 @@ const EnvSchema = v.object({
   OPENAI_BASE_URL: v.optional(httpUrl('OPENAI_BASE_URL')),
   GEMINI_BASE_URL: v.optional(httpUrl('GEMINI_BASE_URL')),
   AGENT_GATEWAY_URL: v.optional(httpUrl('AGENT_GATEWAY_URL')),
+  AGENT_BUDGET_HOUR_SECONDS: v.optional(
+    v.pipe(
+      digits('AGENT_BUDGET_HOUR_SECONDS'),
+      v.minValue(1, 'AGENT_BUDGET_HOUR_SECONDS must be a whole number of seconds, at least 1'),
+    ),
+  ),
 });
 
 /** The default init-container image: this controller's own image, at this version. */
@@ -276,6 +287,7 @@ export function parseControllerConfig(
       pricesFile: e.PRICES_FILE || undefined,
       tracing,
       gatewayUrl: e.AGENT_GATEWAY_URL || undefined,
+      budgetHourMs: (e.AGENT_BUDGET_HOUR_SECONDS ?? 3600) * 1000,
     }),
   );
 }

@@ -9,12 +9,14 @@ import {
   ObjectEventSchema,
   type Pod,
   PodSchema,
+  SPEND_CONFIGMAP,
 } from '../api/index.ts';
 import type { ControllerConfig } from '../config/index.ts';
 import { LABEL_SERVICE_NAME } from '../effects/api-server.ts';
 import { AGENT_DEFINITIONS, AGENT_POLICIES, AGENTS, STATIONS } from '../effects/resources.ts';
 import { JOB_LABEL_SELECTOR } from '../jobs/index.ts';
 import {
+  CONFIG_MAPS,
   describeKubeError,
   ENDPOINT_SLICES,
   EVENTS,
@@ -41,6 +43,8 @@ export interface CacheHandlers {
   pendingPod(c: Change<Pod>): void;
   finishedPod(c: Change<Pod>): void;
   jobEvent(c: Change<ObjectEvent>): void;
+  /** The spend ledgers (ConfigMaps agent-spend, issue 28 §4). */
+  spendLedger(c: Change<KubeObject>): void;
 }
 
 export interface Caches {
@@ -57,6 +61,8 @@ export interface Caches {
   readonly finishedPods: Informer<Pod>;
   /** The Job controller's FailedCreate Events. */
   readonly jobEvents: Informer<ObjectEvent>;
+  /** The spend ledgers of the namespaces (ConfigMaps `agent-spend`, by name: the controller may read no other). */
+  readonly spendLedgers: Informer<KubeObject>;
   /** Every informer but the policies', which starts later. */
   readonly always: readonly Informer<KubeObject>[];
 }
@@ -174,6 +180,13 @@ export function createCaches(
     },
     onChange: on.jobEvent,
   });
+  const spendLedgers = createInformer({
+    ...base,
+    resource: CONFIG_MAPS,
+    fieldSelector: `metadata.name=${SPEND_CONFIGMAP}`,
+    hooks: reconnect('configmaps'),
+    onChange: on.spendLedger,
+  });
   const jobs = createInformer({
     ...base,
     resource: JOBS,
@@ -190,6 +203,7 @@ export function createCaches(
     pendingPods,
     finishedPods,
     jobEvents,
+    spendLedgers,
   ] as Informer<KubeObject>[];
   return {
     agents,
@@ -201,6 +215,7 @@ export function createCaches(
     pendingPods,
     finishedPods,
     jobEvents,
+    spendLedgers,
     always,
   };
 }

@@ -24,11 +24,12 @@ import { createPriceSource } from '../effects/prices.ts';
 import type { PromptTokens } from '../effects/realtime/tokens.ts';
 import { type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { podJobKey, podJobUid, RunStartIndex } from '../effects/run-starts.ts';
+import { observeSpend } from '../effects/spend.ts';
 import { LABEL_EXECUTION } from '../jobs/realtime.ts';
 import { createEventRecorder, describeKubeError, type EventRecorder, type Transport } from '../kube/index.ts';
 import type { ControllerMetrics } from '../metrics/index.ts';
 import { PHASES } from '../metrics/index.ts';
-import { isJobFinished, type LaneStation, StationBook } from '../reconcile/index.ts';
+import { isJobFinished, type LaneStation, REASON, StationBook } from '../reconcile/index.ts';
 import { type Clock, createLeaderElector, type LeaderElector, type WorkResult } from '../runtime/index.ts';
 import type { ReadinessCheck } from '../server/index.ts';
 import type { Logger } from '../shared/log.ts';
@@ -206,6 +207,7 @@ export function startController(deps: ControllerDeps): RunningController {
       pollFailures = 0;
       for (const phase of PHASES) metrics.agents.set({ phase }, book.phaseCount(phase));
       metrics.batchesInFlight.set(w.poller.size);
+      setBudgetWaiting(metrics, caches);
       metrics.realtimeSessions.set(openSessions(caches));
       await sweeps.history();
       await sweeps.leftoverJobs();
@@ -380,6 +382,9 @@ function createWatching(
         fire('endpointSlice', c);
       },
       endpointSlicesForbidden: (why) => endpoints?.forbidden(why),
+      // The spend ledgers (issue 28 §4) wake nobody: a write only records spend, it never frees any; a run held by a
+      // budget is re-checked when its window frees (its requeue), and on the poll.
+      spendLedger: () => undefined,
       pendingPod: (c) => {
         const changed = starts.podChanged(c);
         if (changed !== undefined) fire('startProblem', changed);
@@ -530,6 +535,7 @@ function reconcileDepsOf(
       return more.gatewayCredentials();
     },
     prices: more.prices,
+    spend: (ns) => observeSpend(ns, caches.agents.store, caches.spendLedgers.store, more.prices()),
     ...(more.keySaturation !== undefined ? { keySaturation: more.keySaturation } : {}),
     ...(w.runSpans !== undefined ? { spans: w.runSpans } : {}),
     endpoints: (ns, services) => w.endpoints.of(ns, services),
@@ -552,6 +558,7 @@ function reconcileDepsOf(
       controllerNamespace: config.leaseNamespace,
       ...(config.tracing !== undefined ? { tracing: { runTracesUrl: config.tracing.runTracesUrl } } : {}),
       ...(config.gatewayUrl !== undefined ? { gateway: { url: config.gatewayUrl } } : {}),
+      budgetHourMs: config.budgetHourMs,
     },
   };
 }
@@ -566,6 +573,20 @@ async function handle(deps: ControllerDeps, reconcileDeps: ReconcileDeps, key: s
     result: result.kind === 'retry' ? 'error' : result.kind === 'done' ? 'success' : 'requeue',
   });
   return result;
+}
+
+/** `agent_budget_waiting_runs`: Pending Agents held by a spent budget (Ready=False/BudgetExhausted), by namespace. */
+function setBudgetWaiting(metrics: ControllerMetrics, caches: Caches): void {
+  const waiting = new Map<string, number>();
+  for (const agent of caches.agents.store.list()) {
+    if (agent.status.phase !== 'Pending') continue;
+    const ready = agent.status.conditions?.find((c) => c.type === 'Ready');
+    if (ready?.reason !== REASON.budgetExhausted) continue;
+    const ns = agent.metadata.namespace;
+    waiting.set(ns, (waiting.get(ns) ?? 0) + 1);
+  }
+  metrics.budgetWaitingRuns.reset();
+  for (const [namespace, n] of waiting) metrics.budgetWaitingRuns.set({ namespace }, n);
 }
 
 /** Realtime runs whose Job has not finished: the sessions open now. */

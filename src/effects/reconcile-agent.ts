@@ -2,10 +2,12 @@ import { type Agent, isTerminalPhase } from '../api/index.ts';
 import { type ApiServerEndpoints, runHoldsToken } from '../jobs/index.ts';
 import { describeKubeError } from '../kube/index.ts';
 import { cleanupBackoffMs, isBatchRun } from '../reconcile/agent/batch.ts';
+import { holdsSpendFinalizer } from '../reconcile/agent/budget.ts';
 import { holdsCleanupFinalizer } from '../reconcile/agent/cleanup.ts';
 import { runMemory } from '../reconcile/agent/memory.ts';
 import { meteringBehind } from '../reconcile/agent/metering.ts';
 import { apiKeySecretKey, holdsBatchFinalizer, isBatchProvider } from '../reconcile/batch/plan.ts';
+import { EMPTY_LEDGER } from '../reconcile/budget/ledger.ts';
 import {
   type Decision,
   decide,
@@ -23,6 +25,7 @@ import type {
   JobObservations,
   MemoryConfigMapObservation,
   ServerObservations,
+  SpendObservation,
   StartObservation,
 } from '../reconcile/snapshot.ts';
 import type { WorkResult } from '../runtime/index.ts';
@@ -75,6 +78,8 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
    * what keeps a Running run from starting. Absent: runs wait for their Job's verdict alone.
    */
   readonly starts?: (namespace: string, jobName: string) => StartObservation | undefined;
+  /** The spend of a namespace (issue 28 §4), from the caches; absent: an empty ledger and no Agents (tests). */
+  readonly spend?: (namespace: string) => SpendObservation;
 }
 
 /**
@@ -134,7 +139,14 @@ function runsAJob(agent: Agent): boolean {
 /** False for an Agent whose run is over and that holds none of the finalizers the controller removes. */
 function needsReconcile(agent: Agent): boolean {
   const finished = isTerminalPhase(agent.status.phase) || agent.metadata.deletionTimestamp !== undefined;
-  return !finished || holdsBatchFinalizer(agent) || holdsCleanupFinalizer(agent) || meteringBehind(agent);
+  return (
+    !finished ||
+    holdsBatchFinalizer(agent) ||
+    holdsCleanupFinalizer(agent) ||
+    meteringBehind(agent) ||
+    // A deleted run whose spend still has to reach the ledger (issue 28 §4).
+    (agent.metadata.deletionTimestamp !== undefined && holdsSpendFinalizer(agent))
+  );
 }
 
 async function reconcileOnce(key: string, deps: ReconcileDeps): Promise<WorkResult> {
@@ -326,6 +338,14 @@ async function gatherNeed(
       );
       if (!read.ok) return result(retry(log, "Reading the server's objects failed", read.error));
       return again({ ...snapshot, server: read.value });
+    }
+    case 'spend': {
+      const spend = deps.spend?.(agent.metadata.namespace) ?? {
+        ledger: EMPTY_LEDGER,
+        live: new Set([agent.metadata.uid]),
+        runs: new Map(),
+      };
+      return again({ ...snapshot, spend });
     }
     case 'runEvidence': {
       if (snapshot.job.kind !== 'present')

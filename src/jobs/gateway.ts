@@ -35,6 +35,7 @@ export interface GatewayTarget {
 export function gatewayGrant(
   definition: AgentDefinition,
   models: readonly string[] | undefined,
+  budget?: GatewayGrant['budget'],
 ): GatewayGrant {
   const keys: Partial<Record<GatewayVendor, string>> = {};
   for (const s of definition.spec.resources.secrets) {
@@ -42,7 +43,11 @@ export function gatewayGrant(
     if (vendor !== undefined && !isReservedEnvName(s.name) && keys[vendor] === undefined)
       keys[vendor] = s.ref;
   }
-  return { keys, ...(models !== undefined ? { models: [...models] } : {}) };
+  return {
+    keys,
+    ...(models !== undefined ? { models: [...models] } : {}),
+    ...(budget !== undefined ? { budget } : {}),
+  };
 }
 
 /**

@@ -43,6 +43,11 @@ export interface ControllerMetrics {
   readonly apiRequestDuration: Histogram<'verb' | 'code'>;
   readonly eventLoopLag: Histogram;
   readonly eventLoopMaxLag: Gauge;
+  readonly budgetSpentUsd: Gauge<'namespace' | 'station' | 'window'>;
+  readonly budgetLimitUsd: Gauge<'namespace' | 'station' | 'window'>;
+  readonly budgetSpentTokens: Gauge<'namespace' | 'station' | 'window'>;
+  readonly budgetLimitTokens: Gauge<'namespace' | 'station' | 'window'>;
+  readonly budgetWaitingRuns: Gauge<'namespace'>;
 }
 
 /** Creates the registry and every metric; `withProcessMetrics` adds prom-client's default process metrics. */
@@ -155,6 +160,38 @@ function defineMetrics(registers: Registry[]): Omit<ControllerMetrics, 'registry
       name: 'controller_batch_list_pages_total',
       help: 'Batch list pages requested by the poller sweeps, by provider and result (ok, error)',
       labelNames: ['provider', 'result'],
+      registers,
+    }),
+    // Spend budgets (issue 28 §4): a windowed budget's spend and limit as the last admission decision counted them
+    // (station empty: a namespace budget).
+    budgetSpentUsd: new Gauge({
+      name: 'agent_budget_spent_usd',
+      help: 'US dollars spent in a budget window (namespace, station, window: hour, day, month), as the last admission counted',
+      labelNames: ['namespace', 'station', 'window'],
+      registers,
+    }),
+    budgetLimitUsd: new Gauge({
+      name: 'agent_budget_limit_usd',
+      help: 'The US dollar limit of a budget window (the stricter of the AgentPolicy and the Station)',
+      labelNames: ['namespace', 'station', 'window'],
+      registers,
+    }),
+    budgetSpentTokens: new Gauge({
+      name: 'agent_budget_spent_tokens',
+      help: 'Tokens used in a budget window, as the last admission counted',
+      labelNames: ['namespace', 'station', 'window'],
+      registers,
+    }),
+    budgetLimitTokens: new Gauge({
+      name: 'agent_budget_limit_tokens',
+      help: 'The token limit of a budget window (the stricter of the AgentPolicy and the Station)',
+      labelNames: ['namespace', 'station', 'window'],
+      registers,
+    }),
+    budgetWaitingRuns: new Gauge({
+      name: 'agent_budget_waiting_runs',
+      help: 'Pending Agents held by a spent budget (Ready=False, reason BudgetExhausted) at the last poll',
+      labelNames: ['namespace'],
       registers,
     }),
     batchesInFlight: new Gauge({

@@ -9,6 +9,7 @@ import type {
 import type { ServerObject } from '../jobs/server.ts';
 import type { BatchProvider, BatchRequest } from '../vendors/batch/port.ts';
 import type { TokenUsage } from '../vendors/cli/run-report.ts';
+import type { RunSpend } from './budget/ledger.ts';
 import type { StatusCondition } from './conditions.ts';
 
 /**
@@ -82,6 +83,7 @@ export const RUN_FAILURE_KINDS = [
   'result_invalid',
   'dependency',
   'start_failed',
+  'budget',
 ] as const;
 export type RunFailureKind = (typeof RUN_FAILURE_KINDS)[number];
 
@@ -99,6 +101,20 @@ export type MetricObservation =
   | { readonly metric: 'runTokens'; readonly model: string; readonly usage: TokenUsage }
   /** `controller_run_cost_usd_total{model}`. */
   | { readonly metric: 'runCost'; readonly model: string; readonly usd: number }
+  /**
+   * `agent_budget_spent_usd`, `agent_budget_limit_usd` and the `_tokens` pair `{namespace, station, window}` of one
+   * windowed budget as admission counted it (station empty: a namespace budget); absent kinds are not set.
+   */
+  | {
+      readonly metric: 'budget';
+      readonly namespace: string;
+      readonly station: string;
+      readonly window: string;
+      readonly spentUsd?: number;
+      readonly limitUsd?: number;
+      readonly spentTokens?: number;
+      readonly limitTokens?: number;
+    }
   /** `controller_batch_cleanup_failures_total`. */
   | { readonly metric: 'batchCleanupFailure' }
   /** `controller_batch_orphans_total{provider}`: a vendor object the controller gave up on or cannot tie back. */
@@ -262,6 +278,22 @@ export type Action =
       readonly first: boolean;
     }
   | {
+      /**
+       * Writes the namespace's spend ledger (ConfigMap agent-spend, issue 28 §4): the runs' entries in `set` are SET
+       * (idempotent), the entries of the runs in `gone` are folded into their hourly buckets, old spend is dropped
+       * (src/reconcile/budget/ledger.ts `writeLedger`). Read, changed and replaced at its resourceVersion; a 409 reads
+       * it again.
+       */
+      readonly kind: 'recordSpend';
+      readonly namespace: string;
+      readonly set: readonly RunSpend[];
+      readonly gone: readonly string[];
+      /** The length of a budget hour (ms), for the buckets. */
+      readonly hourMs: number;
+      /** When it was decided (ms): spend older than a month before it is dropped. */
+      readonly nowMs: number;
+    }
+  | {
       readonly kind: 'removeFinalizer';
       readonly ref: AgentRef;
       readonly finalizer: string;
@@ -321,7 +353,8 @@ export interface Decision {
     | 'memory'
     | 'memorySave'
     | 'livePods'
-    | 'server';
+    | 'server'
+    | 'spend';
   /**
    * Set on the decision that writes a batch run's submission record (Running, batchProvider, no batchId): once
    * it is done, the shell knows nothing was submitted for the Agent yet, so the next reconcile submits at once

@@ -242,6 +242,12 @@ export const EXECUTOR_CONTRACT: { readonly [K in Action['kind']]: ContractEntry 
     variants: { replace: { conflict: 'decideAgain:memoryChanged', notFound: 'decideAgain:memoryChanged' } },
     note: "Issue 10 §3, decided in agent/memory.ts: right before the terminal patch of a Succeeded run, its Events after the run's own. POST the ConfigMap, or (`replace`) PUT it with the resourceVersion read as precondition. Changed since it was read (409 AlreadyExists on the create; 409 Conflict or 404 on the replace): the shell reads the ConfigMap again and decide decides again (at most 5 writes, then MemoryNotSaved). 403 and every other failure: decided again with the answer, which decide tells in MemoryNotSaved (403 naming the grant); the run is recorded Succeeded all the same.",
   },
+  recordSpend: {
+    family: 'memory',
+    ...write,
+    answers: { ok: 'continue', forbidden: 'continue', error: 'retry' },
+    note: "Issue 28 §4, decided in agent/budget.ts: before the spend finalizer of a deleted Agent is removed. GET the namespace's ConfigMap agent-spend, change it with the pure writeLedger, then POST it (absent) or PUT it at the resourceVersion read; 409 or 404 on the write reads it again (five tries, then `error`). 403 is logged and lets the Agent go (a ledger the controller may not write must not hold Agents for good; its spend is then not kept).",
+  },
   observeMetric: {
     family: 'reports',
     fence: 'never',

@@ -42,6 +42,7 @@ export type {
   ReconcileOptions,
   RunEvidence,
   Snapshot,
+  SpendObservation,
   SubmissionObservation,
 } from './snapshot.ts';
 export {

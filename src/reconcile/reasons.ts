@@ -41,6 +41,10 @@ export const CONDITION_START_BLOCKED = 'StartBlocked';
 export const REASON = {
   /** Waiting for a free run slot under the Station's concurrency limit. */
   queued: 'Queued',
+  /** A windowed spend budget of the Station or namespace is spent: the run waits (or fails, by policy). */
+  budgetExhausted: 'BudgetExhausted',
+  /** The run's usage reached its per-run cap: it ends Failed, its Job deleted. */
+  budgetExceeded: 'BudgetExceeded',
   /** The Job was created (or an existing Job owned by this Agent adopted); the run is in progress. */
   started: 'Started',
   /** Condition reason while the run is in progress. */

@@ -178,7 +178,8 @@ describe('deploy/monitoring and charts/monitoring', () => {
       assert.ok(used(metric).length > 0, `no panel shows ${topic} (${metric})`);
     // process_* and nodejs_* come from every Node.js (and Go) target: a query reads them of the controller or of
     // the gateway only.
-    const ours = (n: string) => n.startsWith('controller_') || n.startsWith('gateway_');
+    const ours = (n: string) =>
+      n.startsWith('controller_') || n.startsWith('gateway_') || n.startsWith('agent_budget_');
     const unscoped = dashboardExprs().filter(({ expr }) => {
       const names = promqlNames(expr).metrics;
       return names.some((n) => !ours(n)) && !names.some(ours);
@@ -265,6 +266,7 @@ describe('deploy/monitoring and charts/monitoring', () => {
       'AgentGatewayRefusalRatioHigh',
       'AgentGatewaySpendRateHigh',
       'AgentGatewayUsageWritesFailing',
+      'AgentBudgetAt80Percent',
     ]);
     for (const r of alerts) {
       assert.ok(r.annotations.summary.length > 10 && r.annotations.description.length > 80, r.alert);

@@ -145,6 +145,7 @@ describe('deploy/rbac/controller-rbac.yaml', () => {
       'batch jobs: create,delete,get,list,watch',
       'coordination.k8s.io leases: create,get,patch',
       'core configmaps: create,delete,get',
+      'core configmaps: get,list,update,watch',
       'core events: create,list,patch,watch',
       'core pods/log: get',
       'core pods: get,list,watch',
@@ -168,8 +169,19 @@ describe('deploy/rbac/controller-rbac.yaml', () => {
     assert.deepEqual(verbsOn(role.rules, 'events.k8s.io', 'events'), []);
   });
 
-  it('configmaps: create, get, delete only (the input ConfigMap of each run; never listed, watched or changed)', () => {
-    assert.deepEqual(verbsOn(role.rules, '', 'configmaps'), ['create', 'delete', 'get']);
+  it('configmaps: create, get, delete (the input ConfigMap of each run); list, watch, update only agent-spend', () => {
+    const any = role.rules.filter(
+      (r) => r.apiGroups.includes('') && r.resources.includes('configmaps') && r.resourceNames === undefined,
+    );
+    assert.deepEqual(verbsOn(any, '', 'configmaps'), ['create', 'delete', 'get']);
+    const named = role.rules.filter(
+      (r) => r.apiGroups.includes('') && r.resources.includes('configmaps') && r.resourceNames !== undefined,
+    );
+    assert.deepEqual(
+      named.map((r) => r.resourceNames),
+      [['agent-spend']],
+    );
+    assert.deepEqual(verbsOn(named, '', 'configmaps'), ['get', 'list', 'update', 'watch']);
   });
 
   it('has no wildcard, no Secret access, never creates Agents or Pods, no escalation verbs', () => {

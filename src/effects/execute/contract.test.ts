@@ -291,6 +291,18 @@ const SCENARIOS: { readonly [K in Kind]: (answer: Answer, variant?: string) => C
       },
     },
   }),
+  recordSpend: (answer) => ({
+    action: {
+      kind: 'recordSpend',
+      namespace: NS,
+      set: [{ uid: 'uid-a1', entry: { station: 'stn', at: '2026-01-01T00:00:00Z', usd: '1.5', tokens: 10 } }],
+      gone: [],
+      hourMs: 3_600_000,
+      nowMs: Date.parse('2026-01-01T01:00:00Z'),
+    },
+    // No ledger yet: it is created.
+    reply: (req) => (req.method === 'GET' ? API.notFound : writes(answer)(req)),
+  }),
   saveMemory: (answer, variant) => ({
     action: {
       kind: 'saveMemory',
@@ -419,6 +431,7 @@ const LITERAL: { readonly [K in Kind]: readonly [Answer, Outcome, string?] } = {
   recordEvent: ['error', 'continue'],
   notifySinks: ['error', 'continue'],
   saveMemory: ['conflict', 'decideAgain:memoryChanged', 'replace'],
+  recordSpend: ['forbidden', 'continue'],
   observeMetric: ['error', 'continue'],
   submitBatch: ['ok', 'decideAgain:submission:submitted'],
   cleanupBatch: ['pending', 'decideAgain:cleanup:pending'],

@@ -55,6 +55,14 @@ export function observe(metrics: ControllerMetrics, o: MetricObservation): void 
     case 'runCost':
       if (o.usd > 0) metrics.runCost.inc({ model: o.model }, o.usd);
       return;
+    case 'budget': {
+      const labels = { namespace: o.namespace, station: o.station, window: o.window };
+      if (o.spentUsd !== undefined) metrics.budgetSpentUsd.set(labels, o.spentUsd);
+      if (o.limitUsd !== undefined) metrics.budgetLimitUsd.set(labels, o.limitUsd);
+      if (o.spentTokens !== undefined) metrics.budgetSpentTokens.set(labels, o.spentTokens);
+      if (o.limitTokens !== undefined) metrics.budgetLimitTokens.set(labels, o.limitTokens);
+      return;
+    }
     case 'batchCleanupFailure':
       metrics.batchCleanupFailures.inc();
       return;

@@ -7,6 +7,7 @@ import * as memory from './memory.ts';
 import * as reports from './reports.ts';
 import * as run from './run-objects.ts';
 import * as server from './server.ts';
+import * as spend from './spend.ts';
 
 export const HANDLERS: HandlerTable = {
   createServiceAccount: run.createServiceAccount,
@@ -24,6 +25,7 @@ export const HANDLERS: HandlerTable = {
   recordEvent: reports.recordEvent,
   notifySinks: reports.notifySinks,
   saveMemory: memory.saveMemory,
+  recordSpend: spend.recordSpend,
   observeMetric: reports.observeMetric,
   submitBatch: batch.submitBatch,
   cleanupBatch: batch.cleanupBatch,

@@ -142,6 +142,37 @@ const GATEWAY_GROUP: RuleGroup = {
   ],
 };
 
+/**
+ * Spend budgets (issue 28 §4): a windowed budget at 80 % of its limit, as the controller's last admission counted it.
+ * The controller's `namespace` label (the runs') becomes `exported_namespace` at the scrape, as the gateway's does.
+ */
+const BUDGET_GROUP: RuleGroup = {
+  name: 'agent-budgets',
+  rules: [
+    {
+      alert: 'AgentBudgetAt80Percent',
+      expr: lines(
+        'max by (namespace, exported_namespace, station, window) (agent_budget_spent_usd / agent_budget_limit_usd) >= 0.8',
+        'or',
+        'max by (namespace, exported_namespace, station, window) (agent_budget_spent_tokens / agent_budget_limit_tokens) >= 0.8',
+      ),
+      // The gauges move at admissions: five minutes keeps one admission's reading from paging on its own.
+      for: '5m',
+      labels: { severity: 'warning' },
+      annotations: {
+        summary:
+          'The {{ $labels.window }} spend budget of {{ $labels.exported_namespace }} {{ $labels.station }} is at {{ $value | humanizePercentage }}',
+        description:
+          'Runs of namespace {{ $labels.exported_namespace }} (Station {{ $labels.station }}; empty: the namespace budget) ' +
+          'have spent {{ $value | humanizePercentage }} of their {{ $labels.window }} budget ' +
+          '(agent_budget_spent_usd / agent_budget_limit_usd, or the tokens pair). At 100 % new runs wait ' +
+          '(Ready=False, reason BudgetExhausted) or fail, as the budget says, until the window frees spend. Raise ' +
+          'the budget (AgentPolicy or Station spec.budgets) or find the runs that spend (status.costEstimate).',
+      },
+    },
+  ],
+};
+
 export const ALERT_GROUPS: readonly RuleGroup[] = [
   {
     name: 'agent-controller',
@@ -257,4 +288,5 @@ export const ALERT_GROUPS: readonly RuleGroup[] = [
     ],
   },
   GATEWAY_GROUP,
+  BUDGET_GROUP,
 ];

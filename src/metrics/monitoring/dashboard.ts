@@ -590,6 +590,36 @@ function panels(): JsonObject[] {
   return l.panels;
 }
 
+/** Spend budgets (issue 28 §4), in the gateway's row: each windowed budget's share used, and the runs it holds. */
+function budgetPanels(l: Layout): void {
+  l.timeseries(
+    'Spend budgets used (share of the limit)',
+    12,
+    [
+      {
+        expr: `max by (exported_namespace, station, window) (${sel('agent_budget_spent_usd')} / ${sel('agent_budget_limit_usd')})`,
+        legend: '{{exported_namespace}} {{station}} {{window}} USD',
+      },
+      {
+        expr: `max by (exported_namespace, station, window) (${sel('agent_budget_spent_tokens')} / ${sel('agent_budget_limit_tokens')})`,
+        legend: '{{exported_namespace}} {{station}} {{window}} tokens',
+      },
+    ],
+    {
+      unit: 'percentunit',
+      min: 0,
+      description:
+        'Each windowed spend budget (station empty: the namespace budget) as the last admission counted it (alert AgentBudgetAt80Percent); at 100 % new runs wait or fail.',
+    },
+  );
+  l.stat(
+    'Runs waiting on a budget',
+    4,
+    { expr: `sum(${sel('agent_budget_waiting_runs')})` },
+    { description: 'Pending Agents held by a spent budget (Ready=False, reason BudgetExhausted).' },
+  );
+}
+
 /**
  * The model gateway's row, first part: replicas ready, calls, refusals, tokens, spend. `namespace` is the gateway
  * pods' (the scrape's); the run's namespace is `exported_namespace`. The gateway prices what it measures with the
@@ -657,6 +687,7 @@ function gatewayOverview(l: Layout): void {
     { expr: `sum(${sel('gateway_usage_pending_runs')})` },
     { description: 'Runs whose measured usage waits in a replica for its write (written every second).' },
   );
+  budgetPanels(l);
   l.timeseries(
     'Gateway calls by vendor and code (per second)',
     12,

@@ -55,6 +55,7 @@ import { decide } from './decide.ts';
 
 /** Every action kind (a Record, so the compiler insists on each new kind being listed). */
 const KNOWN_KINDS: Record<Action['kind'], true> = {
+  recordSpend: true,
   createNetworkPolicy: true,
   createServiceAccount: true,
   createRunBinding: true,

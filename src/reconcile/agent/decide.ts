@@ -6,6 +6,7 @@ import { decideServerStart, decideServing, serverRequest } from '../serving/deci
 import { isServer, serverBuildTime } from '../serving/plan.ts';
 import type { Snapshot } from '../snapshot.ts';
 import { decideBatchCleanup, decideBatchPending, decideBatchRunning, isBatchRun } from './batch.ts';
+import { budgetVerdict, capExceededDecision, spendFinalizerWork, withBudgetMetrics } from './budget.ts';
 import { decideRunCleanup, holdsCleanupFinalizer } from './cleanup.ts';
 import { buildError } from './fail.ts';
 import { decideFallback } from './fallback.ts';
@@ -95,7 +96,8 @@ function decideAgent(snapshot: Snapshot, now: Date, build: JobBuilder): Decision
     case 'Running':
       if (agent.status.batchFallback === true) return decideFallback(snapshot, now, build);
       if (isBatchRun(agent)) return decideBatchRunning(snapshot, now);
-      return decideRunning(snapshot, now);
+      // A run whose measured usage reached its per-run cap ends Failed, its Job deleted (issue 28 §4).
+      return capExceededDecision(snapshot, now) ?? decideRunning(snapshot, now);
     case 'Pending':
       return decidePendingAgent(snapshot, now, build);
     case 'Serving':
@@ -113,18 +115,29 @@ function decidePendingAgent(s: Snapshot, now: Date, build: JobBuilder): Decision
   if (checked.kind === 'decided') return checked.decision;
   const { station, definition } = checked;
   if (definition.spec.execution === 'batch' || holdsBatchFinalizer(s.agent)) {
-    return decideBatchPending(s, now, station, definition);
+    // The windowed budgets hold a batch run before it is submitted (issue 28 §4).
+    const gate = holdsBatchFinalizer(s.agent) ? undefined : budgetVerdict(s, now, station);
+    if (gate?.kind === 'held') return gate.decision;
+    return withBudgetMetrics(decideBatchPending(s, now, station, definition), gate?.metrics ?? []);
   }
   const server = isServer(definition);
   const prepared = preparePodRun(s, now, build, checked, server ? serverBuildTime(s.agent) : now);
   if (prepared.kind === 'decided') return prepared.decision;
+  // The windowed budgets of its Station and namespace (issue 28 §4): a run whose budget is spent waits or fails here,
+  // before it takes a run slot (a Job run then meets the key-saturation gate of issue 28 §5, in ./job.ts).
+  const gate = budgetVerdict(s, now, station);
+  if (gate?.kind === 'held') return gate.decision;
+  const metrics = gate?.metrics ?? [];
   // A server takes no run slot: it is not a run of the Station's queue (issue 12).
   if (server) {
-    return decideServerStart(s, now, station, definition, prepared, (reason, failure) =>
-      buildError(s, now, reason, failure),
+    return withBudgetMetrics(
+      decideServerStart(s, now, station, definition, prepared, (reason, failure) =>
+        buildError(s, now, reason, failure),
+      ),
+      metrics,
     );
   }
-  return decideJobStart(s, now, checked, prepared);
+  return withBudgetMetrics(decideJobStart(s, now, checked, prepared), metrics);
 }
 
 /** A server (issue 12): its objects rebuilt from the current recipe, Station and policy, then compared. */
@@ -140,5 +153,6 @@ function decideServingAgent(s: Snapshot, now: Date, build: JobBuilder): Decision
 function finalizerWork(snapshot: Snapshot, now: Date): Decision {
   if (holdsBatchFinalizer(snapshot.agent)) return decideBatchCleanup(snapshot, now);
   if (holdsCleanupFinalizer(snapshot.agent)) return decideRunCleanup(snapshot);
-  return NOTHING;
+  // A deleted run's spend reaches the namespace's ledger before the Agent goes (issue 28 §4).
+  return spendFinalizerWork(snapshot, now) ?? NOTHING;
 }

@@ -9,6 +9,7 @@ import { REASON } from '../reasons.ts';
 import { DEFAULT_PRICES } from '../results/prices.ts';
 import { runResultFields } from '../results/run-result.ts';
 import type { CommonSnapshot } from '../snapshot/common.ts';
+import { capExceeded } from './cap.ts';
 import { memoryAfterRun } from './memory.ts';
 import { meteredUsage, meteringEvents } from './metering.ts';
 import type { Completion } from './outcome.ts';
@@ -49,14 +50,25 @@ export function finish(s: CommonSnapshot, now: Date, c: Completion): Decision {
       : { estimate: produced.costEstimate, usd: produced.costUsd };
   // A run that ended well but whose result does not match output.schema fails (issue 10 §2).
   const invalid = c.phase === 'Succeeded' && produced.schemaProblem !== undefined;
-  const phase = invalid ? 'Failed' : c.phase;
-  const exitCode = invalid ? 1 : c.exitCode;
-  const failureReason = invalid ? produced.schemaProblem : c.failureReason;
-  const reason = invalid ? REASON.resultInvalid : c.reason;
-  const message = invalid ? `${c.message}, but ${produced.schemaProblem ?? ''}` : c.message;
-  const failureKinds: readonly RunFailureKind[] = invalid
-    ? [...c.failureKinds, 'result_invalid']
-    : c.failureKinds;
+  // A run whose usage reached its per-run cap (the gateway refused its calls, so its CLI stopped; or, not behind the
+  // gateway, what its CLI reported) ends Failed with `budget exceeded` (issue 28 §4).
+  const over = c.failureKinds.includes('budget')
+    ? undefined
+    : capExceeded(s, {
+        usdMicros: cost.usd !== undefined ? Math.round(cost.usd * 1e6) : 0,
+        tokens: usage?.total ?? 0,
+      });
+  const phase = invalid || over !== undefined ? 'Failed' : c.phase;
+  const exitCode = (invalid || over !== undefined) && c.exitCode === 0 ? 1 : c.exitCode;
+  const failureReason = over ?? (invalid ? produced.schemaProblem : c.failureReason);
+  const reason = over !== undefined ? REASON.budgetExceeded : invalid ? REASON.resultInvalid : c.reason;
+  const message =
+    over !== undefined ? over : invalid ? `${c.message}, but ${produced.schemaProblem ?? ''}` : c.message;
+  const failureKinds: readonly RunFailureKind[] = [
+    ...c.failureKinds,
+    ...(invalid ? (['result_invalid'] as const) : []),
+    ...(over !== undefined ? (['budget'] as const) : []),
+  ];
   const conditions = phase === 'Succeeded' ? succeededConditions(message) : failedConditions(reason, message);
   const duration = secondsBetween(agent.status.startedAt, now);
   // A realtime run's session id, read from its output as the final check (the prompt API records it as it goes).

@@ -18,6 +18,7 @@ import type { Result } from '../../shared/result.ts';
 import { runTrace } from '../../shared/trace-context.ts';
 import type { Action, Decision, JobManifest } from '../actions.ts';
 import { holdsBatchFinalizer } from '../batch/plan.ts';
+import { capForGrant, perRunCap } from '../budget/rules.ts';
 import { conditionsSatisfied } from '../conditions.ts';
 import { policyRefusal, runIntent, runLimits, withPolicyTools } from '../policy/check.ts';
 import { realtimeProblem } from '../realtime/plan.ts';
@@ -309,13 +310,19 @@ export function preparePodRun(
 
 /**
  * What the model gateway may do for this run (issue 28), when the controller runs with one: the vendor keys its
- * recipe names and the models its policy allows. Recorded on its status when it starts.
+ * recipe names, the models its policy allows, and its per-run cap (the stricter of the policy's and the Station's
+ * per-run budgets). Recorded on its status when it starts.
  */
-export function runGrant(s: CommonSnapshot, checked: Pick<Checked, 'definition'>): GatewayGrant | undefined {
+export function runGrant(
+  s: CommonSnapshot,
+  checked: Pick<Checked, 'definition' | 'station'>,
+): GatewayGrant | undefined {
   if (s.options.gateway === undefined) return undefined;
   const policy = s.policy ?? { kind: 'none' };
-  const models = policy.kind === 'found' ? policy.policy.spec.models?.allowed : undefined;
-  return gatewayGrant(checked.definition, models);
+  const found = policy.kind === 'found' ? policy.policy : undefined;
+  const models = found?.spec.models?.allowed;
+  const budget = capForGrant(perRunCap(found?.spec.budgets, checked.station.spec.budgets));
+  return gatewayGrant(checked.definition, models, budget);
 }
 
 /** The Secret of a run's gateway credential, made right before the pods that read it. */

@@ -372,7 +372,7 @@ export function decideServerStart(
     .join(', ');
   const input = buildRunInput(build.request);
   // Behind the model gateway (issue 28) the server's pods hold its credential, not the keys; its grant on status.
-  const grant = runGrant(s, { definition });
+  const grant = runGrant(s, { definition, station });
   return {
     actions: [
       ...runObjectActions(s, station, definition),

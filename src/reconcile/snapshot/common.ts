@@ -4,8 +4,9 @@
 // (every mode's results carry a cost estimate), and the controller's settings. Each mode adds its own observations
 // (./job.ts, ./batch.ts, ./server.ts); ../snapshot.ts is the whole.
 
-import type { Agent, AgentDefinition, ConfigMap, Job, Pod, Station } from '../../api/index.ts';
+import type { Agent, AgentDefinition, ConfigMap, Job, Pod, SpendLedger, Station } from '../../api/index.ts';
 import type { ApiServerEndpoints, GatewayTarget } from '../../jobs/index.ts';
+import type { SpendItem } from '../budget/window.ts';
 import type { PolicyObservation } from '../policy/check.ts';
 import type { PriceTable } from '../results/prices.ts';
 import type { StationQueueView } from '../station/book.ts';
@@ -75,6 +76,20 @@ export interface FoundObject {
   readonly data?: Readonly<Record<string, string>> | undefined;
 }
 
+/**
+ * The spend of a run's namespace (issue 28 §4), from the shell's caches: the ledger ConfigMap `agent-spend` (empty
+ * when there is none; `unreadable` says why one did not parse: it is then started again on the next write) and what
+ * each existing Agent of the namespace has spent (its status, or the gateway's annotation when that is ahead).
+ */
+export interface SpendObservation {
+  readonly ledger: SpendLedger;
+  readonly unreadable?: string | undefined;
+  /** The uids of every Agent of the namespace (their spend is counted from them, not from the ledger). */
+  readonly live: ReadonlySet<string>;
+  /** The spend of the Agents of the namespace that spent anything, by uid. */
+  readonly runs: ReadonlyMap<string, SpendItem>;
+}
+
 /** Controller settings the decisions depend on. */
 export interface ReconcileOptions {
   /** Image of the run pod's init container (controller env `AGENT_IMAGE`). */
@@ -104,6 +119,11 @@ export interface ReconcileOptions {
    * vendor keys, and their grant on status.
    */
   readonly gateway?: GatewayTarget | undefined;
+  /**
+   * The length of a budget "hour" in ms (controller env `AGENT_BUDGET_HOUR_SECONDS`, a test knob; default one hour):
+   * a day is 24 of them, a month 720.
+   */
+  readonly budgetHourMs?: number | undefined;
 }
 
 /** How this controller runs `execution: batch` (controller env `BATCH_ENABLED`, `BATCH_POLL_SECONDS`). */
@@ -218,6 +238,8 @@ export interface CommonSnapshot {
   readonly memorySave?: MemorySaveObservation | undefined;
   /** The price table of cost estimates (shipped prices with the agent-prices ConfigMap on top; default shipped). */
   readonly prices?: PriceTable | undefined;
+  /** The namespace's spend, read when decide asks (`needs: 'spend'`): a run under windowed budgets. */
+  readonly spend?: SpendObservation | undefined;
   /**
    * The vendor keys the model gateway reports saturated (src/shared/key-saturation.ts): entry → until (ms). Pending
    * runs behind the gateway only; undefined: not known (nothing is held).

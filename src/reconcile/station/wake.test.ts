@@ -72,12 +72,25 @@ describe('termStartKeys', () => {
       agent('fresh', { created: 3 }),
       withFinalizer(finished('b', 'Succeeded', 5), 'agents.re-cinq.com/batch-cleanup'),
       withFinalizer(finished('c', 'Failed', 6), 'agents.re-cinq.com/cleanup'),
+      // Deleted while no controller ran: its spend still has to reach the ledger (issue 28 §4).
+      withFinalizer(finished('spent', 'Succeeded', 7, { deleting: true }), 'agents.re-cinq.com/spend'),
+      // Not deleted: its own status counts its spend, nothing to do.
+      withFinalizer(finished('kept', 'Succeeded', 7), 'agents.re-cinq.com/spend'),
       finished('done', 'Succeeded', 7),
     ];
     const b = bookOf(...agents);
     const keys = termStartKeys(agents, b, () => ({ maxConcurrentRuns: 3 }));
     // Limit 3, one holder (r; a server holds no slot): two heads, in queue order (told, created 2, then fresh).
-    assert.deepEqual(keys, ['team/r', 'team/s', 'team/fresh', 'team/b', 'team/c', 'team/told', 'team/fresh']);
+    assert.deepEqual(keys, [
+      'team/r',
+      'team/s',
+      'team/fresh',
+      'team/b',
+      'team/c',
+      'team/spent',
+      'team/told',
+      'team/fresh',
+    ]);
   });
 
   it('toldItWaits reads Ready=False/Queued only', () => {
