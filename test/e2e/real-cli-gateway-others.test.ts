@@ -368,6 +368,95 @@ describe(`keyless runs: the real Codex, Gemini CLI, OpenCode and server mode beh
     }
   });
 
+  it("OpenCode's OpenAI and Google providers: their calls through the gateway with the run's credential, usage as measured", {
+    timeout: 300_000,
+  }, async () => {
+    const keys = {
+      openai: `sk-e2e-${randomBytes(16).toString('hex')}`,
+      gemini: `AIza-e2e-${randomBytes(16).toString('hex')}`,
+    };
+    // OpenCode's title request goes to a small model of the same provider (gpt-5.4-nano, gemini-3.8-flash).
+    const script = (answer: string): Conversation[] => [
+      { bodyIncludes: TITLE, turns: [{ text: 'Title', usage: { input: 10, output: 2 } }] },
+      { turns: [{ text: answer, usage: { input: 300, output: 12 } }] },
+    ];
+    const providers = [
+      {
+        name: 'oc-openai',
+        vendor: 'openai',
+        model: 'opencode/openai/gpt-5',
+        keyEnv: 'OPENAI_API_KEY',
+        baseUrlEnv: 'OPENAI_BASE_URL',
+        answer: 'OpenAI through the gateway.',
+      },
+      {
+        name: 'oc-google',
+        vendor: 'gemini',
+        model: 'opencode/google/gemini-2.5-flash',
+        keyEnv: 'GEMINI_API_KEY',
+        baseUrlEnv: 'GOOGLE_GEMINI_BASE_URL',
+        answer: 'Google through the gateway.',
+      },
+    ] as const;
+    const fakes = await Promise.all(
+      providers.map((p) =>
+        startVendorModel(p.vendor, { apiKey: keys[p.vendor], conversations: script(p.answer) }),
+      ),
+    );
+    const [openai, gemini] = fakes;
+    try {
+      await runScenario(cluster, 'real-gateway-oc', async (s) => {
+        if (openai === undefined || gemini === undefined) throw new Error('no fakes');
+        const images = realCliImages(s, runtime);
+        const gw = await startGatewayProcess({
+          kubeconfig: cluster.kubeconfig,
+          namespace: s.ns,
+          upstreams: {
+            anthropic: UNREACHABLE,
+            openai: openai.baseUrl.replace(/\/v1$/, ''),
+            gemini: gemini.baseUrl,
+          },
+          waitReady: false,
+          runtime: 'node',
+        });
+        s.replicas.push(gw.process);
+        const template = agentTemplate(images.agent);
+        await s.create(
+          agentSecrets(keys),
+          ...providers.flatMap((p) => [
+            cliDefinition(
+              p.name,
+              p.model,
+              { [p.baseUrlEnv]: UNREACHABLE },
+              { name: p.keyEnv, ref: p.vendor },
+            ),
+            stationManifest(p.name, p.name, { template }),
+            agentManifest(`${p.name}-run`, p.name),
+          ]),
+        );
+        await s.startReplica({ env: { AGENT_IMAGE: images.init, AGENT_GATEWAY_URL: gw.url } });
+        await gw.process.waitReady();
+        for (const [i, p] of providers.entries()) {
+          const fake = fakes[i];
+          if (fake === undefined) throw new Error(`no fake for ${p.name}`);
+          const agent = `${p.name}-run`;
+          const run = await s.waitTerminal(agent, 180_000);
+          const status = run.status as Record<string, unknown>;
+          const detail = JSON.stringify({ status, paths: fake.requests.map((r) => `${r.method} ${r.path}`) });
+          assert.equal(run.status.phase, 'Succeeded', `${agent}: ${detail}`);
+          assert.equal(status.result, p.answer, `${agent}: ${detail}`);
+          const calls = modelCalls(fake);
+          assert.equal(calls.length, 2, `${agent}: the title and the turn: ${detail}`);
+          for (const r of calls) assert.equal(r.apiKey, keys[p.vendor], `${agent}: ${r.method} ${r.path}`);
+          assert.deepEqual(status.gateway, { keys: { [p.vendor]: p.vendor } }, agent);
+          await meteredStatus(s, agent, { input: 310, output: 14, cacheRead: 0, cacheWrite: 0, total: 324 });
+        }
+      });
+    } finally {
+      await Promise.all(fakes.map((f) => f.close()));
+    }
+  });
+
   it('server mode: each request served through the gateway with the run credential, usage grows as measured, no key in the pod', {
     timeout: 300_000,
   }, async () => {
