@@ -13,6 +13,7 @@ describe('gateway configuration', () => {
       metricsPort: 9090,
       bindAddress: '0.0.0.0',
       logLevel: 'info',
+      rateLimits: { replicas: 1, maxWaitMs: 30_000 },
       upstreams: {
         anthropic: 'https://api.anthropic.com',
         openai: 'https://api.openai.com',

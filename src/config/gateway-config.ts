@@ -34,6 +34,8 @@ export interface GatewayConfig {
    * `AGENT_GATEWAY_GEMINI_URL`; default the vendor's API). A path is kept: `https://proxy/anthropic` + `/v1/messages`.
    */
   readonly upstreams: Readonly<Record<keyof typeof DEFAULT_UPSTREAMS, string>>;
+  /** Rate limits (docs/design/gateway.md#rate-limits): the replicas sharing each key's configured limits, the longest wait. */
+  readonly rateLimits: { readonly replicas: number; readonly maxWaitMs: number };
 }
 
 /** The flags of `gateway`, as node:util parseArgs gives them. */
@@ -55,7 +57,23 @@ const EnvSchema = v.object({
   AGENT_GATEWAY_ANTHROPIC_URL: v.optional(httpUrl('AGENT_GATEWAY_ANTHROPIC_URL')),
   AGENT_GATEWAY_OPENAI_URL: v.optional(httpUrl('AGENT_GATEWAY_OPENAI_URL')),
   AGENT_GATEWAY_GEMINI_URL: v.optional(httpUrl('AGENT_GATEWAY_GEMINI_URL')),
+  AGENT_GATEWAY_REPLICAS: v.optional(wholeNumber('AGENT_GATEWAY_REPLICAS', 1, 100)),
+  AGENT_GATEWAY_MAX_WAIT_SECONDS: v.optional(wholeNumber('AGENT_GATEWAY_MAX_WAIT_SECONDS', 0, 600)),
 });
+
+/** A whole number in [min, max] given as text. */
+function wholeNumber(name: string, min: number, max: number) {
+  return v.pipe(
+    v.string(),
+    v.regex(/^\d+$/, `${name} must be a whole number`),
+    v.transform(Number),
+    v.minValue(min, `${name} must be at least ${min}`),
+    v.maxValue(max, `${name} must be at most ${max}`),
+  );
+}
+
+/** The longest a call waits for its key's capacity by default. */
+export const DEFAULT_MAX_WAIT_SECONDS = 30;
 
 const firstIssue = (issues: readonly { message: string }[], fallback: string) =>
   issues[0]?.message ?? fallback;
@@ -114,6 +132,10 @@ export function parseGatewayConfig(
         anthropic: trimSlash(e.AGENT_GATEWAY_ANTHROPIC_URL ?? DEFAULT_UPSTREAMS.anthropic),
         openai: trimSlash(e.AGENT_GATEWAY_OPENAI_URL ?? DEFAULT_UPSTREAMS.openai),
         gemini: trimSlash(e.AGENT_GATEWAY_GEMINI_URL ?? DEFAULT_UPSTREAMS.gemini),
+      }),
+      rateLimits: Object.freeze({
+        replicas: e.AGENT_GATEWAY_REPLICAS ?? 1,
+        maxWaitMs: (e.AGENT_GATEWAY_MAX_WAIT_SECONDS ?? DEFAULT_MAX_WAIT_SECONDS) * 1000,
       }),
     }),
   );

@@ -37,6 +37,7 @@ import { RunSpans } from '../telemetry/run-spans.ts';
 import { createBatchTracking, definitionFrom } from './batch-tracking.ts';
 import { type Caches, createCaches } from './caches.ts';
 import { createApiServerSource, createEndpointSource } from './endpoints.ts';
+import { keySaturationFor } from './key-saturation.ts';
 import { createPolicySource, type PolicySource } from './policies.ts';
 import { startLoadingKeys } from './realtime-key.ts';
 import { createSweeps } from './sweeps.ts';
@@ -170,6 +171,7 @@ export function startController(deps: ControllerDeps): RunningController {
     gateway: config.gatewayUrl !== undefined,
   });
   const prices = createPriceSource(config.pricesFile, log);
+  const saturation = keySaturationFor(config, { transport, clock, random: deps.random, logger: log });
   const reconcileDeps = reconcileDepsOf(deps, w, {
     policies,
     events,
@@ -177,6 +179,7 @@ export function startController(deps: ControllerDeps): RunningController {
     promptTokens: keys.promptTokens,
     gatewayCredentials: keys.gatewayCredentials,
     prices: () => prices.current(),
+    ...(saturation && { keySaturation: saturation.current }),
   });
   const sweeps = createSweeps({
     transport,
@@ -250,6 +253,7 @@ export function startController(deps: ControllerDeps): RunningController {
   });
 
   const runs = caches.always.map((i) => i.run(abort.signal));
+  if (saturation) runs.push(saturation.informer.run(abort.signal));
   const electing = (elector ? elector.run(abort.signal) : terms.start()).catch((error: unknown) => {
     log.error('Leader election crashed', { error: String(error) });
   });
@@ -481,6 +485,7 @@ function reconcileDepsOf(
     readonly promptTokens: () => PromptTokens | undefined;
     readonly gatewayCredentials: () => GatewayCredentials | undefined;
     readonly prices: NonNullable<ReconcileDeps['prices']>;
+    readonly keySaturation?: ReconcileDeps['keySaturation'];
   },
 ): ReconcileDeps {
   const { config, transport, clock } = deps;
@@ -525,6 +530,7 @@ function reconcileDepsOf(
       return more.gatewayCredentials();
     },
     prices: more.prices,
+    ...(more.keySaturation !== undefined ? { keySaturation: more.keySaturation } : {}),
     ...(w.runSpans !== undefined ? { spans: w.runSpans } : {}),
     endpoints: (ns, services) => w.endpoints.of(ns, services),
     // Nothing is concluded from the pod cache before it has listed (a restart would flap every blocked run).

@@ -66,6 +66,8 @@ export interface ReconcileDeps extends GatherDeps, ExecuteDeps {
   readonly endpoints?: (namespace: string, services: readonly string[]) => EndpointObservation;
   /** The price table of cost estimates (default: the shipped prices). */
   readonly prices?: () => PriceTable;
+  /** The vendor keys the model gateway reports saturated (entry → until, ms), when the controller runs with one. */
+  readonly keySaturation?: () => ReadonlyMap<string, number>;
   /** The runs' spans (issue 10 §5), when the controller traces. */
   readonly spans?: RunSpans;
   /**
@@ -228,6 +230,9 @@ async function commonPart(
       ),
     };
   }
+  // A Pending run behind the gateway sees the keys it reports saturated (cached from a watch).
+  if (agent.status.phase === 'Pending' && deps.keySaturation !== undefined)
+    snapshot = { ...snapshot, keySaturation: deps.keySaturation() };
   // A Pending run that will hold a token gets an egress rule to the API server: where it listens is read for it.
   if (
     agent.status.phase === 'Pending' &&

@@ -11,6 +11,7 @@ import { type RunIdentity, verifyGatewayCredential } from '../shared/gateway-cre
 import type { Result } from '../shared/result.ts';
 import { authorize, type GatewayAgent, needsFreshRead } from './authorize.ts';
 import { type AuthorisedCall, type ForwardDeps, forward } from './forward.ts';
+import type { RateLimitGate } from './limits/gate.ts';
 import { type RefusalReason, refusal } from './refusals.ts';
 import { clientCredential, matchRoute, modelOf, vendorOf } from './routes.ts';
 
@@ -24,6 +25,8 @@ export interface GatewayAppDeps extends ForwardDeps {
   readonly agent: (run: RunIdentity, fresh: boolean) => Promise<Result<GatewayAgent | undefined, KubeError>>;
   /** A vendor key of a namespace's agent-secrets: undefined when absent. */
   readonly vendorKey: (namespace: string, keyName: string) => Promise<Result<string | undefined, KubeError>>;
+  /** The rate limits of the vendor keys (limits/gate.ts); absent: none. */
+  readonly rateLimits?: RateLimitGate | undefined;
 }
 
 /** What a refused call is known to be about, for its metrics and log line. */
@@ -122,6 +125,17 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
         'no_key',
         `agent-secrets of ${run.namespace} has no key ${decision.keyName}`,
       );
+    const held = await deps.rateLimits?.hold({
+      vendor,
+      run,
+      station: station ?? '',
+      model: model ?? '',
+      keyName: decision.keyName,
+      route,
+      body,
+      signal: request.signal,
+    });
+    if (held?.kind === 'refused') return held.response;
     const call: AuthorisedCall = {
       vendor,
       route,
@@ -135,8 +149,9 @@ export function createGatewayApp(deps: GatewayAppDeps): Hono {
       key: vendorKey.value,
       clientSignal: request.signal,
       startedAt,
+      onEnd: held?.ended,
     };
-    return forward(deps, call);
+    return held === undefined ? forward(deps, call) : held.answered(await forward(deps, call));
   });
   app.onError((error, c) => {
     deps.logger.error('A call failed in the gateway', { error: error.message });

@@ -81,6 +81,7 @@ export function agentSource(o: {
 }
 
 const SecretSchema = v.object({
+  metadata: v.optional(v.object({ annotations: v.optional(v.nullable(v.record(v.string(), v.string()))) })),
   data: v.optional(v.nullable(v.record(v.string(), v.string()))),
 });
 
@@ -147,10 +148,15 @@ export const VENDOR_KEYS_TTL_MS = 30_000;
 export interface VendorKeys {
   /** The value of `keyName` in `namespace`'s agent-secrets: undefined when the Secret or the key is absent. */
   get(namespace: string, keyName: string): Promise<Result<string | undefined, KubeError>>;
+  /** The annotation `name` of the namespace's agent-secrets as last read (by `get`), undefined when none. */
+  annotation(namespace: string, name: string): string | undefined;
 }
 
 export function vendorKeys(o: { readonly transport: Transport; readonly now: () => number }): VendorKeys {
-  const cache = new Map<string, { at: number; data: Readonly<Record<string, string>> }>();
+  const cache = new Map<
+    string,
+    { at: number; data: Readonly<Record<string, string>>; annotations: Readonly<Record<string, string>> }
+  >();
   const reading = new Map<string, Promise<Result<Readonly<Record<string, string>>, KubeError>>>();
   const load = async (namespace: string): Promise<Result<Readonly<Record<string, string>>, KubeError>> => {
     const r = await getObject(o.transport, SECRETS, { namespace, name: VENDOR_KEYS_SECRET }, SecretSchema, {
@@ -159,10 +165,12 @@ export function vendorKeys(o: { readonly transport: Transport; readonly now: () 
     if (!r.ok && !isNotFound(r.error)) return err(r.error);
     // An absent Secret is kept too: a run without a key is refused again without another read.
     const data = r.ok ? (r.value.data ?? {}) : {};
-    cache.set(namespace, { at: o.now(), data });
+    const annotations = r.ok ? (r.value.metadata?.annotations ?? {}) : {};
+    cache.set(namespace, { at: o.now(), data, annotations });
     return ok(data);
   };
   return {
+    annotation: (namespace, name) => cache.get(namespace)?.annotations[name],
     async get(namespace, keyName) {
       const hit = cache.get(namespace);
       let data = hit !== undefined && o.now() - hit.at < VENDOR_KEYS_TTL_MS ? hit.data : undefined;

@@ -34,6 +34,8 @@ export interface AuthorisedCall {
   readonly clientSignal: AbortSignal;
   /** `performance.now()` when the call arrived. */
   readonly startedAt: number;
+  /** Told how the call ended: its status and, when metered, its usage (the rate limits settle with it). */
+  readonly onEnd?: ((code: number, tokens: Tokens | undefined) => void) | undefined;
 }
 
 export interface ForwardDeps {
@@ -123,6 +125,7 @@ export async function forward(deps: ForwardDeps, call: AuthorisedCall): Promise<
           deps.metrics.tokens.inc({ ...labels, kind: label }, tokens[kind]);
     }
     deps.logger.debug('Call ended', { ...labels, agent: call.run.name, code, how, tokens });
+    call.onEnd?.(code, metered ? tokens : undefined);
   };
 
   let res: Response;

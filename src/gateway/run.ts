@@ -12,6 +12,7 @@ import type { Logger } from '../shared/log.ts';
 import { createGatewayApp } from './app.ts';
 import { agentSource, keepHmacKey, vendorKeys } from './cluster.ts';
 import { usageFlusher } from './flusher.ts';
+import { rateLimitGate } from './limits/wiring.ts';
 
 /** How long calls in flight may go on after a stop was asked, before they are cut. */
 export const DRAIN_MS = 20_000;
@@ -65,6 +66,7 @@ export async function startGateway(o: {
     hmacKey: () => hmacKey,
     agent: (run, fresh) => agents.find(run, fresh),
     vendorKey: (ns, name) => keys.get(ns, name),
+    rateLimits: rateLimitGate({ config, transport, clock, logger: log, metrics, keys }),
   });
   const checks = [
     { name: 'agents', ready: () => agents.informer.store.hasSynced() },

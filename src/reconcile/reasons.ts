@@ -76,6 +76,8 @@ export const REASON = {
   dependenciesReady: 'DependenciesReady',
   /** A dependency had no ready endpoints within its timeout, or dependencies cannot be observed. */
   dependencyNotReady: 'DependencyNotReady',
+  /** A Pending run waits: a vendor key its grant names is saturated at the model gateway (issue 28 §5). */
+  keySaturated: 'KeySaturated',
   /** The run ended well but its result does not match the definition's output.schema (issue 10 §2). */
   resultInvalid: 'ResultInvalid',
   /** A binding of the run's ServiceAccount could not be created (issue 9 §2). */

@@ -24,6 +24,8 @@ export interface GatewayProcessOptions {
   readonly logLevel?: string;
   /** Wait for `/readyz` before returning (default true). */
   readonly waitReady?: boolean;
+  /** More environment (e.g. `AGENT_GATEWAY_MAX_WAIT_SECONDS`). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** A gateway process and the port of its model APIs. */
@@ -55,6 +57,7 @@ export async function startGatewayProcess(opts: GatewayProcessOptions): Promise<
     AGENT_GATEWAY_ANTHROPIC_URL: opts.upstreams.anthropic,
     AGENT_GATEWAY_OPENAI_URL: opts.upstreams.openai,
     AGENT_GATEWAY_GEMINI_URL: opts.upstreams.gemini,
+    ...opts.env,
   });
   const line = await process.waitForLog('Serving the model APIs');
   if (typeof line.port !== 'number') throw new Error(`no port in ${JSON.stringify(line)}`);

@@ -15,6 +15,7 @@ import * as v from 'valibot';
 import { GATEWAY_VENDORS } from '../../src/api/gateway.ts';
 import { REFUSAL_REASONS } from '../../src/gateway/refusals.ts';
 import { createGatewayMetrics } from '../../src/metrics/gateway.ts';
+import { createGatewayLimiterMetrics } from '../../src/metrics/gateway-limits.ts';
 import { createControllerMetrics } from '../../src/metrics/index.ts';
 import {
   DASHBOARD_SCHEMA_VERSION,
@@ -91,7 +92,11 @@ function dashboardExprs(): { where: string; expr: string }[] {
 async function servedSeriesNames(): Promise<Map<string, string>> {
   const text = [
     await createControllerMetrics(true).registry.metrics(),
-    await createGatewayMetrics(REFUSAL_REASONS, GATEWAY_VENDORS, true).registry.metrics(),
+    await (() => {
+      const gateway = createGatewayMetrics(REFUSAL_REASONS, GATEWAY_VENDORS, true);
+      createGatewayLimiterMetrics(gateway.registry);
+      return gateway.registry.metrics();
+    })(),
   ].join('\n');
   const names = new Map<string, string>();
   for (const line of text.split('\n')) {

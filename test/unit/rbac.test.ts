@@ -690,7 +690,7 @@ describe('deploy/components/gateway', () => {
     assert.deepEqual(clusterBinding.subjects, subject);
   });
 
-  it('in its namespace: get the credential key Secret by name, never create it', () => {
+  it('in its namespace: get the credential key Secret by name, never create it; get and patch the saturation ConfigMap by name', () => {
     assertNoWildcards(role.rules);
     assert.deepEqual(role.rules, [
       {
@@ -699,7 +699,17 @@ describe('deploy/components/gateway', () => {
         resourceNames: ['agent-controller-gateway'],
         verbs: ['get'],
       },
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        resourceNames: ['agent-gateway-saturation'],
+        verbs: ['get', 'patch'],
+      },
     ]);
+    assert.ok(
+      !role.rules.some((r) => r.resources.includes('configmaps') && r.verbs.includes('create')),
+      'the ConfigMap is deployed, never created by the gateway',
+    );
     assert.equal(role.metadata.namespace, sa.metadata.namespace);
     assert.deepEqual(binding.roleRef, {
       apiGroup: 'rbac.authorization.k8s.io',
@@ -709,7 +719,7 @@ describe('deploy/components/gateway', () => {
     assert.deepEqual(binding.subjects, subject);
   });
 
-  it('gives the controller, in its namespace: create Secrets (run credentials, the key once), get the key by name', () => {
+  it('gives the controller, in its namespace: create Secrets (run credentials, the key once), get the key by name, watch the saturation ConfigMap by name', () => {
     assertNoWildcards(controllerRole.rules);
     assert.deepEqual(controllerRole.rules, [
       { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
@@ -718,6 +728,12 @@ describe('deploy/components/gateway', () => {
         resources: ['secrets'],
         resourceNames: ['agent-controller-gateway'],
         verbs: ['get'],
+      },
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        resourceNames: ['agent-gateway-saturation'],
+        verbs: ['get', 'list', 'watch'],
       },
     ]);
     assert.equal(controllerRole.metadata.namespace, controller.metadata.namespace);
@@ -734,8 +750,12 @@ describe('deploy/components/gateway', () => {
       'gateway-deployment.yaml',
       'gateway-service.yaml',
       'gateway-networkpolicy.yaml',
+      'gateway-saturation.yaml',
     ])
       assert.match(kustomization, new RegExp(`- ${file.replace('.', '\\.')}`));
+    const saturation = readFileSync(join(ROOT, ...dir, 'gateway-saturation.yaml'), 'utf8');
+    assert.match(saturation, /^kind: ConfigMap$/m);
+    assert.match(saturation, /^ {2}name: agent-gateway-saturation$/m);
     const patch = readFileSync(join(ROOT, ...dir, 'gateway-env.yaml'), 'utf8');
     assert.match(patch, /name: AGENT_GATEWAY_URL, value: "http:\/\/agent-gateway\.ai-agents\.svc:8080"/);
     assert.match(patch, /- name: controller\n/);

@@ -759,6 +759,47 @@ function gatewayDetail(l: Layout): void {
     },
   );
   processPanels(l, ['Gateway resident memory', 'Gateway CPU'], ofGateway);
+  gatewayRateLimits(l);
+}
+
+/** The model gateway's rate limits per vendor key (docs/design/gateway.md#rate-limits). */
+function gatewayRateLimits(l: Layout): void {
+  l.timeseries(
+    'Calls held for their key’s rate limit (per second)',
+    8,
+    [
+      {
+        expr: `sum by (namespace, vendor, reason) (rate(${sel('gateway_throttled_total')}[${RATE}])) > 0`,
+        legend: '{{namespace}} {{vendor}} {{reason}}',
+      },
+    ],
+    {
+      unit: 'reqps',
+      min: 0,
+      description: 'queued: waited for the key; refused: waited the longest and got 429 with retry-after.',
+    },
+  );
+  l.timeseries(
+    'Wait for a key’s capacity',
+    8,
+    quantiles('gateway_limiter_wait_seconds_bucket', { qs: [0.5, 0.99], by: 'vendor' }),
+    { unit: 's', description: 'Calls that waited only; at most AGENT_GATEWAY_MAX_WAIT_SECONDS.' },
+  );
+  l.timeseries(
+    'Saturated vendor keys',
+    8,
+    [
+      {
+        expr: `max by (namespace, vendor, key) (${sel('gateway_key_saturated')}) > 0`,
+        legend: '{{namespace}} {{vendor}} {{key}}',
+      },
+    ],
+    {
+      min: 0,
+      description:
+        'A key with calls waiting, or held by the vendor (429, a used-up window). New runs using it wait (KeySaturated).',
+    },
+  );
 }
 
 /** Memory and CPU of one program's replicas: `scope` limits the process metrics (every target has them) to its own. */

@@ -10,6 +10,7 @@ import type { JobSnapshot } from '../snapshot/job.ts';
 import { decideAdmission } from '../station/admission.ts';
 import { addCleanupFinalizer, holdsCleanupFinalizer } from './cleanup.ts';
 import { buildError } from './fail.ts';
+import { keySaturationGate } from './key-saturation.ts';
 import { runObjectActions, runObjectWarnings } from './run-objects.ts';
 import {
   type Checked,
@@ -29,6 +30,9 @@ export function decideJobStart(s: JobSnapshot, now: Date, checked: Checked, prep
   const { station, definition } = checked;
   const { request } = prepared;
   const built = { value: prepared.job };
+  // A vendor key of its grant saturated at the gateway: it waits (no slot taken, its place kept; issue 28 §5).
+  const saturated = keySaturationGate(s, runGrant(s, checked), now);
+  if (saturated !== undefined) return saturated;
   const verdict = decideAdmission(s.queue, stationConcurrency(station));
   if (verdict.kind === 'wait') return queuedDecision(s, station, verdict, now);
   // A run that will hold bindings holds the cleanup finalizer first (issue 9 §6): no binding can outlive its

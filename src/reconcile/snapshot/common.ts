@@ -218,6 +218,11 @@ export interface CommonSnapshot {
   readonly memorySave?: MemorySaveObservation | undefined;
   /** The price table of cost estimates (shipped prices with the agent-prices ConfigMap on top; default shipped). */
   readonly prices?: PriceTable | undefined;
+  /**
+   * The vendor keys the model gateway reports saturated (src/shared/key-saturation.ts): entry → until (ms). Pending
+   * runs behind the gateway only; undefined: not known (nothing is held).
+   */
+  readonly keySaturation?: ReadonlyMap<string, number> | undefined;
   /** The AgentPolicy of the Agent's Station (Pending only; undefined reads as none). */
   readonly policy?: PolicyObservation | undefined;
   readonly options: ReconcileOptions;
