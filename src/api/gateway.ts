@@ -20,6 +20,8 @@ export const VENDOR_KEY_ENV: Readonly<Record<string, GatewayVendor>> = {
   CODEX_API_KEY: 'openai',
   GEMINI_API_KEY: 'gemini',
   GOOGLE_API_KEY: 'gemini',
+  // OpenCode's Google provider (@ai-sdk/google) reads this one.
+  GOOGLE_GENERATIVE_AI_API_KEY: 'gemini',
 };
 
 /** The base-URL variables the CLIs read, per vendor, and the path under the gateway's URL each is set to. */

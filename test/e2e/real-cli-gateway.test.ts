@@ -11,9 +11,8 @@
 // gateway.test.ts and gateway-budget.test.ts.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { type AddressInfo, connect, createServer as createNetServer, type Socket } from 'node:net';
-import { join, sep } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import * as v from 'valibot';
@@ -30,6 +29,7 @@ import {
   runScenario,
   stationManifest,
 } from '../support/index.ts';
+import { filesHolding, podProcesses, podVolumes } from '../support/keyless.ts';
 import { startAnthropicModel } from '../support/model-api/index.ts';
 import { agentSecrets, agentTemplate, realCliImages, realCliSkipReason } from '../support/real-clis.ts';
 
@@ -39,61 +39,6 @@ const skip = realCliSkipReason(cluster, runtime);
 
 const SecretSchema = v.looseObject({ data: v.record(v.string(), v.string()) });
 const UNREACHABLE = 'http://127.0.0.1:9';
-
-/** The processes of this machine whose environment says they belong to the run `agentName` of namespace `ns`. */
-function podProcesses(ns: string, agentName: string): { pid: string; environ: string; cwd: string }[] {
-  const out: { pid: string; environ: string; cwd: string }[] = [];
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8');
-      const vars = environ.split('\0');
-      if (!vars.includes(`POD_NAMESPACE=${ns}`) || !vars.includes(`AGENT_NAME=${agentName}`)) continue;
-      out.push({ pid, environ, cwd: readlinkSync(`/proc/${pid}/cwd`) });
-    } catch {
-      // gone meanwhile, or not ours to read
-    }
-  }
-  return out;
-}
-
-/**
- * The pod's volumes as process `pid` sees them (the test node bind-mounts them from the pod's folder into the
- * container's mount namespace): each mount whose source lies under a `pods/` folder, reached through
- * `/proc/<pid>/root`.
- */
-function podVolumes(pid: string): string[] {
-  const out: string[] = [];
-  for (const line of readFileSync(`/proc/${pid}/mountinfo`, 'utf8').split('\n')) {
-    const fields = line.split(' ');
-    const source = fields[3] ?? '';
-    const target = fields[4] ?? '';
-    if (source.includes(`${sep}pods${sep}`)) out.push(`/proc/${pid}/root${target}`);
-  }
-  return out;
-}
-
-/** Every regular file under `dir` (or `dir` itself, a file) whose bytes contain `needle`, and every file read. */
-function filesHolding(dir: string, needle: string): { found: string[]; read: string[] } {
-  const found: string[] = [];
-  const read: string[] = [];
-  const walk = (d: string) => {
-    if (statSync(d).isFile()) {
-      read.push(d);
-      if (readFileSync(d).includes(needle)) found.push(d);
-      return;
-    }
-    for (const entry of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, entry.name);
-      if (entry.isDirectory()) walk(p);
-      else if (entry.isFile() && statSync(p).size < 64 * 1024 * 1024) {
-        read.push(p);
-        if (readFileSync(p).includes(needle)) found.push(p);
-      }
-    }
-  };
-  walk(dir);
-  return { found, read };
-}
 
 function definition(name: string): Manifest {
   return {

@@ -195,6 +195,20 @@ describe('decide: a Pending server (issue 12)', () => {
     assert.ok(!text.includes('"key":"openai"'), 'never the key of agent-secrets');
   });
 
+  it('behind the model gateway, a Serving server keeps the credential: its objects are the ones it started with', () => {
+    const def = serverDef({ resources: { secrets: [{ name: 'OPENAI_API_KEY', ref: 'openai' }] } });
+    const options = { ...OPTIONS, gateway: { url: 'http://gw:8080' } };
+    const started = decide(snap(agent('a'), { definition: def, server: ABSENT, options }), NOW);
+    const first = applied(started).find((x) => x.object.resource === 'deployments')?.object;
+    assert.ok(first, 'the Deployment at its start');
+    const a = serving('a', { gateway: { keys: { openai: 'openai' } } });
+    const now = desiredServerObjects(snap(a, { definition: def, options }));
+    const text = JSON.stringify(now?.deployment.manifest);
+    assert.ok(text.includes('"name":"agent-gateway-a"'), 'the pods read the credential Secret');
+    assert.ok(!text.includes('"key":"openai"'), 'never the key of agent-secrets');
+    assert.deepEqual(now?.deployment.manifest, first.manifest, 'no rollout to a keyed pod');
+  });
+
   it('fails a server whose Station has no policy allowing it', () => {
     const d = decide(snap(agent('a'), { policy: { kind: 'none' } }), NOW);
     assert.equal(patchOf(d).failureReason, FAILURE_SERVER_NOT_ALLOWED);

@@ -157,6 +157,8 @@ export function serverRequest(s: ServerSnapshot): BuildJobInput | undefined {
     now: serverBuildTime(agent),
     limits: runLimits(policy),
     ...(s.options.tracing !== undefined ? { tracing: { tracesUrl: s.options.tracing.runTracesUrl } } : {}),
+    // The same run env as at its start: behind the model gateway, the credential and the gateway's URLs (issue 28).
+    ...(s.options.gateway !== undefined ? { gateway: s.options.gateway } : {}),
   };
 }
 

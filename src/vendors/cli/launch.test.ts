@@ -106,6 +106,42 @@ describe('vendorLaunch: OpenCode', () => {
     }
   });
 
+  it('configures the Google provider on GOOGLE_GEMINI_BASE_URL (with /v1beta), its key by reference to the variable set', () => {
+    const gateway = {
+      ANTHROPIC_BASE_URL: 'http://gw:8080/anthropic',
+      OPENAI_BASE_URL: 'http://gw:8080/openai/v1',
+      GOOGLE_GEMINI_BASE_URL: 'http://gw:8080/gemini',
+    };
+    const config = (env: Record<string, string>) =>
+      JSON.parse(vendorLaunch('opencode', argv, env).env.OPENCODE_CONFIG_CONTENT ?? '');
+    assert.deepEqual(config({ ...gateway, GEMINI_API_KEY: KEY }), {
+      share: 'disabled',
+      autoupdate: false,
+      provider: {
+        anthropic: { options: { baseURL: 'http://gw:8080/anthropic/v1' } },
+        google: { options: { baseURL: 'http://gw:8080/gemini/v1beta', apiKey: '{env:GEMINI_API_KEY}' } },
+      },
+    });
+    // The key itself never enters the configuration.
+    assert.ok(
+      !vendorLaunch('opencode', argv, {
+        ...gateway,
+        GEMINI_API_KEY: KEY,
+      }).env.OPENCODE_CONFIG_CONTENT?.includes(KEY),
+    );
+    for (const url of ['http://gw:8080/gemini/', 'http://gw:8080/gemini/v1beta']) {
+      assert.deepEqual(config({ GOOGLE_GEMINI_BASE_URL: url, GOOGLE_API_KEY: KEY }).provider, {
+        google: { options: { baseURL: 'http://gw:8080/gemini/v1beta', apiKey: '{env:GOOGLE_API_KEY}' } },
+      });
+    }
+    // The variable OpenCode reads itself: nothing to point at; no key at all: none named.
+    for (const env of [{ GOOGLE_GENERATIVE_AI_API_KEY: KEY, GEMINI_API_KEY: KEY }, {}]) {
+      assert.deepEqual(config({ GOOGLE_GEMINI_BASE_URL: 'http://gw:8080/gemini', ...env }).provider, {
+        google: { options: { baseURL: 'http://gw:8080/gemini/v1beta' } },
+      });
+    }
+  });
+
   it("leaves the run's own OPENCODE_CONFIG_CONTENT alone", () => {
     const own = '{"model":"rec/m1"}';
     const got = vendorLaunch('opencode', argv, {

@@ -75,12 +75,44 @@ export const OPENCODE_QUIET_ENV: Readonly<Record<string, string>> = {
 };
 
 /**
+ * OpenCode's built-in providers on the base URLs of the environment (the model gateway sets all three;
+ * docs/reference/vendor-clis.md#endpoint-key-files-3): Anthropic on `ANTHROPIC_BASE_URL` + `/v1` (its `baseURL`
+ * ends in `/v1`, where `ANTHROPIC_BASE_URL` does not); Google on `GOOGLE_GEMINI_BASE_URL` + `/v1beta` (it reads no
+ * base-URL variable), with its key read from `GEMINI_API_KEY` (else `GOOGLE_API_KEY`) by reference
+ * (`{env:NAME}`) unless `GOOGLE_GENERATIVE_AI_API_KEY`, the variable it reads itself, is set. OpenAI needs nothing:
+ * it reads `OPENAI_BASE_URL` (with `/v1`) and `OPENAI_API_KEY` itself.
+ */
+function opencodeProviders(env: LaunchEnv): Record<string, unknown> {
+  const provider: Record<string, unknown> = {};
+  const bare = (url: string, version: string) =>
+    url
+      .trim()
+      .replace(/\/+$/, '')
+      .replace(new RegExp(`/${version}$`), '');
+  const anthropic = set(env, 'ANTHROPIC_BASE_URL');
+  if (anthropic !== undefined) provider.anthropic = { options: { baseURL: `${bare(anthropic, 'v1')}/v1` } };
+  const google = set(env, 'GOOGLE_GEMINI_BASE_URL');
+  if (google !== undefined) {
+    const keyEnv =
+      set(env, 'GOOGLE_GENERATIVE_AI_API_KEY') !== undefined
+        ? undefined
+        : ['GEMINI_API_KEY', 'GOOGLE_API_KEY'].find((n) => set(env, n) !== undefined);
+    provider.google = {
+      options: {
+        baseURL: `${bare(google, 'v1beta')}/v1beta`,
+        ...(keyEnv !== undefined ? { apiKey: `{env:${keyEnv}}` } : {}),
+      },
+    };
+  }
+  return provider;
+}
+
+/**
  * OpenCode takes its configuration from the environment only as `OPENCODE_CONFIG_CONTENT` (JSON;
  * docs/reference/vendor-clis.md#endpoint-key-files-3). When the run's environment sets none, it gets
- * `{"share": "disabled", "autoupdate": false}` and, with `ANTHROPIC_BASE_URL` set, the built-in Anthropic provider on
- * that URL (its `baseURL` ends in `/v1`, where `ANTHROPIC_BASE_URL` does not). Other providers (an
- * OpenAI-compatible one) are the recipe's to configure through `OPENCODE_CONFIG_CONTENT`; the one it sets is left
- * as is.
+ * `{"share": "disabled", "autoupdate": false}` and the built-in providers on the base URLs the environment sets
+ * ({@link opencodeProviders}). Other providers (an OpenAI-compatible one) are the recipe's to configure through
+ * `OPENCODE_CONFIG_CONTENT`; the one it sets is left as is.
  */
 function opencodeLaunch(argv: readonly string[], env: LaunchEnv, settings?: JsonObject): VendorLaunch {
   const out: Record<string, string | undefined> = { ...env };
@@ -88,11 +120,8 @@ function opencodeLaunch(argv: readonly string[], env: LaunchEnv, settings?: Json
     if (env[name] === undefined) out[name] = value;
   if (env.OPENCODE_CONFIG_CONTENT === undefined) {
     const config: Record<string, unknown> = { share: 'disabled', autoupdate: false };
-    const anthropic = set(env, 'ANTHROPIC_BASE_URL');
-    if (anthropic !== undefined) {
-      const baseURL = `${anthropic.trim().replace(/\/+$/, '').replace(/\/v1$/, '')}/v1`;
-      config.provider = { anthropic: { options: { baseURL } } };
-    }
+    const provider = opencodeProviders(env);
+    if (Object.keys(provider).length > 0) config.provider = provider;
     out.OPENCODE_CONFIG_CONTENT = JSON.stringify(settings ? mergeSettings(config, settings) : config);
   } else if (settings !== undefined) {
     // The recipe's own configuration gets the run's settings (its deny list) on top; one that is not a JSON object
