@@ -80,7 +80,7 @@ const GATEWAY_GROUP: RuleGroup = {
     {
       alert: 'AgentGatewayRefusalRatioHigh',
       expr: lines(
-        'sum by (namespace, reason) (increase(gateway_refusals_total{reason!="route"}[15m]))',
+        'sum by (namespace, reason) (increase(gateway_refusals_total{reason!~"route|budget"}[15m]))',
         '  / on (namespace) group_left',
         '  sum by (namespace) (increase(gateway_requests_total[15m])) > 0.1',
         'and on (namespace)',
@@ -94,7 +94,7 @@ const GATEWAY_GROUP: RuleGroup = {
         description:
           'Over 15 minutes (at least 20 calls) more than 10% of the calls the gateway in namespace ' +
           '{{ $labels.namespace }} answered were its own refusals with reason {{ $labels.reason }} ' +
-          '(gateway_refusals_total; route, a path it does not forward, is left out). credential, unknown_run, ' +
+          '(gateway_refusals_total; left out: route, a path it does not forward, and budget, runs held to their cap as configured). credential, unknown_run, ' +
           'run_ended: clients with a wrong or stale credential (a CLI still calling after its run ended, or ' +
           'something that is not a run); model, vendor: runs calling what their AgentPolicy does not allow; ' +
           'no_key: agent-secrets lacks the key the recipe names; unavailable: the gateway lacks its credential key ' +
