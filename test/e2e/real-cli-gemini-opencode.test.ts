@@ -319,7 +319,7 @@ describe(`the real Gemini CLI and OpenCode beyond the Job run (${runtime})`, { s
   });
 
   it("retry 429 and 500 themselves; fail with the CLI's message when retries run out; are killed at the deadline (124)", {
-    timeout: 500_000,
+    timeout: 700_000,
   }, async () => {
     const keys = {
       gemini: `AIza-e2e-${randomBytes(16).toString('hex')}`,
@@ -419,7 +419,9 @@ describe(`the real Gemini CLI and OpenCode beyond the Job run (${runtime})`, { s
           assert.deepEqual(statusOf(fake), [429, fake === geminiFlaky ? 503 : 500, 200], name);
         }
 
-        const gf = await s.waitTerminal('gemini-failing-run', 240_000);
+        // Ten attempts, nine back-offs: 5, 10, 20 s, then 30 s six times (215 s), each with up to 30% jitter
+        // (Gemini CLI's retryWithBackoff), so up to about 280 s after the pod started.
+        const gf = await s.waitTerminal('gemini-failing-run', 420_000);
         assert.equal(gf.status.phase, 'Failed', JSON.stringify(gf.status));
         assert.ok(
           String(gf.status.failureReason).includes('The model is overloaded (e2e).'),
