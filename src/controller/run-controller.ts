@@ -209,6 +209,7 @@ export function startController(deps: ControllerDeps): RunningController {
       metrics.batchesInFlight.set(w.poller.size);
       setBudgetWaiting(metrics, caches);
       metrics.realtimeSessions.set(openSessions(caches));
+      metrics.sessionsSuspended.set(book.phaseCount('Suspended'));
       await sweeps.history();
       await sweeps.leftoverJobs();
       await sweeps.bindings();

@@ -4,6 +4,7 @@
 import {
   type Agent,
   type AgentDefinition,
+  ENV_SESSION_RESTORE,
   JOB_API_VERSION,
   resolveModel,
   type Station,
@@ -146,6 +147,11 @@ export interface BuildJobInput {
    * variables name the gateway (`gatewayEnv`). Absent: the keys come from agent-secrets as the recipe says.
    */
   readonly gateway?: GatewayTarget | undefined;
+  /**
+   * A realtime run's pod started to restore its saved session (issue 29: a wake, or a lost pod replaced): its
+   * supervisor waits for the state (`PUT /session/state`) instead of sending an opening prompt.
+   */
+  readonly sessionRestore?: boolean | undefined;
 }
 
 /** Why a Job cannot be built: one line, shown after `Job build failed: ` in `status.failureReason`. */
@@ -165,9 +171,10 @@ function mcpForArgv(servers: readonly McpServerInput[]): McpServerInput[] {
  * turn's argv from (the vendor options, no prompt, no secret), the session to resume, and the run's prompt token
  * from its own Secret.
  */
-function realtimeEnv(agent: Agent, definition: AgentDefinition): EnvVar[] {
+function realtimeEnv(agent: Agent, definition: AgentDefinition, restore: boolean): EnvVar[] {
   return [
     { name: 'AGENT_EXECUTION', value: 'realtime' },
+    ...(restore ? [{ name: ENV_SESSION_RESTORE, value: 'true' }] : []),
     { name: 'AGENT_PROMPT_PORT', value: String(REALTIME_PORT) },
     { name: 'AGENT_POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
     { name: 'AGENT_RUN_RECIPE', value: JSON.stringify(turnRecipe(agent, definition)) },
@@ -373,7 +380,7 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
       ...(parameters === 'file' ? [{ name: 'AGENT_PARAMETERS_FILE', value: INPUT_PARAMETERS_FILE }] : []),
       ...(input.tracing !== undefined ? tracingEnv(agent, input.tracing.tracesUrl) : []),
       ...cliSettingsEnv(command.value.vendor, agent, definition),
-      ...(realtime ? realtimeEnv(agent, definition) : []),
+      ...(realtime ? realtimeEnv(agent, definition, input.sessionRestore === true) : []),
       ...(server ? serverEnv(agent, definition) : []),
     ],
     ...(realtime ? { agentPorts: [{ name: 'prompt', containerPort: REALTIME_PORT }] } : {}),

@@ -118,6 +118,7 @@ describe('buildCrd', () => {
       'prUrl',
       'result',
       'serviceName',
+      'session',
       'sessionId',
       'startedAt',
       'tokenUsage',

@@ -5,9 +5,9 @@
 
 /**
  * The run phases; an absent or unknown phase reads as `Pending` (docs/design/reference-behaviour.md#lenient-parsing).
- * `Serving`: a server (issue 12).
+ * `Serving`: a server (issue 12). `Suspended`: a realtime session saved and without a pod (issue 29).
  */
-export type RunPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Serving';
+export type RunPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Serving' | 'Suspended';
 
 /** What admission and pruning read from an Agent. */
 export interface AgentRunView {
@@ -18,6 +18,7 @@ export interface AgentRunView {
     readonly resourceVersion?: string | undefined;
     readonly creationTimestamp?: string | undefined;
     readonly deletionTimestamp?: string | undefined;
+    readonly annotations?: Readonly<Record<string, string>> | undefined;
   };
   readonly spec: { readonly stationRef: string };
   readonly status?:
@@ -27,6 +28,9 @@ export interface AgentRunView {
         readonly completedAt?: string | undefined;
         readonly jobName?: string | undefined;
         readonly batchFallback?: boolean | undefined;
+        readonly session?:
+          | { readonly restorePending?: string | undefined; readonly wakeRequest?: string | undefined }
+          | undefined;
       }
     | undefined;
 }
@@ -42,7 +46,9 @@ export function awaitsFallbackSlot(agent: AgentRunView): boolean {
 /** The Agent's phase; absent or unknown → `Pending`. */
 export function runPhase(agent: AgentRunView): RunPhase {
   const p = agent.status?.phase;
-  return p === 'Running' || p === 'Succeeded' || p === 'Failed' || p === 'Serving' ? p : 'Pending';
+  return p === 'Running' || p === 'Succeeded' || p === 'Failed' || p === 'Serving' || p === 'Suspended'
+    ? p
+    : 'Pending';
 }
 
 /** True for `Succeeded` and `Failed`. */
