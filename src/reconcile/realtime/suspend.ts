@@ -11,7 +11,6 @@ import {
   ANNOTATION_SESSION_SAVED_TURN,
   ANNOTATION_SESSION_TURNS,
   ANNOTATION_SUSPEND_REQUESTED,
-  ANNOTATION_WAKE_REQUESTED,
   idleTimeoutSecondsOf,
   type Job,
   MAX_SESSION_CLEANUP_ATTEMPTS,
@@ -32,7 +31,10 @@ import {
 import type { ConditionUpdate } from '../conditions.ts';
 import { CONDITION_READY, REASON } from '../reasons.ts';
 import type { CommonSnapshot } from '../snapshot/common.ts';
-import { compareHistoryOrder, inStation, isTerminal } from '../station/runs.ts';
+import { compareHistoryOrder, inStation, isTerminal, type WakeRequest } from '../station/runs.ts';
+
+export { type WakeRequest, wakeRequest } from '../station/runs.ts';
+
 import { isRealtime } from './plan.ts';
 
 /** The refusal of idleTimeoutSeconds on a run that is not realtime. */
@@ -276,39 +278,6 @@ export function sessionLostEvents(s: CommonSnapshot): { type: 'Warning'; reason:
       message: `The session's pod was lost again after ${restarts} restores (at most ${MAX_SESSION_RESTARTS}): the run ends`,
     },
   ];
-}
-
-/** A Suspended session asked to wake: by a prompt or `resume` (`wake`) or after its pod was lost (`restore`). */
-export interface WakeRequest {
-  readonly trigger: 'wake' | 'restore';
-  /** Its place in the Station's queue (epoch ms). */
-  readonly at: number;
-  /** The wake-requested value it takes (recorded as `status.session.wakeRequest`). */
-  readonly value?: string | undefined;
-}
-
-/**
- * The wake a Suspended Agent waits for, if any: a pending restore first, else a `wake-requested` value not acted on
- * yet (an unparseable time queues last). Structural, so the Station book reads it too.
- */
-export function wakeRequest(agent: {
-  readonly metadata: { readonly annotations?: Readonly<Record<string, string>> | undefined };
-  readonly status?:
-    | {
-        readonly phase?: string | undefined;
-        readonly session?:
-          | { readonly restorePending?: string | undefined; readonly wakeRequest?: string | undefined }
-          | undefined;
-      }
-    | undefined;
-}): WakeRequest | undefined {
-  if (agent.status?.phase !== 'Suspended') return undefined;
-  const pending = agent.status.session?.restorePending;
-  if (pending !== undefined && pending !== '')
-    return { trigger: 'restore', at: timeOf(pending) ?? Number.POSITIVE_INFINITY };
-  const value = agent.metadata.annotations?.[ANNOTATION_WAKE_REQUESTED];
-  if (value === undefined || value === '' || value === agent.status.session?.wakeRequest) return undefined;
-  return { trigger: 'wake', at: timeOf(value) ?? Number.POSITIVE_INFINITY, value };
 }
 
 /**

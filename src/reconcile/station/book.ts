@@ -1,5 +1,11 @@
-import { wakeRequest } from '../realtime/suspend.ts';
-import { type AgentRunView, awaitsFallbackSlot, isSameAgent, type RunPhase, runPhase } from './runs.ts';
+import {
+  type AgentRunView,
+  awaitsFallbackSlot,
+  isSameAgent,
+  type RunPhase,
+  runPhase,
+  wakeRequest,
+} from './runs.ts';
 
 /**
  * The slot picture of one Station as seen by one candidate Agent: everything admission and history pruning read.

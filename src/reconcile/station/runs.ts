@@ -1,3 +1,5 @@
+import { ANNOTATION_WAKE_REQUESTED } from '../../api/sessions.ts';
+
 /**
  * The Agent fields the Station-level rules (admission, pruning) read, plus the shared orderings.
  * Structural, so any parsed Agent fits.
@@ -123,4 +125,42 @@ export function compareHistoryOrder(a: AgentRunView, b: AgentRunView): number {
   const tb = timeOf(b.status?.completedAt, Number.NEGATIVE_INFINITY);
   if (ta !== tb) return ta > tb ? -1 : 1;
   return -compareQueueOrder(a, b);
+}
+
+/** Epoch ms of an RFC 3339 string; unparseable → last. */
+function isoTime(value: string): number {
+  const t = Date.parse(value);
+  return Number.isNaN(t) ? Number.POSITIVE_INFINITY : t;
+}
+
+/** A Suspended session asked to wake: by a prompt or `resume` (`wake`) or after its pod was lost (`restore`). */
+export interface WakeRequest {
+  readonly trigger: 'wake' | 'restore';
+  /** Its place in the Station's queue (epoch ms). */
+  readonly at: number;
+  /** The wake-requested value it takes (recorded as `status.session.wakeRequest`). */
+  readonly value?: string | undefined;
+}
+
+/**
+ * The wake a Suspended Agent waits for, if any: a pending restore first, else a `wake-requested` value not acted on
+ * yet (an unparseable time queues last). Structural, so the Station book reads it too.
+ */
+export function wakeRequest(agent: {
+  readonly metadata: { readonly annotations?: Readonly<Record<string, string>> | undefined };
+  readonly status?:
+    | {
+        readonly phase?: string | undefined;
+        readonly session?:
+          | { readonly restorePending?: string | undefined; readonly wakeRequest?: string | undefined }
+          | undefined;
+      }
+    | undefined;
+}): WakeRequest | undefined {
+  if (agent.status?.phase !== 'Suspended') return undefined;
+  const pending = agent.status.session?.restorePending;
+  if (pending !== undefined && pending !== '') return { trigger: 'restore', at: isoTime(pending) };
+  const value = agent.metadata.annotations?.[ANNOTATION_WAKE_REQUESTED];
+  if (value === undefined || value === '' || value === agent.status.session?.wakeRequest) return undefined;
+  return { trigger: 'wake', at: isoTime(value), value };
 }
