@@ -75,6 +75,11 @@ export interface ControllerConfig {
    * the windows of spend budgets (a day is 24 such hours, a month 720), so a test sees a window roll in seconds.
    */
   readonly budgetHourMs: number;
+  /**
+   * How long a prompt to a Suspended session is held while the session wakes (`AGENT_SESSION_WAKE_WAIT_SECONDS`;
+   * default 60 s); past it the caller gets 503 with Retry-After (issue 29).
+   */
+  readonly sessionWakeWaitMs: number;
 }
 
 /** Command-line flags of `controller`, as parsed by node:util parseArgs. */
@@ -144,6 +149,12 @@ const EnvSchema = v.object({
     v.pipe(
       digits('AGENT_BUDGET_HOUR_SECONDS'),
       v.minValue(1, 'AGENT_BUDGET_HOUR_SECONDS must be a whole number of seconds, at least 1'),
+    ),
+  ),
+  AGENT_SESSION_WAKE_WAIT_SECONDS: v.optional(
+    v.pipe(
+      digits('AGENT_SESSION_WAKE_WAIT_SECONDS'),
+      v.minValue(1, 'AGENT_SESSION_WAKE_WAIT_SECONDS must be a whole number of seconds, at least 1'),
     ),
   ),
 });
@@ -288,6 +299,7 @@ export function parseControllerConfig(
       tracing,
       gatewayUrl: e.AGENT_GATEWAY_URL || undefined,
       budgetHourMs: (e.AGENT_BUDGET_HOUR_SECONDS ?? 3600) * 1000,
+      sessionWakeWaitMs: (e.AGENT_SESSION_WAKE_WAIT_SECONDS ?? 60) * 1000,
     }),
   );
 }
