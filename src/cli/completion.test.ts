@@ -27,6 +27,8 @@ describe('planCompletion', () => {
       'delete',
       'prompt',
       'close',
+      'suspend',
+      'resume',
       'version',
       'completion',
     ]);

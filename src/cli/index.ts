@@ -11,6 +11,7 @@ import { getCommand } from './get.ts';
 import { logsCommand } from './logs.ts';
 import { closeCommand, promptCommand } from './prompt.ts';
 import { runCommand } from './run.ts';
+import { resumeCommand, suspendCommand } from './suspend.ts';
 import { versionCommand } from './version.ts';
 
 export {
@@ -32,6 +33,8 @@ export const CLI_COMMANDS: readonly Command[] = [
   deleteCommand,
   promptCommand,
   closeCommand,
+  suspendCommand,
+  resumeCommand,
   completionCommand,
   versionCommand,
 ];
