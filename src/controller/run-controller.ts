@@ -214,8 +214,7 @@ export function startController(deps: ControllerDeps): RunningController {
       for (const phase of PHASES) metrics.agents.set({ phase }, book.phaseCount(phase));
       metrics.batchesInFlight.set(w.poller.size);
       setBudgetWaiting(metrics, caches);
-      metrics.realtimeSessions.set(openSessions(caches));
-      metrics.sessionsSuspended.set(book.phaseCount('Suspended'));
+      setSessionGauges(metrics, caches, book);
       await sweeps.history();
       await sweeps.leftoverJobs();
       await sweeps.bindings();
@@ -596,6 +595,12 @@ function setBudgetWaiting(metrics: ControllerMetrics, caches: Caches): void {
   }
   metrics.budgetWaitingRuns.reset();
   for (const [namespace, n] of waiting) metrics.budgetWaitingRuns.set({ namespace }, n);
+}
+
+/** The realtime sessions open now, and those Suspended (issue 29). */
+function setSessionGauges(metrics: ControllerMetrics, caches: Caches, book: StationBook<Agent>): void {
+  metrics.realtimeSessions.set(openSessions(caches));
+  metrics.sessionsSuspended.set(book.phaseCount('Suspended'));
 }
 
 /** Realtime runs whose Job has not finished: the sessions open now. */

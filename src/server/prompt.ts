@@ -185,15 +185,18 @@ function promptBody(text: string): { readonly body: string } | { readonly proble
   return { body: JSON.stringify({ prompt: parsed.output.prompt }) };
 }
 
+/** A Kubernetes `Status` failure answer. */
+function fail(code: number, message: string): Response {
+  return new Response(JSON.stringify(statusBody(code, REASONS[code] ?? 'InternalError', message)), {
+    status: code,
+    headers: { 'content-type': 'application/json' },
+  });
+}
+
 /** Builds the prompt API app. */
 export function createPromptApi(deps: PromptApiDeps): Hono {
   const app = new Hono();
   const base = `/apis/${GROUP}/${VERSION}/namespaces/:namespace/agents/:name`;
-  const fail = (code: number, message: string) =>
-    new Response(JSON.stringify(statusBody(code, REASONS[code] ?? 'InternalError', message)), {
-      status: code,
-      headers: { 'content-type': 'application/json' },
-    });
 
   async function handle(
     request: Request,
@@ -285,22 +288,20 @@ export function createPromptApi(deps: PromptApiDeps): Hono {
     const sessions = action === 'prompt' ? deps.sessions : undefined;
     let upstream: Upstream;
     try {
-      upstream = await deps.forward(endpoint.url, `/${action}`, target.uid, body.body, abort.signal);
-      // A pod started to restore the session (after a wake or a lost pod) takes the saved state first.
-      if (sessions !== undefined && upstream.status === 409) {
-        const text = await upstream.text().catch(() => '');
-        if (text.includes(WAITING_FOR_STATE)) {
-          const restored = await sessions.restore(target, endpoint.url);
-          if (restored !== true) {
-            done('unavailable');
-            const detail = restored === 'notListening' ? 'its pod is not listening yet' : restored.error;
-            return fail(503, `the session of Agent ${name} is being restored: ${detail}`);
-          }
-          upstream = await deps.forward(endpoint.url, `/${action}`, target.uid, body.body, abort.signal);
-        } else {
-          upstream = { status: 409, body: null, text: async () => text };
-        }
+      const sent = await forwardRestoring(
+        deps,
+        sessions,
+        target,
+        endpoint.url,
+        `/${action}`,
+        body.body,
+        abort.signal,
+      );
+      if ('restoreFailed' in sent) {
+        done('unavailable');
+        return fail(503, `the session of Agent ${name} is being restored: ${sent.restoreFailed}`);
       }
+      upstream = sent;
     } catch (error) {
       // A cached Agent may be a moment behind: a run that just ended is a conflict, not an outage.
       const now = await deps.agent(namespace, name, true);
@@ -326,102 +327,10 @@ export function createPromptApi(deps: PromptApiDeps): Hono {
         headers: { 'content-type': 'application/json' },
       });
     }
-    const source = upstream.body;
-    const turn = target;
-    if (sessions !== undefined) await sessions.turnStarted(turn);
-    return new Response(
-      source === null
-        ? ''
-        : tapLines(
-            source,
-            (line) => {
-              const id = deps.sessionIdOf(line);
-              if (id !== undefined && id !== turn.sessionId) deps.sessionSeen(turn, id);
-            },
-            {
-              first: () => done('ok', deps.now() - started),
-              failed: () => done('interrupted'),
-              ended: () => void sessions?.turnEnded(turn, endpoint.url),
-              // The pod lost mid-turn: the caller's stream ends with an error line; the turn is never replayed.
-              ...(sessions !== undefined
-                ? {
-                    lost: () => {
-                      void sessions.turnLost(turn);
-                      return POD_LOST_LINE;
-                    },
-                  }
-                : {}),
-            },
-          ),
-      { status: 200, headers: { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' } },
-    );
-  }
-
-  /**
-   * Wakes a Suspended session and holds the prompt until its new pod has the saved state: the wake is asked for
-   * (the controller admits it, FIFO behind its Station's limit), the Agent is looked at every WAKE_POLL_MS, and once
-   * Running with a pod listening the last saved turn is handed to it. Past the bound: 503 with Retry-After.
-   */
-  async function wake(
-    deps: PromptApiDeps,
-    sessions: SessionPorts,
-    suspended: PromptTarget,
-    signal: AbortSignal,
-  ): Promise<
-    | { readonly target: PromptTarget; readonly url: string }
-    | { readonly response: Response; readonly result: string }
-  > {
-    const began = deps.now();
-    const bound = deps.wakeWaitMs ?? DEFAULT_WAKE_WAIT_MS;
-    const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-    const name = suspended.name;
-    const asked = await sessions.requestWake(suspended);
-    if (asked !== true) {
-      sessions.observeWake?.((deps.now() - began) / 1000, 'error');
-      return {
-        response: fail(500, `waking the session of Agent ${name} failed: ${asked.error}`),
-        result: 'error',
-      };
-    }
-    let last = 'it waits for a run slot';
-    while (deps.now() - began < bound && !signal.aborted) {
-      await sleep(WAKE_POLL_MS);
-      const t = await deps.agent(suspended.namespace, name);
-      if (t === undefined)
-        return { response: fail(404, `agents.${GROUP} "${name}" not found`), result: 'not_found' };
-      if ('error' in t || t.uid !== suspended.uid) continue;
-      if (t.phase !== 'Suspended' && t.phase !== 'Running') {
-        sessions.observeWake?.((deps.now() - began) / 1000, 'error');
-        return {
-          response: fail(409, `Agent ${name} is not a Running realtime run (phase ${t.phase ?? 'Pending'})`),
-          result: 'conflict',
-        };
-      }
-      if (t.phase !== 'Running' || t.jobName === undefined) continue;
-      const endpoint = await deps.endpoint(t);
-      if ('error' in endpoint || endpoint.kind !== 'ready') {
-        last =
-          'error' in endpoint
-            ? endpoint.error
-            : endpoint.kind === 'notYet'
-              ? endpoint.detail
-              : 'not realtime';
-        continue;
-      }
-      const restored = await sessions.restore(t, endpoint.url);
-      if (restored === true) {
-        sessions.observeWake?.((deps.now() - began) / 1000, 'ok');
-        return { target: t, url: endpoint.url };
-      }
-      last = restored === 'notListening' ? 'its pod is not listening yet' : restored.error;
-    }
-    sessions.observeWake?.((deps.now() - began) / 1000, 'timeout');
-    const response = fail(
-      503,
-      `Agent ${name} is waking (${last}); not ready within ${Math.round(bound / 1000)}s: try again`,
-    );
-    response.headers.set('retry-after', String(Math.max(1, Math.round(bound / 2000))));
-    return { response, result: 'unavailable' };
+    return streamTurn(deps, sessions, target, endpoint.url, upstream, {
+      first: () => done('ok', deps.now() - started),
+      failed: () => done('interrupted'),
+    });
   }
 
   app.post(`${base}/prompt`, (c) =>
@@ -433,6 +342,130 @@ export function createPromptApi(deps: PromptApiDeps): Hono {
   app.notFound(() => fail(404, 'the server could not find the requested resource'));
   app.onError((error) => fail(500, describe(error)));
   return app;
+}
+
+/**
+ * Wakes a Suspended session and holds the prompt until its new pod has the saved state: the wake is asked for
+ * (the controller admits it, FIFO behind its Station's limit), the Agent is looked at every WAKE_POLL_MS, and once
+ * Running with a pod listening the last saved turn is handed to it. Past the bound: 503 with Retry-After.
+ */
+async function wake(
+  deps: PromptApiDeps,
+  sessions: SessionPorts,
+  suspended: PromptTarget,
+  signal: AbortSignal,
+): Promise<
+  | { readonly target: PromptTarget; readonly url: string }
+  | { readonly response: Response; readonly result: string }
+> {
+  const began = deps.now();
+  const bound = deps.wakeWaitMs ?? DEFAULT_WAKE_WAIT_MS;
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const name = suspended.name;
+  const asked = await sessions.requestWake(suspended);
+  if (asked !== true) {
+    sessions.observeWake?.((deps.now() - began) / 1000, 'error');
+    return {
+      response: fail(500, `waking the session of Agent ${name} failed: ${asked.error}`),
+      result: 'error',
+    };
+  }
+  let last = 'it waits for a run slot';
+  while (deps.now() - began < bound && !signal.aborted) {
+    await sleep(WAKE_POLL_MS);
+    const t = await deps.agent(suspended.namespace, name);
+    if (t === undefined)
+      return { response: fail(404, `agents.${GROUP} "${name}" not found`), result: 'not_found' };
+    if ('error' in t || t.uid !== suspended.uid) continue;
+    if (t.phase !== 'Suspended' && t.phase !== 'Running') {
+      sessions.observeWake?.((deps.now() - began) / 1000, 'error');
+      return {
+        response: fail(409, `Agent ${name} is not a Running realtime run (phase ${t.phase ?? 'Pending'})`),
+        result: 'conflict',
+      };
+    }
+    if (t.phase !== 'Running' || t.jobName === undefined) continue;
+    const endpoint = await deps.endpoint(t);
+    if ('error' in endpoint || endpoint.kind !== 'ready') {
+      last =
+        'error' in endpoint ? endpoint.error : endpoint.kind === 'notYet' ? endpoint.detail : 'not realtime';
+      continue;
+    }
+    const restored = await sessions.restore(t, endpoint.url);
+    if (restored === true) {
+      sessions.observeWake?.((deps.now() - began) / 1000, 'ok');
+      return { target: t, url: endpoint.url };
+    }
+    last = restored === 'notListening' ? 'its pod is not listening yet' : restored.error;
+  }
+  sessions.observeWake?.((deps.now() - began) / 1000, 'timeout');
+  const response = fail(
+    503,
+    `Agent ${name} is waking (${last}); not ready within ${Math.round(bound / 1000)}s: try again`,
+  );
+  response.headers.set('retry-after', String(Math.max(1, Math.round(bound / 2000))));
+  return { response, result: 'unavailable' };
+}
+
+/**
+ * The turn's answer streamed to the caller as the pod sends it: the session id it reveals reported; with a session
+ * store the turn is reported in flight first and saved once it ended, and a pod lost mid-turn ends the caller's
+ * stream with an error line (the turn is not replayed).
+ */
+async function streamTurn(
+  deps: PromptApiDeps,
+  sessions: SessionPorts | undefined,
+  turn: PromptTarget,
+  url: string,
+  upstream: Upstream,
+  hooks: { first(): void; failed(): void },
+): Promise<Response> {
+  const source = upstream.body;
+  if (sessions !== undefined) await sessions.turnStarted(turn);
+  const lost = (): string => {
+    void sessions?.turnLost(turn);
+    return POD_LOST_LINE;
+  };
+  return new Response(
+    source === null
+      ? ''
+      : tapLines(
+          source,
+          (line) => {
+            const id = deps.sessionIdOf(line);
+            if (id !== undefined && id !== turn.sessionId) deps.sessionSeen(turn, id);
+          },
+          {
+            ...hooks,
+            ended: () => void sessions?.turnEnded(turn, url),
+            ...(sessions !== undefined ? { lost } : {}),
+          },
+        ),
+    { status: 200, headers: { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' } },
+  );
+}
+
+/**
+ * Forwards to the pod; a pod started to restore the session (after a wake or a lost pod) answers 409 until it has
+ * the saved state: it is handed over, then the request is sent again.
+ */
+async function forwardRestoring(
+  deps: PromptApiDeps,
+  sessions: SessionPorts | undefined,
+  target: PromptTarget,
+  url: string,
+  path: '/prompt' | '/close',
+  body: string,
+  signal: AbortSignal,
+): Promise<Upstream | { readonly restoreFailed: string }> {
+  const upstream = await deps.forward(url, path, target.uid, body, signal);
+  if (sessions === undefined || upstream.status !== 409) return upstream;
+  const text = await upstream.text().catch(() => '');
+  if (!text.includes(WAITING_FOR_STATE)) return { status: 409, body: null, text: async () => text };
+  const restored = await sessions.restore(target, url);
+  if (restored !== true)
+    return { restoreFailed: restored === 'notListening' ? 'its pod is not listening yet' : restored.error };
+  return deps.forward(url, path, target.uid, body, signal);
 }
 
 const PeerSocket = v.looseObject({
