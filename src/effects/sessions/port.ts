@@ -66,3 +66,53 @@ export function memorySessionState(): SessionStatePort & {
   };
   return port;
 }
+
+/** The calls of the session store (src/sessions/store.ts `SessionStore`) the port is made of, structurally. */
+export interface SessionStoreLike {
+  saveTurn(
+    ref: { readonly namespace: string; readonly uid: string },
+    turn: number,
+    archive: Uint8Array,
+    metadata: { readonly sessionId: string; readonly vendor: string },
+  ): Promise<Result<unknown, { readonly kind: string; readonly message: string }>>;
+  loadTurn(
+    ref: { readonly namespace: string; readonly uid: string },
+    which: 'latest',
+  ): Promise<
+    Result<
+      {
+        readonly turn: number;
+        readonly archive: Uint8Array;
+        readonly sessionId: string;
+        readonly vendor: string;
+      },
+      { readonly kind: string; readonly message: string }
+    >
+  >;
+  deleteSession(ref: {
+    readonly namespace: string;
+    readonly uid: string;
+  }): Promise<Result<unknown, { readonly kind: string; readonly message: string }>>;
+}
+
+/** The port over the session store: failures as one line; no saved turn (`not-found`) as undefined. */
+export function sessionStatePort(store: SessionStoreLike): SessionStatePort {
+  return {
+    async saveTurn(namespace, uid, turn, archive, meta) {
+      const r = await store.saveTurn({ namespace, uid }, turn, archive, meta);
+      return r.ok ? ok(undefined) : err(r.error.message);
+    },
+    async loadLatest(namespace, uid) {
+      const r = await store.loadTurn({ namespace, uid }, 'latest');
+      if (r.ok) {
+        const { turn, archive, sessionId, vendor } = r.value;
+        return ok({ turn, archive, sessionId, vendor });
+      }
+      return r.error.kind === 'not-found' ? ok(undefined) : err(r.error.message);
+    },
+    async deleteSession(namespace, uid) {
+      const r = await store.deleteSession({ namespace, uid });
+      return r.ok ? ok(undefined) : err(r.error.message);
+    },
+  };
+}
