@@ -272,6 +272,11 @@ describe('sessions: Suspended and its wake (issue 29 §2)', () => {
       metricsOf(d).at(-1),
       JSON.stringify({ metric: 'sessionWoken', trigger: 'wake', seconds: 10 }),
     );
+    assert.equal(
+      metricsOf(d).some((m) => m.includes('runQueue')),
+      false,
+      'the queue time of the run is not observed again',
+    );
   });
 
   it('a wake already taken asks for nothing', () => {

@@ -330,6 +330,10 @@ export function asWake(s: CommonSnapshot, wake: WakeRequest, decision: Decision,
     return { ...a, status: { ...a.status, session: { ...a.status.session, ...session } } };
   });
   if (!started) return { ...decision, actions };
+  // The time a wake waited is its own metric: the run's queue time was observed when it first started.
+  const kept = actions.filter((a) => !(a.kind === 'observeMetric' && a.observation.metric === 'runQueue'));
+  actions.length = 0;
+  actions.push(...kept);
   const ref = agentRef(agent);
   const waited = Number.isFinite(wake.at) ? Math.max(0, (now.getTime() - wake.at) / 1000) : undefined;
   actions.push(
