@@ -71,7 +71,6 @@ export function checkKey(key: string): string | undefined {
   if (new TextEncoder().encode(key).length > 1024) return 'the object key is longer than 1024 bytes';
   if (key.split('/').some((s) => s === '.' || s === '..'))
     return `the object key ${JSON.stringify(key)} has a . or .. segment`;
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
   if (/[\x00-\x1f\x7f]/.test(key)) return `the object key ${JSON.stringify(key)} has a control character`;
   return undefined;
 }
