@@ -405,7 +405,9 @@ async function startSessionStore(
       },
     ),
   );
-  await waitFor('versitygw /health', procs, async () => ((await sessionStoreHealthy(endpoint)) ? true : undefined));
+  await waitFor('versitygw /health', procs, async () =>
+    (await sessionStoreHealthy(endpoint)) ? true : undefined,
+  );
   const client = new S3Client({
     endpoint,
     bucket: SESSION_STORE_BUCKET,
@@ -645,7 +647,8 @@ async function healthy(info: TestbedInfo | undefined): Promise<boolean> {
   const records = readRecords(PIDS);
   if (records.length < 5 || !records.every(alive)) return false;
   // A test bed started before the session store existed is started again.
-  if (info.sessionStore === undefined || !(await sessionStoreHealthy(info.sessionStore.endpoint))) return false;
+  if (info.sessionStore === undefined || !(await sessionStoreHealthy(info.sessionStore.endpoint)))
+    return false;
   const client = KubeClient.fromKubeconfig(KUBECONFIG);
   try {
     const ready = await client.request('GET', '/readyz', { timeoutMs: 3000 });

@@ -280,7 +280,7 @@ describe('controller configuration: bind address', () => {
     assert.equal(regional.value.sessionStore?.prefix, 'prod/');
     const cases: [Record<string, string>, RegExp][] = [
       [
-        { AGENT_SESSION_STORE_BUCKET: 'b' },
+        { AGENT_SESSION_STORE_BUCKET: 'agent-sessions' },
         /AGENT_SESSION_STORE_BUCKET is set but AGENT_SESSION_STORE_URL is not/,
       ],
       [{ ...full, AGENT_SESSION_STORE_BUCKET: '' }, /needs AGENT_SESSION_STORE_BUCKET/],

@@ -107,6 +107,9 @@ export function testbedSessionStore(info: TestbedInfo | undefined): {
   const store = info?.sessionStore;
   if (store === undefined)
     throw new Error('the e2e cluster is not a testbed with a session store (run scripts/testbed up)');
-  const credentials = v.parse(StoreCredentialsSchema, JSON.parse(readFileSync(store.credentialsFile, 'utf8')));
+  const credentials = v.parse(
+    StoreCredentialsSchema,
+    JSON.parse(readFileSync(store.credentialsFile, 'utf8')),
+  );
   return { endpoint: store.endpoint, bucket: store.bucket, region: store.region, credentials };
 }
