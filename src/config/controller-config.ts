@@ -166,7 +166,7 @@ const EnvSchema = v.object({
     v.pipe(
       v.string(),
       v.regex(
-        /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/,
+        /^$|^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/,
         (issue) =>
           `AGENT_SESSION_STORE_BUCKET must be an S3 bucket name (3-63 lower-case letters, digits, dots and dashes), got: ${JSON.stringify(issue.input)}`,
       ),
@@ -176,7 +176,7 @@ const EnvSchema = v.object({
     v.pipe(
       v.string(),
       v.regex(
-        /^[a-z0-9][a-z0-9-]*$/,
+        /^$|^[a-z0-9][a-z0-9-]*$/,
         (issue) =>
           `AGENT_SESSION_STORE_REGION must be a region name like us-east-1, got: ${JSON.stringify(issue.input)}`,
       ),
