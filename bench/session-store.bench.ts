@@ -136,7 +136,7 @@ try {
   }
 
   console.log(
-    `\n2. ${sessions} sessions of two turns (${sizes[0]?.archive.length} bytes a turn), 16 in flight`,
+    `\n2. ${sessions} sessions of two turns (CLI session files of 6 and 12 KB, gzipped), 16 in flight`,
   );
   const pool = async (n: number, work: (i: number) => Promise<void>): Promise<number> => {
     let next = 0;
