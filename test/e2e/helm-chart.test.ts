@@ -163,8 +163,9 @@ describe('helm chart: lint and render', { skip: helmSkip }, () => {
     const deployment = sessions.find(
       (o) => o.kind === 'Deployment' && objectKey(o).includes('agent-controller'),
     );
+    assert.ok(deployment, 'the controller Deployment');
     const env = (
-      (deployment?.spec as { template: { spec: { containers: { env: Record<string, unknown>[] }[] } } })
+      (deployment.spec as { template: { spec: { containers: { env: Record<string, unknown>[] }[] } } })
         .template.spec.containers[0]?.env ?? []
     ).filter((e) => String(e.name).startsWith('AGENT_SESSION_STORE_'));
     assert.deepEqual(env, [
