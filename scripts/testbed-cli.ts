@@ -1117,6 +1117,10 @@ Audit log (JSON lines, recorded as auditLog in testbed.json): every create, upda
 agents/status, jobs, leases and networkpolicies, with request and response bodies, in <logs>/audit.log
 (rotated at 100 MB into audit-<timestamp>.log, 5 kept); policy in <state>/audit-policy.yaml.
 
+Session store (issue 29): versitygw (scripts/build-versitygw) on a free port of 127.0.0.1, POSIX backend under
+<state>/session-store, bucket agent-sessions, root credentials generated at each up in
+<state>/session-store.credentials.json (mode 0600); recorded as sessionStore in testbed.json.
+
 State, certificates and logs live in \${AGENT_TESTBED_DIR:-<repo>/.testbed}.
 Images: agent-controller:e2e runs the built bundle on Node, agent-controller:e2e-deno on Deno; any other
 image runs the container's command from the host. Extra entries: AGENT_TESTBED_IMAGES=<json file> (read by
