@@ -781,7 +781,13 @@ upgrade that changes them: kubectl apply --server-side -f <the chart>/crds/
 
 function chartReadme(s: Sources, f: BaseFacts): string {
   const toggles = s.components
-    .map((c) => `| \`${toggleName(c.name)}.enabled\` | \`false\` | deploy/components/${c.name} |`)
+    .flatMap((c) => [
+      `| \`${toggleName(c.name)}.enabled\` | \`false\` | deploy/components/${c.name} |`,
+      ...Object.entries(componentValues(c)).map(
+        ([key, value]) =>
+          `| \`${toggleName(c.name)}.${key}\` | \`${JSON.stringify(value)}\` | \`${Object.entries(COMPONENT_ENV_VALUES[c.name] ?? {}).find(([, k]) => k === key)?.[0]}\` on the controller |`,
+      ),
+    ])
     .join('\n');
   return `<!-- ${GENERATED} -->
 # agent-controller Helm chart
