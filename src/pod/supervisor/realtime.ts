@@ -10,6 +10,11 @@
 // run's go (stdout, sinks, `output.select`) and, for a turn asked through the API, back to the caller as NDJSON until
 // the turn ends. A prompt too long for one CLI argument goes to the CLI's stdin (see `deliverPrompt`).
 //
+// Between turns the session's state (the CLI's state folder under $HOME and the workspace) can be read as one archive
+// (`GET /session/state`); a pod started with `AGENT_SESSION_RESTORE=true` sends no opening prompt and waits for such
+// an archive (`PUT /session/state`), then goes on with that session by id, counting turns on from the given number
+// (docs/design/sessions.md, "The run pod").
+//
 // The session ends, and with it the pod, on `POST /close` (exit code of the last turn, 0 if none failed), when a turn
 // exits non-zero (its code), on SIGTERM (143), or at the run deadline (124). Closing twice is harmless.
 //
@@ -415,8 +420,8 @@ class Session implements PromptPort {
     if (this.#restoring) return { ok: false, status: 409, message: 'waiting for the session state' };
     if (this.#turn !== undefined) return { ok: false, status: 409, message: 'a turn is in flight' };
     const sessionId = this.#sessionId;
-    if (this.#turns === 0 || sessionId === undefined)
-      return { ok: false, status: 409, message: 'no turn has ended yet' };
+    if (this.#turns === 0) return { ok: false, status: 409, message: 'no turn has ended yet' };
+    if (sessionId === undefined) return { ok: false, status: 409, message: 'the CLI has named no session' };
     const turns = this.#turns;
     this.#reading++;
     try {
