@@ -6,6 +6,7 @@ import { CONNECTION_FLAGS, type ConnectionFlags, splitCommand } from './flags.ts
 import { GET_FLAGS } from './get.ts';
 import { KINDS, kindOf } from './kinds.ts';
 import { LOGS_FLAGS } from './logs.ts';
+import { RERUN_FLAGS } from './rerun.ts';
 import { RUN_FLAGS } from './run.ts';
 
 type FlagTable = Readonly<Record<string, { readonly type: 'string' | 'boolean'; readonly short?: string }>>;
@@ -39,6 +40,7 @@ const KIND_WORDS = KINDS.map((k) => k.name);
 /** The CLI commands completion knows, with their flags and what their positionals are. */
 export const COMPLETION_COMMANDS: Readonly<Record<string, { flags: FlagTable; positional: Positional }>> = {
   run: { flags: RUN_FLAGS, positional: (b) => (b.length === 0 ? names('stations') : NONE) },
+  rerun: { flags: RERUN_FLAGS, positional: (b) => (b.length === 0 ? names('agents') : NONE) },
   get: {
     flags: GET_FLAGS,
     positional: (b) => {
@@ -85,12 +87,12 @@ function flagName(word: string, table: FlagTable): string | undefined {
 }
 
 /** What a flag's value can be. */
-function valuePlan(flag: string): CompletionPlan {
+function valuePlan(flag: string, command: string | undefined): CompletionPlan {
   switch (flag) {
     case 'namespace':
       return names('namespaces');
     case 'output':
-      return words(['wide', 'json', 'yaml', 'name']);
+      return words(command === 'rerun' ? ['name', 'yaml', 'json'] : ['wide', 'json', 'yaml', 'name']);
     case 'kubeconfig':
     case 'prompt-file':
     case 'certificate-authority':
@@ -132,7 +134,7 @@ export function planCompletion(args: readonly string[]): CompletionPlan {
       flag !== undefined &&
       (table[flag] ?? CONNECTION_FLAGS[flag as keyof typeof CONNECTION_FLAGS])?.type === 'string'
     )
-      return valuePlan(flag);
+      return valuePlan(flag, command);
   }
   if (current.startsWith('-')) {
     if (current.startsWith('--') && current.includes('=')) return NONE;

@@ -21,6 +21,7 @@ describe('planCompletion', () => {
   it('subcommands first, global flags after a dash', () => {
     assert.deepEqual(words(['']), [
       'run',
+      'rerun',
       'get',
       'describe',
       'logs',
@@ -31,10 +32,15 @@ describe('planCompletion', () => {
       'completion',
     ]);
     assert.deepEqual(words(['-']), ['--kubeconfig', '--context', '--namespace', '-n', '--help']);
+    assert.deepEqual(planCompletion(['rerun', '']), { kind: 'names', resource: 'agents' });
+    assert.deepEqual(planCompletion(['rerun', 'a', '']), { kind: 'none' });
+    assert.deepEqual(words(['rerun', 'a', '-o', '']), ['name', 'yaml', 'json']);
+    assert.deepEqual(words(['get', '-o', '']), ['wide', 'json', 'yaml', 'name']);
+    assert.ok((words(['rerun', '--']) as string[]).includes('--name'));
     assert.deepEqual(planCompletion(['-n', '']), { kind: 'names', resource: 'namespaces' });
     assert.deepEqual(
       (words(['-n', 'team', '']) as string[]).slice(0, 2),
-      ['run', 'get'],
+      ['run', 'rerun'],
       'flags may come before the command',
     );
   });

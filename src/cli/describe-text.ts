@@ -4,6 +4,7 @@
 import type { Agent, Job, Pod } from '../api/index.ts';
 import type { EventRead, Optional } from './api.ts';
 import { AGENT_CONTAINER } from './log-stream.ts';
+import { ANNOTATION_RERUN_OF } from './rerun.ts';
 import { type Paint, phaseTone, sanitize } from './style.ts';
 import { clockDuration, humanAge, renderTable } from './table.ts';
 
@@ -120,6 +121,8 @@ export function describeAgent(input: DescribeInput, now: number, paint: Paint): 
     ['Resumes', agent.spec.resumeSession],
   ] as const)
     if (value !== undefined) out.push(field(label, value));
+  const rerunOf = agent.metadata.annotations[ANNOTATION_RERUN_OF];
+  if (rerunOf !== undefined && rerunOf !== '') out.push(field('Rerun Of', rerunOf));
   out.push(
     field('Created', `${agent.metadata.creationTimestamp} (${ago(agent.metadata.creationTimestamp, now)})`),
   );

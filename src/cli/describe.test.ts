@@ -237,6 +237,28 @@ describe('describe agent', () => {
     assert.match(io.stdoutText(), /^Events: {7}<none>$/m);
   });
 
+  it('a rerun names the Agent it repeats; another Agent has no such line', async () => {
+    const c = new FakeCluster();
+    const raw = rawAgent('hello-x-rerun-b9zq4') as Obj;
+    c.put(AGENTS_PATH, {
+      ...raw,
+      metadata: {
+        ...raw.metadata,
+        annotations: { 'agents.re-cinq.com/rerun-of': 'hello-x', 'agents.re-cinq.com/rerun-of-uid': 'u-1' },
+      },
+    });
+    c.put(AGENTS_PATH, rawAgent('plain') as Obj);
+    const io = captureIo(['hello-x-rerun-b9zq4']);
+    assert.equal(await guarded(describeSpec, io, fakeDeps(c)), 0);
+    assert.match(
+      io.stdoutText(),
+      /^Station: {6}hello\nParameters: {3}<none>\nRerun Of: {5}hello-x\nCreated: /m,
+    );
+    const plain = captureIo(['plain']);
+    assert.equal(await guarded(describeSpec, plain, fakeDeps(c)), 0);
+    assert.doesNotMatch(plain.stdoutText(), /Rerun Of/);
+  });
+
   it('a missing Agent is exit 4; a refused one exit 3', async () => {
     const c = new FakeCluster();
     const io = captureIo(['agent', 'nope']);

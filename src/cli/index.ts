@@ -10,6 +10,7 @@ import { splitCommand } from './flags.ts';
 import { getCommand } from './get.ts';
 import { logsCommand } from './logs.ts';
 import { closeCommand, promptCommand } from './prompt.ts';
+import { rerunCommand } from './rerun.ts';
 import { runCommand } from './run.ts';
 import { versionCommand } from './version.ts';
 
@@ -20,12 +21,14 @@ export {
   describeCommand,
   getCommand,
   logsCommand,
+  rerunCommand,
   runCommand,
 };
 
 /** The commands of the command line, in help order (`__complete` is hidden). */
 export const CLI_COMMANDS: readonly Command[] = [
   runCommand,
+  rerunCommand,
   getCommand,
   describeCommand,
   logsCommand,

@@ -472,6 +472,106 @@ describe('console: starting a run', () => {
   });
 });
 
+describe('console: running an Agent again', () => {
+  const source = (() => {
+    const a = agentOf('nightly-abcde', {
+      phase: 'Succeeded',
+      jobName: 'agent-job-nightly-abcde',
+      station: 'hello',
+      parameters: { topic: 'tests' },
+    });
+    return {
+      ...a,
+      metadata: {
+        ...a.metadata,
+        labels: { team: 'infra' },
+        annotations: { 'agents.re-cinq.com/session-id': 's-1' },
+        finalizers: ['agents.re-cinq.com/spend'],
+      },
+      spec: { ...a.spec, model: 'claude-sonnet-5' },
+    };
+  })();
+
+  it('the run page offers Rerun (a form with the CSRF token) to someone who may create Agents, and links a rerun to its source', async () => {
+    const rerun = {
+      ...agentOf('nightly-abcde-rerun-x1y2z'),
+      metadata: {
+        ...agentOf('nightly-abcde-rerun-x1y2z').metadata,
+        annotations: { 'agents.re-cinq.com/rerun-of': 'nightly-abcde' },
+      },
+    };
+    const { get, session } = setup({ agents: [source, rerun] });
+    const text = await (await get('/agents/team/nightly-abcde')).text();
+    assert.match(
+      text,
+      new RegExp(
+        `<form method="post" action="/agents/team/nightly-abcde/rerun" class="rerun"><input type="hidden" name="_csrf" value="${session.csrf}">`,
+      ),
+    );
+    assert.doesNotMatch(text, /Rerun of/, 'not a rerun itself');
+    const again = await (await get('/agents/team/nightly-abcde-rerun-x1y2z')).text();
+    assert.match(
+      again,
+      /<th>Rerun of<\/th><td><a href="\/agents\/team\/nightly-abcde">nightly-abcde<\/a><\/td>/,
+    );
+    const { get: getDenied } = setup({ agents: [source], deny: ['create agents team'] });
+    assert.doesNotMatch(await (await getDenied('/agents/team/nightly-abcde')).text(), /\/rerun"/);
+  });
+
+  it('POST …/rerun creates the copy (same spec, user labels, the rerun annotations) and goes to it', async () => {
+    const { post, session, w } = setup({ agents: [source] });
+    const res = await post('/agents/team/nightly-abcde/rerun', { _csrf: session.csrf });
+    assert.equal(res.status, 303);
+    assert.equal(res.headers.get('location'), '/agents/team/hello-x7k2p');
+    assert.deepEqual(w.created, [
+      {
+        apiVersion: 'agents.re-cinq.com/v1alpha1',
+        kind: 'Agent',
+        metadata: {
+          generateName: 'nightly-abcde-rerun-',
+          labels: { team: 'infra' },
+          annotations: {
+            'agents.re-cinq.com/rerun-of': 'nightly-abcde',
+            'agents.re-cinq.com/rerun-of-uid': 'uid-nightly-abcde',
+          },
+        },
+        spec: { stationRef: 'hello', parameters: { topic: 'tests' }, model: 'claude-sonnet-5' },
+      },
+    ]);
+  });
+
+  it('needs the CSRF token, get on the Agent and create on agents; a missing Agent is 404; a refusal is shown', async () => {
+    const noToken = setup({ agents: [source] });
+    assert.equal((await noToken.post('/agents/team/nightly-abcde/rerun', {})).status, 403);
+    assert.equal(noToken.w.created?.length, 0);
+
+    const noCreate = setup({ agents: [source], deny: ['create agents team'] });
+    const refused = await noCreate.post('/agents/team/nightly-abcde/rerun', { _csrf: noCreate.session.csrf });
+    assert.equal(refused.status, 403);
+    assert.match(await refused.text(), /alice may not create Agents in namespace team/);
+    assert.equal(noCreate.w.created?.length, 0);
+
+    const noGet = setup({ agents: [source], deny: ['get agents team/nightly-abcde'] });
+    const unread = await noGet.post('/agents/team/nightly-abcde/rerun', { _csrf: noGet.session.csrf });
+    assert.equal(unread.status, 403);
+    assert.equal(noGet.w.created?.length, 0);
+
+    const missing = setup({ agents: [] });
+    assert.equal(
+      (await missing.post('/agents/team/nope/rerun', { _csrf: missing.session.csrf })).status,
+      404,
+    );
+
+    const webhook = setup({
+      agents: [source],
+      createError: { error: 'admission webhook said no', status: 422 },
+    });
+    const no = await webhook.post('/agents/team/nightly-abcde/rerun', { _csrf: webhook.session.csrf });
+    assert.equal(no.status, 422);
+    assert.match(await no.text(), /running nightly-abcde again failed: admission webhook said no/);
+  });
+});
+
 describe('console: talking to a realtime run', () => {
   it('shows the prompt box for a Running realtime run', async () => {
     const live = agentOf('live', { phase: 'Running', jobName: 'agent-job-live' });

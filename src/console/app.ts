@@ -7,6 +7,7 @@
 //   GET  /agents/:ns/:name[?fragment=status]                  one Agent
 //   GET  /agents/:ns/:name/stream                             its output as server-sent events
 //   POST /agents/:ns/:name/prompt                             a prompt to a realtime run (answer as text)
+//   POST /agents/:ns/:name/rerun                              run it again (a new Agent, same spec)
 //   GET  /stations/:ns/:name/run, POST …                      start a run
 //
 // Every action is authorised for the signed-in person with a SubjectAccessReview, so kube RBAC decides; the

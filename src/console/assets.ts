@@ -50,6 +50,7 @@ tr.warning td { color: var(--bad); }
   padding: 6px 12px; font: inherit; cursor: pointer; }
 button.link { background: none; color: var(--accent); padding: 0; }
 form.inline { display: inline; }
+form.rerun { margin: -8px 0 16px; }
 form.filters { display: flex; gap: 12px; align-items: center; margin-bottom: 16px; flex-wrap: wrap; }
 form.run, .login form { display: grid; gap: 6px; max-width: 720px; }
 form.run button, .login button { justify-self: start; margin-top: 8px; }

@@ -1,9 +1,10 @@
 // The console's pages, rendered on the server from what was read (pure: no I/O, the time passed in). Every value
 // from the cluster goes through `html`, which escapes it. No page ever shows a token or a Secret: the Agent's spec
 // and status, its Events, its Job and pod summaries, and the run's own output are all it shows.
-import type { Agent, Job, Pod, Station } from '../api/index.ts';
+import { type Agent, DNS1123_SUBDOMAIN, type Job, type Pod, type Station } from '../api/index.ts';
 import type { EventRead, Optional } from '../cli/api.ts';
 import { eventAge, jobSummary, podSummary } from '../cli/describe-text.ts';
+import { ANNOTATION_RERUN_OF } from '../cli/rerun.ts';
 import { clockDuration, humanAge } from '../cli/table.ts';
 import { type Html, html, query } from './html.ts';
 
@@ -183,6 +184,8 @@ export interface AgentDetailView {
   /** Where a trace id links to (`{traceID}` replaced), if configured. */
   readonly traceUrl: string | undefined;
   readonly now: number;
+  /** The person may create Agents in the namespace: the page offers to run this one again. */
+  readonly canRerun?: boolean;
 }
 
 function unreadable(what: string, r: Optional<unknown> | undefined): Html {
@@ -242,15 +245,28 @@ export function agentDetailPage(v: AgentDetailView, viewer: Viewer): string {
         ? s.result
         : JSON.stringify(s.result, null, 2);
   const terminal = s.phase === 'Succeeded' || s.phase === 'Failed';
+  // The annotation is anyone's text who may patch the Agent: linked only when it is an object name.
+  const rerunOfText = a.metadata.annotations[ANNOTATION_RERUN_OF];
+  const rerunOf =
+    rerunOfText !== undefined && rerunOfText.length <= 253 && DNS1123_SUBDOMAIN.test(rerunOfText)
+      ? rerunOfText
+      : undefined;
   const body = html`<p class="crumbs"><a href="/agents${query({ namespace: ns })}">Agents</a> /
 <a href="/agents${query({ namespace: ns, station: a.spec.stationRef })}">${a.spec.stationRef}</a></p>
 <h1>${a.metadata.name} ${phaseBadge(s.phase)}</h1>
+${
+  v.canRerun === true
+    ? html`<form method="post" action="${base}/rerun" class="rerun"><input type="hidden" name="_csrf" value="${viewer.csrf}">
+<button type="submit" title="A new Agent with the same Station, parameters, model and spec">Rerun</button></form>`
+    : ''
+}
 <section id="status" data-phase="${s.phase}"${terminal ? '' : html` data-refresh="${base}?fragment=status"`}>${statusFragment(v)}</section>
 <div class="grid">
 <section><h2>Run</h2><table class="fields">
 ${row('Namespace', ns)}
 ${row('Station', html`<a href="/agents${query({ namespace: ns, station: a.spec.stationRef })}">${a.spec.stationRef}</a>`)}
 ${row('Created', a.metadata.creationTimestamp)}
+${row('Rerun of', rerunOf === undefined ? undefined : html`<a href="/agents/${ns}/${rerunOf}">${rerunOf}</a>`)}
 ${row('Model', a.spec.model)}
 ${row('Task', a.spec.taskId)}
 ${row('Session', s.sessionId)}

@@ -2,8 +2,9 @@
 // driven by playwright-core, against a controller started with CONSOLE_ENABLED on the local control plane, running as
 // the deploy/ ServiceAccount with deploy/components/console and realtime. A person (a ServiceAccount bound to the
 // console's agent-console-user Role) signs in with a token, sees the Agents by Station, starts a run from its Station
-// and watches its output arrive live, then talks to a realtime run. Someone without the grants is refused; the
-// one-time link of a local run signs in once. Screenshots go to test-results/console/.
+// and watches its output arrive live, runs it again with the Rerun button, then talks to a realtime run. Someone
+// without the grants is refused; the one-time link of a local run signs in once. Screenshots go to
+// test-results/console/.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -194,6 +195,24 @@ describe(`web console in a browser (${runtime})`, { skip }, () => {
         const events = (await page.locator('table.events').textContent()) ?? '';
         assert.match(events, /Started/);
         await shot(page, 'detail');
+
+        // Rerun: the run page's button creates a new Agent with the same spec, annotated with the run it repeats,
+        // and goes to it; it runs to Succeeded and links back to its source.
+        await Promise.all([
+          page.waitForURL(new RegExp(`/agents/${s.ns}/${name}-rerun-[a-z0-9]{5}$`)),
+          page.click('form.rerun button[type=submit]'),
+        ]);
+        const rerunName = page.url().split('/').at(-1) ?? '';
+        const rerun = await s.agent(rerunName);
+        assert.equal(rerun?.metadata.annotations?.['agents.re-cinq.com/rerun-of'], name);
+        assert.equal(rerun?.metadata.annotations?.['agents.re-cinq.com/rerun-of-uid'], created?.metadata.uid);
+        assert.deepEqual(rerun?.spec, created?.spec);
+        await page.locator('h1 .badge.succeeded').waitFor({ timeout: 90_000 });
+        assert.equal(
+          await page.locator(`table.fields a[href="/agents/${s.ns}/${name}"]`).textContent(),
+          name,
+        );
+        await shot(page, 'rerun');
 
         // A realtime run: the prompt box sends as the signed-in person and shows the answer.
         await s.create(agentManifest('live', 'chat', { parameters: { topic: 'world' } }));

@@ -10,6 +10,7 @@ import {
   renderLine,
   renderText,
 } from '../../cli/event-lines.ts';
+import { rerunBody } from '../../cli/rerun.ts';
 import { readLimited } from '../../server/prompt.ts';
 import type { AccessRequest } from '../contract.ts';
 import {
@@ -26,7 +27,10 @@ import {
 import { agentDetailPage, agentListFragment, agentListPage, PHASES, statusFragment } from '../pages.ts';
 import type { Session } from '../session.ts';
 
-/** `GET /agents`, `GET /agents/:namespace/:name[/stream]`, `POST /agents/:namespace/:name/prompt`. */
+/**
+ * `GET /agents`, `GET /agents/:namespace/:name[/stream]`, `POST /agents/:namespace/:name/prompt`,
+ * `POST /agents/:namespace/:name/rerun`.
+ */
 export function agentRoutes(app: Hono<ConsoleEnv>, kit: ConsoleKit): void {
   const { ports, viewer, page, may, denied, failed } = kit;
   app.get('/agents', async (c) => {
@@ -95,10 +99,11 @@ export function agentRoutes(app: Hono<ConsoleEnv>, kit: ConsoleKit): void {
       });
     const check = (access: Omit<AccessRequest, 'namespace'>) =>
       may(s, { ...access, namespace }).then((ok) => ok === true);
-    const [job, pods, events] = await Promise.all([
+    const [job, pods, events, canRerun] = await Promise.all([
       check({ verb: 'get', group: 'batch', resource: 'jobs' }),
       check({ verb: 'list', group: '', resource: 'pods' }),
       check({ verb: 'list', group: '', resource: 'events' }),
+      check({ verb: 'create', group: GROUP, resource: 'agents' }),
     ]);
     const extras = await ports.agentExtras(agent, { job, pods, events });
     const realtime =
@@ -107,11 +112,30 @@ export function agentRoutes(app: Hono<ConsoleEnv>, kit: ConsoleKit): void {
       extras.pods.value.some((p) => p.metadata.labels?.['agents.re-cinq.com/execution'] === 'realtime');
     return page(
       c,
-      agentDetailPage({ agent, ...extras, realtime, traceUrl: ports.traceUrl, now: ports.now() }, viewer(s)),
+      agentDetailPage(
+        { agent, ...extras, realtime, traceUrl: ports.traceUrl, now: ports.now(), canRerun },
+        viewer(s),
+      ),
     );
   });
 
   outputStreamRoute(app, kit, agentFor);
+
+  // Runs the Agent again: a new Agent built from it as `agent-controller rerun` builds one, created once the person
+  // may read this Agent and create Agents in its namespace; the browser goes on to the new run.
+  app.post('/agents/:namespace/:name/rerun', async (c) => {
+    const s = c.get('session');
+    const agent = await agentFor(c, s);
+    if (agent instanceof Response) return agent;
+    const namespace = agent.metadata.namespace;
+    const create = await may(s, { verb: 'create', group: GROUP, resource: 'agents', namespace });
+    if (typeof create !== 'boolean') return failed(c, s, `checking access failed: ${create.error}`);
+    if (!create) return denied(c, s, `create Agents in namespace ${namespace}`);
+    const created = await ports.createAgent(namespace, rerunBody(agent));
+    if ('error' in created)
+      return failed(c, s, `running ${agent.metadata.name} again failed: ${created.error}`, created.status);
+    return c.redirect(`/agents/${namespace}/${created.agent.metadata.name}`, 303);
+  });
 
   app.post('/agents/:namespace/:name/prompt', async (c) => {
     const s = c.get('session');
