@@ -20,8 +20,6 @@ export const SESSION_STATE_FINALIZER = 'agents.re-cinq.com/session-state';
 export const MAX_SESSION_RESTARTS = 3;
 /** Attempts to delete an Agent's stored session before a Warning names what was left and the finalizer goes. */
 export const MAX_SESSION_CLEANUP_ATTEMPTS = 5;
-/** Environment of a run pod started to restore a saved session (the supervisor waits for `PUT /session/state`). */
-export const ENV_SESSION_RESTORE = 'AGENT_SESSION_RESTORE';
 
 /** The idle timeout of a realtime run: the Station's `idleTimeoutSeconds`, else its definition's; undefined: none. */
 export function idleTimeoutSecondsOf(

@@ -1,11 +1,19 @@
-// The session-state port over the controller's configured session store (issue 29). Until the store lands on this
-// branch no store is configured: sessions are off.
+// The session store the controller's configuration names (AGENT_SESSION_STORE_*, issue 29), behind the narrow port
+// the executor and the prompt API use (src/effects/sessions/port.ts).
 
 import type { ControllerConfig } from '../config/index.ts';
-import type { SessionStatePort } from '../effects/sessions/port.ts';
+import { type SessionStatePort, sessionStatePort } from '../effects/sessions/port.ts';
+import { sessionStoreFromConfig } from '../sessions/store.ts';
 import type { Logger } from '../shared/log.ts';
 
-/** The port over the configured session store; undefined when the controller has none. */
-export function sessionStateOf(_config: ControllerConfig, _log: Logger): SessionStatePort | undefined {
-  return undefined;
+/** The port over the configured session store; undefined when the controller has none (sessions off). */
+export function sessionStateOf(config: ControllerConfig, log: Logger): SessionStatePort | undefined {
+  const store = config.sessionStore;
+  if (store === undefined) return undefined;
+  log.info('Sessions are kept in the session store', {
+    endpoint: store.endpoint,
+    bucket: store.bucket,
+    prefix: store.prefix,
+  });
+  return sessionStatePort(sessionStoreFromConfig(store));
 }

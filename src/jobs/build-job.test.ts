@@ -20,6 +20,7 @@ import {
 } from './build-job.ts';
 import { MEMORY_INSTRUCTION } from './memory.ts';
 import { TEMPLATE_ERRORS } from './pod-template.ts';
+import { ANNOTATION_SESSION_RESTORE } from './realtime.ts';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
 const NOW_MS = NOW.getTime();
@@ -1673,5 +1674,50 @@ describe('buildJob behind the model gateway (issue 28)', () => {
       !JSON.stringify(job).includes('anthropic-key'),
       'the agent-secrets key is named nowhere in the Job',
     );
+  });
+});
+
+describe('buildJob: a realtime run that restores a saved session (issue 29)', () => {
+  const realtime = withDefinition({ execution: 'realtime' });
+  const envOf = (r: Result<JobManifest, string>) =>
+    (agentContainer(must(r)).env as { name: string; value?: string }[]).filter(
+      (e) => e.name === 'AGENT_SESSION_RESTORE',
+    );
+  const annotated = (value: string): Agent =>
+    must(
+      parseAgent({
+        ...agentJson,
+        metadata: { ...agentJson.metadata, annotations: { [ANNOTATION_SESSION_RESTORE]: value } },
+      }),
+    );
+
+  it('is off by default', () => {
+    assert.deepEqual(envOf(buildJob({ ...input, definition: realtime })), []);
+    assert.deepEqual(envOf(buildJob({ ...input, definition: realtime, sessionRestore: false })), []);
+  });
+
+  it('sets AGENT_SESSION_RESTORE=true when the build input asks, or the Agent is annotated "true"', () => {
+    const want = [{ name: 'AGENT_SESSION_RESTORE', value: 'true' }];
+    assert.deepEqual(envOf(buildJob({ ...input, definition: realtime, sessionRestore: true })), want);
+    assert.deepEqual(envOf(buildJob({ ...input, definition: realtime, agent: annotated('true') })), want);
+    for (const value of ['false', 'yes', 'True', '']) {
+      assert.deepEqual(
+        envOf(buildJob({ ...input, definition: realtime, agent: annotated(value) })),
+        [],
+        value,
+      );
+    }
+  });
+
+  it('is ignored for a Job run', () => {
+    assert.deepEqual(envOf(buildJob({ ...input, sessionRestore: true, agent: annotated('true') })), []);
+  });
+
+  it('a recipe cannot set it: the name is reserved', () => {
+    const r = buildJob({
+      ...input,
+      definition: withDefinition({ resources: { env: [{ name: 'AGENT_SESSION_RESTORE', value: 'true' }] } }),
+    });
+    assert.deepEqual(envOf(r), []);
   });
 });

@@ -4,7 +4,6 @@
 import {
   type Agent,
   type AgentDefinition,
-  ENV_SESSION_RESTORE,
   JOB_API_VERSION,
   resolveModel,
   type Station,
@@ -37,7 +36,13 @@ import { jobNameFor } from './names.ts';
 import { findNul, nulInPod } from './nul.ts';
 import { INIT_RESOURCES, MIN_TOKEN_SECONDS, wirePodTemplate } from './pod-template.ts';
 import { runPromptText, runSystemPrompt } from './prompt.ts';
-import { LABEL_EXECUTION, PROMPT_TOKEN_KEY, promptTokenSecretName, REALTIME_PORT } from './realtime.ts';
+import {
+  ANNOTATION_SESSION_RESTORE,
+  LABEL_EXECUTION,
+  PROMPT_TOKEN_KEY,
+  promptTokenSecretName,
+  REALTIME_PORT,
+} from './realtime.ts';
 import {
   buildInputConfigMap,
   INPUT_PARAMETERS_FILE,
@@ -148,10 +153,18 @@ export interface BuildJobInput {
    */
   readonly gateway?: GatewayTarget | undefined;
   /**
-   * A realtime run's pod started to restore its saved session (issue 29: a wake, or a lost pod replaced): its
-   * supervisor waits for the state (`PUT /session/state`) instead of sending an opening prompt.
+   * A realtime run that restores a saved session (docs/design/sessions.md): its pod gets `AGENT_SESSION_RESTORE=true`,
+   * sends no opening prompt and waits for its state. Default off; the Agent's annotation
+   * `agents.re-cinq.com/session-restore: "true"` asks for it too. Ignored for other execution modes.
    */
   readonly sessionRestore?: boolean | undefined;
+}
+
+/** Whether a realtime run's pod restores a session: the build input says so, or the Agent's annotation. Pure. */
+export function sessionRestoreOf(input: Pick<BuildJobInput, 'agent' | 'sessionRestore'>): boolean {
+  return (
+    input.sessionRestore === true || input.agent.metadata.annotations?.[ANNOTATION_SESSION_RESTORE] === 'true'
+  );
 }
 
 /** Why a Job cannot be built: one line, shown after `Job build failed: ` in `status.failureReason`. */
@@ -168,17 +181,17 @@ function mcpForArgv(servers: readonly McpServerInput[]): McpServerInput[] {
 
 /**
  * The agent container's extra env of a realtime run: the mode, the prompt port, the recipe the supervisor builds each
- * turn's argv from (the vendor options, no prompt, no secret), the session to resume, and the run's prompt token
- * from its own Secret.
+ * turn's argv from (the vendor options, no prompt, no secret), the session to resume, whether it restores a saved
+ * session, and the run's prompt token from its own Secret.
  */
 function realtimeEnv(agent: Agent, definition: AgentDefinition, restore: boolean): EnvVar[] {
   return [
     { name: 'AGENT_EXECUTION', value: 'realtime' },
-    ...(restore ? [{ name: ENV_SESSION_RESTORE, value: 'true' }] : []),
     { name: 'AGENT_PROMPT_PORT', value: String(REALTIME_PORT) },
     { name: 'AGENT_POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
     { name: 'AGENT_RUN_RECIPE', value: JSON.stringify(turnRecipe(agent, definition)) },
     ...(agent.spec.resumeSession ? [{ name: 'AGENT_RESUME_SESSION', value: agent.spec.resumeSession }] : []),
+    ...(restore ? [{ name: 'AGENT_SESSION_RESTORE', value: 'true' }] : []),
     {
       name: 'AGENT_PROMPT_TOKEN',
       valueFrom: {
@@ -380,7 +393,7 @@ export function buildJob(input: BuildJobInput): Result<JobManifest, BuildError> 
       ...(parameters === 'file' ? [{ name: 'AGENT_PARAMETERS_FILE', value: INPUT_PARAMETERS_FILE }] : []),
       ...(input.tracing !== undefined ? tracingEnv(agent, input.tracing.tracesUrl) : []),
       ...cliSettingsEnv(command.value.vendor, agent, definition),
-      ...(realtime ? realtimeEnv(agent, definition, input.sessionRestore === true) : []),
+      ...(realtime ? realtimeEnv(agent, definition, sessionRestoreOf(input)) : []),
       ...(server ? serverEnv(agent, definition) : []),
     ],
     ...(realtime ? { agentPorts: [{ name: 'prompt', containerPort: REALTIME_PORT }] } : {}),

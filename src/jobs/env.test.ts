@@ -279,15 +279,15 @@ describe('deadlines', () => {
 });
 
 describe('reserved names and header env names', () => {
-  it('reserves the 23 reference names plus AGENT_DEADLINE_AT, the input files, the trace context, the CLI settings, the 6 realtime names and the 6 server names', () => {
-    assert.equal(RESERVED_ENV_NAMES.size, 42);
+  it('reserves the 23 reference names plus AGENT_DEADLINE_AT, the input files, the trace context, the CLI settings, the 7 realtime names and the 6 server names', () => {
+    assert.equal(RESERVED_ENV_NAMES.size, 43);
     assert.ok(isReservedEnvName('AGENT_CLI_SETTINGS'));
     assert.ok(isReservedEnvName('AGENT_SYSTEM_PROMPT_FILE'));
     assert.ok(isReservedEnvName('TRACEPARENT'));
     assert.ok(isReservedEnvName('AGENT_OTLP_TRACES_ENDPOINT'));
     assert.ok(isReservedEnvName('AGENT_PROMPT_FILE'));
     assert.ok(isReservedEnvName('AGENT_PARAMETERS_FILE'));
-    assert.equal(REALTIME_ENV_NAMES.size, 6);
+    assert.equal(REALTIME_ENV_NAMES.size, 7);
     for (const name of REALTIME_ENV_NAMES) assert.ok(isReservedEnvName(name), name);
     assert.equal(SERVER_ENV_NAMES.size, 6);
     assert.ok(isReservedEnvName('AGENT_SERVER_API_KEY_FILE'));

@@ -14,6 +14,7 @@ export {
   type RunLimits,
   runHoldsToken,
   runPrompt,
+  sessionRestoreOf,
   tokenSeconds,
 } from './build-job.ts';
 export {

@@ -13,6 +13,13 @@ export const LABEL_EXECUTION = 'agents.re-cinq.com/execution';
  * and announces it (docs/design/one-writer.md).
  */
 export const ANNOTATION_SESSION_ID = 'agents.re-cinq.com/session-id';
+/**
+ * Annotation on an Agent asking its realtime run's Job for `AGENT_SESSION_RESTORE=true` (value `"true"`): the pod
+ * waits for its session state (`PUT /session/state`) instead of opening the session (docs/design/sessions.md, "The
+ * run pod"). Until the controller sets the build input's `sessionRestore` itself (wake, pod loss, fork), this is how
+ * a run asks for it; the end-to-end test of the round trip uses it.
+ */
+export const ANNOTATION_SESSION_RESTORE = 'agents.re-cinq.com/session-restore';
 /** Key of the per-run Secret that holds the run's prompt token. */
 export const PROMPT_TOKEN_KEY = 'token';
 

@@ -6,6 +6,7 @@ const REALTIME_ENV_NAMES_LIST = [
   'AGENT_POD_IP',
   'AGENT_RUN_RECIPE',
   'AGENT_RESUME_SESSION',
+  'AGENT_SESSION_RESTORE',
 ] as const;
 export const REALTIME_ENV_NAMES: ReadonlySet<string> = new Set(REALTIME_ENV_NAMES_LIST);
 
@@ -25,7 +26,7 @@ export const SERVER_ENV_NAMES: ReadonlySet<string> = new Set(SERVER_ENV_NAMES_LI
  * `token_secret`, MCP header env name) equal to one of these is dropped or blanked, so the controller's value wins.
  * The reference's 23 names plus `AGENT_DEADLINE_AT`, `AGENT_PROMPT_FILE` and `AGENT_PARAMETERS_FILE` (the input ConfigMap's), the run's trace context
  * (`TRACEPARENT`, `AGENT_OTLP_TRACES_ENDPOINT`), the CLI settings the run's recipe makes (`AGENT_CLI_SETTINGS`), the realtime run's own (`AGENT_EXECUTION`, `AGENT_PROMPT_*`,
- * `AGENT_RUN_RECIPE`, `AGENT_RESUME_SESSION`) and the server run's (`AGENT_SERVER_*`).
+ * `AGENT_RUN_RECIPE`, `AGENT_RESUME_SESSION`, `AGENT_SESSION_RESTORE`) and the server run's (`AGENT_SERVER_*`).
  */
 export const RESERVED_ENV_NAMES: ReadonlySet<string> = new Set([
   'AGENT_SINKS',

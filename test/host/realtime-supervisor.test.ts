@@ -3,11 +3,13 @@
 // Deno from the bundle. The routes themselves (the token, paths, body limits, error shapes, NDJSON framing) are tested
 // through `app.request()` in src/pod/supervisor/realtime-app.test.ts. Here: a prompt streamed back as NDJSON, turns
 // continuing the session by id, a second prompt while one is in flight (409), close, a CLI crash mid-turn, the
-// deadline, an oversized body; the run report (termination message) over the turns served.
+// deadline, an oversized body; the run report (termination message) over the turns served; the session's state
+// read after two turns (GET /session/state) and restored in a second supervisor started with AGENT_SESSION_RESTORE
+// (PUT /session/state), whose next turn resumes the session by id and counts on.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -189,6 +191,145 @@ for (const runtime of ['node', 'deno'] as const) {
         }
       });
     }
+
+    it('gives its state after a turn and restores it in a pod started to restore, which goes on with the session', async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'rt-state-'));
+      const [home1, ws1, home2, ws2] = ['home1', 'ws1', 'home2', 'ws2'].map((d) => join(dir, d)) as [
+        string,
+        string,
+        string,
+        string,
+      ];
+      await mkdir(join(home1, '.claude', 'projects', '-ws'), { recursive: true });
+      await writeFile(join(home1, '.claude', 'projects', '-ws', `${SESSION}.jsonl`), '{"turn":1}\n');
+      await writeFile(join(home1, '.claude', 'other.json'), 'not state');
+      await mkdir(join(ws1, 'src'), { recursive: true });
+      await writeFile(join(ws1, 'src', 'notes.md'), 'written in turn 1\n');
+      await symlink('/etc/hostname', join(ws1, 'link'));
+      await mkdir(ws2, { recursive: true });
+      const one = await startSession(runtime, bin, { HOME: home1, WORKSPACE_DIR: ws1 });
+      const two = { current: undefined as Session | undefined };
+      try {
+        await firstTurnDone(one);
+        assert.equal((await prompt(one, 'second question')).status, 200);
+        const health = (await (await fetch(`${one.url}/healthz`)).json()) as Record<string, unknown>;
+        assert.deepEqual([health.turns, health.restoring], [2, false]);
+        assert.equal((await fetch(`${one.url}/session/state`)).status, 401, 'the token is required');
+        const state = await fetch(`${one.url}/session/state`, { headers: auth });
+        assert.equal(state.status, 200);
+        assert.equal(state.headers.get('content-type'), 'application/gzip');
+        assert.equal(state.headers.get('x-agent-session-id'), SESSION);
+        assert.equal(state.headers.get('x-agent-turns'), '2');
+        const archive = new Uint8Array(await state.arrayBuffer());
+        await writeFile(join(dir, 'state.tar.gz'), archive);
+        const listed = spawnSync('tar', ['-tzf', join(dir, 'state.tar.gz')], { encoding: 'utf8' });
+        assert.equal(listed.status, 0, listed.stderr);
+        assert.deepEqual(listed.stdout.trim().split('\n'), [
+          '.claude/projects/',
+          '.claude/projects/-ws/',
+          `.claude/projects/-ws/${SESSION}.jsonl`,
+          'workspace/',
+          'workspace/src/',
+          'workspace/src/notes.md',
+        ]);
+        assert.equal((await fetch(`${one.url}/close`, { method: 'POST', headers: auth })).status, 200);
+        assert.equal(await one.exited, 0);
+
+        const s = await startSession(runtime, bin, {
+          HOME: home2,
+          WORKSPACE_DIR: ws2,
+          AGENT_SESSION_RESTORE: 'true',
+        });
+        two.current = s;
+        const waiting = (await (await fetch(`${s.url}/healthz`)).json()) as Record<string, unknown>;
+        assert.deepEqual(
+          [waiting.sessionId, waiting.turns, waiting.restoring, waiting.busy],
+          [null, 0, true, false],
+        );
+        const early = await prompt(s, 'too early');
+        assert.deepEqual(
+          [early.status, JSON.parse(early.body)],
+          [409, { message: 'waiting for the session state' }],
+        );
+        assert.equal((await fetch(`${s.url}/session/state`, { headers: auth })).status, 409);
+        assert.ok(!s.stdout.some((l) => l.includes('echo: first prompt')), 'no opening prompt');
+        const put = (headers: Record<string, string> = {}) =>
+          fetch(`${s.url}/session/state`, {
+            method: 'PUT',
+            headers: {
+              ...auth,
+              'content-type': 'application/gzip',
+              'x-agent-session-id': SESSION,
+              'x-agent-turns': '2',
+              ...headers,
+            },
+            body: archive,
+          });
+        const restored = await put();
+        assert.equal(restored.status, 200);
+        assert.deepEqual(await restored.json(), { restored: true, sessionId: SESSION, turns: 2, members: 6 });
+        assert.equal(
+          await readFile(join(home2, '.claude', 'projects', '-ws', `${SESSION}.jsonl`), 'utf8'),
+          '{"turn":1}\n',
+        );
+        assert.equal(await readFile(join(ws2, 'src', 'notes.md'), 'utf8'), 'written in turn 1\n');
+        await assert.rejects(lstat(join(ws2, 'link')), 'links are not carried');
+        await assert.rejects(lstat(join(home2, '.claude', 'other.json')), 'only the state folder');
+        const again = await put();
+        assert.deepEqual(
+          [again.status, await again.json()],
+          [409, { message: 'the session state was restored already' }],
+        );
+        const three = await prompt(s, 'third, after the restore');
+        assert.equal(three.status, 200, three.body);
+        const argv = three.lines.find((l) => Array.isArray(l.argv))?.argv as string[];
+        assert.deepEqual(argv.slice(argv.indexOf('--resume'), argv.indexOf('--resume') + 2), [
+          '--resume',
+          SESSION,
+        ]);
+        assert.match(JSON.stringify(three.lines), /echo: third, after the restore/);
+        const after = (await (await fetch(`${s.url}/healthz`)).json()) as Record<string, unknown>;
+        assert.deepEqual([after.sessionId, after.turns, after.restoring], [SESSION, 3, false]);
+        const later = await fetch(`${s.url}/session/state`, { headers: auth });
+        assert.equal(later.headers.get('x-agent-turns'), '3');
+        await later.arrayBuffer();
+        assert.equal((await fetch(`${s.url}/close`, { method: 'POST', headers: auth })).status, 200);
+        assert.equal(await s.exited, 0);
+      } finally {
+        one.proc.kill('SIGKILL');
+        two.current?.proc.kill('SIGKILL');
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('a pod not started to restore refuses a state (409); a bad AGENT_SESSION_RESTORE fails the start', async () => {
+      const s = await startSession(runtime, bin);
+      try {
+        await firstTurnDone(s);
+        const res = await fetch(`${s.url}/session/state`, {
+          method: 'PUT',
+          headers: {
+            ...auth,
+            'content-type': 'application/gzip',
+            'x-agent-session-id': 'x',
+            'x-agent-turns': '1',
+          },
+          body: new Uint8Array([31, 139]),
+        });
+        assert.deepEqual(
+          [res.status, await res.json()],
+          [409, { message: 'this pod was not started to restore a session' }],
+        );
+        assert.equal((await fetch(`${s.url}/close`, { method: 'POST', headers: auth })).status, 200);
+        assert.equal(await s.exited, 0);
+      } finally {
+        s.proc.kill('SIGKILL');
+      }
+      await assert.rejects(
+        startSession(runtime, bin, { AGENT_SESSION_RESTORE: 'yes' }),
+        /AGENT_SESSION_RESTORE must be true or false/,
+      );
+    });
 
     it('the run report covers the turns served: the last answer, usage and cost summed', async () => {
       const report = join(bin, `report-${Math.random().toString(36).slice(2, 8)}`);

@@ -21,6 +21,72 @@ export const MAX_CONVERSATION_ENTRIES = 100_000;
 /** Why a tree could not be archived. */
 export type CollectError = 'missing' | 'too-large';
 
+/** What a walk may still take: content bytes and members, shared by the trees of one archive. */
+export interface WalkBudget {
+  bytes: number;
+  entries: number;
+  /** Symlinks (and other non-regular files) seen and left out. */
+  skipped: number;
+}
+
+/** A budget of the conversation caps ({@link MAX_CONVERSATION_BYTES}, {@link MAX_CONVERSATION_ENTRIES}). */
+export function conversationBudget(): WalkBudget {
+  return { bytes: MAX_CONVERSATION_BYTES, entries: MAX_CONVERSATION_ENTRIES, skipped: 0 };
+}
+
+/**
+ * Adds the tree at `top` (a directory) to `entries`: directories and regular files only (symlinks and others are
+ * counted in `budget.skipped` and never followed), each named `nameOf(relative path from top)` (`''` for top itself).
+ * `too-large` once the budget is spent.
+ */
+export async function walkTree(
+  top: string,
+  nameOf: (relative: string) => string,
+  entries: TarEntry[],
+  budget: WalkBudget,
+): Promise<'too-large' | undefined> {
+  const walk = async (abs: string): Promise<'too-large' | undefined> => {
+    const st = await lstat(abs);
+    const name = nameOf(posix.relative(top, abs));
+    const mtimeSec = Math.floor(st.mtimeMs / 1000);
+    if (st.isDirectory()) {
+      if (--budget.entries < 0) return 'too-large';
+      entries.push({
+        type: 'dir',
+        name: name.endsWith('/') ? name : `${name}/`,
+        mode: st.mode & 0o7777,
+        mtimeSec,
+      });
+      const children = await readdir(abs);
+      for (const child of children) {
+        const r = await walk(posix.join(abs, child));
+        if (r) return r;
+      }
+    } else if (st.isFile()) {
+      budget.bytes -= st.size;
+      if (budget.bytes < 0 || --budget.entries < 0) return 'too-large';
+      const data = new Uint8Array(await readFile(abs));
+      entries.push({ type: 'file', name, mode: st.mode & 0o7777, mtimeSec, data });
+    } else budget.skipped++;
+    return undefined;
+  };
+  return walk(top);
+}
+
+/** Whether `path` is a directory (not a symlink to one). */
+export async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await lstat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Sorts archive members by name. */
+export function byName(entries: TarEntry[]): TarEntry[] {
+  return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
 /**
  * Collects `home/stateDir` for archiving: directories and regular files only (symlinks and others skipped, never
  * followed), names relative to `home`, sorted by name. Fails with `missing` when the state dir is not a directory
@@ -28,35 +94,11 @@ export type CollectError = 'missing' | 'too-large';
  */
 export async function collectTree(home: string, stateDir: string): Promise<TarEntry[] | CollectError> {
   const top = posix.join(home, stateDir);
-  try {
-    if (!(await lstat(top)).isDirectory()) return 'missing';
-  } catch {
-    return 'missing';
-  }
+  if (!(await isDirectory(top))) return 'missing';
   const entries: TarEntry[] = [];
-  let bytes = 0;
-  const walk = async (abs: string): Promise<CollectError | undefined> => {
-    const st = await lstat(abs);
-    const name = posix.relative(home, abs);
-    const mtimeSec = Math.floor(st.mtimeMs / 1000);
-    if (st.isDirectory()) {
-      entries.push({ type: 'dir', name: `${name}/`, mode: st.mode & 0o7777, mtimeSec });
-      const children = await readdir(abs);
-      for (const child of children) {
-        const r = await walk(posix.join(abs, child));
-        if (r) return r;
-      }
-    } else if (st.isFile()) {
-      bytes += st.size;
-      if (bytes > MAX_CONVERSATION_BYTES) return 'too-large';
-      const data = new Uint8Array(await readFile(abs));
-      entries.push({ type: 'file', name, mode: st.mode & 0o7777, mtimeSec, data });
-    }
-    return entries.length > MAX_CONVERSATION_ENTRIES ? 'too-large' : undefined;
-  };
-  const failure = await walk(top);
+  const failure = await walkTree(top, (rel) => posix.join(stateDir, rel), entries, conversationBudget());
   if (failure) return failure;
-  return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return byName(entries);
 }
 
 export interface SaveOptions {

@@ -82,6 +82,42 @@ export async function readBody(request: Request, max: number): Promise<Body> {
   }
 }
 
+/** A binary request body as read: its bytes, too large, or nothing (the client went away first). */
+export type BytesBody =
+  | { readonly kind: 'read'; readonly bytes: Uint8Array }
+  | { readonly kind: 'tooLarge' }
+  | { readonly kind: 'gone' };
+
+/** Reads a binary request body of at most `max` bytes, as `readBody` reads text (the same refusals). */
+export async function readBytes(request: Request, max: number): Promise<BytesBody> {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && Number(declared) > max) return { kind: 'tooLarge' };
+  if (request.body === null) return { kind: 'read', bytes: new Uint8Array(0) };
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.length;
+      if (size > max) return { kind: 'tooLarge' };
+      chunks.push(value);
+    }
+  } catch {
+    return { kind: 'gone' };
+  } finally {
+    reader.releaseLock();
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.length;
+  }
+  return { kind: 'read', bytes };
+}
+
 /**
  * The error handler of a pod server: a request whose handling throws is logged (`[supervisor] <what> request
  * failed`, the error's message only) and answered 500 with `internalError`.

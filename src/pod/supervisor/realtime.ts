@@ -10,6 +10,11 @@
 // run's go (stdout, sinks, `output.select`) and, for a turn asked through the API, back to the caller as NDJSON until
 // the turn ends. A prompt too long for one CLI argument goes to the CLI's stdin (see `deliverPrompt`).
 //
+// Between turns the session's state (the CLI's state folder under $HOME and the workspace) can be read as one archive
+// (`GET /session/state`); a pod started with `AGENT_SESSION_RESTORE=true` sends no opening prompt and waits for such
+// an archive (`PUT /session/state`), then goes on with that session by id, counting turns on from the given number
+// (docs/design/sessions.md, "The run pod").
+//
 // The session ends, and with it the pod, on `POST /close` (exit code of the last turn, 0 if none failed), when a turn
 // exits non-zero (its code), on SIGTERM (143), or at the run deadline (124). Closing twice is harmless.
 //
@@ -35,11 +40,19 @@ import {
   type RunResult,
   resultAccumulator,
 } from '../../vendors/cli/index.ts';
+import { VENDOR_INFO } from '../../vendors/cli/info.ts';
 import { sessionIdOf } from '../../vendors/cli/session.ts';
 import { agentFailedBeforeStart, agentFinished, agentStarted, parseLine } from '../shared/index.ts';
 import { servePod } from './http.ts';
-import { createPromptApp, type PromptPort, type TurnOutput } from './realtime-app.ts';
+import {
+  createPromptApp,
+  type PromptPort,
+  type RestoreAnswer,
+  type StateAnswer,
+  type TurnOutput,
+} from './realtime-app.ts';
 import { writeRunReport } from './report.ts';
+import { packSessionState, type StatePlaces, unpackSessionState } from './session-state.ts';
 import {
   cliAttributes,
   epilogue,
@@ -53,6 +66,7 @@ import {
   within,
 } from './supervise.ts';
 import { tracedResults } from './tracing.ts';
+import { normalizeRoot } from './watch.ts';
 
 /** Default port of the prompt server. */
 export const DEFAULT_PROMPT_PORT = 8090;
@@ -103,7 +117,17 @@ export interface RealtimeConfig {
   readonly host: string;
   readonly recipe: Recipe;
   readonly resumeSession: string | undefined;
+  /**
+   * `AGENT_SESSION_RESTORE=true`: the pod waits for `PUT /session/state` before its first turn and sends no opening
+   * prompt (docs/design/sessions.md, "The run pod").
+   */
+  readonly restore: boolean;
+  /** `$HOME` (absolute), where the CLI's state folder is; undefined without one (then no state folder is saved). */
+  readonly home: string | undefined;
 }
+
+/** `AGENT_SESSION_RESTORE`: `true` or `false` (or unset, or empty: false). */
+const RestoreFlagSchema = v.optional(v.picklist(['true', 'false', '']), '');
 
 /** Reads the realtime settings; one line naming the variable when one is unusable. */
 export function parseRealtimeConfig(
@@ -118,6 +142,12 @@ export function parseRealtimeConfig(
   const recipe = parseRecipe(env);
   if (!recipe.ok) return recipe;
   const resume = env.AGENT_RESUME_SESSION ?? '';
+  const restore = v.safeParse(RestoreFlagSchema, env.AGENT_SESSION_RESTORE);
+  if (!restore.success)
+    return {
+      ok: false,
+      error: `AGENT_SESSION_RESTORE must be true or false, got ${JSON.stringify(env.AGENT_SESSION_RESTORE)}`,
+    };
   return {
     ok: true,
     value: {
@@ -126,6 +156,8 @@ export function parseRealtimeConfig(
       host: env.AGENT_POD_IP || '0.0.0.0',
       recipe: recipe.value,
       resumeSession: resume === '' ? undefined : resume,
+      restore: restore.output === 'true',
+      home: normalizeRoot(env.HOME ?? ''),
     },
   };
 }
@@ -188,11 +220,30 @@ class Session implements PromptPort {
   #served: RunResult | undefined;
   /** The result of the turn in flight, as far as its lines go. */
   #inFlight: ResultAccumulator | undefined;
+  /** Turns ended so far (counted on from a restored session's). */
+  #turns = 0;
+  /** Waiting for `PUT /session/state` (a pod started to restore, not restored yet). */
+  #restoring: boolean;
+  /** A `PUT /session/state` is being unpacked. */
+  #unpacking = false;
+  /** `GET /session/state` calls reading the state now: no turn starts meanwhile. */
+  #reading = 0;
 
   constructor(ctx: RunContext, rt: RealtimeConfig) {
     this.#ctx = ctx;
     this.#rt = rt;
     this.#sessionId = rt.resumeSession;
+    this.#restoring = rt.restore;
+  }
+
+  /** Where this pod keeps the session's state. */
+  get #places(): StatePlaces {
+    const stateDir = VENDOR_INFO[this.#ctx.config.vendor].stateDir;
+    return {
+      home: this.#rt.home ?? '/',
+      stateDir: this.#rt.home === undefined ? undefined : stateDir,
+      workspace: this.#ctx.config.workspace,
+    };
   }
 
   async run(): Promise<number> {
@@ -229,10 +280,11 @@ class Session implements PromptPort {
     const system = await readSystemPrompt(ctx);
     if (system === 'unreadable') return failBeforeStart('input');
     this.#systemPrompt = system;
-    // The first turn's prompt is read before prompts are served, so no prompt or close can come in between.
-    const initial =
-      this.#rt.resumeSession === undefined ? await promptedCommand(ctx, ctx.io.argv) : undefined;
-    if (this.#rt.resumeSession === undefined && initial === undefined) return failBeforeStart('input');
+    // The first turn's prompt is read before prompts are served, so no prompt or close can come in between. A
+    // resumed or restored session has none: it goes on with the next prompt.
+    const opens = this.#rt.resumeSession === undefined && !this.#rt.restore;
+    const initial = opens ? await promptedCommand(ctx, ctx.io.argv) : undefined;
+    if (opens && initial === undefined) return failBeforeStart('input');
     try {
       this.#server = await servePod(createPromptApp(this), this.#rt.port, this.#rt.host);
     } catch (error) {
@@ -242,7 +294,10 @@ class Session implements PromptPort {
       });
       return failBeforeStart('spawn');
     }
-    ctx.log.info('[supervisor] realtime session: serving prompts', { port: this.#rt.port });
+    ctx.log.info('[supervisor] realtime session: serving prompts', {
+      port: this.#rt.port,
+      ...(this.#rt.restore ? { restoring: true } : {}),
+    });
     ctx.emit(agentStarted());
     // Synchronously after listening: the first turn is in flight before any request is handled.
     if (initial !== undefined) void this.#runTurn(initial, undefined);
@@ -327,6 +382,7 @@ class Session implements PromptPort {
     cli.end(code);
     this.#served = addTurnResult(this.#served, results.result());
     this.#inFlight = undefined;
+    this.#turns++;
     this.#writeReport();
     this.#lastCode = code;
     respond?.end();
@@ -343,14 +399,80 @@ class Session implements PromptPort {
     return this.#ctx.log;
   }
 
-  health(): { readonly sessionId: string | null; readonly busy: boolean } {
-    return { sessionId: this.#sessionId ?? null, busy: this.#turn !== undefined };
+  health() {
+    return {
+      sessionId: this.#sessionId ?? null,
+      busy: this.#turn !== undefined,
+      turns: this.#turns,
+      restoring: this.#restoring,
+    };
   }
 
   refusal(): string | undefined {
     if (this.#ended !== undefined || this.#closing) return 'the session has ended';
+    if (this.#restoring) return 'waiting for the session state';
     if (this.#turn !== undefined) return 'a prompt is already in flight';
+    if (this.#reading > 0) return 'the session state is being read';
     return undefined;
+  }
+
+  async sessionState(): Promise<StateAnswer> {
+    if (this.#restoring) return { ok: false, status: 409, message: 'waiting for the session state' };
+    if (this.#turn !== undefined) return { ok: false, status: 409, message: 'a turn is in flight' };
+    const sessionId = this.#sessionId;
+    if (this.#turns === 0) return { ok: false, status: 409, message: 'no turn has ended yet' };
+    if (sessionId === undefined) return { ok: false, status: 409, message: 'the CLI has named no session' };
+    const turns = this.#turns;
+    this.#reading++;
+    try {
+      const packed = await packSessionState(this.#places);
+      if (!packed.ok) {
+        this.#ctx.log.error('[supervisor] the session state is over the size cap');
+        return { ok: false, status: 413, message: 'the session state is larger than the cap (64 MiB)' };
+      }
+      this.#ctx.log.info('[supervisor] session state read', {
+        turns,
+        bytes: packed.archive.length,
+        members: packed.members,
+        ...(packed.skipped > 0 ? { skippedNotRegular: packed.skipped } : {}),
+      });
+      return { ok: true, archive: packed.archive, sessionId, turns };
+    } finally {
+      this.#reading--;
+    }
+  }
+
+  restoreRefusal(): string | undefined {
+    if (!this.#rt.restore) return 'this pod was not started to restore a session';
+    if (this.#ended !== undefined || this.#closing) return 'the session has ended';
+    if (this.#unpacking) return 'a session state is being restored';
+    if (!this.#restoring) return 'the session state was restored already';
+    return undefined;
+  }
+
+  async restoreState(archive: Uint8Array, sessionId: string, turns: number): Promise<RestoreAnswer> {
+    const refused = this.restoreRefusal();
+    if (refused !== undefined) return { ok: false, status: 409, message: refused };
+    this.#unpacking = true;
+    try {
+      const unpacked = await unpackSessionState(archive, this.#places);
+      if (!unpacked.ok) {
+        const { kind, message } = unpacked.error;
+        this.#ctx.log.error('[supervisor] session state not restored', { reason: kind, error: message });
+        return { ok: false, status: kind === 'too-large' ? 413 : kind === 'invalid' ? 400 : 500, message };
+      }
+      this.#sessionId = sessionId;
+      this.#turns = turns;
+      this.#restoring = false;
+      this.#ctx.log.info('[supervisor] session state restored', {
+        sessionId,
+        turns,
+        members: unpacked.members,
+      });
+      return { ok: true, members: unpacked.members };
+    } finally {
+      this.#unpacking = false;
+    }
   }
 
   delivery(prompt: string): { ok: true; value: PromptDelivery } | { ok: false; error: string } {
