@@ -16,6 +16,7 @@ import {
   type Snapshot,
   type StationBook,
 } from '../reconcile/index.ts';
+import { holdsSessionFinalizer } from '../reconcile/realtime/suspend.ts';
 import type { PriceTable } from '../reconcile/results/prices.ts';
 import { desiredServerObjects } from '../reconcile/serving/decide.ts';
 import type {
@@ -143,6 +144,8 @@ function needsReconcile(agent: Agent): boolean {
     !finished ||
     holdsBatchFinalizer(agent) ||
     holdsCleanupFinalizer(agent) ||
+    // A stored session to delete with its Agent, or beyond its Station's sessionHistoryLimit (issue 29 §5).
+    holdsSessionFinalizer(agent) ||
     meteringBehind(agent) ||
     // A deleted run whose spend still has to reach the ledger (issue 28 §4).
     (agent.metadata.deletionTimestamp !== undefined && holdsSpendFinalizer(agent))
