@@ -163,6 +163,18 @@ describe('prompt API: a restore pod and a lost pod (issue 29 §3)', () => {
     ]);
   });
 
+  it('a pod whose state is being read for a save is asked again a moment later', async () => {
+    const reading: Upstream = {
+      status: 409,
+      body: null,
+      text: async () => JSON.stringify({ message: 'the session state is being read' }),
+    };
+    const w = app({ reads: [BASE], answers: [reading, reading, answer()] });
+    const res = await w.post();
+    assert.equal(res.status, 200);
+    assert.equal(w.calls.filter((c) => c.startsWith('forward')).length, 3);
+  });
+
   it('another 409 (a prompt in flight) is passed on unchanged', async () => {
     const busy: Upstream = {
       status: 409,

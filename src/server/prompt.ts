@@ -62,6 +62,18 @@ export interface SessionPorts {
   observeWake?(seconds: number, result: 'ok' | 'timeout' | 'error'): void;
 }
 
+/**
+ * The saves of turns that just ended, by Agent uid, on this replica: the next prompt to the session waits for its
+ * predecessor's save (the pod refuses prompts while its state is read).
+ */
+const savesInFlight = new Map<string, Promise<void>>();
+
+/** The save of the session's previous turn on this replica, if one is going on (bounded: SAVE_WAIT_MS). */
+async function previousSave(uid: string): Promise<void> {
+  const saving = savesInFlight.get(uid);
+  if (saving !== undefined) await Promise.race([saving, new Promise((r) => setTimeout(r, SAVE_WAIT_MS))]);
+}
+
 /** What a restore pod answers `/prompt` with until it has the state (the supervisor's 409 message). */
 export const WAITING_FOR_STATE = 'waiting for the session state';
 /** Default bound of a prompt held while its Suspended session wakes (`AGENT_SESSION_WAKE_WAIT_SECONDS`). */
@@ -286,6 +298,7 @@ export function createPromptApi(deps: PromptApiDeps): Hono {
     const abort = new AbortController();
     request.signal.addEventListener('abort', () => abort.abort(), { once: true });
     const sessions = action === 'prompt' ? deps.sessions : undefined;
+    if (sessions !== undefined) await previousSave(target.uid);
     let upstream: Upstream;
     try {
       const sent = await forwardRestoring(
@@ -437,7 +450,13 @@ async function streamTurn(
           },
           {
             ...hooks,
-            ended: () => void sessions?.turnEnded(turn, url),
+            ended: () => {
+              if (sessions === undefined) return;
+              const saving = sessions.turnEnded(turn, url).finally(() => {
+                if (savesInFlight.get(turn.uid) === saving) savesInFlight.delete(turn.uid);
+              });
+              savesInFlight.set(turn.uid, saving);
+            },
             ...(sessions !== undefined ? { lost } : {}),
           },
         ),
@@ -458,15 +477,32 @@ async function forwardRestoring(
   body: string,
   signal: AbortSignal,
 ): Promise<Upstream | { readonly restoreFailed: string }> {
-  const upstream = await deps.forward(url, path, target.uid, body, signal);
-  if (sessions === undefined || upstream.status !== 409) return upstream;
-  const text = await upstream.text().catch(() => '');
-  if (!text.includes(WAITING_FOR_STATE)) return { status: 409, body: null, text: async () => text };
-  const restored = await sessions.restore(target, url);
-  if (restored !== true)
-    return { restoreFailed: restored === 'notListening' ? 'its pod is not listening yet' : restored.error };
-  return deps.forward(url, path, target.uid, body, signal);
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  let restored = false;
+  for (let attempt = 0; ; attempt++) {
+    const upstream = await deps.forward(url, path, target.uid, body, signal);
+    if (sessions === undefined || upstream.status !== 409) return upstream;
+    const text = await upstream.text().catch(() => '');
+    // The pod is handing its state to a save (this turn's predecessor, saved by another replica): a moment.
+    if (text.includes(STATE_BEING_READ) && attempt < STATE_READ_RETRIES && !signal.aborted) {
+      await sleep(STATE_READ_RETRY_MS);
+      continue;
+    }
+    if (!text.includes(WAITING_FOR_STATE) || restored)
+      return { status: 409, body: null, text: async () => text };
+    const answer = await sessions.restore(target, url);
+    if (answer !== true)
+      return { restoreFailed: answer === 'notListening' ? 'its pod is not listening yet' : answer.error };
+    restored = true;
+  }
 }
+
+/** What the pod answers a prompt while its session state is being read for a save. */
+const STATE_BEING_READ = 'the session state is being read';
+const STATE_READ_RETRIES = 50;
+const STATE_READ_RETRY_MS = 200;
+/** How long a prompt waits for its predecessor's save on this replica. */
+const SAVE_WAIT_MS = 30_000;
 
 const PeerSocket = v.looseObject({
   authorized: v.optional(v.boolean()),
