@@ -182,8 +182,8 @@ describe(`sessions that outlive their pod, with the real Claude Code (${runtime}
         );
         const running = await s.waitForAgent(
           'live-run',
-          (a) => a.status.session?.savedTurn === 2,
-          'status.session.savedTurn 2',
+          (a) => a.status.session?.savedTurn === 3,
+          'status.session.savedTurn 3 (the opening prompt is turn 1)',
           60_000,
         );
         const uid = running.metadata.uid ?? '';
@@ -209,7 +209,8 @@ describe(`sessions that outlive their pod, with the real Claude Code (${runtime}
         assert.ok(stored.ok, JSON.stringify(stored));
         assert.deepEqual(
           stored.value.map((t) => t.turn),
-          [1, 2],
+          // The opening prompt's turn (1) ended before any prompt reached the session: saved with turn 2.
+          [2, 3],
         );
 
         // The third prompt wakes it (held until the new pod has the state) and the model sees turns 1–2.
@@ -230,8 +231,8 @@ describe(`sessions that outlive their pod, with the real Claude Code (${runtime}
         assert.ok(history.at(-1)?.includes('And the third?'), 'then the new prompt');
         const woken = await s.waitForAgent(
           'live-run',
-          (a) => a.status.phase === 'Running' && a.status.session?.savedTurn === 3,
-          'Running with turn 3 saved',
+          (a) => a.status.phase === 'Running' && a.status.session?.savedTurn === 4,
+          'Running with turn 4 saved',
           60_000,
         );
         const events = (await s.agentEvents('live-run', uid)).map((e) => e.reason);

@@ -211,6 +211,20 @@ describe('sessions: idle suspend (issue 29 §2)', () => {
     assert.deepEqual(d.actions, []);
   });
 
+  it('a woken pod is not idle at once: idle counts from its start when that is later than the last prompt', () => {
+    const woken = holding(
+      running('a', {
+        started: 200,
+        status: { session: { turns: 2, savedTurn: 2, lastPromptTime: iso(30) } },
+      }),
+      FINALIZER,
+    );
+    const d = decide(snap(woken), at(205));
+    assert.deepEqual(d.actions, []);
+    assert.equal(d.requeueAfterMs, OPTIONS.requeueMs, 'the backstop comes before the idle deadline at 260 s');
+    assert.equal(patchOf(decide(snap(woken), at(260))).phase, 'Suspended');
+  });
+
   it('idle counts from the start when no prompt was recorded', () => {
     const a = holding(
       running('a', { started: 10, status: { session: { turns: 1, savedTurn: 1 } } }),

@@ -193,9 +193,12 @@ export function suspendDecision(s: CommonSnapshot, job: Job, now: Date): Decisio
   const timeout = idleTimeoutSecondsOf(s.station, s.definition);
   if (requested === undefined && timeout === undefined) return undefined;
   const ready = suspendable(agent);
-  const since =
-    timeOf(agent.status.session?.lastPromptTime) ?? timeOf(agent.status.startedAt) ?? now.getTime();
-  const deadline = timeout !== undefined ? since + timeout * 1000 : undefined;
+  // Idle since the last prompt, or since this pod started (a woken or restored session is not idle at once).
+  const since = Math.max(
+    timeOf(agent.status.session?.lastPromptTime) ?? Number.NEGATIVE_INFINITY,
+    timeOf(agent.status.startedAt) ?? Number.NEGATIVE_INFINITY,
+  );
+  const deadline = timeout !== undefined && Number.isFinite(since) ? since + timeout * 1000 : undefined;
   const trigger =
     requested !== undefined
       ? 'requested'
