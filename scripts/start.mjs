@@ -90,6 +90,15 @@ function startFakeClaude(target, kubeconfig) {
   );
   target.AGENT_IMAGE ??= 'agent-controller:local';
   target.REALTIME_ENABLED ??= 'true';
+  // The test bed's session store (versitygw, issue 29), its credentials in the controller's environment only.
+  if (info.sessionStore && target.AGENT_SESSION_STORE_URL === undefined) {
+    const credentials = JSON.parse(readFileSync(info.sessionStore.credentialsFile, 'utf8'));
+    target.AGENT_SESSION_STORE_URL = info.sessionStore.endpoint;
+    target.AGENT_SESSION_STORE_BUCKET = info.sessionStore.bucket;
+    target.AGENT_SESSION_STORE_REGION = info.sessionStore.region;
+    target.AGENT_SESSION_STORE_ACCESS_KEY_ID = credentials.accessKeyId;
+    target.AGENT_SESSION_STORE_SECRET_ACCESS_KEY = credentials.secretAccessKey;
+  }
   target.SERVER_ENABLED ??= 'true';
   console.error(
     'start: realtime runs use a fake claude that echoes each prompt: scripts/testbed kubectl apply -f deploy/examples/realtime.yaml',

@@ -4,7 +4,7 @@
 // e2e:   builds the bundle, brings up the local control plane (scripts/testbed up, with --real-node under CI or as
 //        root with containerd installed: the real node's files run in the Node pass), and has the tools the e2e tier
 //        uses installed (scripts/install-clis: the real vendor CLIs from npm) and built from their Go modules
-//        (scripts/build-otelcol, build-helm, build-promtool); cached after the first time; one after the other, in
+//        (scripts/build-versitygw, build-otelcol, build-helm, build-promtool); cached after the first time; one after the other, in
 //        the background from the start, while the unit tier runs; then runs
 //        test/e2e/*.test.ts once per runtime with AGENT_E2E_RUNTIME set, one file at a time per lane, in two lanes
 //        side by side (Node; Deno, then Node's real-CLI files); then, one runtime after the other, the files marked
@@ -149,7 +149,8 @@ function checkSkips(tier, parts) {
 function buildGoTools() {
   // In the order the e2e files that use them run (helm-chart, monitoring, tracing: otelcol is small and first).
   // install-clis first: the real vendor CLIs (an npm install of under a minute, cached), used by the real-CLI files.
-  const tools = ['install-clis', 'otelcol', 'helm', 'promtool'];
+  // versitygw next: `scripts/testbed up` starts it as the session store (it waits for this build when it runs first).
+  const tools = ['install-clis', 'versitygw', 'otelcol', 'helm', 'promtool'];
   console.log(`\n$ scripts/{${tools.join(',')}} (in the background, one after the other)`);
   const script = [
     'exec 3<&0 </dev/null',

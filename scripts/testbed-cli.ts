@@ -1,9 +1,9 @@
 // The hermetic test control plane: etcd, kube-apiserver, kube-controller-manager and the test node agent,
-// all on 127.0.0.1. Run through `scripts/testbed up|down|status|env|restart` (the wrapper holds a lock so
+// all on 127.0.0.1, and beside it the session store (versitygw, an S3-compatible server; issue 29). Run through `scripts/testbed up|down|status|env|restart` (the wrapper holds a lock so
 // concurrent callers share one instance). Human-readable progress goes to stderr; `up` (and `restart`) print the
 // admin kubeconfig path as the LAST line of stdout.
 import { spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   closeSync,
   existsSync,
@@ -21,6 +21,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
+import { S3Client } from '../src/store/s3/index.ts';
 import { apiPath, KubeClient } from '../test/support/kube-client.ts';
 import {
   type ProcRecord,
@@ -107,6 +108,16 @@ rules:
         resources: [pods/log]
   - level: None
 `;
+/**
+ * The session store: versitygw with its POSIX backend (objects as files under `session-store/data`, their metadata
+ * in the sidecar folder `session-store/meta`, so no extended attributes are needed of the file system), root
+ * credentials generated at each start and written to SESSION_STORE_CREDENTIALS (mode 0600, never on a command line),
+ * and one bucket.
+ */
+const SESSION_STORE_DIR = join(STATE, 'session-store');
+const SESSION_STORE_CREDENTIALS = join(STATE, 'session-store.credentials.json');
+const SESSION_STORE_BUCKET = 'agent-sessions';
+const SESSION_STORE_REGION = 'us-east-1';
 const START_TIMEOUT_MS = Number(process.env.AGENT_TESTBED_START_TIMEOUT_MS ?? 90_000);
 
 /** Milliseconds as seconds with one decimal. */
@@ -336,6 +347,86 @@ function binaries(...args: string[]): string {
   return bin;
 }
 
+/** The versitygw binary (scripts/build-versitygw: built from its Go module once, then cached). */
+function versitygwBinary(): string {
+  const r = spawnSync('bash', [join(ROOT, 'scripts', 'build-versitygw')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error('scripts/build-versitygw failed');
+  const bin = r.stdout.trim().split('\n').at(-1);
+  if (!bin) throw new Error('scripts/build-versitygw printed no path');
+  return bin;
+}
+
+/** Whether the session store answers its health check. */
+async function sessionStoreHealthy(endpoint: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${endpoint}/health`, { signal: AbortSignal.timeout(3000) });
+    await res.body?.cancel();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Starts versitygw on `port` with fresh data, credentials and bucket; returns what testbed.json records of it.
+ * `record` keeps its process with the others (stopped by `down`).
+ */
+async function startSessionStore(
+  bin: string,
+  port: number,
+  env: NodeJS.ProcessEnv,
+  procs: ProcRecord[],
+  record: (rec: ProcRecord) => ProcRecord,
+): Promise<NonNullable<TestbedInfo['sessionStore']>> {
+  rmSync(SESSION_STORE_DIR, { recursive: true, force: true });
+  const data = join(SESSION_STORE_DIR, 'data');
+  const meta = join(SESSION_STORE_DIR, 'meta');
+  mkdirSync(data, { recursive: true });
+  mkdirSync(meta, { recursive: true });
+  const credentials = {
+    accessKeyId: `testbed${randomBytes(6).toString('hex')}`,
+    secretAccessKey: randomBytes(30).toString('base64url'),
+  };
+  writeFileSync(SESSION_STORE_CREDENTIALS, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
+  const endpoint = `http://127.0.0.1:${port}`;
+  record(
+    startDaemon(
+      'versitygw',
+      bin,
+      ['--port', `127.0.0.1:${port}`, '--health', '/health', '--quiet', 'posix', '--sidecar', meta, data],
+      {
+        ...env,
+        ROOT_ACCESS_KEY_ID: credentials.accessKeyId,
+        ROOT_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+        VGW_REGION: SESSION_STORE_REGION,
+      },
+    ),
+  );
+  await waitFor('versitygw /health', procs, async () =>
+    (await sessionStoreHealthy(endpoint)) ? true : undefined,
+  );
+  const client = new S3Client({
+    endpoint,
+    bucket: SESSION_STORE_BUCKET,
+    region: SESSION_STORE_REGION,
+    credentials,
+  });
+  await waitFor('the session store bucket', procs, async () => {
+    const made = await client.createBucket();
+    if (!made.ok) throw new Error(`${made.error.code}: ${made.error.message}`);
+    return true;
+  });
+  return {
+    endpoint,
+    bucket: SESSION_STORE_BUCKET,
+    region: SESSION_STORE_REGION,
+    credentialsFile: SESSION_STORE_CREDENTIALS,
+  };
+}
+
 function imageTable(): string {
   const file = join(STATE, 'images.json');
   // The images' files are bind-mounted under /opt/agent-controller (read-only, readable by any user, as in a
@@ -554,7 +645,10 @@ async function restartNodeAgent(
 async function healthy(info: TestbedInfo | undefined): Promise<boolean> {
   if (!info) return false;
   const records = readRecords(PIDS);
-  if (records.length < 4 || !records.every(alive)) return false;
+  if (records.length < 5 || !records.every(alive)) return false;
+  // A test bed started before the session store existed is started again.
+  if (info.sessionStore === undefined || !(await sessionStoreHealthy(info.sessionStore.endpoint)))
+    return false;
   const client = KubeClient.fromKubeconfig(KUBECONFIG);
   try {
     const ready = await client.request('GET', '/readyz', { timeoutMs: 3000 });
@@ -672,8 +766,15 @@ async function up(attempt = 1): Promise<void> {
   mkdirSync(LOGS, { recursive: true });
   mkdirSync(NODE_STATE, { recursive: true });
   const bin = binaries();
+  const versitygw = versitygwBinary();
   ensureCerts();
-  const [etcdPort, peerPort, apiPort, kubeletPort] = (await freePorts(4)) as [number, number, number, number];
+  const [etcdPort, peerPort, apiPort, kubeletPort, storePort] = (await freePorts(5)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   writeKubeconfig(apiPort);
   const env = { ...process.env };
   delete env.KUBECONFIG;
@@ -684,6 +785,7 @@ async function up(attempt = 1): Promise<void> {
     return rec;
   };
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+  let sessionStore: TestbedInfo['sessionStore'];
   try {
     record(
       startDaemon(
@@ -762,6 +864,7 @@ async function up(attempt = 1): Promise<void> {
       await waitFor('the default ServiceAccount', procs, () =>
         client.tryGet(apiPath('v1', 'serviceaccounts', { namespace: 'default', name: 'default' })),
       );
+      sessionStore = await startSessionStore(versitygw, storePort, env, procs, record);
     } finally {
       client.close();
     }
@@ -790,6 +893,7 @@ async function up(attempt = 1): Promise<void> {
     imageDir: IMAGE_DIR,
     nodeAgentHash: nodeAgentSourceHash(),
     auditLog: AUDIT_LOG,
+    sessionStore,
   };
   writeFileSync(join(STATE, 'testbed.json'), `${JSON.stringify(info, null, 2)}\n`);
   say(
@@ -1012,6 +1116,10 @@ agents.re-cinq.com) bypass the API server's watch cache: a watch from a compacte
 Audit log (JSON lines, recorded as auditLog in testbed.json): every create, update, patch and delete of agents,
 agents/status, jobs, leases and networkpolicies, with request and response bodies, in <logs>/audit.log
 (rotated at 100 MB into audit-<timestamp>.log, 5 kept); policy in <state>/audit-policy.yaml.
+
+Session store (issue 29): versitygw (scripts/build-versitygw) on a free port of 127.0.0.1, POSIX backend under
+<state>/session-store, bucket agent-sessions, root credentials generated at each up in
+<state>/session-store.credentials.json (mode 0600); recorded as sessionStore in testbed.json.
 
 State, certificates and logs live in \${AGENT_TESTBED_DIR:-<repo>/.testbed}.
 Images: agent-controller:e2e runs the built bundle on Node, agent-controller:e2e-deno on Deno; any other

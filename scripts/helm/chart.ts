@@ -101,7 +101,8 @@ export class Holes {
       const id = m[2] ?? m[3] ?? m[5] ?? '';
       const render = this.#renders.get(id);
       if (render === undefined) fail(`unknown placeholder ${id}`);
-      out.push(...render(m[1] ?? '', m[4] ?? ''));
+      // A render may hold placeholders of its own (a component value inside a component's conditional part).
+      out.push(...this.fill(render(m[1] ?? '', m[4] ?? '').join('\n')).split('\n'));
     }
     return out.join('\n');
   }
@@ -160,6 +161,51 @@ const either =
 
 // ---------------------------------------------------------------------------------------------------------------
 // the model: what the chart is made of
+
+/**
+ * Settings of a component's controller env patch that are chart values too, under the component's toggle
+ * (`<toggle>.<key>`), defaulting to the component's own literal value: component → env name → key.
+ */
+export const COMPONENT_ENV_VALUES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  sessions: {
+    AGENT_SESSION_STORE_URL: 'endpoint',
+    AGENT_SESSION_STORE_BUCKET: 'bucket',
+    AGENT_SESSION_STORE_REGION: 'region',
+    AGENT_SESSION_STORE_PREFIX: 'prefix',
+  },
+};
+
+/**
+ * The chart values of component `c` (see COMPONENT_ENV_VALUES) with their defaults, read from its patches of the
+ * controller's env; each must be there with a literal value.
+ */
+export function componentValues(c: Component): Record<string, string> {
+  const wanted = COMPONENT_ENV_VALUES[c.name] ?? {};
+  const out: Record<string, string> = {};
+  for (const [envName, key] of Object.entries(wanted)) {
+    const item = componentEnv(c).find((e) => e.name === envName);
+    if (item === undefined || typeof item.value !== 'string')
+      fail(`deploy/components/${c.name}: no literal env value ${envName} for the chart value ${key}`);
+    out[key] = item.value;
+  }
+  return out;
+}
+
+/** The env list elements of a component's Deployment patches (every container). */
+function componentEnv(c: Component): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const p of c.patches) {
+    const containers = (
+      ((p.patch.spec as Record<string, unknown> | undefined)?.template as Record<string, unknown> | undefined)
+        ?.spec as Record<string, unknown> | undefined
+    )?.containers;
+    if (!Array.isArray(containers)) continue;
+    for (const container of containers)
+      if (isRecord(container) && Array.isArray(container.env))
+        for (const e of container.env) if (isRecord(e)) out.push(e);
+  }
+  return out;
+}
 
 /** `run-rbac` → `runRbac`: a component's values key. */
 export function toggleName(component: string): string {
@@ -482,10 +528,19 @@ export function renderChart(sources: Sources): ChartFile[] {
   for (const d of base.docs) decorated.set(d, structuredClone(d.object));
   const deployment = deploymentOf([...decorated.values()]);
   for (const c of components) {
+    const valueKeys = COMPONENT_ENV_VALUES[c.name] ?? {};
+    componentValues(c);
     for (const p of c.patches) {
       if (p.target.kind !== 'Deployment' || p.target.name !== CHART_NAME)
         fail(`${p.file}: only patches of the Deployment ${CHART_NAME} are supported`);
-      conditionalPatch(deployment, p.patch, `.Values.${toggleName(c.name)}.enabled`, holes, '');
+      // The component's chart values: their env values become `{{ .Values.<toggle>.<key> | quote }}`.
+      const patch = structuredClone(p.patch);
+      for (const e of componentEnv({ ...c, patches: [{ ...p, patch }] })) {
+        const key = typeof e.name === 'string' ? valueKeys[e.name] : undefined;
+        if (key !== undefined)
+          e.value = holes.add(scalar(`{{ .Values.${toggleName(c.name)}.${key} | quote }}`));
+      }
+      conditionalPatch(deployment, patch, `.Values.${toggleName(c.name)}.enabled`, holes, '');
     }
   }
   deploymentValues(deployment, holes);
@@ -602,6 +657,7 @@ function valuesYaml(f: BaseFacts, components: readonly Component[]): string {
   ];
   for (const c of components) {
     lines.push('', ...comments(componentSummary(c)), `${toggleName(c.name)}:`, '  enabled: false');
+    for (const [key, value] of Object.entries(componentValues(c))) lines.push(...y({ [key]: value }, '  '));
   }
   return `${lines.join('\n')}\n`;
 }
@@ -663,7 +719,16 @@ function valuesSchema(components: readonly Component[]): Record<string, unknown>
       properties: { create: { type: 'boolean' } },
     },
   };
-  for (const c of components) properties[toggleName(c.name)] = toggle;
+  for (const c of components) {
+    const extra = Object.keys(componentValues(c));
+    properties[toggleName(c.name)] =
+      extra.length === 0
+        ? toggle
+        : {
+            ...toggle,
+            properties: { ...toggle.properties, ...Object.fromEntries(extra.map((k) => [k, str])) },
+          };
+  }
   return {
     $schema: 'https://json-schema.org/draft-07/schema#',
     title: `${CHART_NAME} values (${GENERATED})`,
@@ -716,7 +781,13 @@ upgrade that changes them: kubectl apply --server-side -f <the chart>/crds/
 
 function chartReadme(s: Sources, f: BaseFacts): string {
   const toggles = s.components
-    .map((c) => `| \`${toggleName(c.name)}.enabled\` | \`false\` | deploy/components/${c.name} |`)
+    .flatMap((c) => [
+      `| \`${toggleName(c.name)}.enabled\` | \`false\` | deploy/components/${c.name} |`,
+      ...Object.entries(componentValues(c)).map(
+        ([key, value]) =>
+          `| \`${toggleName(c.name)}.${key}\` | \`${JSON.stringify(value)}\` | \`${Object.entries(COMPONENT_ENV_VALUES[c.name] ?? {}).find(([, k]) => k === key)?.[0]}\` on the controller |`,
+      ),
+    ])
     .join('\n');
   return `<!-- ${GENERATED} -->
 # agent-controller Helm chart

@@ -251,4 +251,54 @@ describe('controller configuration: bind address', () => {
     const badAddress = parse({ console: true, consoleBindAddress: 'example.com' }, {});
     assert.equal(badAddress.ok, false);
   });
+
+  it('the session store: off unless AGENT_SESSION_STORE_URL is set; then bucket and credentials are required', () => {
+    const off = parse({}, {});
+    assert.ok(off.ok);
+    assert.equal(off.value.sessionStore, undefined);
+    const full = {
+      AGENT_SESSION_STORE_URL: 'http://store.storage.svc:7070',
+      AGENT_SESSION_STORE_BUCKET: 'agent-sessions',
+      AGENT_SESSION_STORE_ACCESS_KEY_ID: 'AKID',
+      AGENT_SESSION_STORE_SECRET_ACCESS_KEY: 'secret',
+    };
+    const on = parse({}, full);
+    assert.ok(on.ok);
+    assert.deepEqual(on.value.sessionStore, {
+      endpoint: 'http://store.storage.svc:7070',
+      bucket: 'agent-sessions',
+      region: 'us-east-1',
+      prefix: '',
+      credentials: { accessKeyId: 'AKID', secretAccessKey: 'secret' },
+    });
+    const regional = parse(
+      {},
+      { ...full, AGENT_SESSION_STORE_REGION: 'eu-west-1', AGENT_SESSION_STORE_PREFIX: 'prod/' },
+    );
+    assert.ok(regional.ok);
+    assert.equal(regional.value.sessionStore?.region, 'eu-west-1');
+    assert.equal(regional.value.sessionStore?.prefix, 'prod/');
+    const cases: [Record<string, string>, RegExp][] = [
+      [
+        { AGENT_SESSION_STORE_BUCKET: 'agent-sessions' },
+        /AGENT_SESSION_STORE_BUCKET is set but AGENT_SESSION_STORE_URL is not/,
+      ],
+      [{ ...full, AGENT_SESSION_STORE_BUCKET: '' }, /needs AGENT_SESSION_STORE_BUCKET/],
+      [{ ...full, AGENT_SESSION_STORE_SECRET_ACCESS_KEY: '' }, /needs AGENT_SESSION_STORE_ACCESS_KEY_ID and/],
+      [{ ...full, AGENT_SESSION_STORE_URL: 'ftp://x' }, /AGENT_SESSION_STORE_URL must be an http\(s\) URL/],
+      [{ ...full, AGENT_SESSION_STORE_URL: 'http://u:p@x' }, /no query, fragment or user info/],
+      [{ ...full, AGENT_SESSION_STORE_BUCKET: 'Bad_Bucket' }, /must be an S3 bucket name/],
+      [{ ...full, AGENT_SESSION_STORE_PREFIX: 'prod' }, /AGENT_SESSION_STORE_PREFIX: .*end with \//],
+      [{ ...full, AGENT_SESSION_STORE_PREFIX: '/prod/' }, /must not start with \//],
+      [
+        { ...full, AGENT_SESSION_STORE_REGION: 'EU WEST' },
+        /AGENT_SESSION_STORE_REGION must be a region name/,
+      ],
+    ];
+    for (const [env, message] of cases) {
+      const r = parse({}, env);
+      assert.equal(r.ok, false, JSON.stringify(env));
+      assert.match(r.ok ? '' : r.error, message);
+    }
+  });
 });

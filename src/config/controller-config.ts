@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { checkPrefix, type SessionStoreConfig } from '../sessions/store.ts';
 import { type LogLevel, parseLogLevel } from '../shared/log.ts';
 import { err, ok, type Result } from '../shared/result.ts';
 import { VERSION } from '../shared/version.ts';
@@ -75,6 +76,12 @@ export interface ControllerConfig {
    * the windows of spend budgets (a day is 24 such hours, a month 720), so a test sees a window roll in seconds.
    */
   readonly budgetHourMs: number;
+  /**
+   * The session store (issue 29, docs/design/sessions.md "The store"): an S3-compatible bucket
+   * (`AGENT_SESSION_STORE_URL`, `_BUCKET`, `_REGION`, `_PREFIX`, `_ACCESS_KEY_ID`, `_SECRET_ACCESS_KEY`).
+   * Undefined: sessions are off.
+   */
+  readonly sessionStore: SessionStoreConfig | undefined;
 }
 
 /** Command-line flags of `controller`, as parsed by node:util parseArgs. */
@@ -146,7 +153,88 @@ const EnvSchema = v.object({
       v.minValue(1, 'AGENT_BUDGET_HOUR_SECONDS must be a whole number of seconds, at least 1'),
     ),
   ),
+  AGENT_SESSION_STORE_URL: v.optional(
+    v.pipe(
+      httpUrl('AGENT_SESSION_STORE_URL'),
+      v.check((text) => {
+        const u = new URL(text);
+        return u.search === '' && u.hash === '' && u.username === '' && u.password === '';
+      }, 'AGENT_SESSION_STORE_URL must be a plain http(s) URL (no query, fragment or user info)'),
+    ),
+  ),
+  AGENT_SESSION_STORE_BUCKET: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(
+        /^$|^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/,
+        (issue) =>
+          `AGENT_SESSION_STORE_BUCKET must be an S3 bucket name (3-63 lower-case letters, digits, dots and dashes), got: ${JSON.stringify(issue.input)}`,
+      ),
+    ),
+  ),
+  AGENT_SESSION_STORE_REGION: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(
+        /^$|^[a-z0-9][a-z0-9-]*$/,
+        (issue) =>
+          `AGENT_SESSION_STORE_REGION must be a region name like us-east-1, got: ${JSON.stringify(issue.input)}`,
+      ),
+    ),
+  ),
+  AGENT_SESSION_STORE_PREFIX: v.optional(
+    v.pipe(
+      v.string(),
+      v.check(
+        (text) => checkPrefix(text) === undefined,
+        (issue) => `AGENT_SESSION_STORE_PREFIX: ${checkPrefix(String(issue.input))}`,
+      ),
+    ),
+  ),
+  AGENT_SESSION_STORE_ACCESS_KEY_ID: v.optional(v.string()),
+  AGENT_SESSION_STORE_SECRET_ACCESS_KEY: v.optional(v.string()),
 });
+
+/** The default region of the session store (what S3-compatible servers answer to when none is configured). */
+export const DEFAULT_SESSION_STORE_REGION = 'us-east-1';
+
+/** The session store's settings, or undefined when no store is configured (sessions off). */
+function sessionStoreConfig(
+  e: v.InferOutput<typeof EnvSchema>,
+): Result<SessionStoreConfig | undefined, string> {
+  const url = e.AGENT_SESSION_STORE_URL || undefined;
+  if (url === undefined) {
+    const stray = (
+      [
+        'AGENT_SESSION_STORE_BUCKET',
+        'AGENT_SESSION_STORE_REGION',
+        'AGENT_SESSION_STORE_PREFIX',
+        'AGENT_SESSION_STORE_ACCESS_KEY_ID',
+        'AGENT_SESSION_STORE_SECRET_ACCESS_KEY',
+      ] as const
+    ).find((name) => (e[name] ?? '') !== '');
+    return stray === undefined
+      ? ok(undefined)
+      : err(
+          `${stray} is set but AGENT_SESSION_STORE_URL is not: set it to the store's endpoint, or unset ${stray}`,
+        );
+  }
+  if (!e.AGENT_SESSION_STORE_BUCKET) return err('AGENT_SESSION_STORE_URL needs AGENT_SESSION_STORE_BUCKET');
+  if (!e.AGENT_SESSION_STORE_ACCESS_KEY_ID || !e.AGENT_SESSION_STORE_SECRET_ACCESS_KEY)
+    return err(
+      'AGENT_SESSION_STORE_URL needs AGENT_SESSION_STORE_ACCESS_KEY_ID and AGENT_SESSION_STORE_SECRET_ACCESS_KEY (from the Secret agent-session-store)',
+    );
+  return ok({
+    endpoint: url,
+    bucket: e.AGENT_SESSION_STORE_BUCKET,
+    region: e.AGENT_SESSION_STORE_REGION || DEFAULT_SESSION_STORE_REGION,
+    prefix: e.AGENT_SESSION_STORE_PREFIX ?? '',
+    credentials: {
+      accessKeyId: e.AGENT_SESSION_STORE_ACCESS_KEY_ID,
+      secretAccessKey: e.AGENT_SESSION_STORE_SECRET_ACCESS_KEY,
+    },
+  });
+}
 
 /** The default init-container image: this controller's own image, at this version. */
 export const DEFAULT_AGENT_IMAGE = `ghcr.io/re-cinq/agent-controller:${VERSION}`;
@@ -252,6 +340,8 @@ export function parseControllerConfig(
     if (!runUrl.ok) return runUrl;
     tracing = { ...traced.value, runTracesUrl: runUrl.value };
   }
+  const sessionStore = sessionStoreConfig(e);
+  if (!sessionStore.ok) return sessionStore;
   const levelName = flags.logLevel ?? e.LOG_LEVEL ?? 'info';
   const logLevel = parseLogLevel(levelName);
   if (!logLevel)
@@ -288,6 +378,7 @@ export function parseControllerConfig(
       tracing,
       gatewayUrl: e.AGENT_GATEWAY_URL || undefined,
       budgetHourMs: (e.AGENT_BUDGET_HOUR_SECONDS ?? 3600) * 1000,
+      sessionStore: sessionStore.value,
     }),
   );
 }

@@ -137,7 +137,7 @@ describe('helm chart: lint and render', { skip: helmSkip }, () => {
   it('each component toggle, and all of them, render the base with those components', () => {
     assert.deepEqual(
       components.map((c) => c.name),
-      ['batch', 'console', 'gateway', 'memory', 'realtime', 'run-rbac', 'server'],
+      ['batch', 'console', 'gateway', 'memory', 'realtime', 'run-rbac', 'server', 'sessions'],
     );
     for (const c of components) {
       assertSameObjects(
@@ -151,6 +151,37 @@ describe('helm chart: lint and render', { skip: helmSkip }, () => {
       build(base, components),
       'every toggle',
     );
+    // The session store's settings are values of their own; its credentials stay secretKeyRefs.
+    const sessions = template([
+      '--set',
+      'sessions.enabled=true',
+      '--set',
+      'sessions.endpoint=http://versitygw.storage.svc:7070',
+      '--set',
+      'sessions.prefix=prod/',
+    ]);
+    const deployment = sessions.find(
+      (o) => o.kind === 'Deployment' && objectKey(o).includes('agent-controller'),
+    );
+    assert.ok(deployment, 'the controller Deployment');
+    const env = (
+      (deployment.spec as { template: { spec: { containers: { env: Record<string, unknown>[] }[] } } })
+        .template.spec.containers[0]?.env ?? []
+    ).filter((e) => String(e.name).startsWith('AGENT_SESSION_STORE_'));
+    assert.deepEqual(env, [
+      { name: 'AGENT_SESSION_STORE_URL', value: 'http://versitygw.storage.svc:7070' },
+      { name: 'AGENT_SESSION_STORE_BUCKET', value: 'agent-sessions' },
+      { name: 'AGENT_SESSION_STORE_REGION', value: 'us-east-1' },
+      { name: 'AGENT_SESSION_STORE_PREFIX', value: 'prod/' },
+      {
+        name: 'AGENT_SESSION_STORE_ACCESS_KEY_ID',
+        valueFrom: { secretKeyRef: { name: 'agent-session-store', key: 'access-key-id' } },
+      },
+      {
+        name: 'AGENT_SESSION_STORE_SECRET_ACCESS_KEY',
+        valueFrom: { secretKeyRef: { name: 'agent-session-store', key: 'secret-access-key' } },
+      },
+    ]);
   });
 
   it('installs into the release namespace; kube-system and default stay where the base puts them', () => {

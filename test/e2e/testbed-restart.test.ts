@@ -67,7 +67,12 @@ describe('testbed: restart kube-apiserver', { skip }, () => {
     assert.ok(procAlive(oldApi), 'kube-apiserver runs before the restart');
     const argvBefore = cmdline(oldApi.pid);
     const others = before.filter((r) => r.name !== 'kube-apiserver');
-    assert.deepEqual(others.map((r) => r.name).sort(), ['etcd', 'kube-controller-manager', 'node-agent']);
+    assert.deepEqual(others.map((r) => r.name).sort(), [
+      'etcd',
+      'kube-controller-manager',
+      'node-agent',
+      'versitygw',
+    ]);
 
     const ns = await freshNamespace(client, 'testbed-restart');
     t.after(ns.cleanup);

@@ -24,6 +24,19 @@ export const TestbedInfoSchema = v.object({
    * (rotated backups `audit-<timestamp>.log` beside it); absent on a testbed started before it existed.
    */
   auditLog: v.optional(v.string()),
+  /**
+   * The session store (issue 29): versitygw on 127.0.0.1, path-style S3 at `endpoint`, one bucket; its root
+   * credentials are in `credentialsFile` (JSON `{accessKeyId, secretAccessKey}`, mode 0600). Absent on a testbed
+   * started before it existed.
+   */
+  sessionStore: v.optional(
+    v.object({
+      endpoint: v.string(),
+      bucket: v.string(),
+      region: v.string(),
+      credentialsFile: v.string(),
+    }),
+  ),
 });
 export type TestbedInfo = v.InferOutput<typeof TestbedInfoSchema>;
 
@@ -77,4 +90,26 @@ export function testbedImage(cluster: E2eCluster, image: string): Record<string,
   const entry = table[image];
   if (entry === undefined) throw new Error(`the testbed image table ${file} has no image ${image}`);
   return entry;
+}
+
+const StoreCredentialsSchema = v.object({
+  accessKeyId: v.pipe(v.string(), v.minLength(1)),
+  secretAccessKey: v.pipe(v.string(), v.minLength(1)),
+});
+
+/** Where the testbed's session store is and its credentials, ready for an S3Client; throws when it has none. */
+export function testbedSessionStore(info: TestbedInfo | undefined): {
+  endpoint: string;
+  bucket: string;
+  region: string;
+  credentials: v.InferOutput<typeof StoreCredentialsSchema>;
+} {
+  const store = info?.sessionStore;
+  if (store === undefined)
+    throw new Error('the e2e cluster is not a testbed with a session store (run scripts/testbed up)');
+  const credentials = v.parse(
+    StoreCredentialsSchema,
+    JSON.parse(readFileSync(store.credentialsFile, 'utf8')),
+  );
+  return { endpoint: store.endpoint, bucket: store.bucket, region: store.region, credentials };
 }

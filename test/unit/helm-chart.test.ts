@@ -71,7 +71,23 @@ describe('helm chart generator', () => {
   it('each component is a values toggle; the CRDs are copied into crds/ as they are', () => {
     const files = new Map(renderChart(sources).map((f) => [f.path, f.content]));
     const values = load(files.get(`${CHART_DIR}/values.yaml`) ?? '') as Record<string, unknown>;
-    for (const c of sources.components) assert.deepEqual(values[toggleName(c.name)], { enabled: false });
+    // Component settings that are chart values too default to the component's own (deploy/components/sessions).
+    const own: Record<string, Record<string, unknown>> = {
+      sessions: {
+        endpoint: 'https://s3.us-east-1.amazonaws.com',
+        bucket: 'agent-sessions',
+        region: 'us-east-1',
+        prefix: '',
+      },
+    };
+    for (const c of sources.components)
+      assert.deepEqual(values[toggleName(c.name)], { enabled: false, ...own[c.name] }, c.name);
+    const controller = files.get(`${CHART_DIR}/templates/controller.yaml`) ?? '';
+    assert.match(
+      controller,
+      /^ {8}- name: AGENT_SESSION_STORE_URL\n {10}value: \{\{ \.Values\.sessions\.endpoint \| quote \}\}$/m,
+    );
+    assert.match(controller, /^ {10}value: \{\{ \.Values\.sessions\.prefix \| quote \}\}$/m);
     assert.equal(toggleName('run-rbac'), 'runRbac');
     for (const name of readdirSync(join(ROOT, 'deploy', 'crds')))
       assert.equal(

@@ -773,3 +773,27 @@ describe('deploy/components/gateway', () => {
     assert.match(patch, /- name: controller\n/);
   });
 });
+
+describe('deploy/components/sessions', () => {
+  const dir = ['deploy', 'components', 'sessions'];
+
+  it('adds no grant: the store credentials come by secretKeyRef from the Secret agent-session-store', () => {
+    const kustomization = readFileSync(join(ROOT, ...dir, 'kustomization.yaml'), 'utf8');
+    assert.match(kustomization, /^kind: Component$/m);
+    assert.doesNotMatch(kustomization, /^resources:/m);
+    const patch = readFileSync(join(ROOT, ...dir, 'sessions-env.yaml'), 'utf8');
+    assert.match(patch, /- name: controller\n/);
+    assert.match(patch, /name: AGENT_SESSION_STORE_URL, value: "https:\/\//);
+    for (const [name, key] of [
+      ['AGENT_SESSION_STORE_ACCESS_KEY_ID', 'access-key-id'],
+      ['AGENT_SESSION_STORE_SECRET_ACCESS_KEY', 'secret-access-key'],
+    ])
+      assert.match(
+        patch,
+        new RegExp(
+          `- name: ${name}\\n *valueFrom:\\n *secretKeyRef: \\{ name: agent-session-store, key: ${key} \\}`,
+        ),
+      );
+    assert.doesNotMatch(patch, /SECRET_ACCESS_KEY, value:/);
+  });
+});
