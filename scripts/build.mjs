@@ -10,9 +10,11 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const outfile = join(root, 'dist', 'agent-controller.mjs');
 /**
  * Size budget for the bundle; raise it deliberately, never silently. 1.5 MiB until the model gateway (issue 28,
- * about 50 KiB: `agent-controller gateway`) took the bundle to 1,552 KiB.
+ * about 50 KiB: `agent-controller gateway`) took the bundle to 1,552 KiB; 1.625 MiB until durable sessions (issue 29:
+ * the S3 client and session store the controller now calls, the supervisor's session state, suspend and wake,
+ * about 50 KiB) took it to 1,716 KiB.
  */
-const MAX_BUNDLE_BYTES = 1.625 * 1024 * 1024;
+const MAX_BUNDLE_BYTES = 1.75 * 1024 * 1024;
 
 /**
  * We use `@kubernetes/client-node` only to load a kubeconfig and apply its auth (src/kube/config.ts); requests go

@@ -466,6 +466,16 @@ export const AgentDefinitionSpecSchema = v.pipe(
     ),
     batch: parseDefault(BatchSchema, {}),
     server: parseDefault(ServerSchema, {}),
+    idleTimeoutSeconds: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(1),
+        v.description(
+          "Realtime runs only: seconds without a prompt after which the session is saved to the session store, its pod deleted and the Agent Suspended (no run slot held) until its next prompt. The Station's value wins. Needs a controller with a session store.",
+        ),
+      ),
+    ),
   }),
   v.description('The recipe: model, prompt, tools, environment and output routing.'),
 );

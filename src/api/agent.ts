@@ -14,7 +14,7 @@ import {
 } from './schema-kit.ts';
 
 /** Phases of an Agent run. The controller never writes `Pending`; an Agent without status reads as `Pending`. */
-export const AGENT_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Serving'] as const;
+export const AGENT_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Serving', 'Suspended'] as const;
 export type AgentPhase = (typeof AGENT_PHASES)[number];
 
 /** Phases after which the controller never touches the run again. */
@@ -68,13 +68,36 @@ export type CostSource = (typeof COST_SOURCES)[number];
 const count = (description: string) =>
   v.pipe(v.number(), v.integer(), v.minValue(0), v.description(description));
 
+/** `status.session`: a realtime session kept in the session store (issue 29, docs/design/sessions.md). */
+export const SessionStatusSchema = v.pipe(
+  v.object({
+    turns: v.optional(count('Turns of the session that ended so far.')),
+    savedTurn: v.optional(count('The last turn whose state is in the session store (0: none).')),
+    lastPromptTime: v.optional(dateTime('Time the last prompt was delivered to the session.')),
+    restarts: v.optional(count('Times the session was restored into a new pod after its pod was lost.')),
+    suspendedAt: v.optional(dateTime('Time the session was last suspended.')),
+    suspendRequest: v.optional(
+      str('The agents.re-cinq.com/suspend-requested value last acted on (each value suspends once).'),
+    ),
+    wakeRequest: v.optional(
+      str('The agents.re-cinq.com/wake-requested value last acted on (each value wakes once).'),
+    ),
+    restorePending: v.optional(
+      dateTime('Set while a session whose pod was lost waits for a new pod (its place in the queue).'),
+    ),
+    cleanupAttempts: v.optional(count('Failed attempts to delete the stored session so far.')),
+  }),
+  v.description('The realtime session as kept in the session store (idle suspend, wake, pod loss).'),
+);
+export type SessionStatus = v.InferOutput<typeof SessionStatusSchema>;
+
 export const AgentStatusSchema = v.pipe(
   v.object({
     phase: parseDefault(
       v.pipe(
         lenientEnum(AGENT_PHASES),
         v.description(
-          'Run phase: Pending, Running, Succeeded, Failed, or Serving (a server, until deleted).',
+          'Run phase: Pending, Running, Succeeded, Failed, Serving (a server, until deleted), or Suspended (a realtime session saved to the session store, its pod deleted, until its next prompt).',
         ),
       ),
       'Pending',
@@ -121,6 +144,7 @@ export const AgentStatusSchema = v.pipe(
     ),
     gateway: v.optional(GatewayGrantSchema),
     sessionId: v.optional(str('Agent CLI session id of the run, usable as resumeSession of a later run.')),
+    session: v.optional(SessionStatusSchema),
     traceID: v.optional(
       str(
         "OpenTelemetry trace id of the run (32 hex digits) when the controller exports traces: the trace of its spans and its pod's.",

@@ -8,4 +8,5 @@ export * from './group.ts';
 export * from './meta.ts';
 export * from './model.ts';
 export { DNS1123_SUBDOMAIN, formatIssues, type OpenApiHints, parseWith } from './schema-kit.ts';
+export * from './sessions.ts';
 export * from './station.ts';

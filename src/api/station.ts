@@ -145,6 +145,26 @@ export const StationSpecSchema = v.pipe(
       ),
     ),
     budgets: v.optional(StationBudgetsSchema),
+    idleTimeoutSeconds: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(1),
+        v.description(
+          "Realtime runs only: seconds without a prompt after which a session is saved, its pod deleted and the Agent Suspended until its next prompt; wins over the AgentDefinition's idleTimeoutSeconds. Needs a controller with a session store.",
+        ),
+      ),
+    ),
+    sessionHistoryLimit: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(0),
+        v.description(
+          'Finished runs of this Station whose stored sessions are kept in the session store; the oldest beyond it are deleted from the store (the Agents stay). Absent: all are kept.',
+        ),
+      ),
+    ),
     template: freeForm('Pod template (PodTemplateSpec) for runs; the container named agent runs the recipe.'),
   }),
   v.description('Runtime template of the Station.'),

@@ -25,6 +25,7 @@ import {
   type KubeError,
   type KubeObject,
   listAll,
+  mergePatch,
   PODS,
   type Transport,
 } from '../kube/index.ts';
@@ -119,6 +120,26 @@ export async function createAgent(
   return must(
     r,
     name !== undefined ? what(AGENTS_KIND, name, namespace) : `a new agent in namespace "${namespace}"`,
+  );
+}
+
+/** Sets annotations of the Agent `name` (a merge patch with its uid: a new Agent of that name is not touched). */
+export async function annotateAgent(
+  t: Transport,
+  namespace: string,
+  agent: Agent,
+  annotations: Readonly<Record<string, string>>,
+): Promise<void> {
+  const name = agent.metadata.name;
+  must(
+    await mergePatch(
+      t,
+      AGENTS_KIND.resource,
+      { namespace, name },
+      { metadata: { uid: agent.metadata.uid, annotations } },
+      v.unknown(),
+    ),
+    what(AGENTS_KIND, name, namespace),
   );
 }
 

@@ -67,6 +67,8 @@ export const COMPLETION_COMMANDS: Readonly<Record<string, { flags: FlagTable; po
     positional: (b) => (b.length === 0 ? names('agents') : NONE),
   },
   close: { flags: PROMPT_API_FLAGS, positional: (b) => (b.length === 0 ? names('agents') : NONE) },
+  suspend: { flags: CONNECTION_FLAGS, positional: (b) => (b.length === 0 ? names('agents') : NONE) },
+  resume: { flags: CONNECTION_FLAGS, positional: (b) => (b.length === 0 ? names('agents') : NONE) },
   version: { flags: { json: { type: 'boolean' } }, positional: () => NONE },
   completion: { flags: {}, positional: (b) => (b.length === 0 ? words(['bash', 'zsh', 'fish']) : NONE) },
 };

@@ -28,6 +28,8 @@ describe('planCompletion', () => {
       'delete',
       'prompt',
       'close',
+      'suspend',
+      'resume',
       'version',
       'completion',
     ]);

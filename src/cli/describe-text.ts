@@ -164,6 +164,14 @@ export function describeAgent(input: DescribeInput, now: number, paint: Paint): 
       ),
     );
   if (st.sessionId !== undefined) out.push(field('Session', st.sessionId));
+  const saved = st.session;
+  if (saved !== undefined && (saved.turns ?? 0) > 0)
+    out.push(
+      field(
+        'Turns',
+        `${saved.turns ?? 0} (saved ${saved.savedTurn ?? 0}${saved.restarts ? `, restored after pod loss ${saved.restarts}×` : ''}${saved.lastPromptTime !== undefined ? `, last prompt ${saved.lastPromptTime}` : ''}${st.phase === 'Suspended' && saved.suspendedAt !== undefined ? `, suspended ${saved.suspendedAt}` : ''})`,
+      ),
+    );
   if (st.traceID !== undefined) out.push(field('Trace', st.traceID));
   const u = st.tokenUsage;
   if (u !== undefined)

@@ -12,6 +12,7 @@ import { logsCommand } from './logs.ts';
 import { closeCommand, promptCommand } from './prompt.ts';
 import { rerunCommand } from './rerun.ts';
 import { runCommand } from './run.ts';
+import { resumeCommand, suspendCommand } from './suspend.ts';
 import { versionCommand } from './version.ts';
 
 export {
@@ -35,6 +36,8 @@ export const CLI_COMMANDS: readonly Command[] = [
   deleteCommand,
   promptCommand,
   closeCommand,
+  suspendCommand,
+  resumeCommand,
   completionCommand,
   versionCommand,
 ];

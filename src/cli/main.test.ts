@@ -75,7 +75,7 @@ describe('agent-controller', () => {
     assert.equal(r.code, 0);
     assert.match(r.out, /Controller, gateway and run pod \(default: controller\):\n {2}controller/);
     assert.match(r.out, /Command line \(also as the kubectl plugin: kubectl agent <command>\):\n {2}run /);
-    assert.equal(CLI_COMMANDS.length, 10);
+    assert.equal(CLI_COMMANDS.length, 12);
   });
 
   it('runs the CLI commands by name; usage mistakes are exit 2', async () => {

@@ -6,6 +6,7 @@ import { consoleOrigin, createConsoleApp } from '../console/app.ts';
 import { consolePorts } from '../console/ports.ts';
 import { SessionStore } from '../console/session.ts';
 import { type RunningController, startController } from '../controller/run-controller.ts';
+import { sessionStateOf } from '../controller/session-store.ts';
 import { type AccessReviews, createAccessReviews, whoAmI } from '../effects/access-review.ts';
 import { watchInstalledCrds } from '../effects/crd-check.ts';
 import { installCrds } from '../effects/install-crds.ts';
@@ -115,6 +116,8 @@ export const controllerCommand: Command = {
     }
 
     const shutdown = installShutdown({ logger: log, onForce: () => process.exit(130) });
+    // The session store (issue 29): absent unless configured (AGENT_SESSION_STORE_URL).
+    const sessions = sessionStateOf(config, log);
     const controller = startController({
       config,
       transport,
@@ -122,6 +125,7 @@ export const controllerCommand: Command = {
       logger: log,
       clock,
       random: Math.random,
+      ...(sessions !== undefined ? { sessions } : {}),
     });
     const crds = watchInstalledCrds({ transport, log, signal: shutdown.signal, clock });
     const app = createApp({
@@ -145,6 +149,15 @@ export const controllerCommand: Command = {
           logger: log,
           now: Date.now,
           access,
+          ...(sessions !== undefined
+            ? {
+                sessions,
+                wakeWaitMs: config.sessionWakeWaitMs,
+                observeSave: (result: 'ok' | 'error') => metrics.sessionSaves.inc({ result }),
+                observeWake: (seconds: number, result: 'ok' | 'timeout' | 'error') =>
+                  metrics.sessionWakeSeconds.observe({ result }, seconds),
+              }
+            : {}),
         })
       : undefined;
     const promptServer =

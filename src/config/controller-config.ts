@@ -82,6 +82,11 @@ export interface ControllerConfig {
    * Undefined: sessions are off.
    */
   readonly sessionStore: SessionStoreConfig | undefined;
+  /**
+   * How long a prompt to a Suspended session is held while the session wakes (`AGENT_SESSION_WAKE_WAIT_SECONDS`;
+   * default 60 s); past it the caller gets 503 with Retry-After (issue 29).
+   */
+  readonly sessionWakeWaitMs: number;
 }
 
 /** Command-line flags of `controller`, as parsed by node:util parseArgs. */
@@ -151,6 +156,12 @@ const EnvSchema = v.object({
     v.pipe(
       digits('AGENT_BUDGET_HOUR_SECONDS'),
       v.minValue(1, 'AGENT_BUDGET_HOUR_SECONDS must be a whole number of seconds, at least 1'),
+    ),
+  ),
+  AGENT_SESSION_WAKE_WAIT_SECONDS: v.optional(
+    v.pipe(
+      digits('AGENT_SESSION_WAKE_WAIT_SECONDS'),
+      v.minValue(1, 'AGENT_SESSION_WAKE_WAIT_SECONDS must be a whole number of seconds, at least 1'),
     ),
   ),
   AGENT_SESSION_STORE_URL: v.optional(
@@ -378,6 +389,7 @@ export function parseControllerConfig(
       tracing,
       gatewayUrl: e.AGENT_GATEWAY_URL || undefined,
       budgetHourMs: (e.AGENT_BUDGET_HOUR_SECONDS ?? 3600) * 1000,
+      sessionWakeWaitMs: (e.AGENT_SESSION_WAKE_WAIT_SECONDS ?? 60) * 1000,
       sessionStore: sessionStore.value,
     }),
   );

@@ -15,7 +15,7 @@ export interface Viewer {
 }
 
 /** Phases in the order the console lists them. */
-export const PHASES = ['Pending', 'Running', 'Serving', 'Succeeded', 'Failed'] as const;
+export const PHASES = ['Pending', 'Running', 'Suspended', 'Serving', 'Succeeded', 'Failed'] as const;
 
 const PHASE_CLASS: Readonly<Record<string, string>> = {
   Pending: 'pending',

@@ -24,6 +24,7 @@ import { createPriceSource } from '../effects/prices.ts';
 import type { PromptTokens } from '../effects/realtime/tokens.ts';
 import { type ReconcileDeps, reconcileAgent } from '../effects/reconcile-agent.ts';
 import { podJobKey, podJobUid, RunStartIndex } from '../effects/run-starts.ts';
+import type { SessionStatePort } from '../effects/sessions/port.ts';
 import { observeSpend } from '../effects/spend.ts';
 import { LABEL_EXECUTION } from '../jobs/realtime.ts';
 import { createEventRecorder, describeKubeError, type EventRecorder, type Transport } from '../kube/index.ts';
@@ -79,6 +80,11 @@ export interface ControllerDeps {
   readonly logger: Logger;
   readonly clock: Clock;
   readonly random: () => number;
+  /**
+   * The session store (issue 29, docs/design/sessions.md): realtime sessions suspended, woken and restored, their
+   * stored state deleted with their Agent. Absent: sessions are off (idleTimeoutSeconds fails runs at Pending).
+   */
+  readonly sessions?: SessionStatePort | undefined;
 }
 
 /** A running controller. */
@@ -208,7 +214,7 @@ export function startController(deps: ControllerDeps): RunningController {
       for (const phase of PHASES) metrics.agents.set({ phase }, book.phaseCount(phase));
       metrics.batchesInFlight.set(w.poller.size);
       setBudgetWaiting(metrics, caches);
-      metrics.realtimeSessions.set(openSessions(caches));
+      setSessionGauges(metrics, caches, book);
       await sweeps.history();
       await sweeps.leftoverJobs();
       await sweeps.bindings();
@@ -535,6 +541,7 @@ function reconcileDepsOf(
       return more.gatewayCredentials();
     },
     prices: more.prices,
+    ...(deps.sessions !== undefined ? { sessions: deps.sessions } : {}),
     spend: (ns) => observeSpend(ns, caches.agents.store, caches.spendLedgers.store, more.prices()),
     ...(more.keySaturation !== undefined ? { keySaturation: more.keySaturation } : {}),
     ...(w.runSpans !== undefined ? { spans: w.runSpans } : {}),
@@ -555,6 +562,7 @@ function reconcileDepsOf(
       batch: { enabled: config.batchEnabled, pollMs: config.batchPollMs },
       realtime: { enabled: config.realtimeEnabled },
       server: { enabled: config.serverEnabled },
+      sessions: { enabled: deps.sessions !== undefined },
       controllerNamespace: config.leaseNamespace,
       ...(config.tracing !== undefined ? { tracing: { runTracesUrl: config.tracing.runTracesUrl } } : {}),
       ...(config.gatewayUrl !== undefined ? { gateway: { url: config.gatewayUrl } } : {}),
@@ -587,6 +595,12 @@ function setBudgetWaiting(metrics: ControllerMetrics, caches: Caches): void {
   }
   metrics.budgetWaitingRuns.reset();
   for (const [namespace, n] of waiting) metrics.budgetWaitingRuns.set({ namespace }, n);
+}
+
+/** The realtime sessions open now, and those Suspended (issue 29). */
+function setSessionGauges(metrics: ControllerMetrics, caches: Caches, book: StationBook<Agent>): void {
+  metrics.realtimeSessions.set(openSessions(caches));
+  metrics.sessionsSuspended.set(book.phaseCount('Suspended'));
 }
 
 /** Realtime runs whose Job has not finished: the sessions open now. */

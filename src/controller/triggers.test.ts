@@ -4,7 +4,7 @@ import type { Agent } from '../api/index.ts';
 import type { KubeObject } from '../kube/index.ts';
 import { laneKey, StationBook } from '../reconcile/index.ts';
 import type { StationConcurrency } from '../reconcile/station/admission.ts';
-import { agent, complete, job, NS, running } from '../reconcile/test-fixtures.ts';
+import { agent, complete, finished, job, NS, running } from '../reconcile/test-fixtures.ts';
 import {
   createTriggers,
   type ReconcileReason,
@@ -70,6 +70,36 @@ describe('the trigger table', () => {
     assert.deepEqual(fire('agent', { type: 'deleted', object: running('gone') }), [
       'team/q1 slot-may-have-freed',
     ]);
+  });
+
+  it('a run that finishes wakes the finished runs of its Station holding a stored session (sessionHistoryLimit)', () => {
+    const holding = (a: Agent): Agent => ({
+      ...a,
+      metadata: { ...a.metadata, finalizers: ['agents.re-cinq.com/session-state'] },
+    });
+    const kept = holding(finished('old', 'Succeeded', 10));
+    const plain = finished('plain', 'Succeeded', 11);
+    const { fire } = setup([kept, plain, running('r')], { [LANE]: { maxConcurrentRuns: 0 } });
+    const queued = fire('agent', {
+      type: 'modified',
+      old: running('r'),
+      object: finished('r', 'Succeeded', 20),
+    });
+    assert.ok(queued.includes('team/old session-history'), queued.join(', '));
+    assert.equal(
+      queued.some((x) => x.startsWith('team/plain')),
+      false,
+    );
+    // A finished run changing again (an echo) wakes nobody for this.
+    const echo = fire('agent', {
+      type: 'modified',
+      old: finished('r', 'Succeeded', 20),
+      object: finished('r', 'Succeeded', 20),
+    });
+    assert.equal(
+      echo.some((x) => x.endsWith('session-history')),
+      false,
+    );
   });
 
   it('a Job wakes its Agent when it appears, finishes (urgently) or vanishes; not on progress', () => {

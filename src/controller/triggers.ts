@@ -3,12 +3,13 @@
 // line shows. What a watch event does to the caches (the book, the start index, the batch poller) happens before
 // its triggers fire, in the wiring (run-controller.ts).
 
-import type { Agent } from '../api/index.ts';
+import { type Agent, SESSION_STATE_FINALIZER } from '../api/index.ts';
 import { parseCachedJob } from '../effects/gather.ts';
 import type { KubeObject } from '../kube/index.ts';
 import { showsStartProblem } from '../reconcile/agent/starting.ts';
 import {
   isJobFinished,
+  isTerminal,
   type LaneStation,
   laneKey,
   type StationBook,
@@ -30,7 +31,8 @@ export type ReconcileReason =
   | 'batch-ended'
   | 'poll'
   | 'server-recheck'
-  | 'term-start';
+  | 'term-start'
+  | 'session-history';
 
 /** What each source hands its triggers. */
 export interface SourceEvents {
@@ -127,6 +129,16 @@ export const TRIGGERS: readonly Trigger[] = [
   ),
   // ... and a slot may have freed in its Station (or the one it left): wake the heads of the queue.
   row('agent', 'slot-may-have-freed', (c, ctx) => [...lanesOf(c)].flatMap((lane) => headsOf(ctx, lane))),
+  // A run finished: the finished runs of its Station that still hold a stored session may now be beyond its
+  // sessionHistoryLimit (issue 29 §5); decide says which.
+  row('agent', 'session-history', (c, ctx) => {
+    if (c.type !== 'modified' || !isTerminal(c.object) || isTerminal(c.old)) return [];
+    const lane = laneKey(c.object.metadata.namespace, c.object.spec.stationRef);
+    return ctx.book
+      .finished(lane)
+      .filter((a) => a.metadata.finalizers.includes(SESSION_STATE_FINALIZER))
+      .map((a) => ({ key: `${a.metadata.namespace}/${a.metadata.name}` }));
+  }),
   // A Job the controller owns: only changes the Agent's reconcile acts on wake it: appearing (adoption), finishing
   // (the result: urgent, ahead of new Agents waiting for admission), vanishing, and a finished Job's later verdict.
   // Progress updates of a running Job (active, ready, pod counts) would each cost a reconcile that does nothing.

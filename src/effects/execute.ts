@@ -71,6 +71,7 @@ function outcomeError(outcome: ExecuteOutcome): string | undefined {
     case 'serverRejected':
     case 'batchRejected':
     case 'cleanupFailed':
+    case 'sessionCleanupFailed':
     case 'memoryForbidden':
     case 'memoryFailed':
       return outcome.message;

@@ -16,6 +16,7 @@ import {
   type Snapshot,
   type StationBook,
 } from '../reconcile/index.ts';
+import { holdsSessionFinalizer } from '../reconcile/realtime/suspend.ts';
 import type { PriceTable } from '../reconcile/results/prices.ts';
 import { desiredServerObjects } from '../reconcile/serving/decide.ts';
 import type {
@@ -143,6 +144,8 @@ function needsReconcile(agent: Agent): boolean {
     !finished ||
     holdsBatchFinalizer(agent) ||
     holdsCleanupFinalizer(agent) ||
+    // A stored session to delete with its Agent, or beyond its Station's sessionHistoryLimit (issue 29 §5).
+    holdsSessionFinalizer(agent) ||
     meteringBehind(agent) ||
     // A deleted run whose spend still has to reach the ledger (issue 28 §4).
     (agent.metadata.deletionTimestamp !== undefined && holdsSpendFinalizer(agent))
@@ -456,6 +459,8 @@ async function afterOutcome(
       deps.batch?.cleanupNotBefore.set(agent.metadata.uid, deps.now().getTime() + cleanupBackoffMs(attempt));
       return again({ ...snapshot, cleanup: { kind: 'failed', message: outcome.message } });
     }
+    case 'sessionCleanupFailed':
+      return again({ ...snapshot, sessionCleanup: { kind: 'failed', message: outcome.message } });
     case 'memoryChanged': {
       // Changed since it was read: read again, and the write counted, for decide to write again or give up.
       const observed = await observeMemorySave(snapshot, deps);
@@ -554,6 +559,7 @@ async function resolveRefs(
   const wantsDefinition =
     agent.status.phase === 'Pending' ||
     agent.status.phase === 'Serving' ||
+    agent.status.phase === 'Suspended' ||
     isBatchRun(agent) ||
     holdsBatchFinalizer(agent);
   const namespace = agent.metadata.namespace ?? '';
@@ -584,9 +590,11 @@ async function resolveRefs(
   }
   const withDefinition: CommonSnapshot = { ...withStation, definition: definition.value.value };
   // The policy concerns runs about to start: Pending ones, and batch runs falling back to a Job not yet created.
+  // A Suspended session is admitted again when it wakes (issue 29): under the policy of now.
   const starting =
     agent.status.phase === 'Pending' ||
     agent.status.phase === 'Serving' ||
+    agent.status.phase === 'Suspended' ||
     (agent.status.batchFallback === true && !agent.status.jobName);
   if (!starting) return { ok: true, snapshot: withDefinition };
   const policy = await lookupPolicy(deps, station.value.value);

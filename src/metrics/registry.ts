@@ -32,6 +32,13 @@ export interface ControllerMetrics {
   readonly promptsServed: Counter<'action' | 'result'>;
   readonly promptFirstLine: Histogram;
   readonly realtimeSessions: Gauge;
+  readonly sessionsSuspended: Gauge;
+  readonly sessionSuspends: Counter<'trigger'>;
+  readonly sessionWakes: Counter<'trigger'>;
+  readonly sessionWakeAdmission: Histogram;
+  readonly sessionWakeSeconds: Histogram<'result'>;
+  readonly sessionSaves: Counter<'result'>;
+  readonly sessionCleanupFailures: Counter;
   readonly batchesInFlight: Gauge;
   readonly readAheadLogs: Gauge;
   readonly readAheadLogBytes: Gauge;
@@ -148,6 +155,48 @@ function defineMetrics(registers: Registry[]): Omit<ControllerMetrics, 'registry
     realtimeSessions: new Gauge({
       name: 'controller_realtime_sessions',
       help: 'Realtime sessions open (realtime run Jobs not finished) at the last poll',
+      registers,
+    }),
+    // Durable sessions (issue 29).
+    sessionsSuspended: new Gauge({
+      name: 'controller_sessions_suspended',
+      help: 'Realtime sessions Suspended (state in the session store, no pod, no run slot) at the last poll',
+      registers,
+    }),
+    sessionSuspends: new Counter({
+      name: 'controller_session_suspends_total',
+      help: 'Realtime sessions suspended, by trigger (idle: idleTimeoutSeconds passed; requested: agent-controller suspend)',
+      labelNames: ['trigger'],
+      registers,
+    }),
+    sessionWakes: new Counter({
+      name: 'controller_session_wakes_total',
+      help: 'Realtime sessions given a new pod restoring their saved state, by trigger (wake: a prompt or resume; restore: the pod was lost)',
+      labelNames: ['trigger'],
+      registers,
+    }),
+    sessionWakeAdmission: new Histogram({
+      name: 'controller_session_wake_admission_seconds',
+      help: "Time from a session's wake or restore request to its new Job's creation (the wait for a run slot)",
+      buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900],
+      registers,
+    }),
+    sessionWakeSeconds: new Histogram({
+      name: 'controller_session_wake_seconds',
+      help: 'Time a prompt to a Suspended session was held until its new pod had the saved state (result: ok, timeout, error)',
+      labelNames: ['result'],
+      buckets: [0.5, 1, 2.5, 5, 10, 20, 30, 60, 120],
+      registers,
+    }),
+    sessionSaves: new Counter({
+      name: 'controller_session_saves_total',
+      help: "Turns of realtime sessions written to the session store, by result (ok, error: the pod's state or the store failed)",
+      labelNames: ['result'],
+      registers,
+    }),
+    sessionCleanupFailures: new Counter({
+      name: 'controller_session_cleanup_failures_total',
+      help: 'Failed attempts to delete a stored session (its Agent deleted, or beyond the Station sessionHistoryLimit)',
       registers,
     }),
     promptFirstLine: new Histogram({
@@ -277,6 +326,11 @@ function zeroSeries(m: ControllerMetrics): void {
     m.runsCompleted.inc({ phase, exit_code: exitCode }, 0);
   }
   for (const phase of ['Succeeded', 'Failed'] as const) m.runDuration.zero({ phase });
+  for (const trigger of ['idle', 'requested']) m.sessionSuspends.inc({ trigger }, 0);
+  for (const trigger of ['wake', 'restore']) m.sessionWakes.inc({ trigger }, 0);
+  for (const result of ['ok', 'error']) m.sessionSaves.inc({ result }, 0);
+  m.sessionCleanupFailures.inc(0);
+  m.sessionsSuspended.set(0);
   m.isLeader.set(0);
   m.readAheadLogs.set(0);
   m.readAheadLogBytes.set(0);

@@ -64,7 +64,22 @@ export interface AgentStatusPatch {
     readonly source: CostSource;
     readonly model?: string;
   };
+  /** The realtime session kept in the session store (issue 29); merged field by field, null clears one. */
+  readonly session?: SessionStatusPatch;
   readonly conditions: readonly StatusCondition[];
+}
+
+/** A merge patch of `status.session` (issue 29, ./realtime/suspend.ts). */
+export interface SessionStatusPatch {
+  readonly turns?: number;
+  readonly savedTurn?: number;
+  readonly lastPromptTime?: string;
+  readonly restarts?: number;
+  readonly suspendedAt?: string;
+  readonly suspendRequest?: string;
+  readonly wakeRequest?: string;
+  readonly restorePending?: string | null;
+  readonly cleanupAttempts?: number;
 }
 
 /**
@@ -117,6 +132,15 @@ export type MetricObservation =
     }
   /** `controller_batch_cleanup_failures_total`. */
   | { readonly metric: 'batchCleanupFailure' }
+  /** `controller_session_suspends_total{trigger}`: a realtime session suspended (idle, or asked). */
+  | { readonly metric: 'sessionSuspended'; readonly trigger: 'idle' | 'requested' }
+  /**
+   * `controller_session_wakes_total{trigger}` and, for a wake, `controller_session_wake_admission_seconds` (the wake's
+   * request to its new Job): a Suspended session admitted again (`wake`) or a lost pod replaced (`restore`).
+   */
+  | { readonly metric: 'sessionWoken'; readonly trigger: 'wake' | 'restore'; readonly seconds?: number }
+  /** `controller_session_cleanup_failures_total`: deleting a session's stored state failed. */
+  | { readonly metric: 'sessionCleanupFailure' }
   /** `controller_batch_orphans_total{provider}`: a vendor object the controller gave up on or cannot tie back. */
   | { readonly metric: 'batchOrphan'; readonly provider: BatchProvider };
 
@@ -326,6 +350,11 @@ export type Action =
       readonly configMap: MemoryConfigMapManifest;
       readonly replace?: { readonly resourceVersion: string } | undefined;
     }
+  /**
+   * Every object of the Agent's session in the session store (`sessions/<namespace>/<agent uid>/`) is deleted
+   * (issue 29 §5; idempotent: nothing there is done). A failure is decided again (`sessionCleanup`).
+   */
+  | { readonly kind: 'deleteSession'; readonly ref: AgentRef }
   | {
       readonly kind: 'notifySinks';
       readonly ref: AgentRef;

@@ -49,6 +49,8 @@ export type Observation =
   | 'cleanup:pending'
   /** `cleanup: {kind: 'failed', message}`. */
   | 'cleanup:failed'
+  /** `sessionCleanup: {kind: 'failed', message}` (issue 29 §5). */
+  | 'sessionCleanup:failed'
   /** `memorySave: {configMap: (read again), changed: +1}`. */
   | 'memoryChanged'
   /** `memorySave: {configMap: {kind: 'failed', message, forbidden: true}}`. */
@@ -73,7 +75,7 @@ export type Answers = Readonly<Partial<Record<Answer, Outcome>>> & {
 /** The executor's contract for one action kind. */
 export interface ContractEntry {
   /** Which handler module of src/effects/execute/ performs it. */
-  readonly family: 'run' | 'agent' | 'reports' | 'memory' | 'batch' | 'server';
+  readonly family: 'run' | 'agent' | 'reports' | 'memory' | 'batch' | 'server' | 'session';
   /**
    * Whether the executor first asks if this replica may still write (it leads and its Lease renewal is confirmed),
    * stopping the decision as `notLeading` when not: `always`; `beforePatch` (only until the decision's status patch
@@ -247,6 +249,12 @@ export const EXECUTOR_CONTRACT: { readonly [K in Action['kind']]: ContractEntry 
     ...write,
     answers: { ok: 'continue', forbidden: 'continue', error: 'retry' },
     note: "Issue 28 §4, decided in agent/budget.ts: before the spend finalizer of a deleted Agent is removed. GET the namespace's ConfigMap agent-spend, change it with the pure writeLedger, then POST it (absent) or PUT it at the resourceVersion read; 409 or 404 on the write reads it again (five tries, then `error`). 403 is logged and lets the Agent go (a ledger the controller may not write must not hold Agents for good; its spend is then not kept).",
+  },
+  deleteSession: {
+    family: 'session',
+    ...write,
+    answers: { ok: 'continue', notReady: 'retryLater', error: 'decideAgain:sessionCleanup:failed' },
+    note: "Issue 29 §5, decided in realtime/suspend.ts: every object under the Agent's prefix of the session store is deleted (none there: done). A failure is decided again: counted, a Warning, retried with backoff, given up after 5 with a Warning naming the prefix. notReady: the store is not configured on this replica.",
   },
   observeMetric: {
     family: 'reports',

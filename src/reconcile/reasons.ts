@@ -102,8 +102,23 @@ export const REASON = {
   serverAvailable: 'Available',
   /** Ready=False: a server's Deployment is rolling out or has replicas unavailable. */
   serverProgressing: 'Progressing',
-  /** Ready=False: a server scaled to zero by spec.suspend. */
-  serverSuspended: 'Suspended',
+  /**
+   * Ready=False: a server scaled to zero by spec.suspend; a realtime session suspended (issue 29: its state saved, its
+   * pod deleted, no run slot held; also the Event).
+   */
+  suspended: 'Suspended',
+  /** Event: a Suspended session was admitted again and its new pod is being started (issue 29). */
+  woken: 'Woken',
+  /** Event: a new pod restores the session from its last saved turn (after a wake, or after its pod was lost). */
+  sessionRestored: 'SessionRestored',
+  /** Warning Event: a realtime run's pod was lost and its session cannot be restored (no saved turn, the limit). */
+  sessionLost: 'SessionLost',
+  /** Event: a session's stored state was deleted (the Agent deleted, or beyond the Station's sessionHistoryLimit). */
+  sessionDeleted: 'SessionDeleted',
+  /** Warning Event: deleting a session's stored state failed (retried), or was given up, naming what was left. */
+  sessionCleanupFailed: 'SessionCleanupFailed',
+  /** idleTimeoutSeconds asked of a run that cannot be suspended (not realtime, or no session store). */
+  sessionRefused: 'SessionRefused',
   /** Ready=False: the API-key Secret named by the definition (or its key api-key) is missing. */
   serverApiKeyMissing: 'ApiKeySecretMissing',
   /** A server object was deleted or edited and has been written back. */

@@ -34,7 +34,58 @@ export interface PromptTarget {
   readonly phase: string | undefined;
   readonly jobName: string | undefined;
   readonly sessionId: string | undefined;
+  /** When its current pod's run started (a wake or a restore starts a new pod: its address is looked up again). */
+  readonly startedAt?: string | undefined;
+  /** Turns of its session that ended so far, as last reported (issue 29). */
+  readonly turns?: number | undefined;
 }
+
+/**
+ * Durable sessions (issue 29, docs/design/sessions.md): what the prompt API does around each turn when the controller
+ * has a session store. Each reports through the Agent's annotations (decide records them) and never rejects.
+ */
+export interface SessionPorts {
+  /** The prompt is about to reach the session: turn `turns + 1` in flight, the last prompt now. */
+  turnStarted(target: PromptTarget): Promise<void>;
+  /** The turn ended with its pod alive: the state fetched from the pod, saved as its turn, reported. */
+  turnEnded(target: PromptTarget, url: string): Promise<void>;
+  /** The turn's pod was lost mid-turn: it is no longer in flight (and never replayed). */
+  turnLost(target: PromptTarget): Promise<void>;
+  /** Asks a Suspended session to wake (`agents.re-cinq.com/wake-requested`). */
+  requestWake(target: PromptTarget): Promise<true | { readonly error: string }>;
+  /**
+   * Hands the last saved turn to a pod started to restore (`PUT /session/state`): `true` once the pod has it (or had
+   * it already), `notListening` while it cannot be reached, an error otherwise.
+   */
+  restore(target: PromptTarget, url: string): Promise<true | 'notListening' | { readonly error: string }>;
+  /** Metrics: how long a prompt to a Suspended session was held, and how that ended. */
+  observeWake?(seconds: number, result: 'ok' | 'timeout' | 'error'): void;
+}
+
+/**
+ * The saves of turns that just ended, by Agent uid, on this replica: the next prompt to the session waits for its
+ * predecessor's save (the pod refuses prompts while its state is read).
+ */
+const savesInFlight = new Map<string, Promise<void>>();
+
+/** The save of the session's previous turn on this replica, if one is going on (bounded: SAVE_WAIT_MS). */
+async function previousSave(uid: string): Promise<void> {
+  const saving = savesInFlight.get(uid);
+  if (saving !== undefined) await Promise.race([saving, new Promise((r) => setTimeout(r, SAVE_WAIT_MS))]);
+}
+
+/** What a restore pod answers `/prompt` with until it has the state (the supervisor's 409 message). */
+export const WAITING_FOR_STATE = 'waiting for the session state';
+/** Default bound of a prompt held while its Suspended session wakes (`AGENT_SESSION_WAKE_WAIT_SECONDS`). */
+export const DEFAULT_WAKE_WAIT_MS = 60_000;
+/** How often a held prompt looks at its waking session. */
+export const WAKE_POLL_MS = 500;
+/** The error line a caller's stream ends with when the pod is lost mid-turn. */
+export const POD_LOST_LINE = `${JSON.stringify({
+  type: 'error',
+  message:
+    "the session's pod was lost during this turn: the turn failed and is not replayed; the session goes on from its last saved turn",
+})}\n`;
 
 /** Where the run's prompt server is: its URL, or why there is none to talk to. */
 export type PodEndpoint =
@@ -98,6 +149,12 @@ export interface PromptApiDeps {
   sessionSeen(target: PromptTarget, sessionId: string): void;
   /** The session id in one NDJSON line of this run, if it reveals one. */
   sessionIdOf(line: string): string | undefined;
+  /** Durable sessions (issue 29): absent when the controller has no session store. */
+  readonly sessions?: SessionPorts | undefined;
+  /** Bound of a prompt held while its Suspended session wakes, in ms (default DEFAULT_WAKE_WAIT_MS). */
+  readonly wakeWaitMs?: number | undefined;
+  /** Waits `ms` (tests pass a fake clock's). */
+  readonly sleep?: ((ms: number) => Promise<void>) | undefined;
   /** Metrics: a prompt's result and its latency to the first line. */
   observe?(sample: {
     readonly action: 'prompt' | 'close';
@@ -140,15 +197,18 @@ function promptBody(text: string): { readonly body: string } | { readonly proble
   return { body: JSON.stringify({ prompt: parsed.output.prompt }) };
 }
 
+/** A Kubernetes `Status` failure answer. */
+function fail(code: number, message: string): Response {
+  return new Response(JSON.stringify(statusBody(code, REASONS[code] ?? 'InternalError', message)), {
+    status: code,
+    headers: { 'content-type': 'application/json' },
+  });
+}
+
 /** Builds the prompt API app. */
 export function createPromptApi(deps: PromptApiDeps): Hono {
   const app = new Hono();
   const base = `/apis/${GROUP}/${VERSION}/namespaces/:namespace/agents/:name`;
-  const fail = (code: number, message: string) =>
-    new Response(JSON.stringify(statusBody(code, REASONS[code] ?? 'InternalError', message)), {
-      status: code,
-      headers: { 'content-type': 'application/json' },
-    });
 
   async function handle(
     request: Request,
@@ -196,20 +256,33 @@ export function createPromptApi(deps: PromptApiDeps): Hono {
       done('bad_request');
       return fail(400, body.problem);
     }
-    const target = await deps.agent(namespace, name);
-    if (target === undefined) {
+    const found = await deps.agent(namespace, name);
+    if (found === undefined) {
       done('not_found');
       return fail(404, `agents.${GROUP} "${name}" not found`);
     }
-    if ('error' in target) {
+    if ('error' in found) {
       done('error');
-      return fail(500, `reading the Agent failed: ${target.error}`);
+      return fail(500, `reading the Agent failed: ${found.error}`);
+    }
+    let target = found;
+    // A prompt to a Suspended session wakes it and is held, bounded, until its new pod has the saved state (issue 29).
+    let woken: { readonly url: string } | undefined;
+    if (action === 'prompt' && target.phase === 'Suspended' && deps.sessions !== undefined) {
+      const waited = await wake(deps, deps.sessions, target, request.signal);
+      if ('response' in waited) {
+        done(waited.result);
+        return waited.response;
+      }
+      target = waited.target;
+      woken = { url: waited.url };
     }
     if (target.phase !== 'Running' || target.jobName === undefined) {
       done('conflict');
       return fail(409, `Agent ${name} is not a Running realtime run (phase ${target.phase ?? 'Pending'})`);
     }
-    const endpoint = await deps.endpoint(target);
+    const endpoint =
+      woken !== undefined ? ({ kind: 'ready', url: woken.url } as const) : await deps.endpoint(target);
     if ('error' in endpoint) {
       done('error');
       return fail(500, `finding the run pod failed: ${endpoint.error}`);
@@ -224,9 +297,24 @@ export function createPromptApi(deps: PromptApiDeps): Hono {
     }
     const abort = new AbortController();
     request.signal.addEventListener('abort', () => abort.abort(), { once: true });
+    const sessions = action === 'prompt' ? deps.sessions : undefined;
+    if (sessions !== undefined) await previousSave(target.uid);
     let upstream: Upstream;
     try {
-      upstream = await deps.forward(endpoint.url, `/${action}`, target.uid, body.body, abort.signal);
+      const sent = await forwardRestoring(
+        deps,
+        sessions,
+        target,
+        endpoint.url,
+        `/${action}`,
+        body.body,
+        abort.signal,
+      );
+      if ('restoreFailed' in sent) {
+        done('unavailable');
+        return fail(503, `the session of Agent ${name} is being restored: ${sent.restoreFailed}`);
+      }
+      upstream = sent;
     } catch (error) {
       // A cached Agent may be a moment behind: a run that just ended is a conflict, not an outage.
       const now = await deps.agent(namespace, name, true);
@@ -252,23 +340,10 @@ export function createPromptApi(deps: PromptApiDeps): Hono {
         headers: { 'content-type': 'application/json' },
       });
     }
-    const source = upstream.body;
-    return new Response(
-      source === null
-        ? ''
-        : tapLines(
-            source,
-            (line) => {
-              const id = deps.sessionIdOf(line);
-              if (id !== undefined && id !== target.sessionId) deps.sessionSeen(target, id);
-            },
-            {
-              first: () => done('ok', deps.now() - started),
-              failed: () => done('interrupted'),
-            },
-          ),
-      { status: 200, headers: { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' } },
-    );
+    return streamTurn(deps, sessions, target, endpoint.url, upstream, {
+      first: () => done('ok', deps.now() - started),
+      failed: () => done('interrupted'),
+    });
   }
 
   app.post(`${base}/prompt`, (c) =>
@@ -281,6 +356,153 @@ export function createPromptApi(deps: PromptApiDeps): Hono {
   app.onError((error) => fail(500, describe(error)));
   return app;
 }
+
+/**
+ * Wakes a Suspended session and holds the prompt until its new pod has the saved state: the wake is asked for
+ * (the controller admits it, FIFO behind its Station's limit), the Agent is looked at every WAKE_POLL_MS, and once
+ * Running with a pod listening the last saved turn is handed to it. Past the bound: 503 with Retry-After.
+ */
+async function wake(
+  deps: PromptApiDeps,
+  sessions: SessionPorts,
+  suspended: PromptTarget,
+  signal: AbortSignal,
+): Promise<
+  | { readonly target: PromptTarget; readonly url: string }
+  | { readonly response: Response; readonly result: string }
+> {
+  const began = deps.now();
+  const bound = deps.wakeWaitMs ?? DEFAULT_WAKE_WAIT_MS;
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const name = suspended.name;
+  const asked = await sessions.requestWake(suspended);
+  if (asked !== true) {
+    sessions.observeWake?.((deps.now() - began) / 1000, 'error');
+    return {
+      response: fail(500, `waking the session of Agent ${name} failed: ${asked.error}`),
+      result: 'error',
+    };
+  }
+  let last = 'it waits for a run slot';
+  while (deps.now() - began < bound && !signal.aborted) {
+    await sleep(WAKE_POLL_MS);
+    const t = await deps.agent(suspended.namespace, name);
+    if (t === undefined)
+      return { response: fail(404, `agents.${GROUP} "${name}" not found`), result: 'not_found' };
+    if ('error' in t || t.uid !== suspended.uid) continue;
+    if (t.phase !== 'Suspended' && t.phase !== 'Running') {
+      sessions.observeWake?.((deps.now() - began) / 1000, 'error');
+      return {
+        response: fail(409, `Agent ${name} is not a Running realtime run (phase ${t.phase ?? 'Pending'})`),
+        result: 'conflict',
+      };
+    }
+    if (t.phase !== 'Running' || t.jobName === undefined) continue;
+    const endpoint = await deps.endpoint(t);
+    if ('error' in endpoint || endpoint.kind !== 'ready') {
+      last =
+        'error' in endpoint ? endpoint.error : endpoint.kind === 'notYet' ? endpoint.detail : 'not realtime';
+      continue;
+    }
+    const restored = await sessions.restore(t, endpoint.url);
+    if (restored === true) {
+      sessions.observeWake?.((deps.now() - began) / 1000, 'ok');
+      return { target: t, url: endpoint.url };
+    }
+    last = restored === 'notListening' ? 'its pod is not listening yet' : restored.error;
+  }
+  sessions.observeWake?.((deps.now() - began) / 1000, 'timeout');
+  const response = fail(
+    503,
+    `Agent ${name} is waking (${last}); not ready within ${Math.round(bound / 1000)}s: try again`,
+  );
+  response.headers.set('retry-after', String(Math.max(1, Math.round(bound / 2000))));
+  return { response, result: 'unavailable' };
+}
+
+/**
+ * The turn's answer streamed to the caller as the pod sends it: the session id it reveals reported; with a session
+ * store the turn is reported in flight first and saved once it ended, and a pod lost mid-turn ends the caller's
+ * stream with an error line (the turn is not replayed).
+ */
+async function streamTurn(
+  deps: PromptApiDeps,
+  sessions: SessionPorts | undefined,
+  turn: PromptTarget,
+  url: string,
+  upstream: Upstream,
+  hooks: { first(): void; failed(): void },
+): Promise<Response> {
+  const source = upstream.body;
+  if (sessions !== undefined) await sessions.turnStarted(turn);
+  const lost = (): string => {
+    void sessions?.turnLost(turn);
+    return POD_LOST_LINE;
+  };
+  return new Response(
+    source === null
+      ? ''
+      : tapLines(
+          source,
+          (line) => {
+            const id = deps.sessionIdOf(line);
+            if (id !== undefined && id !== turn.sessionId) deps.sessionSeen(turn, id);
+          },
+          {
+            ...hooks,
+            ended: () => {
+              if (sessions === undefined) return;
+              const saving = sessions.turnEnded(turn, url).finally(() => {
+                if (savesInFlight.get(turn.uid) === saving) savesInFlight.delete(turn.uid);
+              });
+              savesInFlight.set(turn.uid, saving);
+            },
+            ...(sessions !== undefined ? { lost } : {}),
+          },
+        ),
+    { status: 200, headers: { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' } },
+  );
+}
+
+/**
+ * Forwards to the pod; a pod started to restore the session (after a wake or a lost pod) answers 409 until it has
+ * the saved state: it is handed over, then the request is sent again.
+ */
+async function forwardRestoring(
+  deps: PromptApiDeps,
+  sessions: SessionPorts | undefined,
+  target: PromptTarget,
+  url: string,
+  path: '/prompt' | '/close',
+  body: string,
+  signal: AbortSignal,
+): Promise<Upstream | { readonly restoreFailed: string }> {
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  let restored = false;
+  for (let attempt = 0; ; attempt++) {
+    const upstream = await deps.forward(url, path, target.uid, body, signal);
+    if (sessions === undefined || upstream.status !== 409) return upstream;
+    const text = await upstream.text().catch(() => '');
+    // The pod is handing its state to a save (this turn's predecessor, saved by another replica): a moment.
+    if (text.includes(STATE_BEING_READ) && attempt < STATE_READ_RETRIES && !signal.aborted) {
+      await sleep(STATE_READ_RETRY_MS);
+      continue;
+    }
+    if (!text.includes(WAITING_FOR_STATE) || restored)
+      return { status: 409, body: null, text: async () => text };
+    const answer = await sessions.restore(target, url);
+    if (answer !== true)
+      return { restoreFailed: answer === 'notListening' ? 'its pod is not listening yet' : answer.error };
+    restored = true;
+  }
+}
+
+/** What the pod answers a prompt while its session state is being read for a save. */
+const STATE_BEING_READ = 'the session state is being read';
+const STATE_READ_RETRIES = 50;
+const STATE_READ_RETRY_MS = 200;
+/** How long a prompt waits for its predecessor's save on this replica. */
+const SAVE_WAIT_MS = 30_000;
 
 const PeerSocket = v.looseObject({
   authorized: v.optional(v.boolean()),
@@ -315,7 +537,14 @@ export function peerOf(env: unknown): PeerCertificate | undefined {
 function tapLines(
   source: ReadableStream<Uint8Array>,
   onLine: (line: string) => void,
-  hooks: { first(): void; failed(): void },
+  hooks: {
+    first(): void;
+    failed(): void;
+    /** The stream ended whole (the turn is over). */
+    ended?(): void;
+    /** The upstream broke mid-stream: the line to end the caller's stream with (else the stream errors). */
+    lost?(): string;
+  },
 ): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();
   let partial = '';
@@ -329,6 +558,7 @@ function tapLines(
           if (partial !== '') onLine(partial);
           if (!seenFirst) hooks.first();
           controller.close();
+          hooks.ended?.();
           return;
         }
         const text = partial + decoder.decode(value, { stream: true });
@@ -345,7 +575,13 @@ function tapLines(
         controller.enqueue(value);
       } catch (error) {
         hooks.failed();
-        controller.error(error);
+        const line = hooks.lost?.();
+        if (line === undefined) {
+          controller.error(error);
+          return;
+        }
+        controller.enqueue(new TextEncoder().encode(partial !== '' ? `\n${line}` : line));
+        controller.close();
       }
     },
     cancel(reason) {

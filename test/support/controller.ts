@@ -610,8 +610,17 @@ export const AgentSchema = v.looseObject({
   spec: v.looseObject({ stationRef: v.string() }),
   status: v.optional(
     v.looseObject({
-      phase: v.optional(v.picklist(['Pending', 'Running', 'Succeeded', 'Failed', 'Serving'])),
+      phase: v.optional(v.picklist(['Pending', 'Running', 'Succeeded', 'Failed', 'Serving', 'Suspended'])),
       jobName: v.optional(v.string()),
+      session: v.optional(
+        v.looseObject({
+          turns: v.optional(v.number()),
+          savedTurn: v.optional(v.number()),
+          restarts: v.optional(v.number()),
+          suspendedAt: v.optional(v.string()),
+          wakeRequest: v.optional(v.string()),
+        }),
+      ),
       url: v.optional(v.string()),
       serviceName: v.optional(v.string()),
       startedAt: v.optional(v.string()),

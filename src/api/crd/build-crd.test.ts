@@ -118,6 +118,7 @@ describe('buildCrd', () => {
       'prUrl',
       'result',
       'serviceName',
+      'session',
       'sessionId',
       'startedAt',
       'tokenUsage',
@@ -127,7 +128,14 @@ describe('buildCrd', () => {
     // Any JSON value: a text answer or a structured one.
     assert.deepEqual(at(s, 'status.result').type, undefined);
     assert.equal(at(s, 'status.result')['x-kubernetes-preserve-unknown-fields'], true);
-    assert.deepEqual(at(s, 'status.phase').enum, ['Pending', 'Running', 'Succeeded', 'Failed', 'Serving']);
+    assert.deepEqual(at(s, 'status.phase').enum, [
+      'Pending',
+      'Running',
+      'Succeeded',
+      'Failed',
+      'Serving',
+      'Suspended',
+    ]);
     assert.equal(at(s, 'status.phase').default, undefined);
     assert.equal(at(s, 'status.startedAt').format, 'date-time');
     assert.equal(at(s, 'status.exitCode').type, 'integer');

@@ -30,6 +30,7 @@ import type { BatchError, BatchVendor, CleanupOutcome } from '../../vendors/batc
 import { createBatchRuntime } from '../batch/runtime.ts';
 import { createSecretReader } from '../batch/secrets.ts';
 import { executeActions } from '../execute.ts';
+import { memorySessionState } from '../sessions/port.ts';
 import { type ExecuteDeps, outcomeClass } from './deps.ts';
 
 type Kind = Action['kind'];
@@ -379,6 +380,16 @@ const SCENARIOS: { readonly [K in Kind]: (answer: Answer, variant?: string) => C
     action: { kind: 'deleteServerObject', ref, resource: 'httproutes', name: 'route', uid: 'uid-route' },
     reply: writes(answer),
   }),
+  deleteSession: (answer) => {
+    // ok: the store deleted it; error: the store failed; notReady: no store on this controller.
+    const store = memorySessionState();
+    if (answer === 'error') store.failDeletes = 1;
+    return {
+      action: { kind: 'deleteSession', ref },
+      reply: writes('ok'),
+      deps: { sessions: answer === 'notReady' ? undefined : store },
+    };
+  },
 };
 
 /** Runs the scenario through the executor (one action, the handler the table holds) and names the outcome. */
@@ -440,6 +451,7 @@ const LITERAL: { readonly [K in Kind]: readonly [Answer, Outcome, string?] } = {
   createServerApiKey: ['alreadyExists', 'continue'],
   applyServerObject: ['badRequest', 'decideAgain:serverRejected'],
   deleteServerObject: ['error', 'retry'],
+  deleteSession: ['error', 'decideAgain:sessionCleanup:failed'],
 };
 
 const KINDS = Object.keys(EXECUTOR_CONTRACT) as Kind[];

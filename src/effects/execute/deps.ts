@@ -23,6 +23,7 @@ import type { BatchRuntime } from '../batch/runtime.ts';
 import type { SinkDispatcher } from '../batch/sinks.ts';
 import type { GatewayCredentials } from '../gateway-credentials.ts';
 import type { PromptTokens } from '../realtime/tokens.ts';
+import type { SessionStatePort } from '../sessions/port.ts';
 
 /** Field manager of every write the controller makes. */
 export const FIELD_MANAGER = 'agent-controller';
@@ -70,6 +71,8 @@ export interface ExecuteDeps {
   readonly sinks?: SinkDispatcher;
   /** Realtime runs: derives each run's prompt token (absent while the controller key is not loaded). */
   readonly promptTokens?: PromptTokens | undefined;
+  /** The session store (issue 29): stored sessions deleted; absent on a controller without one. */
+  readonly sessions?: SessionStatePort | undefined;
   /** Runs behind the model gateway: mints each run's credential (absent while the gateway key is not loaded). */
   readonly gatewayCredentials?: GatewayCredentials | undefined;
   /**
@@ -187,7 +190,9 @@ export type ExecuteOutcome =
   /** The memory write was refused (403): decide again with it (`memorySave`). */
   | { readonly kind: 'memoryForbidden'; readonly message: string }
   /** The memory write failed otherwise: decide again with it (`memorySave`). */
-  | { readonly kind: 'memoryFailed'; readonly message: string };
+  | { readonly kind: 'memoryFailed'; readonly message: string }
+  /** Deleting a stored session failed: decide again with `sessionCleanup: {kind: 'failed', message}` (issue 29). */
+  | { readonly kind: 'sessionCleanupFailed'; readonly message: string };
 
 /**
  * What became of one action: `applied`, `notApplied` (it stopped the decision without a failure: a precondition
@@ -261,6 +266,8 @@ function decideAgain(observation: Observation, d: Detail): ExecuteOutcome {
       return { kind: 'cleanupPending', detail: messageOf(d) };
     case 'cleanup:failed':
       return { kind: 'cleanupFailed', message: messageOf(d) };
+    case 'sessionCleanup:failed':
+      return { kind: 'sessionCleanupFailed', message: messageOf(d) };
     case 'found':
       return d.found !== undefined
         ? { kind: 'found', found: d.found }
@@ -336,6 +343,8 @@ export function outcomeClass(o: ExecuteOutcome | undefined): Outcome | 'notLeadi
       return 'decideAgain:cleanup:pending';
     case 'cleanupFailed':
       return 'decideAgain:cleanup:failed';
+    case 'sessionCleanupFailed':
+      return 'decideAgain:sessionCleanup:failed';
     default:
       return `decideAgain:${o.kind}`;
   }

@@ -69,6 +69,16 @@ export function observe(metrics: ControllerMetrics, o: MetricObservation): void 
     case 'batchOrphan':
       metrics.batchOrphans.inc({ provider: o.provider });
       return;
+    case 'sessionSuspended':
+      metrics.sessionSuspends.inc({ trigger: o.trigger });
+      return;
+    case 'sessionWoken':
+      metrics.sessionWakes.inc({ trigger: o.trigger });
+      if (o.seconds !== undefined) metrics.sessionWakeAdmission.observe(o.seconds);
+      return;
+    case 'sessionCleanupFailure':
+      metrics.sessionCleanupFailures.inc();
+      return;
     default:
       assertNever(o, 'metric observation');
   }

@@ -7,6 +7,7 @@ import * as memory from './memory.ts';
 import * as reports from './reports.ts';
 import * as run from './run-objects.ts';
 import * as server from './server.ts';
+import * as session from './session.ts';
 import * as spend from './spend.ts';
 
 export const HANDLERS: HandlerTable = {
@@ -34,4 +35,5 @@ export const HANDLERS: HandlerTable = {
   createServerApiKey: server.createServerApiKey,
   applyServerObject: server.applyServerObject,
   deleteServerObject: server.deleteServerObject,
+  deleteSession: session.deleteSession,
 };

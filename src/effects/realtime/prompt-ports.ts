@@ -4,7 +4,7 @@
 // annotation; decide records it in `status.sessionId`, issue 27 §2).
 
 import * as v from 'valibot';
-import { DNS1123_SUBDOMAIN, GROUP } from '../../api/index.ts';
+import { ANNOTATION_SESSION_TURNS, DNS1123_SUBDOMAIN, GROUP } from '../../api/index.ts';
 import { LABEL_JOB_NAME } from '../../jobs/names.ts';
 import { ANNOTATION_SESSION_ID, LABEL_EXECUTION, REALTIME_PORT } from '../../jobs/realtime.ts';
 import {
@@ -23,15 +23,24 @@ import { err } from '../../shared/result.ts';
 import { sessionIdOfAny } from '../../vendors/cli/session.ts';
 import { type AccessReviews, createAccessReviews } from '../access-review.ts';
 import { AGENTS } from '../resources.ts';
+import type { SessionStatePort } from '../sessions/port.ts';
+import { sessionPorts } from './session-ports.ts';
 import type { PromptTokens } from './tokens.ts';
 
 const AgentView = v.looseObject({
-  metadata: v.looseObject({ name: v.string(), namespace: v.optional(v.string()), uid: v.string() }),
+  metadata: v.looseObject({
+    name: v.string(),
+    namespace: v.optional(v.string()),
+    uid: v.string(),
+    annotations: v.optional(v.record(v.string(), v.string())),
+  }),
   status: v.optional(
     v.looseObject({
       phase: v.optional(v.string()),
       jobName: v.optional(v.string()),
       sessionId: v.optional(v.string()),
+      startedAt: v.optional(v.string()),
+      session: v.optional(v.looseObject({ turns: v.optional(v.number()) })),
     }),
   ),
 });
@@ -54,6 +63,13 @@ export interface PromptPortsOptions {
   readonly cachedAgent?: (namespace: string, name: string) => unknown;
   /** TokenReviews and SubjectAccessReviews (shared with the console, so their caches are); made here if absent. */
   readonly access?: AccessReviews;
+  /** The session store (issue 29): turns saved and restored, Suspended sessions woken. Absent: none. */
+  readonly sessions?: SessionStatePort | undefined;
+  /** Bound of a prompt held while its Suspended session wakes, in ms. */
+  readonly wakeWaitMs?: number | undefined;
+  /** Metrics of the sessions: a turn's save, a held prompt's wake. */
+  readonly observeSave?: ((result: 'ok' | 'error') => void) | undefined;
+  readonly observeWake?: ((seconds: number, result: 'ok' | 'timeout' | 'error') => void) | undefined;
 }
 
 /** The prompt API's ports (everything but `observe`, which the metrics own). */
@@ -93,6 +109,11 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
         if (!got.ok) return isNotFound(got.error) ? undefined : { error: describeKubeError(got.error) };
         a = got.value;
       }
+      const reported = Number(a.metadata.annotations?.[ANNOTATION_SESSION_TURNS] ?? Number.NaN);
+      const turns = Math.max(
+        Number.isInteger(reported) && reported >= 0 ? reported : 0,
+        a.status?.session?.turns ?? 0,
+      );
       return {
         namespace,
         name: a.metadata.name,
@@ -100,6 +121,8 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
         phase: a.status?.phase,
         jobName: a.status?.jobName,
         sessionId: a.status?.sessionId,
+        startedAt: a.status?.startedAt,
+        turns,
       };
     },
     async endpoint(target) {
@@ -107,7 +130,9 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
       const job = target.jobName ?? '';
       if (job.length > 63 || !DNS1123_SUBDOMAIN.test(job))
         return { kind: 'notRealtime' } satisfies PodEndpoint;
-      const known = endpoints.get(target.uid);
+      // A wake or a restore starts a new pod (a new startedAt): its address is looked up afresh.
+      const cacheKey = `${target.uid}/${target.startedAt ?? ''}`;
+      const known = endpoints.get(cacheKey);
       if (known !== undefined) return { kind: 'ready', url: known } satisfies PodEndpoint;
       const listed = await listAll(o.transport, PODS, PodView, {
         namespace: target.namespace,
@@ -128,7 +153,7 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
       const ip = pod.status?.podIP ?? '';
       const url = `http://${ip.includes(':') ? `[${ip}]` : ip}:${REALTIME_PORT}`;
       if (endpoints.size > 10_000) endpoints.clear();
-      endpoints.set(target.uid, url);
+      endpoints.set(cacheKey, url);
       return { kind: 'ready', url };
     },
     async forward(url, path, uid, body, signal): Promise<Upstream> {
@@ -143,7 +168,8 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
         });
         return { status: res.status, body: res.body, text: () => res.text() };
       } catch (error) {
-        endpoints.delete(uid); // the pod moved or ended: look it up again next time
+        // The pod moved or ended: look it up again next time.
+        for (const key of endpoints.keys()) if (key.startsWith(`${uid}/`)) endpoints.delete(key);
         throw error;
       }
     },
@@ -165,6 +191,9 @@ export function promptPorts(o: PromptPortsOptions): Omit<PromptApiDeps, 'observe
         if (!ok && reported.get(target.uid) === sessionId) reported.delete(target.uid);
       });
     },
+    ...(o.sessions !== undefined
+      ? { sessions: sessionPorts(o, o.sessions, doFetch), wakeWaitMs: o.wakeWaitMs }
+      : {}),
   };
 }
 

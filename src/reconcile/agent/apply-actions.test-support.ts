@@ -515,6 +515,8 @@ function applyAction(d: Draft, action: Action, now: Date): SimOutcome | undefine
       d.snapshot = { ...s, server: { ...s.server, route: { kind: 'absent' } } };
       return answered(action, 'ok');
     }
+    // The session store is not read by decide: its finalizer goes next (issue 29).
+    case 'deleteSession':
     // The ledger is not read back by the decision of the Agent that wrote it (its finalizer goes next).
     case 'recordSpend':
     // Events, metrics and sink notifications change nothing the next decision reads.

@@ -41,7 +41,7 @@ export function decideRunCleanup(s: CommonSnapshot): Decision {
   if (index < 0) return { actions: [] };
   const ref = agentRef(agent);
   const phase = agent.status.phase;
-  const unfinished = phase === 'Pending' || phase === 'Running';
+  const unfinished = phase === 'Pending' || phase === 'Running' || phase === 'Suspended';
   const actions: Action[] = [];
   if (agent.metadata.deletionTimestamp !== undefined && unfinished) {
     // Only this run's own Job is stopped (its uid is the delete's precondition): never one of the same name that

@@ -78,6 +78,7 @@ const KNOWN_KINDS: Record<Action['kind'], true> = {
   submitBatch: true,
   cleanupBatch: true,
   saveMemory: true,
+  deleteSession: true,
   notifySinks: true,
 };
 const ACTION_KINDS: ReadonlySet<string> = new Set(Object.keys(KNOWN_KINDS));

@@ -1,6 +1,7 @@
 import { buildJob } from '../../jobs/index.ts';
 import type { Decision } from '../actions.ts';
 import { holdsBatchFinalizer } from '../batch/plan.ts';
+import { asWake, sessionCleanup, suspendedJobWork, wakeRequest } from '../realtime/suspend.ts';
 import { failureBuild } from '../reasons.ts';
 import { decideServerStart, decideServing, serverRequest } from '../serving/decide.ts';
 import { isServer, serverBuildTime } from '../serving/plan.ts';
@@ -103,7 +104,28 @@ function decideAgent(snapshot: Snapshot, now: Date, build: JobBuilder): Decision
     case 'Serving':
       // A server behind the model gateway: what it has used so far, recorded as it goes (issue 28).
       return recordMeteredUsage(snapshot, now) ?? decideServingAgent(snapshot, now, build);
+    case 'Suspended':
+      return decideSuspended(snapshot, now, build);
   }
+}
+
+/**
+ * A Suspended realtime session (issue 29, docs/design/sessions.md): the Job it had is deleted if it is still there;
+ * asked to wake (a prompt, `resume`, or its pod lost) it is admitted again like a Pending run, FIFO behind its
+ * Station's limit by the time it was asked, and its new Job is built to restore the saved session; otherwise it
+ * waits, holding no run slot and no timer (the wake's annotation wakes it).
+ */
+function decideSuspended(s: Snapshot, now: Date, build: JobBuilder): Decision {
+  const leftover = suspendedJobWork(s);
+  if (leftover !== undefined) return leftover;
+  const wake = wakeRequest(s.agent);
+  if (wake === undefined) return NOTHING;
+  const checked = checkStart(s, now);
+  if (checked.kind === 'decided') return checked.decision;
+  const restoring: JobBuilder = (request) => build({ ...request, sessionRestore: true });
+  const prepared = preparePodRun(s, now, restoring, checked, now);
+  if (prepared.kind === 'decided') return asWake(s, wake, prepared.decision, now);
+  return asWake(s, wake, decideJobStart(s, now, checked, prepared), now);
 }
 
 /**
@@ -149,10 +171,16 @@ function decideServingAgent(s: Snapshot, now: Date, build: JobBuilder): Decision
   return decideServing(s, now, { request, job: built.value }, undefined);
 }
 
-/** What a finished or deleted Agent still has to do: the batch cleanup, then the run cleanup (issue 9 §6). */
+/**
+ * What a finished or deleted Agent still has to do: the batch cleanup, then the run cleanup (issue 9 §6), then its
+ * stored session (issue 29 §5), then its spend.
+ */
 function finalizerWork(snapshot: Snapshot, now: Date): Decision {
   if (holdsBatchFinalizer(snapshot.agent)) return decideBatchCleanup(snapshot, now);
   if (holdsCleanupFinalizer(snapshot.agent)) return decideRunCleanup(snapshot);
+  // The stored session of a deleted Agent, or of a finished run beyond its Station's sessionHistoryLimit (issue 29 §5).
+  const session = sessionCleanup(snapshot, now);
+  if (session !== undefined) return session;
   // A deleted run's spend reaches the namespace's ledger before the Agent goes (issue 28 §4).
   return spendFinalizerWork(snapshot, now) ?? NOTHING;
 }

@@ -3,6 +3,7 @@ import { capOutput, jobNameFor } from '../../jobs/index.ts';
 import { parseRunReport, type RunResult } from '../../vendors/cli/run-report.ts';
 import type { Decision, RunFailureKind } from '../actions.ts';
 import { recordSession } from '../realtime/session.ts';
+import { podLossDecision, recordProgress, sessionLostEvents, suspendDecision } from '../realtime/suspend.ts';
 import {
   FAILURE_JOB_GONE,
   FAILURE_POD_GONE,
@@ -62,6 +63,9 @@ export function decideRunning(s: JobSnapshot, now: Date): Decision {
   // The session id the prompt API saw first: recorded and announced on its own (issue 27 §2).
   const session = recordSession(s, now);
   if (session !== undefined) return session;
+  // What the prompt API reported after each turn (issue 29): turns, the saved turn, the last prompt.
+  const progress = recordProgress(s, now);
+  if (progress !== undefined) return progress;
   if (s.job.kind === 'unknown') return { actions: [], needs: 'job' };
   // What the model gateway measured so far (issue 28), recorded while the run goes on.
   if (s.job.kind === 'present' && parseJobOutcome(s.job.job).kind === 'running') {
@@ -69,6 +73,9 @@ export function decideRunning(s: JobSnapshot, now: Date): Decision {
     if (metered !== undefined) return metered;
   }
   if (s.job.kind === 'absent' || jobOwnership(s.job.job, agent) !== 'owned') {
+    // A realtime session with a saved turn goes on in a new pod (issue 29 §3).
+    const restore = podLossDecision(s, now, `Job ${jobName} is gone`);
+    if (restore !== undefined) return restore;
     return finish(s, now, {
       phase: 'Failed',
       jobName,
@@ -78,11 +85,24 @@ export function decideRunning(s: JobSnapshot, now: Date): Decision {
       reason: REASON.jobGarbageCollected,
       message: `Job ${jobName} was garbage-collected before its result was observed`,
       failureKinds: ['output_unavailable'],
-      extraEvents: [],
+      extraEvents: sessionLostEvents(s),
     });
   }
   const outcome = parseJobOutcome(s.job.job);
-  if (outcome.kind === 'running') return decideStarting(s, now, s.job.job, (c) => finish(s, now, c));
+  if (outcome.kind === 'running') {
+    // An idle or asked-for suspend of a realtime session (issue 29 §2); else a re-check by its idle deadline.
+    const idle = suspendDecision(s, s.job.job, now);
+    if (idle !== undefined && idle.actions.length > 0) return idle;
+    return withEarlierRequeue(
+      decideStarting(s, now, s.job.job, (c) => finish(s, now, c)),
+      idle?.requeueAfterMs,
+    );
+  }
+  // A realtime session whose pod was lost (it failed; a close ends it well), not by its deadline: restored.
+  if (outcome.kind === 'failed' && !deadlineExceeded(s.job.job)) {
+    const restore = podLossDecision(s, now, outcome.reason);
+    if (restore !== undefined) return restore;
+  }
   const evidence = s.job.evidence;
   if (evidence.kind === 'notGathered') return { actions: [], needs: 'runEvidence' };
   // A result is never given up for an outage: the pod list or the log read failed in a way asking again may mend
@@ -134,8 +154,25 @@ export function decideRunning(s: JobSnapshot, now: Date): Decision {
     reason: REASON.jobFailed,
     message: `Job ${jobName} failed with exit code ${exitCode}: ${failureReason}`,
     failureKinds,
-    extraEvents,
+    extraEvents: [...extraEvents, ...sessionLostEvents(s)],
   });
+}
+
+/** True when the Job failed by its activeDeadlineSeconds (a session past its deadline is not restored). */
+function deadlineExceeded(job: Job): boolean {
+  return (job.status.conditions ?? []).some(
+    (c) =>
+      (c.type === 'Failed' || c.type === 'FailureTarget') &&
+      c.status === 'True' &&
+      c.reason === 'DeadlineExceeded',
+  );
+}
+
+/** `decision` with its re-check no later than `ms` (a decision that asks for more is left as it is). */
+function withEarlierRequeue(decision: Decision, ms: number | undefined): Decision {
+  if (ms === undefined || decision.needs !== undefined) return decision;
+  const current = decision.requeueAfterMs;
+  return { ...decision, requeueAfterMs: current === undefined ? ms : Math.min(current, ms) };
 }
 
 interface EvidenceRead {

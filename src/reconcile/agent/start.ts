@@ -22,6 +22,7 @@ import { capForGrant, perRunCap } from '../budget/rules.ts';
 import { conditionsSatisfied } from '../conditions.ts';
 import { policyRefusal, runIntent, runLimits, withPolicyTools } from '../policy/check.ts';
 import { realtimeProblem } from '../realtime/plan.ts';
+import { sessionProblem } from '../realtime/suspend.ts';
 import {
   FAILURE_MISSING_REF,
   failureBinding,
@@ -222,6 +223,10 @@ export function checkStart(s: CommonSnapshot, now: Date): Step<Checked> {
   if (realtime !== undefined) {
     return decided(buildError(s, now, REASON.realtimeRefused, realtime));
   }
+  const session = holdsBatchFinalizer(agent)
+    ? undefined
+    : sessionProblem(station, definition, s.options.sessions?.enabled === true);
+  if (session !== undefined) return decided(buildError(s, now, REASON.sessionRefused, session));
   const serving = serverProblem(
     agent,
     definition,

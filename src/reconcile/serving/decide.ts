@@ -125,7 +125,7 @@ export function serverReadiness(
   if (desired === 0)
     return ready(
       'False',
-      REASON.serverSuspended,
+      REASON.suspended,
       agent.spec.suspend === true
         ? 'Scaled to zero: spec.suspend is true'
         : `Scaled to zero: Station ${station.metadata.name} asks for 0 replicas`,

@@ -105,6 +105,11 @@ export interface ReconcileOptions {
   readonly batch: BatchOptions;
   /** `execution: realtime` runs are admitted (`REALTIME_ENABLED=true`); otherwise they fail with a clear reason. */
   readonly realtime: { readonly enabled: boolean };
+  /**
+   * The session store (issue 29, controller env `AGENT_SESSION_STORE_URL`): realtime sessions are saved after each
+   * turn, suspended when idle and restored. Absent or disabled: runs asking for `idleTimeoutSeconds` fail at Pending.
+   */
+  readonly sessions?: { readonly enabled: boolean } | undefined;
   /** `execution: server` Agents are served (`SERVER_ENABLED=true`); otherwise they fail with a clear reason. */
   readonly server?: { readonly enabled: boolean } | undefined;
   /** The controller's own namespace: its pods are admitted to realtime run pods by the run's NetworkPolicy. */
@@ -245,6 +250,11 @@ export interface CommonSnapshot {
    * runs behind the gateway only; undefined: not known (nothing is held).
    */
   readonly keySaturation?: ReadonlyMap<string, number> | undefined;
+  /**
+   * Set by the executor when deleting the Agent's stored session failed (issue 29 §5), with why: decide counts the
+   * attempt, and names what was left after the last.
+   */
+  readonly sessionCleanup?: { readonly kind: 'failed'; readonly message: string } | undefined;
   /** The AgentPolicy of the Agent's Station (Pending only; undefined reads as none). */
   readonly policy?: PolicyObservation | undefined;
   readonly options: ReconcileOptions;

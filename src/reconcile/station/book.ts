@@ -1,4 +1,11 @@
-import { type AgentRunView, awaitsFallbackSlot, isSameAgent, type RunPhase, runPhase } from './runs.ts';
+import {
+  type AgentRunView,
+  awaitsFallbackSlot,
+  isSameAgent,
+  type RunPhase,
+  runPhase,
+  wakeRequest,
+} from './runs.ts';
 
 /**
  * The slot picture of one Station as seen by one candidate Agent: everything admission and history pruning read.
@@ -59,6 +66,14 @@ function parseTime(value: string | undefined): number {
 }
 
 /**
+ * Where an Agent queues: its creation; a Suspended session asked to wake queues by the time it was asked (issue 29),
+ * behind the runs that waited before it.
+ */
+function queueTime(agent: AgentRunView): number {
+  return wakeRequest(agent)?.at ?? parseTime(agent.metadata.creationTimestamp);
+}
+
+/**
  * Queue order (docs/design/reference-behaviour.md#d-d-first-come-first-served): creationTimestamp ascending, then
  * name, then uid. Total over distinct Agents.
  */
@@ -110,13 +125,11 @@ export class StationBook<A extends AgentRunView> {
   upsert(key: string, agent: A): void {
     const old = this.#agents.get(key);
     const uid = agent.metadata.uid ?? key;
+    // Suspended (issue 29): the admission that started its last pod is over; a wake is admitted afresh.
+    if (runPhase(agent) === 'Suspended' && old?.uid === uid && old.phase !== 'Suspended')
+      this.#admitted.delete(uid);
     const lane = laneKey(agent.metadata.namespace, agent.spec.stationRef);
-    if (
-      old !== undefined &&
-      old.uid === uid &&
-      old.lane === lane &&
-      old.agent.metadata.creationTimestamp === agent.metadata.creationTimestamp
-    ) {
+    if (old !== undefined && old.uid === uid && old.lane === lane && old.time === queueTime(agent)) {
       // A new version of the same Agent in the same queue position (a status echo): update it in place, and move
       // it only if its place changes, so 10,000 echoes cost O(log n) each, not a queue splice each.
       this.#count(old.phase, -1);
@@ -141,7 +154,7 @@ export class StationBook<A extends AgentRunView> {
       lane,
       agent,
       phase: runPhase(agent),
-      time: parseTime(agent.metadata.creationTimestamp),
+      time: queueTime(agent),
       name: agent.metadata.name ?? '',
       place: 'none',
     };
@@ -285,6 +298,11 @@ export class StationBook<A extends AgentRunView> {
     // A server takes no run slot and waits for none (issue 12).
     if (e.phase === 'Serving') return 'none';
     if (e.phase === 'Succeeded' || e.phase === 'Failed') return 'finished';
+    // A Suspended session holds no slot (its Job may still be going); asked to wake it queues, until admitted.
+    if (e.phase === 'Suspended') {
+      if (this.#admitted.has(e.uid)) return 'holding';
+      return wakeRequest(e.agent) !== undefined ? 'queued' : 'none';
+    }
     if (this.#admitted.has(e.uid) || this.#jobsOf.has(e.uid)) return 'holding';
     if (e.phase === 'Running' && !awaitsFallbackSlot(e.agent)) return 'holding';
     return 'queued';

@@ -1,3 +1,5 @@
+import { ANNOTATION_WAKE_REQUESTED } from '../../api/sessions.ts';
+
 /**
  * The Agent fields the Station-level rules (admission, pruning) read, plus the shared orderings.
  * Structural, so any parsed Agent fits.
@@ -5,9 +7,9 @@
 
 /**
  * The run phases; an absent or unknown phase reads as `Pending` (docs/design/reference-behaviour.md#lenient-parsing).
- * `Serving`: a server (issue 12).
+ * `Serving`: a server (issue 12). `Suspended`: a realtime session saved and without a pod (issue 29).
  */
-export type RunPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Serving';
+export type RunPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Serving' | 'Suspended';
 
 /** What admission and pruning read from an Agent. */
 export interface AgentRunView {
@@ -18,6 +20,7 @@ export interface AgentRunView {
     readonly resourceVersion?: string | undefined;
     readonly creationTimestamp?: string | undefined;
     readonly deletionTimestamp?: string | undefined;
+    readonly annotations?: Readonly<Record<string, string>> | undefined;
   };
   readonly spec: { readonly stationRef: string };
   readonly status?:
@@ -27,6 +30,9 @@ export interface AgentRunView {
         readonly completedAt?: string | undefined;
         readonly jobName?: string | undefined;
         readonly batchFallback?: boolean | undefined;
+        readonly session?:
+          | { readonly restorePending?: string | undefined; readonly wakeRequest?: string | undefined }
+          | undefined;
       }
     | undefined;
 }
@@ -42,7 +48,9 @@ export function awaitsFallbackSlot(agent: AgentRunView): boolean {
 /** The Agent's phase; absent or unknown → `Pending`. */
 export function runPhase(agent: AgentRunView): RunPhase {
   const p = agent.status?.phase;
-  return p === 'Running' || p === 'Succeeded' || p === 'Failed' || p === 'Serving' ? p : 'Pending';
+  return p === 'Running' || p === 'Succeeded' || p === 'Failed' || p === 'Serving' || p === 'Suspended'
+    ? p
+    : 'Pending';
 }
 
 /** True for `Succeeded` and `Failed`. */
@@ -117,4 +125,42 @@ export function compareHistoryOrder(a: AgentRunView, b: AgentRunView): number {
   const tb = timeOf(b.status?.completedAt, Number.NEGATIVE_INFINITY);
   if (ta !== tb) return ta > tb ? -1 : 1;
   return -compareQueueOrder(a, b);
+}
+
+/** Epoch ms of an RFC 3339 string; unparseable → last. */
+function isoTime(value: string): number {
+  const t = Date.parse(value);
+  return Number.isNaN(t) ? Number.POSITIVE_INFINITY : t;
+}
+
+/** A Suspended session asked to wake: by a prompt or `resume` (`wake`) or after its pod was lost (`restore`). */
+export interface WakeRequest {
+  readonly trigger: 'wake' | 'restore';
+  /** Its place in the Station's queue (epoch ms). */
+  readonly at: number;
+  /** The wake-requested value it takes (recorded as `status.session.wakeRequest`). */
+  readonly value?: string | undefined;
+}
+
+/**
+ * The wake a Suspended Agent waits for, if any: a pending restore first, else a `wake-requested` value not acted on
+ * yet (an unparseable time queues last). Structural, so the Station book reads it too.
+ */
+export function wakeRequest(agent: {
+  readonly metadata: { readonly annotations?: Readonly<Record<string, string>> | undefined };
+  readonly status?:
+    | {
+        readonly phase?: string | undefined;
+        readonly session?:
+          | { readonly restorePending?: string | undefined; readonly wakeRequest?: string | undefined }
+          | undefined;
+      }
+    | undefined;
+}): WakeRequest | undefined {
+  if (agent.status?.phase !== 'Suspended') return undefined;
+  const pending = agent.status.session?.restorePending;
+  if (pending !== undefined && pending !== '') return { trigger: 'restore', at: isoTime(pending) };
+  const value = agent.metadata.annotations?.[ANNOTATION_WAKE_REQUESTED];
+  if (value === undefined || value === '' || value === agent.status.session?.wakeRequest) return undefined;
+  return { trigger: 'wake', at: isoTime(value), value };
 }

@@ -2,7 +2,7 @@
 // admission arithmetic of the wiring, kept beside admission itself so the two cannot drift (ARCHITECTURE.md,
 // glossary: heads, holders, term).
 
-import type { Agent } from '../../api/index.ts';
+import { type Agent, SESSION_STATE_FINALIZER } from '../../api/index.ts';
 import { RUN_CLEANUP_FINALIZER } from '../../jobs/run-bindings.ts';
 import { BATCH_FINALIZER } from '../batch/plan.ts';
 import { SPEND_FINALIZER } from '../budget/ledger.ts';
@@ -41,7 +41,7 @@ export function toldItWaits(a: Agent): boolean {
 /**
  * What a new leadership term looks at, in this order: every Agent holding a slot (Running, or started by an earlier
  * leader), every server (its objects are not watched), queued Agents never told they wait, Agents carrying the
- * batch or cleanup finalizer, deleted Agents carrying the spend finalizer (work left half done); then the heads of every queue. Queued Agents that already
+ * batch or cleanup finalizer, deleted Agents carrying the spend or session-state finalizer (work left half done); then the heads of every queue. Queued Agents that already
  * carry Ready=False/Queued would only be told to wait again. A key may appear twice (the queue merges adds).
  */
 export function termStartKeys(
@@ -58,6 +58,12 @@ export function termStartKeys(
     else if (place === 'queued' && !toldItWaits(agent)) keys.push(key);
     else if (agent.metadata.finalizers.includes(BATCH_FINALIZER)) keys.push(key);
     else if (agent.metadata.finalizers.includes(RUN_CLEANUP_FINALIZER)) keys.push(key);
+    // A deleted Agent whose stored session is not deleted yet (issue 29 §5).
+    else if (
+      agent.metadata.deletionTimestamp !== undefined &&
+      agent.metadata.finalizers.includes(SESSION_STATE_FINALIZER)
+    )
+      keys.push(key);
     // A deleted run whose spend has not reached the ledger yet (issue 28 §4): deleted while no controller ran.
     else if (
       agent.metadata.deletionTimestamp !== undefined &&
