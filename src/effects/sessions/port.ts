@@ -1,6 +1,6 @@
 // The narrow port the controller's session code uses to reach the session store (issue 29, docs/design/sessions.md):
 // one turn's state written, the last one read, a session deleted. The S3 client and the session store
-// (src/store/s3, src/sessions/store.ts) fill it in `./store-port.ts`; the tests use `memorySessionState`.
+// (src/store/s3, src/sessions/store.ts) fill it in src/controller/session-store.ts; the tests use `memorySessionState`.
 
 import { err, ok, type Result } from '../../shared/result.ts';
 
@@ -65,54 +65,4 @@ export function memorySessionState(): SessionStatePort & {
     },
   };
   return port;
-}
-
-/** The calls of the session store (src/sessions/store.ts `SessionStore`) the port is made of, structurally. */
-export interface SessionStoreLike {
-  saveTurn(
-    ref: { readonly namespace: string; readonly uid: string },
-    turn: number,
-    archive: Uint8Array,
-    metadata: { readonly sessionId: string; readonly vendor: string },
-  ): Promise<Result<unknown, { readonly kind: string; readonly message: string }>>;
-  loadTurn(
-    ref: { readonly namespace: string; readonly uid: string },
-    which: 'latest',
-  ): Promise<
-    Result<
-      {
-        readonly turn: number;
-        readonly archive: Uint8Array;
-        readonly sessionId: string;
-        readonly vendor: string;
-      },
-      { readonly kind: string; readonly message: string }
-    >
-  >;
-  deleteSession(ref: {
-    readonly namespace: string;
-    readonly uid: string;
-  }): Promise<Result<unknown, { readonly kind: string; readonly message: string }>>;
-}
-
-/** The port over the session store: failures as one line; no saved turn (`not-found`) as undefined. */
-export function sessionStatePort(store: SessionStoreLike): SessionStatePort {
-  return {
-    async saveTurn(namespace, uid, turn, archive, meta) {
-      const r = await store.saveTurn({ namespace, uid }, turn, archive, meta);
-      return r.ok ? ok(undefined) : err(r.error.message);
-    },
-    async loadLatest(namespace, uid) {
-      const r = await store.loadTurn({ namespace, uid }, 'latest');
-      if (r.ok) {
-        const { turn, archive, sessionId, vendor } = r.value;
-        return ok({ turn, archive, sessionId, vendor });
-      }
-      return r.error.kind === 'not-found' ? ok(undefined) : err(r.error.message);
-    },
-    async deleteSession(namespace, uid) {
-      const r = await store.deleteSession({ namespace, uid });
-      return r.ok ? ok(undefined) : err(r.error.message);
-    },
-  };
 }

@@ -1,23 +1,26 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { err, ok } from '../../shared/result.ts';
-import { type SessionStoreLike, sessionStatePort } from './port.ts';
+import type { SessionStore } from '../sessions/store.ts';
+import { err, ok } from '../shared/result.ts';
+import { sessionStatePort } from './session-store.ts';
 
 describe('the session-state port over the session store', () => {
   const calls: string[] = [];
-  const store: SessionStoreLike = {
+  const store: Pick<SessionStore, 'saveTurn' | 'loadTurn' | 'deleteSession'> = {
     saveTurn: async (ref, turn, _a, meta) => {
       calls.push(`save ${ref.namespace}/${ref.uid} ${turn} ${meta.sessionId}`);
-      return turn > 5 ? err({ kind: 's3', message: 'InternalError (HTTP 500)' }) : ok({ turn });
+      return turn > 5
+        ? err({ kind: 'invalid', message: 'InternalError (HTTP 500)' })
+        : ok({ turn, key: 'k', size: 0 });
     },
     loadTurn: async (ref) =>
       ref.uid === 'none'
         ? err({ kind: 'not-found', message: 'no turn' })
         : ref.uid === 'down'
-          ? err({ kind: 's3', message: 'SlowDown (HTTP 503)' })
+          ? err({ kind: 'invalid', message: 'SlowDown (HTTP 503)' })
           : ok({ turn: 3, archive: new Uint8Array([1]), sessionId: 's', vendor: 'claude', key: 'k' }),
     deleteSession: async (ref) =>
-      ref.uid === 'down' ? err({ kind: 's3', message: 'left 2 objects' }) : ok({ deleted: 4 }),
+      ref.uid === 'down' ? err({ kind: 'invalid', message: 'left 2 objects' }) : ok({ deleted: 4 }),
   };
   const port = sessionStatePort(store);
 
